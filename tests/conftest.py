@@ -1,0 +1,36 @@
+"""Shared test set-up: offline LLM settings, an isolated workspace for every test."""
+
+from __future__ import annotations
+
+import os
+
+# Before anything can import litellm: never fetch the price map, never reach a model hub.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
+
+settings.register_profile(
+    "ci", max_examples=int(os.environ.get("MEMORYLAB_HYPOTHESIS_EXAMPLES", "2000")), deadline=None
+)
+settings.register_profile("dev", max_examples=200, deadline=None)
+settings.load_profile(os.environ.get("MEMORYLAB_HYPOTHESIS_PROFILE", "ci"))
+
+_PROVIDER_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GROQ_API_KEY")
+
+
+@pytest.fixture(autouse=True)
+def isolated_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point $WORKSPACE_DIR at a fresh folder and run in a fresh cwd; hide provider keys."""
+    workspace = tmp_path / "workspace"
+    monkeypatch.setenv("WORKSPACE_DIR", str(workspace))
+    for key in _PROVIDER_KEYS:
+        monkeypatch.delenv(key, raising=False)
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    return workspace

@@ -1,0 +1,162 @@
+"""Pure value records of the memory core: no I/O, no clock, no environment.
+
+They are frozen dataclasses; identity and storage live in :mod:`memorylab.memory.store`.
+Every record has ``to_dict()`` / ``from_dict()`` producing JSON-ready dicts (timestamps as
+ISO-8601 strings), so they travel through ``compactions.jsonl``, caches and DataFrames unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from datetime import datetime
+from typing import Any
+
+SUMMARY_PREFIX = "[Compressed Memory Summary]"
+PRELOAD_PREFIX = "[Persistent Memory — MEMORY.md]"
+
+
+def _dt_to_str(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat(timespec="microseconds")
+
+
+def _dt_from_str(value: Any) -> datetime | None:
+    if value is None or isinstance(value, datetime):
+        return value
+    return datetime.fromisoformat(str(value))
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One block of a memory file: who said it, what, and when.
+
+    ``content`` is the text as stored (non-string content is converted on the way in, see
+    :func:`memorylab.memory.format.content_to_text`).
+    """
+
+    role: str
+    content: str
+    timestamp: datetime
+
+    @property
+    def is_summary(self) -> bool:
+        """True for a compaction summary block (content starts with ``[Compressed Memory Summary]``)."""
+        return self.content.startswith(SUMMARY_PREFIX)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"role": self.role, "content": self.content, "timestamp": _dt_to_str(self.timestamp)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Message:
+        timestamp = _dt_from_str(data["timestamp"])
+        if timestamp is None:
+            raise ValueError("a Message needs a timestamp")
+        return cls(role=str(data["role"]), content=str(data["content"]), timestamp=timestamp)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryDocument:
+    """A parsed MEMORY.md or archive file.
+
+    Header fields are ``None`` when the file has no header (``conversation_name``, ``created``),
+    when it was written by the reference framework (``format_version``), or when it is not the
+    result of a compaction (``continues``: the archive file name this file replaced).
+    ``extra_header`` keeps header lines memorylab does not know, in order, so they survive a
+    round trip.
+    """
+
+    conversation_name: str | None
+    created: datetime | None
+    messages: tuple[Message, ...] = ()
+    format_version: int | None = None
+    continues: str | None = None
+    extra_header: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def summaries(self) -> tuple[Message, ...]:
+        return tuple(m for m in self.messages if m.is_summary)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "conversation_name": self.conversation_name,
+            "created": _dt_to_str(self.created),
+            "format_version": self.format_version,
+            "continues": self.continues,
+            "extra_header": [list(kv) for kv in self.extra_header],
+            "messages": [m.to_dict() for m in self.messages],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MemoryDocument:
+        return cls(
+            conversation_name=data.get("conversation_name"),
+            created=_dt_from_str(data.get("created")),
+            format_version=data.get("format_version"),
+            continues=data.get("continues"),
+            extra_header=tuple((str(k), str(v)) for k, v in data.get("extra_header", ())),
+            messages=tuple(Message.from_dict(m) for m in data.get("messages", ())),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveRef:
+    """An archived MEMORY.md: its file name inside ``archive/`` and when it was written."""
+
+    name: str
+    created: datetime
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "created": _dt_to_str(self.created)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ArchiveRef:
+        created = _dt_from_str(data["created"])
+        assert created is not None
+        return cls(name=str(data["name"]), created=created)
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionEvent:
+    """What one compaction did (or, with ``error`` set, why it did not happen).
+
+    Token figures are ``None`` when nobody counted them (a manual ``compact()`` without a
+    tokenizer). ``carried_over`` counts messages appended while the summary was being made, which
+    were moved into the fresh MEMORY.md after the summary.
+    """
+
+    time: datetime
+    agent: str | None = None
+    archive: str | None = None
+    summary_chars: int = 0
+    messages_archived: int = 0
+    carried_over: int = 0
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    summary_tokens: int | None = None
+    threshold: float | int | None = None
+    context_length: int | None = None
+    summarizer_model: str | None = None
+    latency_s: float | None = None
+    cost_usd: float | None = None
+    error: str | None = None
+    kind: str = "compaction"
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["time"] = _dt_to_str(self.time)
+        data["extra"] = dict(self.extra)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CompactionEvent:
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        time = _dt_from_str(values.pop("time"))
+        assert time is not None
+        values["extra"] = dict(values.get("extra") or {})
+        return cls(time=time, **values)
