@@ -40,7 +40,7 @@ class Message:
 
     @property
     def is_summary(self) -> bool:
-        """True for a compaction summary block (content starts with ``[Compressed Memory Summary]``)."""
+        """True for a compaction summary (content starts with ``[Compressed Memory Summary]``)."""
         return self.content.startswith(SUMMARY_PREFIX)
 
     def to_dict(self) -> dict[str, Any]:

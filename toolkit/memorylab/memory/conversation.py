@@ -1,0 +1,348 @@
+"""``Conversation``: the in-memory history with write-through to MEMORY.md (the seed's API).
+
+History layout after construction (the static context never reaches the file)::
+
+    [0] System : <system_prompt>            (if set)
+    [1] User   : <rules>                    (if set)
+    [2] User   : <custom_rules_prompt>      (if set)
+    [3] System : [Persistent Memory — MEMORY.md]\\n<file text>   (if the file has messages)
+    ...        : messages= seeds (in memory only), then every add()
+
+Every ``add()`` appends to ``conversation_history`` and writes one block to MEMORY.md through the
+:class:`~memorylab.memory.store.MemoryStore` (the only writer). ``compact()`` archives the file,
+re-seeds it with the summary and carries over anything appended meanwhile.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from memorylab.errors import EmptySummary
+from memorylab.memory import format as fmt
+from memorylab.memory.records import PRELOAD_PREFIX, SUMMARY_PREFIX, CompactionEvent, Message
+from memorylab.memory.store import MemoryStore, Snapshot, agent_paths
+
+logger = logging.getLogger("memorylab")
+
+
+class _Default:
+    def __repr__(self) -> str:
+        return "<default>"
+
+
+DEFAULT_PATH: Any = _Default()
+"""Sentinel: ``memory_md_path`` follows ``agent_name`` (``<ws>/agents/<agent_name>/MEMORY.md``)."""
+
+
+def _now() -> datetime:
+    return datetime.now().astimezone()
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionTicket:
+    """Taken before summarizing: what the summary will replace (file bytes and history length)."""
+
+    snapshot: Snapshot | None
+    history_length: int
+    taken: datetime
+
+
+class Conversation:
+    """A message history that persists to ``MEMORY.md``.
+
+    ``agent_name`` picks ``<workspace>/agents/<agent_name>/MEMORY.md`` (workspace: the
+    ``workspace_dir`` argument, else ``$WORKSPACE_DIR``, else ``./agent_workspace``). An explicit
+    ``memory_md_path`` overrides it; ``memory_md_path=None`` (or no ``agent_name``) keeps the
+    conversation in memory only. ``durable=True`` fsyncs every append.
+    """
+
+    def __init__(
+        self,
+        name: str | None = None,
+        system_prompt: str | None = None,
+        rules: str | None = None,
+        custom_rules_prompt: str | None = None,
+        time_enabled: bool = True,
+        agent_name: str | None = None,
+        workspace_dir: str | os.PathLike[str] | None = None,
+        memory_md_path: str | os.PathLike[str] | None = DEFAULT_PATH,
+        user: str = "User",
+        messages: Iterable[Mapping[str, Any]] | None = None,
+        *,
+        durable: bool = False,
+        preload: bool = True,
+        lock_timeout: float = 30.0,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        self.agent_name = agent_name
+        self.name = name or (
+            f"{agent_name}_conversation" if agent_name else f"conversation_{uuid.uuid4().hex[:12]}"
+        )
+        self.system_prompt = system_prompt
+        self.rules = rules
+        self.custom_rules_prompt = custom_rules_prompt
+        self.time_enabled = time_enabled
+        self.user = user
+        self.workspace_dir = workspace_dir
+        self.durable = durable
+        self.lock_timeout = lock_timeout
+        self.clock: Callable[[], datetime] = clock or _now
+        self.conversation_history: list[dict[str, Any]] = []
+        self._suppress_memory_md = False
+        self._guard = threading.RLock()
+        self._store: MemoryStore | None = None
+        self.memory_created = False
+
+        if memory_md_path is DEFAULT_PATH:
+            self._store = (
+                MemoryStore.for_agent(
+                    agent_name, workspace_dir, durable=durable, lock_timeout=lock_timeout
+                )
+                if agent_name is not None
+                else None
+            )
+        elif memory_md_path is not None:
+            self._store = self._store_for(memory_md_path)
+        elif agent_name is not None:
+            agent_paths(agent_name, workspace_dir)  # still validate the name
+
+        self._seed_static_context()
+        if self._store is not None:
+            self._ensure_file()
+            if preload:
+                self._preload()
+        for seed in messages or ():
+            self._append_history(str(seed["role"]), seed.get("content"), persist=False)
+
+    # -- construction helpers -----------------------------------------------------------------
+
+    def _store_for(self, path: str | os.PathLike[str]) -> MemoryStore:
+        return MemoryStore(path, durable=self.durable, lock_timeout=self.lock_timeout)
+
+    def _seed_static_context(self) -> None:
+        for role, text in (
+            ("System", self.system_prompt),
+            (self.user, self.rules),
+            (self.user, self.custom_rules_prompt),
+        ):
+            if text:
+                self._append_history(role, text, persist=False, kind="static")
+
+    def _ensure_file(self) -> None:
+        assert self._store is not None
+        created = self._store.ensure(self.name, self.clock())
+        if created:
+            self.memory_created = True
+            logger.info(
+                "memorylab: storing this conversation in %s (every message is written there and "
+                "archived on compaction). Turn persistence off with memory_md_path=None; delete it "
+                "with memorylab.forget(%r).",
+                self._store.path,
+                self.agent_name or str(self._store.path),
+            )
+
+    def _preload(self) -> None:
+        assert self._store is not None
+        text = self._store.read_text()
+        if "\n### " not in text and not text.startswith("### "):
+            return  # a header without messages: nothing worth loading
+        self._append_history("System", f"{PRELOAD_PREFIX}\n{text}", persist=False, kind="preload")
+
+    # -- properties -----------------------------------------------------------------------------
+
+    @property
+    def memory_md_path(self) -> Path | None:
+        """MEMORY.md, or ``None`` when persistence is off (assign ``None`` to turn it off)."""
+        return None if self._store is None else self._store.path
+
+    @memory_md_path.setter
+    def memory_md_path(self, value: str | os.PathLike[str] | None) -> None:
+        with self._guard:
+            if self._store is not None:
+                self._store.close()
+            if value is None:
+                self._store = None
+                return
+            self._store = self._store_for(value)
+            self._ensure_file()
+
+    @property
+    def store(self) -> MemoryStore | None:
+        return self._store
+
+    # -- messages -------------------------------------------------------------------------------
+
+    def _append_history(
+        self, role: str, content: Any, *, persist: bool, kind: str = "message", **extra: Any
+    ) -> dict[str, Any]:
+        fmt.validate_role(role)
+        when = self.clock()
+        entry: dict[str, Any] = {"role": role, "content": content, "timestamp": when.isoformat()}
+        if kind != "message":
+            entry["kind"] = kind
+        entry.update(extra)
+        with self._guard:
+            store = self._store
+            if persist and store is not None and not self._suppress_memory_md:
+                text = fmt.content_to_text(content)
+                if text:  # like the reference: empty content is kept in memory only
+                    store.append(fmt.render_message(Message(role, text, when)))
+            self.conversation_history.append(entry)
+        return entry
+
+    def add(self, role: str, content: Any, **metadata: Any) -> dict[str, Any]:
+        """Append a message to the history and write it through to MEMORY.md.
+
+        ``content`` may be any object: dicts and lists are stored as JSON, others with ``str()``
+        (the history keeps the original object). ``metadata`` (e.g. ``tool_call_id``) is kept in
+        the history entry only.
+        """
+        return self._append_history(role, content, persist=True, **metadata)
+
+    def return_history_as_string(self) -> str:
+        """The history as the model reads it: ``[<timestamp>] Role: content`` blocks."""
+        return "\n\n".join(self._entry_text(e) for e in self.conversation_history)
+
+    def _entry_text(self, entry: Mapping[str, Any]) -> str:
+        content = fmt.content_to_text(entry["content"])
+        if self.time_enabled:
+            return f"[{entry['timestamp']}] {entry['role']}: {content}"
+        return f"{entry['role']}: {content}"
+
+    def to_messages(self) -> list[dict[str, Any]]:
+        """Provider-ready ``{"role", "content"}`` messages, preloaded memory included.
+
+        ``System`` rows become ``system``; the user's role (and ``User``/``Human``) ``user``;
+        rows with a ``tool_call_id`` ``tool``; other tool-ish roles a ``user`` row tagged with the
+        role; everything else (the agent's own name) ``assistant``.
+        """
+        out: list[dict[str, Any]] = []
+        user_roles = {self.user.lower(), "user", "human"}
+        for entry in self.conversation_history:
+            role = str(entry["role"])
+            content = fmt.content_to_text(entry["content"])
+            lowered = role.lower()
+            message: dict[str, Any]
+            if entry.get("tool_call_id"):
+                message = {
+                    "role": "tool",
+                    "tool_call_id": entry["tool_call_id"],
+                    "content": content,
+                }
+            elif lowered == "system":
+                message = {"role": "system", "content": content}
+            elif lowered in user_roles:
+                message = {"role": "user", "content": content}
+            elif lowered in ("tool", "tool executor", "function", "tool result"):
+                message = {"role": "user", "content": f"[{role}]\n{content}"}
+            else:
+                message = {"role": "assistant", "content": content}
+                if entry.get("tool_calls"):
+                    message["tool_calls"] = entry["tool_calls"]
+            out.append(message)
+        return out
+
+    def static_context(self) -> list[dict[str, Any]]:
+        return [e for e in self.conversation_history if e.get("kind") == "static"]
+
+    # -- compaction -----------------------------------------------------------------------------
+
+    def begin_compaction(self) -> CompactionTicket:
+        """Mark what a summary will replace; messages added after this are carried over."""
+        with self._guard:
+            snapshot = self._store.snapshot() if self._store is not None else None
+            return CompactionTicket(snapshot, len(self.conversation_history), self.clock())
+
+    def compact(
+        self,
+        summary: str,
+        summary_role: str = "System",
+        *,
+        ticket: CompactionTicket | None = None,
+        **event_fields: Any,
+    ) -> CompactionEvent:
+        """Archive MEMORY.md, re-seed it and the history with ``summary`` (see the module doc).
+
+        ``ticket`` (from :meth:`begin_compaction`, taken before a slow summarization) makes
+        every message added since then survive, after the summary. ``event_fields`` (tokens,
+        model, latency ...) go into the returned event and the ``compactions.jsonl`` record.
+        """
+        if summary is None or not str(summary).strip():
+            raise EmptySummary(
+                "refusing to compact with an empty summary: memory was left unchanged"
+            )
+        fmt.validate_role(summary_role)
+        text = str(summary)
+        content = text if text.startswith(SUMMARY_PREFIX) else f"{SUMMARY_PREFIX} {text}"
+        with self._guard:
+            ticket = ticket or self.begin_compaction()
+            now = self.clock()
+            kept = [
+                e
+                for e in self.conversation_history[ticket.history_length :]
+                if e.get("kind") is None
+            ]
+            base = {
+                "time": now,
+                "agent": self.agent_name,
+                "summary_chars": len(content),
+                "messages_archived": sum(
+                    1
+                    for e in self.conversation_history[: ticket.history_length]
+                    if e.get("kind") is None
+                ),
+                **event_fields,
+            }
+            if self._store is not None and ticket.snapshot is not None:
+
+                def record(result: Any) -> dict[str, Any]:
+                    event = CompactionEvent(
+                        **{
+                            **base,
+                            "archive": result.archive,
+                            "messages_archived": result.messages_archived,
+                            "carried_over": result.carried_over,
+                        }
+                    )
+                    return event.to_dict()
+
+                result = self._store.compact(
+                    ticket.snapshot,
+                    Message(summary_role, content, now),
+                    conversation_name=self.name,
+                    now=now,
+                    record=record,
+                )
+                event = CompactionEvent.from_dict(record(result))
+            else:
+                event = CompactionEvent(**{**base, "carried_over": len(kept)})
+            self.conversation_history = [
+                e for e in self.conversation_history if e.get("kind") == "static"
+            ]
+            self.conversation_history.append(
+                {
+                    "role": summary_role,
+                    "content": content,
+                    "timestamp": now.isoformat(),
+                    "kind": "summary",
+                }
+            )
+            self.conversation_history.extend(kept)
+            return event
+
+    # -- misc -----------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self.conversation_history)
+
+    def __repr__(self) -> str:
+        where = self.memory_md_path or "memory only"
+        return f"Conversation(name={self.name!r}, messages={len(self)}, path={str(where)!r})"

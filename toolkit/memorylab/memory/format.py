@@ -1,0 +1,462 @@
+"""The MEMORY.md byte format: a PURE renderer and parser (no I/O, no clock, no environment).
+
+The spec is ``docs/memory-format.md``. In short, a file is a header followed by message blocks::
+
+    # Agent Memory
+    <blank>
+    **Conversation:** {name}
+    **Created:** {ISO-8601}
+    **Format:** memorylab/1            <- memorylab only
+    **Continues:** history_....md      <- memorylab only, after a compaction (lineage)
+    <blank>
+    ---
+    <blank>
+    ## Interaction Log
+    <blank>
+    ### {role} — {ISO-8601}           <- one block per message (U+2014 EM DASH)
+    <blank>
+    {content, escaped}
+    <blank>
+    ---
+    <blank>
+
+The header and blocks are byte-identical to what the reference framework (swarms) writes, so it
+can keep preloading files memorylab wrote. Unlike the reference, content lines that could be read
+as structure are escaped with one leading backslash, which markdown renders as the same text; the
+parser removes it again, so ``parse(render(doc)) == doc`` for any role and content.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal, overload
+
+from memorylab.errors import MemoryFormatError
+from memorylab.memory.records import MemoryDocument, Message
+
+FORMAT_VERSION = 1
+"""The newest format version this memorylab writes and reads (``**Format:** memorylab/1``)."""
+
+EM_DASH = "\u2014"
+TITLE_LINE = "# Agent Memory"
+LOG_LINE = "## Interaction Log"
+SEPARATOR_LINE = "---"
+_HEADING_SEP = f" {EM_DASH} "
+_LOG_MARKER = f"\n{LOG_LINE}\n"
+
+# ISO-8601 as Python writes it: naive or aware, with or without a fraction.
+_TS = (
+    r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?"
+    r"(?:Z|[+-]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?)?"
+)
+_TS_RE = re.compile(_TS + r"\Z")
+_HEADING_RE = re.compile(r"### (?P<role>[^\n]*) \u2014 (?P<ts>" + _TS + r")\n")
+# A block ends with "\n\n---\n\n". In memorylab's own files a bare "---" line only ever is a
+# separator (content is escaped). Reference files are not escaped, so a separator also has to be
+# followed by the next heading or by the end of the file: that keeps most "---" in content intact.
+_SEPARATOR_RE = re.compile(r"\n\n---\n(?:\n|\Z)(?=### [^\n]* \u2014 " + _TS + r"\n|\s*\Z)")
+# A heading right after a blank line inside a block of memorylab's own file means the previous
+# block was torn (a crash mid-write, then more appends).
+_INNER_HEADING_RE = re.compile(r"\n(?=### [^\n]* \u2014 " + _TS + r"\n\n)")
+_HEADER_FIELD_RE = re.compile(r"\*\*(?P<key>[^*\n]+):\*\*(?: (?P<value>.*))?\Z")
+_FORMAT_VALUE_RE = re.compile(r"memorylab/(\d+)\Z")
+_KNOWN_FIELDS = ("Conversation", "Created", "Format", "Continues")
+
+
+@dataclass(frozen=True, slots=True)
+class FormatProblem:
+    """One thing wrong with a file, found by a lenient parse (``line`` is 1-based)."""
+
+    line: int
+    kind: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.message}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Escaping
+
+
+def _is_structural(line: str) -> bool:
+    """Whether a content line, stripped of leading backslashes, could be read as structure."""
+    core = line.lstrip("\\").rstrip("\r")
+    return (
+        core == SEPARATOR_LINE
+        or core.startswith("### ")
+        or core == "###"
+        or core.startswith(TITLE_LINE)
+        or core.startswith(LOG_LINE)
+    )
+
+
+def escape_content(text: str) -> str:
+    """Prefix every line that could pass for structure with one backslash (markdown shows the
+    same text); lines that already start with backslashes get one more, so unescaping is exact."""
+    if "#" not in text and "-" not in text:
+        return text  # fast path: nothing can look like structure
+    lines = text.split("\n")
+    return "\n".join("\\" + line if _is_structural(line) else line for line in lines)
+
+
+def unescape_content(text: str) -> str:
+    """Undo :func:`escape_content` exactly."""
+    if "\\" not in text:
+        return text
+    lines = text.split("\n")
+    return "\n".join(
+        line[1:] if line.startswith("\\") and _is_structural(line[1:]) else line for line in lines
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Rendering
+
+
+def content_to_text(content: Any) -> str:
+    """The text stored for a message's content.
+
+    Strings are kept exactly (no stripping, unlike the reference); dicts and lists become JSON
+    (UTF-8, not ASCII-escaped; unknown objects inside via ``str()``); ``None`` becomes ``""``;
+    anything else is written with ``str()``.
+    """
+    if isinstance(content, str):
+        return content
+    if content is None:
+        return ""
+    if isinstance(content, dict | list | tuple):
+        return json.dumps(content, ensure_ascii=False, default=str)
+    return str(content)
+
+
+def format_timestamp(value: datetime) -> str:
+    """ISO-8601 with microseconds, as memorylab writes it (timezone-aware when ``value`` is)."""
+    return value.isoformat(timespec="microseconds")
+
+
+def parse_timestamp(text: str) -> datetime:
+    """Parse an ISO-8601 timestamp as found in memory files (naive or aware, any fraction)."""
+    if not _TS_RE.match(text):
+        raise ValueError(f"not an ISO-8601 timestamp: {text!r}")
+    return datetime.fromisoformat(text)
+
+
+def validate_role(role: str) -> str:
+    """Return ``role`` if it can be a block heading: a non-blank single line."""
+    if not isinstance(role, str):
+        raise ValueError(f"a role must be a string, got {type(role).__name__}")
+    if not role.strip():
+        raise ValueError("a role must not be empty or blank; use e.g. 'User', 'System' or a name")
+    if role.splitlines() != [role]:
+        raise ValueError(f"a role must be a single line without line breaks, got {role!r}")
+    return role
+
+
+def _single_line(name: str, value: str) -> str:
+    if value.splitlines() != [value] and value != "":
+        raise ValueError(f"the header field {name} must be a single line, got {value!r}")
+    return value
+
+
+def render_header(
+    conversation_name: str,
+    created: datetime,
+    *,
+    format_version: int | None = FORMAT_VERSION,
+    continues: str | None = None,
+    extra_header: Iterable[tuple[str, str]] = (),
+) -> str:
+    """The header block; with ``format_version=None`` and no lineage it is the reference's bytes."""
+    lines = [
+        TITLE_LINE,
+        "",
+        f"**Conversation:** {_single_line('Conversation', conversation_name)}",
+        f"**Created:** {format_timestamp(created)}",
+    ]
+    if format_version is not None:
+        lines.append(f"**Format:** memorylab/{int(format_version)}")
+    if continues is not None:
+        lines.append(f"**Continues:** {_single_line('Continues', continues)}")
+    for key, value in extra_header:
+        if key in _KNOWN_FIELDS or not _HEADER_FIELD_RE.match(f"**{key}:** x"):
+            raise ValueError(f"cannot write the extra header field {key!r}")
+        lines.append(f"**{key}:** {_single_line(key, value)}")
+    lines += ["", SEPARATOR_LINE, "", LOG_LINE, "", ""]
+    return "\n".join(lines)
+
+
+def render_message(message: Message) -> str:
+    """One message block, ending with the separator and a blank line."""
+    role = validate_role(message.role)
+    return (
+        f"### {role}{_HEADING_SEP}{format_timestamp(message.timestamp)}\n\n"
+        f"{escape_content(message.content)}\n\n{SEPARATOR_LINE}\n\n"
+    )
+
+
+def render(doc: MemoryDocument) -> str:
+    """The whole file for ``doc`` (it needs a header: ``conversation_name`` and ``created``)."""
+    if doc.conversation_name is None or doc.created is None:
+        raise ValueError(
+            "cannot render a document without a header: set conversation_name and created "
+            "(dataclasses.replace(doc, conversation_name=..., created=...))"
+        )
+    head = render_header(
+        doc.conversation_name,
+        doc.created,
+        format_version=doc.format_version,
+        continues=doc.continues,
+        extra_header=doc.extra_header,
+    )
+    return head + "".join(render_message(m) for m in doc.messages)
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsing
+
+
+class _Problems:
+    """Collects problems; line numbers are computed only when a problem is found."""
+
+    def __init__(self, text: str, line_offset: int) -> None:
+        self.text = text
+        self.line_offset = line_offset
+        self.items: list[FormatProblem] = []
+
+    def add(self, offset: int, kind: str, message: str) -> None:
+        line = self.text.count("\n", 0, max(offset, 0)) + 1 + self.line_offset
+        self.items.append(FormatProblem(line=line, kind=kind, message=message))
+
+
+def _parse_header(
+    head: str, problems: _Problems
+) -> tuple[str | None, datetime | None, int | None, str | None, tuple[tuple[str, str], ...]]:
+    name: str | None = None
+    created: datetime | None = None
+    version: int | None = None
+    continues: str | None = None
+    extra: list[tuple[str, str]] = []
+    offset = 0
+    for line in head.split("\n"):
+        here = offset
+        offset += len(line) + 1
+        if line in ("", TITLE_LINE, SEPARATOR_LINE, LOG_LINE):
+            continue
+        match = _HEADER_FIELD_RE.match(line)
+        if match is None:
+            problems.add(here, "header", f"unexpected header line {line!r}")
+            continue
+        key, value = match["key"], match["value"] or ""
+        if key == "Conversation":
+            name = value
+        elif key == "Created":
+            try:
+                created = parse_timestamp(value)
+            except ValueError:
+                problems.add(here, "header", f"the Created field is not a timestamp: {value!r}")
+        elif key == "Format":
+            found = _FORMAT_VALUE_RE.match(value)
+            if found is None:
+                problems.add(here, "header", f"unknown format {value!r}")
+            elif int(found[1]) > FORMAT_VERSION:
+                problems.add(
+                    here,
+                    "version",
+                    f"written by a newer memorylab (format {found[1]}, this one reads up to "
+                    f"{FORMAT_VERSION}): upgrade memorylab to read it",
+                )
+                version = int(found[1])
+            else:
+                version = int(found[1])
+        elif key == "Continues":
+            continues = value
+        else:
+            extra.append((key, value))
+    if name is None:
+        problems.add(0, "header", "the header has no **Conversation:** line")
+    if created is None and "**Created:**" not in head:
+        problems.add(0, "header", "the header has no **Created:** line")
+    return name, created, version, continues, tuple(extra)
+
+
+def _strip_torn_tail(content: str) -> str:
+    """Drop what a write interrupted inside the closing ``\\n\\n---\\n\\n`` left behind."""
+    for tail in ("\n\n---\n", "\n\n---", "\n\n--", "\n\n-", "\n\n", "\n"):
+        if content.endswith(tail):
+            return content[: -len(tail)]
+    return content
+
+
+def _parse_blocks(
+    body: str, body_offset: int, own_format: bool, problems: _Problems
+) -> list[Message]:
+    messages: list[Message] = []
+    pos = 0
+    ends = [(m.start(), m.end()) for m in _SEPARATOR_RE.finditer(body)]
+    ends.append((len(body), len(body)))
+    for stop, next_pos in ends:
+        chunk = body[pos:stop]
+        chunk_offset = body_offset + pos
+        torn = stop == len(body)
+        pos = next_pos
+        if not chunk.strip():
+            if chunk and not torn:
+                problems.add(chunk_offset, "structure", "empty block between separators")
+            continue
+        pieces = [chunk]
+        if own_format:  # an unescaped heading inside a block: the block before it was torn
+            cuts = [m.start() for m in _INNER_HEADING_RE.finditer(chunk)]
+            if cuts:
+                bounds = [0, *[c + 1 for c in cuts], len(chunk) + 1]
+                pieces = [chunk[a : b - 1] for a, b in itertools.pairwise(bounds)]
+        piece_offset = chunk_offset
+        for index, piece in enumerate(pieces):
+            last_piece = index == len(pieces) - 1
+            heading = _HEADING_RE.match(piece)
+            if heading is None:
+                problems.add(
+                    piece_offset,
+                    "structure",
+                    "expected a block heading '### {role} — {timestamp}', found "
+                    f"{piece.split(chr(10), 1)[0][:80]!r}",
+                )
+                piece_offset += len(piece) + 1
+                continue
+            rest = piece[heading.end() :]
+            if rest.startswith("\n"):
+                rest = rest[1:]
+            else:
+                problems.add(piece_offset, "structure", "missing blank line after the heading")
+            if not last_piece or torn:
+                problems.add(
+                    piece_offset,
+                    "torn",
+                    "block is not closed by '---' (an interrupted write?); its content may be cut",
+                )
+                rest = _strip_torn_tail(rest)
+            messages.append(
+                Message(
+                    role=heading["role"],
+                    content=unescape_content(rest),
+                    timestamp=datetime.fromisoformat(heading["ts"]),
+                )
+            )
+            piece_offset += len(piece) + 1
+    return messages
+
+
+@overload
+def parse(
+    text: str, *, strict: Literal[True] = True, path: str | None = None
+) -> MemoryDocument: ...
+
+
+@overload
+def parse(
+    text: str, *, strict: Literal[False], path: str | None = None
+) -> tuple[MemoryDocument, list[FormatProblem]]: ...
+
+
+@overload
+def parse(
+    text: str, *, strict: bool, path: str | None = None
+) -> MemoryDocument | tuple[MemoryDocument, list[FormatProblem]]: ...
+
+
+def parse(
+    text: str, *, strict: bool = True, path: str | None = None
+) -> MemoryDocument | tuple[MemoryDocument, list[FormatProblem]]:
+    """Parse the text of a MEMORY.md or archive file.
+
+    With ``strict=True`` any problem raises :class:`~memorylab.errors.MemoryFormatError` naming
+    ``path`` (when given) and the line. With ``strict=False`` the result is
+    ``(document, problems)``: everything that could be read, and what was wrong. Reference files
+    (no ``**Format:**`` line, naive timestamps) parse strictly; a BOM, Windows line ends, a
+    missing header and a torn last block are problems.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"parse() takes the file's text (str), got {type(text).__name__}")
+    problems = _Problems(text, 0)
+    if text.startswith("\ufeff"):
+        problems.add(0, "bom", "the file starts with a byte-order mark (BOM)")
+        text = text[1:]
+    first_line_end = text.find("\n")
+    if first_line_end > 0 and text[first_line_end - 1] == "\r":
+        problems.add(0, "crlf", "Windows line ends (CRLF); they were read as '\\n'")
+        text = text.replace("\r\n", "\n")
+    problems.text = text
+
+    name = created = version = continues = None
+    extra: tuple[tuple[str, str], ...] = ()
+    if text.startswith(TITLE_LINE + "\n") or text == TITLE_LINE:
+        marker = text.find(_LOG_MARKER)
+        if marker < 0:
+            problems.add(len(text), "header", "the header is incomplete (no '## Interaction Log')")
+            head, body_start = text, len(text)
+        else:
+            head = text[: marker + 1]
+            body_start = marker + len(_LOG_MARKER)
+            if text.startswith("\n", body_start):
+                body_start += 1
+        name, created, version, continues, extra = _parse_header(head, problems)
+    else:
+        problems.add(0, "header", "missing header (the file should start with '# Agent Memory')")
+        first = _HEADING_RE.search(text)
+        body_start = first.start() if first else len(text)
+        if text[:body_start].strip():
+            problems.add(0, "structure", "text before the first block was skipped")
+
+    messages = _parse_blocks(text[body_start:], body_start, version is not None, problems)
+    doc = MemoryDocument(
+        conversation_name=name,
+        created=created,
+        messages=tuple(messages),
+        format_version=version,
+        continues=continues,
+        extra_header=extra,
+    )
+    if strict:
+        if problems.items:
+            first_problem = problems.items[0]
+            more = f" (and {len(problems.items) - 1} more)" if len(problems.items) > 1 else ""
+            raise MemoryFormatError(
+                f"{first_problem.message}{more}; use strict=False to read what can be salvaged",
+                path=path,
+                line=first_problem.line,
+                problems=problems.items,
+            )
+        return doc
+    return doc, problems.items
+
+
+def messages_text(messages: Sequence[Message]) -> str:
+    """The blocks of ``messages`` without a header (what an append writes)."""
+    return "".join(render_message(m) for m in messages)
+
+
+# ---------------------------------------------------------------------------------------------
+# Archive names: archive/history_<YYYY-MM-DD_HH-MM-SS>[_<n>].md
+
+_ARCHIVE_RE = re.compile(r"history_(\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2})(?:_(\d+))?\.md\Z")
+ARCHIVE_TIME_FORMAT = "%Y-%m-%d_%H-%M-%S"
+
+
+def archive_name(when: datetime, attempt: int = 1) -> str:
+    """The archive file name for a compaction at ``when`` (its wall-clock time, as the reference
+    writes it); ``attempt`` > 1 adds a suffix so a name that is taken is never overwritten."""
+    base = f"history_{when.strftime(ARCHIVE_TIME_FORMAT)}"
+    return f"{base}.md" if attempt <= 1 else f"{base}_{attempt}.md"
+
+
+def parse_archive_name(name: str) -> tuple[datetime, int] | None:
+    """``(time, attempt)`` of an archive file name, or ``None`` if it is not one."""
+    match = _ARCHIVE_RE.match(name)
+    if match is None:
+        return None
+    return datetime.strptime(match[1], ARCHIVE_TIME_FORMAT), int(match[2] or 1)
