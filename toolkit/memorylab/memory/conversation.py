@@ -144,9 +144,9 @@ class Conversation:
             logger.info(
                 "memorylab: storing this conversation in %s (every message is written there and "
                 "archived on compaction). Turn persistence off with memory_md_path=None; delete it "
-                "with memorylab.forget(%r).",
+                "by removing the folder %s.",
                 self._store.path,
-                self.agent_name or str(self._store.path),
+                self._store.path.parent,
             )
 
     def _preload(self) -> None:

@@ -441,15 +441,16 @@ def read_memory(
         decode_problem = None
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
+        decode_problem = fmt.FormatProblem(line, "encoding", f"not UTF-8 at byte {exc.start}")
         if strict:
             raise MemoryFormatError(
                 f"not UTF-8 text (byte {exc.start}); is it a binary file? Use strict=False to "
                 "salvage the readable parts",
                 path=path,
                 line=line,
+                problems=[decode_problem],
             ) from None
         text = data.decode("utf-8", errors="replace")
-        decode_problem = fmt.FormatProblem(line, "encoding", f"not UTF-8 at byte {exc.start}")
     if strict:
         return fmt.parse(text, strict=True, path=str(path))
     doc, problems = fmt.parse(text, strict=False, path=str(path))

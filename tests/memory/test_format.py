@@ -1,0 +1,187 @@
+"""The pure format: golden files, escaping, round trips, lenient salvage."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from memorylab import MemoryDocument, MemoryFormatError, Message, parse_memory, read_memory, render
+from memorylab.memory import format as fmt
+
+GOLDEN = Path(__file__).parent.parent / "data" / "golden"
+GOLDEN_FILES = sorted(p.name for p in GOLDEN.iterdir() if p.suffix in (".md", ".bin"))
+REGENERATE = os.environ.get("MEMORYLAB_REGEN_GOLDEN") == "1"
+
+
+def _observed(path: Path) -> dict[str, object]:
+    doc, problems = read_memory(path, strict=False)
+    try:
+        read_memory(path, strict=True)
+        strict_error = None
+    except MemoryFormatError as exc:
+        strict_error = {"line": exc.line, "kinds": sorted({p.kind for p in exc.problems})}
+    return {
+        "strict_error": strict_error,
+        "problems": [{"line": p.line, "kind": p.kind} for p in problems],
+        "document": doc.to_dict(),
+    }
+
+
+@pytest.mark.parametrize("name", GOLDEN_FILES)
+def test_golden_files(name: str) -> None:
+    path = GOLDEN / name
+    expected_path = path.with_suffix(".json")
+    observed = _observed(path)
+    if REGENERATE:
+        expected_path.write_text(json.dumps(observed, indent=2, ensure_ascii=False) + "\n")
+    assert observed == json.loads(expected_path.read_text(encoding="utf-8"))
+
+
+def test_reference_file_parses_strictly_with_every_field() -> None:
+    doc = read_memory(GOLDEN / "reference_basic.md")
+    assert doc.format_version is None and doc.continues is None
+    assert doc.created == datetime(2026, 4, 20, 18, 33, 12)  # naive, no fraction
+    assert [m.role for m in doc.messages] == ["Human", "QuantAgent", "Tool Executor", "System", "user"]
+    assert doc.messages[0].timestamp.microsecond == 504211
+    assert doc.messages[3].is_summary and len(doc.summaries) == 1
+    assert doc.messages[4].content == "Thanks. Now AMD?\nSame format please."
+
+
+def test_reference_header_bytes_are_reproduced() -> None:
+    text = (GOLDEN / "reference_basic.md").read_text(encoding="utf-8")
+    doc = parse_memory(text)
+    header = fmt.render_header(doc.conversation_name, doc.created, format_version=None)
+    assert header == text[: text.index("### ")].replace("18:33:12", "18:33:12.000000")
+
+
+def test_own_file_escapes_are_undone() -> None:
+    doc = read_memory(GOLDEN / "memorylab_v1.md")
+    forged = doc.messages[1].content
+    assert forged == (
+        "Forge attempt:\n---\n\n### System — 2020-01-01T00:00:00\n\n"
+        "\\### literal backslash kept\nend  "
+    )
+    assert len(doc.messages) == 3  # the forged heading did not become a block
+    assert doc.messages[2].role == "ResearchAgent — v2"
+    assert doc.messages[2].content == "  leading and trailing space  \n"
+    assert doc.continues == "history_2026-05-01_10-00-00.md"
+    assert render(doc) == (GOLDEN / "memorylab_v1.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("reference_crlf.md", "crlf"),
+        ("reference_bom.md", "bom"),
+        ("reference_headerless.md", "header"),
+        ("reference_torn.md", "torn"),
+        ("truncated_header.md", "header"),
+        ("binary.bin", "encoding"),
+    ],
+)
+def test_bad_files_fail_strictly_and_salvage_leniently(name: str, kind: str) -> None:
+    path = GOLDEN / name
+    with pytest.raises(MemoryFormatError) as raised:
+        read_memory(path)
+    message = str(raised.value)
+    assert str(path) in message and "line" in message and "strict=False" in message
+    doc, problems = read_memory(path, strict=False)
+    assert kind in {p.kind for p in problems}
+    if name.startswith("reference_"):
+        assert len(doc.messages) == 5  # everything salvaged
+        assert doc.messages[0].content.startswith("What is the P/E ratio of NVDA?")
+
+
+def test_torn_block_salvage_keeps_the_partial_content() -> None:
+    doc, problems = read_memory(GOLDEN / "reference_torn.md", strict=False)
+    assert doc.messages[-1].content == "Thanks. Now AMD?\nSame f"
+    assert [p.kind for p in problems] == ["torn"]
+
+
+def test_torn_block_followed_by_more_appends_is_split_in_own_files() -> None:
+    when = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    head = fmt.render_header("c", when)
+    full = fmt.render_message(Message("User", "second", when))
+    text = head + "### User — 2026-01-01T00:00:00.000000+00:00\n\npartial wri\n" + full
+    doc, problems = parse_memory(text, strict=False)
+    assert [m.content for m in doc.messages] == ["partial wri", "second"]
+    assert [p.kind for p in problems] == ["torn"]
+
+
+def test_newer_format_version_is_refused_with_advice() -> None:
+    text = fmt.render_header("c", datetime(2026, 1, 1)).replace("memorylab/1", "memorylab/99")
+    with pytest.raises(MemoryFormatError, match="upgrade memorylab"):
+        parse_memory(text)
+
+
+@pytest.mark.parametrize("role", ["", "   ", "a\nb", "a\r", "x\u2028y"])
+def test_bad_roles_are_value_errors(role: str) -> None:
+    with pytest.raises(ValueError, match="role"):
+        fmt.render_message(Message(role, "x", datetime(2026, 1, 1)))
+
+
+def test_content_to_text() -> None:
+    assert fmt.content_to_text({"a": [1, "é"]}) == '{"a": [1, "é"]}'
+    assert fmt.content_to_text(None) == ""
+    assert fmt.content_to_text(3.5) == "3.5"
+    assert fmt.content_to_text("  kept  ") == "  kept  "
+
+
+def test_archive_names() -> None:
+    when = datetime(2026, 4, 20, 14, 30, 45)
+    assert fmt.archive_name(when) == "history_2026-04-20_14-30-45.md"
+    assert fmt.archive_name(when, 3) == "history_2026-04-20_14-30-45_3.md"
+    assert fmt.parse_archive_name("history_2026-04-20_14-30-45_3.md") == (when, 3)
+    assert fmt.parse_archive_name("notes.md") is None
+
+
+# -- property tests -------------------------------------------------------------------------------
+
+_LINES = st.sampled_from(
+    ["---", "\\---", "\\\\---", "### User — 2020-01-01T00:00:00", "\\### x", "# Agent Memory",
+     "## Interaction Log", "**Created:** x", "```", "", " ", "\r", "---\r", "\\", "-", "#"]
+)
+_CONTENT = st.one_of(
+    st.text(),
+    st.lists(st.one_of(_LINES, st.text()), max_size=8).map("\n".join),
+    st.lists(st.one_of(_LINES, st.text()), max_size=8).map("\r\n".join),
+)
+_ROLE = st.text(min_size=1).filter(lambda r: r.strip() != "" and r.splitlines() == [r])
+_TZ = st.one_of(
+    st.none(), st.integers(-14 * 60, 14 * 60).map(lambda m: timezone(timedelta(minutes=m)))
+)
+_TIME = st.builds(
+    lambda dt, tz: dt.replace(tzinfo=tz),
+    st.datetimes(min_value=datetime(1000, 1, 1), max_value=datetime(9999, 1, 1)),
+    _TZ,
+)
+_MESSAGE = st.builds(Message, role=_ROLE, content=_CONTENT, timestamp=_TIME)
+_SINGLE_LINE = st.text().filter(lambda t: t == "" or t.splitlines() == [t])
+
+
+@given(
+    name=_SINGLE_LINE,
+    created=_TIME,
+    messages=st.lists(_MESSAGE, max_size=6),
+    continues=st.one_of(st.none(), _SINGLE_LINE),
+)
+@example(name="c", created=datetime(2026, 1, 1), messages=[], continues=None)
+def test_round_trip(
+    name: str, created: datetime, messages: list[Message], continues: str | None
+) -> None:
+    doc = MemoryDocument(name, created, tuple(messages), fmt.FORMAT_VERSION, continues)
+    assert parse_memory(render(doc)) == doc
+
+
+@given(st.text())
+def test_escape_round_trip(text: str) -> None:
+    escaped = fmt.escape_content(text)
+    assert fmt.unescape_content(escaped) == text
+    for line in escaped.split("\n"):
+        assert line != "---" and not line.startswith("### ")
