@@ -32,7 +32,9 @@ def test_explicit_workspace_beats_the_environment(tmp_path: Path) -> None:
 
 
 def test_write_through_and_static_context_stays_off_disk() -> None:
-    conv = _conversation(system_prompt="SECRET SYSTEM PROMPT", rules="RULES", custom_rules_prompt="SKILLS")
+    conv = _conversation(
+        system_prompt="SECRET SYSTEM PROMPT", rules="RULES", custom_rules_prompt="SKILLS"
+    )
     conv.add("User", "What is 2+2?")
     conv.add("ResearchAgent", {"answer": 4})
     conv.add("Tool Executor", ["a", 1])
@@ -40,7 +42,10 @@ def test_write_through_and_static_context_stays_off_disk() -> None:
     assert "SECRET" not in text and "RULES" not in text and "SKILLS" not in text
     doc = read_memory(conv.memory_md_path)  # type: ignore[arg-type]
     assert [(m.role, m.content) for m in doc.messages] == [
-        ("User", "What is 2+2?"), ("ResearchAgent", '{"answer": 4}'), ("Tool Executor", '["a", 1]')]
+        ("User", "What is 2+2?"),
+        ("ResearchAgent", '{"answer": 4}'),
+        ("Tool Executor", '["a", 1]'),
+    ]
     assert conv.conversation_history[4]["content"] == {"answer": 4}  # original object kept
     assert [e["role"] for e in conv.conversation_history[:3]] == ["System", "User", "User"]
 
@@ -100,8 +105,15 @@ def test_history_string_and_provider_messages() -> None:
     conv.add("tool", "42", tool_call_id="call_1")
     conv.add("Tool Executor", "result")
     assert conv.return_history_as_string() == (
-        "System: sp\n\nAlice: hi\n\nBot: hello\n\ntool: 42\n\nTool Executor: result")
-    assert [m["role"] for m in conv.to_messages()] == ["system", "user", "assistant", "tool", "user"]
+        "System: sp\n\nAlice: hi\n\nBot: hello\n\ntool: 42\n\nTool Executor: result"
+    )
+    assert [m["role"] for m in conv.to_messages()] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "user",
+    ]
     assert conv.to_messages()[3]["tool_call_id"] == "call_1"
     timed = Conversation()
     timed.add("User", "x")
@@ -132,9 +144,13 @@ def test_compact_archives_reseeds_and_records(isolated_workspace: Path) -> None:
     doc = read_memory(conv.memory_md_path)  # type: ignore[arg-type]
     assert doc.continues == event.archive
     assert [(m.role, m.content) for m in doc.messages] == [
-        ("System", f"{SUMMARY_PREFIX} user prefers GCP")]
+        ("System", f"{SUMMARY_PREFIX} user prefers GCP")
+    ]
     assert [(e["role"], e["content"]) for e in conv.conversation_history] == [
-        ("System", "sp"), ("User", "r"), ("System", f"{SUMMARY_PREFIX} user prefers GCP")]
+        ("System", "sp"),
+        ("User", "r"),
+        ("System", f"{SUMMARY_PREFIX} user prefers GCP"),
+    ]
     assert conv.store.records()[-1]["archive"] == event.archive  # type: ignore[union-attr]
     resumed = _conversation()
     assert "user prefers GCP" in resumed.conversation_history[0]["content"]
@@ -182,7 +198,9 @@ def test_creation_is_disclosed_once_in_the_log(caplog: pytest.LogCaptureFixture)
     with caplog.at_level(logging.INFO, logger="memorylab"):
         _conversation()
         _conversation()
-    notes = [r.getMessage() for r in caplog.records if "storing this conversation" in r.getMessage()]
+    notes = [
+        r.getMessage() for r in caplog.records if "storing this conversation" in r.getMessage()
+    ]
     assert len(notes) == 1
     assert "memory_md_path=None" in notes[0] and "removing the folder" in notes[0]
 

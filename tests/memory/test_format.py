@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -47,7 +47,13 @@ def test_reference_file_parses_strictly_with_every_field() -> None:
     doc = read_memory(GOLDEN / "reference_basic.md")
     assert doc.format_version is None and doc.continues is None
     assert doc.created == datetime(2026, 4, 20, 18, 33, 12)  # naive, no fraction
-    assert [m.role for m in doc.messages] == ["Human", "QuantAgent", "Tool Executor", "System", "user"]
+    assert [m.role for m in doc.messages] == [
+        "Human",
+        "QuantAgent",
+        "Tool Executor",
+        "System",
+        "user",
+    ]
     assert doc.messages[0].timestamp.microsecond == 504211
     assert doc.messages[3].is_summary and len(doc.summaries) == 1
     assert doc.messages[4].content == "Thanks. Now AMD?\nSame format please."
@@ -105,7 +111,7 @@ def test_torn_block_salvage_keeps_the_partial_content() -> None:
 
 
 def test_torn_block_followed_by_more_appends_is_split_in_own_files() -> None:
-    when = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    when = datetime(2026, 1, 1, tzinfo=UTC)
     head = fmt.render_header("c", when)
     full = fmt.render_message(Message("User", "second", when))
     text = head + "### User — 2026-01-01T00:00:00.000000+00:00\n\npartial wri\n" + full
@@ -144,8 +150,24 @@ def test_archive_names() -> None:
 # -- property tests -------------------------------------------------------------------------------
 
 _LINES = st.sampled_from(
-    ["---", "\\---", "\\\\---", "### User — 2020-01-01T00:00:00", "\\### x", "# Agent Memory",
-     "## Interaction Log", "**Created:** x", "```", "", " ", "\r", "---\r", "\\", "-", "#"]
+    [
+        "---",
+        "\\---",
+        "\\\\---",
+        "### User — 2020-01-01T00:00:00",
+        "\\### x",
+        "# Agent Memory",
+        "## Interaction Log",
+        "**Created:** x",
+        "```",
+        "",
+        " ",
+        "\r",
+        "---\r",
+        "\\",
+        "-",
+        "#",
+    ]
 )
 _CONTENT = st.one_of(
     st.text(),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -23,7 +23,7 @@ from memorylab import (
 )
 from memorylab.memory import format as fmt
 
-WHEN = datetime(2026, 4, 20, 14, 30, 45, tzinfo=timezone.utc)
+WHEN = datetime(2026, 4, 20, 14, 30, 45, tzinfo=UTC)
 
 
 def _block(text: str) -> str:
@@ -32,7 +32,17 @@ def _block(text: str) -> str:
 
 @pytest.mark.parametrize(
     "name",
-    ["ResearchAgent", "my agent", "Müller", "agent 🤖", "👨‍👩‍👧 family", "a.b", "-x", "...", "名前"],
+    [
+        "ResearchAgent",
+        "my agent",
+        "Müller",
+        "agent 🤖",
+        "👨‍👩‍👧 family",
+        "a.b",
+        "-x",
+        "...",
+        "名前",
+    ],
 )
 def test_printable_names_are_accepted_as_is(name: str, isolated_workspace: Path) -> None:
     assert validate_agent_name(name) == name
@@ -43,8 +53,20 @@ def test_printable_names_are_accepted_as_is(name: str, isolated_workspace: Path)
 
 @pytest.mark.parametrize(
     "name",
-    ["", ".", "..", "../x", "a/b", "/abs", "a\\b", "nul\x00", "tab\t", "new\nline", "x\u2028",
-     "é" * 128],
+    [
+        "",
+        ".",
+        "..",
+        "../x",
+        "a/b",
+        "/abs",
+        "a\\b",
+        "nul\x00",
+        "tab\t",
+        "new\nline",
+        "x\u2028",
+        "é" * 128,
+    ],
 )
 def test_unsafe_names_are_rejected(name: str, isolated_workspace: Path) -> None:
     with pytest.raises(InvalidAgentName):
@@ -94,7 +116,9 @@ def test_private_permissions_despite_a_permissive_umask() -> None:
         store = MemoryStore.for_agent("perm")
         store.ensure("c", WHEN)
         store.append(_block("one"))
-        store.compact(store.snapshot(), Message("System", "s", WHEN), conversation_name="c", now=WHEN)
+        store.compact(
+            store.snapshot(), Message("System", "s", WHEN), conversation_name="c", now=WHEN
+        )
     finally:
         os.umask(old)
     folder = store.paths.folder
@@ -141,10 +165,17 @@ def test_compaction_archives_exactly_the_snapshot_and_carries_over_the_rest() ->
     store.append(_block("old-1") + _block("old-2"))
     snapshot = store.snapshot()
     store.append(_block("during"))
-    result = store.compact(snapshot, Message("System", "[Compressed Memory Summary] s", WHEN),
-                           conversation_name="conv", now=WHEN)
+    result = store.compact(
+        snapshot,
+        Message("System", "[Compressed Memory Summary] s", WHEN),
+        conversation_name="conv",
+        now=WHEN,
+    )
     assert (result.archive, result.messages_archived, result.carried_over) == (
-        "history_2026-04-20_14-30-45.md", 2, 1)
+        "history_2026-04-20_14-30-45.md",
+        2,
+        1,
+    )
     archive = store.paths.archive_dir / result.archive
     assert archive.read_bytes() == snapshot.data
     doc = read_memory(store.path)
@@ -159,11 +190,13 @@ def test_archives_are_never_overwritten() -> None:
     store.ensure("conv", WHEN)
     for i in range(5):
         store.append(_block(f"m{i}"))
-        store.compact(store.snapshot(), Message("System", f"s{i}", WHEN), conversation_name="conv",
-                      now=WHEN)
+        store.compact(
+            store.snapshot(), Message("System", f"s{i}", WHEN), conversation_name="conv", now=WHEN
+        )
     names = [p.name for p in store.paths.archives()]
     assert names == ["history_2026-04-20_14-30-45.md"] + [
-        f"history_2026-04-20_14-30-45_{n}.md" for n in range(2, 6)]
+        f"history_2026-04-20_14-30-45_{n}.md" for n in range(2, 6)
+    ]
     assert len({p.read_bytes() for p in store.paths.archives()}) == 5
 
 
@@ -174,8 +207,9 @@ def test_a_foreign_archive_with_the_same_name_survives() -> None:
     store.paths.archive_dir.mkdir()
     taken = store.paths.archive_dir / "history_2026-04-20_14-30-45.md"
     taken.write_text("written by the reference framework")
-    result = store.compact(store.snapshot(), Message("System", "s", WHEN), conversation_name="c",
-                           now=WHEN)
+    result = store.compact(
+        store.snapshot(), Message("System", "s", WHEN), conversation_name="c", now=WHEN
+    )
     assert result.archive == "history_2026-04-20_14-30-45_2.md"
     assert taken.read_text() == "written by the reference framework"
 

