@@ -1,0 +1,199 @@
+"""When to compress, and how long to back off after a failed summary. PURE: no I/O, clock or env.
+
+Threshold convention
+--------------------
+* a ``float`` in ``(0, 1]`` is a **fraction** of the context window: ``0.9`` fires at 90 %;
+* an ``int >= 1`` is an **absolute** token count: ``3000`` fires at 3,000 tokens;
+* anything else is an :class:`~memorylab.errors.InvalidSetting`: ``0``, negatives, floats
+  above 1 (``2.0`` is not "2 tokens"), NaN, infinities, ``bool`` (``True`` is an ``int`` in
+  Python), ``str``, ``None``. Other real numbers follow their kind: integral ones
+  (``numpy.int64``) are absolute counts, the rest (``numpy.float64``, ``Fraction``) fractions.
+
+Compression fires when ``tokens >= threshold * context_length``, compared exactly. A fraction is
+read as the decimal it prints as (``0.9`` is 9/10, not the binary float 0.9000000000000000222...),
+so ``0.9`` of 1000 fires at 900 tokens, not 901, and ``0.07`` of 100 at 7 (the float product
+``0.07 * 100`` is ``7.000000000000001``, which 7 would not reach). :func:`trigger_tokens` is the
+smallest token count that fires: ``ceil(fraction * context_length)``, at least 1.
+
+An absolute threshold above ``context_length`` is rejected: it could never fire before the window
+overflows. An absolute threshold equal to ``context_length`` fires only when the window is full.
+
+>>> trigger_tokens(1000, 0.9), trigger_tokens(1000, 900), trigger_tokens(1001, 0.9)
+(900, 900, 901)
+>>> trigger_tokens(100, 0.07)
+7
+>>> should_compress(899, 1000), should_compress(900, 1000)
+(False, True)
+
+Failure policy
+--------------
+After a failed summarization the compressor waits ``Backoff.delay(failures)`` (in loop
+iterations or seconds: the policy is unit-agnostic) and gives up once ``exhausted(failures)``.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import TypeGuard
+
+from memorylab.errors import InvalidSetting
+
+__all__ = [
+    "DEFAULT_THRESHOLD",
+    "THRESHOLD_CONVENTION",
+    "Backoff",
+    "Threshold",
+    "should_compress",
+    "trigger_tokens",
+    "validate_threshold",
+]
+
+Threshold = float | int
+"""A compression threshold: a fraction of the window (float) or a token count (int)."""
+
+DEFAULT_THRESHOLD: float = 0.9
+
+THRESHOLD_CONVENTION = (
+    "a threshold is either a float in (0, 1], the fraction of the context window "
+    "(0.9 = compress at 90%), or an int >= 1, an absolute token count (3000 = compress at 3000 "
+    "tokens)"
+)
+
+
+def _is_integral(value: object) -> TypeGuard[numbers.Integral]:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def validate_threshold(threshold: object) -> Threshold:
+    """Return ``threshold`` as a builtin ``float`` fraction or ``int`` token count, or raise.
+
+    >>> validate_threshold(0.75), validate_threshold(3000), validate_threshold(1.0)
+    (0.75, 3000, 1.0)
+    >>> validate_threshold(2.0)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    memorylab.errors.InvalidSetting: threshold=2.0 is invalid: a float must be in (0, 1]; ...
+    """
+    if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real):
+        raise InvalidSetting(
+            f"threshold={threshold!r} ({type(threshold).__name__}) is invalid: "
+            f"{THRESHOLD_CONVENTION}."
+        )
+    if _is_integral(threshold):
+        count = int(threshold)
+        if count < 1:
+            raise InvalidSetting(
+                f"threshold={threshold!r} is invalid: an int must be >= 1; {THRESHOLD_CONVENTION}."
+            )
+        return count
+    fraction = float(threshold)
+    if not (math.isfinite(fraction) and 0.0 < fraction <= 1.0):
+        raise InvalidSetting(
+            f"threshold={threshold!r} is invalid: a float must be in (0, 1]; "
+            f"{THRESHOLD_CONVENTION} (to mean an absolute count, pass an int)."
+        )
+    return fraction
+
+
+def _validate_count(name: str, value: object, minimum: int) -> int:
+    if not _is_integral(value):
+        raise InvalidSetting(f"{name} must be an int >= {minimum}, not {value!r}")
+    number = int(value)
+    if number < minimum:
+        raise InvalidSetting(f"{name} must be an int >= {minimum}, not {value!r}")
+    return number
+
+
+def trigger_tokens(context_length: int, threshold: Threshold = DEFAULT_THRESHOLD) -> int:
+    """The smallest token count at which compression fires for this window and threshold.
+
+    >>> trigger_tokens(128_000, 0.9)
+    115200
+    >>> trigger_tokens(4096, 1.0), trigger_tokens(4096, 4096), trigger_tokens(10, 1e-9)
+    (4096, 4096, 1)
+    """
+    length = _validate_count("context_length", context_length, 1)
+    value = validate_threshold(threshold)
+    if isinstance(value, int):
+        if value > length:
+            raise InvalidSetting(
+                f"threshold={value} tokens is larger than context_length={length}: compression "
+                "could never fire before the window overflows. Use an int <= context_length or a "
+                f"fraction; {THRESHOLD_CONVENTION}."
+            )
+        return value
+    # repr() is the shortest decimal that round-trips: 0.9 -> "0.9" -> exactly 9/10.
+    return max(1, math.ceil(Fraction(repr(value)) * length))
+
+
+def should_compress(
+    tokens: int, context_length: int, threshold: Threshold = DEFAULT_THRESHOLD
+) -> bool:
+    """True when ``tokens >= threshold * context_length`` (see the module docstring).
+
+    >>> should_compress(900, 1000, 0.9), should_compress(899, 1000, 0.9)
+    (True, False)
+    >>> should_compress(2999, 8192, 3000), should_compress(5000, 4096, 1.0)
+    (False, True)
+    """
+    count = _validate_count("tokens", tokens, 0)
+    return count >= trigger_tokens(context_length, threshold)
+
+
+def _validate_number(name: str, value: object, minimum: float, *, strict: bool) -> float:
+    number = math.nan
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        number = float(value)
+    if not math.isfinite(number) or number < minimum or (strict and number == minimum):
+        bound = f"> {minimum:g}" if strict else f">= {minimum:g}"
+        raise InvalidSetting(f"{name} must be a finite number {bound}, not {value!r}")
+    return number
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Exponential backoff after failed summaries: ``min(cap, base * factor ** (failures - 1))``.
+
+    ``max_attempts`` is the number of failures after which the compressor gives up.
+
+    >>> backoff = Backoff()
+    >>> [backoff.delay(n) for n in range(0, 9)]
+    [0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 64.0]
+    >>> backoff.exhausted(4), backoff.exhausted(5)
+    (False, True)
+    >>> Backoff(base=0.5, factor=3, cap=10).delay(4)
+    10.0
+    """
+
+    base: float = 1.0
+    factor: float = 2.0
+    cap: float = 64.0
+    max_attempts: int = 5
+
+    def __post_init__(self) -> None:
+        base = _validate_number("Backoff.base", self.base, 0.0, strict=True)
+        factor = _validate_number("Backoff.factor", self.factor, 1.0, strict=False)
+        cap = _validate_number("Backoff.cap", self.cap, base, strict=False)
+        attempts = _validate_count("Backoff.max_attempts", self.max_attempts, 1)
+        object.__setattr__(self, "base", base)
+        object.__setattr__(self, "factor", factor)
+        object.__setattr__(self, "cap", cap)
+        object.__setattr__(self, "max_attempts", attempts)
+
+    def delay(self, failures: int) -> float:
+        """How long to wait after ``failures`` consecutive failures (0 failures: no wait)."""
+        count = _validate_count("failures", failures, 0)
+        if count == 0:
+            return 0.0
+        try:
+            value = self.base * self.factor ** (count - 1)
+        except OverflowError:
+            return self.cap
+        return min(self.cap, value)
+
+    def exhausted(self, failures: int) -> bool:
+        """True once ``failures`` reaches ``max_attempts``: stop retrying."""
+        return _validate_count("failures", failures, 0) >= self.max_attempts
