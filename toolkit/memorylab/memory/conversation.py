@@ -21,15 +21,16 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memorylab.errors import EmptySummary
+from memorylab.errors import EmptySummary, InvalidSetting
 from memorylab.memory import format as fmt
+from memorylab.memory.preload import PreloadPlan, has_messages, plan_preload
 from memorylab.memory.records import PRELOAD_PREFIX, SUMMARY_PREFIX, CompactionEvent, Message
-from memorylab.memory.store import MemoryStore, Snapshot, agent_paths
+from memorylab.memory.store import CompactionResult, MemoryStore, Snapshot, agent_paths
 
 logger = logging.getLogger("memorylab")
 
@@ -95,6 +96,8 @@ class Conversation:
         *,
         durable: bool = False,
         preload: bool = True,
+        preload_max_tokens: int | None = None,
+        token_counter: Callable[[str], int] | None = None,
         lock_timeout: float = 30.0,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
@@ -116,6 +119,13 @@ class Conversation:
         self._guard = threading.RLock()
         self._store: MemoryStore | None = None
         self.memory_created = False
+        self.token_counter = token_counter
+        self.preload_max_tokens = preload_max_tokens
+        self.preload_plan: PreloadPlan | None = None
+        self._counted_list: list[dict[str, Any]] | None = None
+        self._counted_with: Callable[[str], int] | None = None
+        self._counted = 0
+        self._total_tokens = 0
 
         if memory_md_path is DEFAULT_PATH:
             self._store = (
@@ -168,9 +178,21 @@ class Conversation:
     def _preload(self) -> None:
         assert self._store is not None
         text = self._store.read_text()
-        if "\n### " not in text and not text.startswith("### "):
+        if not has_messages(text):
             return  # a header without messages: nothing worth loading
-        self._append_history("System", f"{PRELOAD_PREFIX}\n{text}", persist=False, kind="preload")
+        plan = plan_preload(text, max_tokens=self.preload_max_tokens, count=self.token_counter)
+        self.preload_plan = plan
+        if not plan.complete:
+            logger.info(
+                "memorylab: preloaded %d of %d messages of %s (preload_max_tokens=%d)",
+                plan.kept_messages,
+                plan.kept_messages + plan.omitted_messages,
+                self._store.path,
+                self.preload_max_tokens,
+            )
+        self._append_history(
+            "System", f"{PRELOAD_PREFIX}\n{plan.text}", persist=False, kind="preload"
+        )
 
     # -- properties -----------------------------------------------------------------------------
 
@@ -268,6 +290,44 @@ class Conversation:
             out.append(message)
         return out
 
+    def token_count(self, counter: Callable[[str], int] | None = None) -> int:
+        """Tokens of the history as the model reads it (:meth:`return_history_as_string`).
+
+        Each entry is counted once and a running total is kept, so a check costs only the
+        messages added since the last one. The total is the sum of the entries' counts plus one
+        ``"\\n\\n"`` separator between entries (BPE merges across the joins make counting the
+        joined string differ by at most about one token per entry). ``counter`` defaults to
+        ``token_counter`` (e.g. ``memorylab.get_token_counter("gpt-4o")``). Entries edited in
+        place are not noticed; replacing ``conversation_history`` or changing the counter
+        recounts everything.
+        """
+        counter = counter or self.token_counter
+        if counter is None:
+            raise InvalidSetting(
+                "token_count() needs a tokenizer: pass counter=memorylab.get_token_counter(model) "
+                "or construct the Conversation with token_counter=..."
+            )
+        with self._guard:
+            history = self.conversation_history
+            if (
+                history is not self._counted_list
+                or counter is not self._counted_with
+                or len(history) < self._counted
+            ):
+                self._counted_list, self._counted_with = history, counter
+                self._counted = self._total_tokens = 0
+            new = history[self._counted :]
+            if new:
+                texts = [self._entry_text(e) for e in new]
+                batch = getattr(counter, "count_batch", None)
+                counts = (
+                    batch(texts) if batch is not None and len(texts) > 64 else map(counter, texts)
+                )
+                separators = len(new) - (1 if self._counted == 0 else 0)
+                self._total_tokens += sum(counts) + separators * counter("\n\n")
+                self._counted = len(history)
+            return self._total_tokens
+
     def static_context(self) -> list[dict[str, Any]]:
         return [e for e in self.conversation_history if e.get("kind") == "static"]
 
@@ -303,34 +363,42 @@ class Conversation:
         with self._guard:
             ticket = ticket or self.begin_compaction()
             now = self.clock()
-            kept = [
-                e
-                for e in self.conversation_history[ticket.history_length :]
-                if e.get("kind") is None
-            ]
-            base = {
+            history = self.conversation_history
+            kept = [e for e in history[ticket.history_length :] if e.get("kind") is None]
+            summary_entry = {
+                "role": summary_role,
+                "content": content,
+                "timestamp": now.isoformat(timespec="microseconds"),
+                "kind": "summary",
+            }
+            new_history = [e for e in history if e.get("kind") == "static"]
+            new_history += [summary_entry, *kept]
+            base: dict[str, Any] = {
                 "time": now,
                 "agent": self.agent_name,
                 "summary_chars": len(content),
                 "messages_archived": sum(
-                    1
-                    for e in self.conversation_history[: ticket.history_length]
-                    if e.get("kind") is None
+                    1 for e in history[: ticket.history_length] if e.get("kind") is None
                 ),
-                **event_fields,
+                "carried_over": len(kept),
             }
+            if self.token_counter is not None:
+                count = self.token_counter
+                base["summary_tokens"] = count(self._entry_text(summary_entry))
+                base["tokens_after"] = sum(count(self._entry_text(e)) for e in new_history) + (
+                    len(new_history) - 1
+                ) * count("\n\n")
+            base.update(event_fields)
+            event = CompactionEvent(**base)
             if self._store is not None and ticket.snapshot is not None:
 
-                def record(result: Any) -> dict[str, Any]:
-                    event = CompactionEvent(
-                        **{
-                            **base,
-                            "archive": result.archive,
-                            "messages_archived": result.messages_archived,
-                            "carried_over": result.carried_over,
-                        }
-                    )
-                    return event.to_dict()
+                def record(result: CompactionResult) -> dict[str, Any]:
+                    return replace(
+                        event,
+                        archive=result.archive,
+                        messages_archived=result.messages_archived,
+                        carried_over=result.carried_over,
+                    ).to_dict()
 
                 result = self._store.compact(
                     ticket.snapshot,
@@ -340,20 +408,7 @@ class Conversation:
                     record=record,
                 )
                 event = CompactionEvent.from_dict(record(result))
-            else:
-                event = CompactionEvent(**{**base, "carried_over": len(kept)})
-            self.conversation_history = [
-                e for e in self.conversation_history if e.get("kind") == "static"
-            ]
-            self.conversation_history.append(
-                {
-                    "role": summary_role,
-                    "content": content,
-                    "timestamp": now.isoformat(),
-                    "kind": "summary",
-                }
-            )
-            self.conversation_history.extend(kept)
+            self.conversation_history = new_history
             return event
 
     # -- misc -----------------------------------------------------------------------------------

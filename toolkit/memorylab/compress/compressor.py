@@ -1,0 +1,200 @@
+"""``ContextCompressor``: check the history's tokens, summarize it, compact the conversation.
+
+Threshold convention (see :mod:`memorylab.compress.policy`): a float in (0, 1] is a fraction of
+the context length, an int >= 1 an absolute token count. Compression fires when the tokens of
+``conversation.return_history_as_string()`` reach it.
+
+Failure policy: a summarizer error, an empty or ``None`` summary, or any exception from a custom
+summarizer leaves the history and every file exactly as they were. The failure is recorded as a
+``CompactionEvent`` with ``error`` set (in :attr:`ContextCompressor.events` and the log, not on
+disk), and compression is not retried on the very next check: after the n-th consecutive failure
+the compressor skips ``backoff.delay(n)`` checks (1, 2, 4 ... capped). Once
+``backoff.max_attempts`` consecutive attempts have failed, :class:`~memorylab.errors.
+CompressionFailed` is raised, naming the last error. A success resets the count.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from memorylab.compress import policy
+from memorylab.compress.policy import Backoff, Threshold
+from memorylab.compress.summarizers import Summarizer, Summary, get_summarizer
+from memorylab.errors import CompactionConflict, CompressionFailed, InvalidSetting
+from memorylab.memory.conversation import Conversation
+from memorylab.memory.records import CompactionEvent
+
+logger = logging.getLogger("memorylab")
+
+DEFAULT_SUMMARIZER = "memorylab/extractive"
+"""Used when neither ``summarizer`` nor ``summarizer_model`` is given (offline, no key)."""
+
+
+class ContextCompressor:
+    """Decides when to compress a :class:`~memorylab.Conversation` and does it.
+
+    ``summarizer`` (an object) wins over ``summarizer_model`` (a litellm model name or
+    ``"memorylab/extractive"``). With neither, the :class:`~memorylab.Agent` uses its own
+    ``model_name`` (as the seed does) and a standalone compressor uses the offline extractive
+    summarizer. ``summarizer_args`` go to the summarizer's constructor (e.g. ``llm_args``,
+    ``timeout``).
+    """
+
+    def __init__(
+        self,
+        threshold: Threshold = policy.DEFAULT_THRESHOLD,
+        summarizer_model: str | None = None,
+        summarizer_temperature: float = 0.1,
+        summarizer_max_tokens: int = 2000,
+        summarizer: Summarizer | None = None,
+        *,
+        backoff: Backoff | None = None,
+        summarizer_args: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.threshold = policy.validate_threshold(threshold)
+        if not isinstance(summarizer_max_tokens, int) or summarizer_max_tokens < 1:
+            raise InvalidSetting(
+                f"summarizer_max_tokens must be an int >= 1, not {summarizer_max_tokens!r}"
+            )
+        self.summarizer_model = summarizer_model
+        self.summarizer_temperature = summarizer_temperature
+        self.summarizer_max_tokens = summarizer_max_tokens
+        self.summarizer_args = dict(summarizer_args or {})
+        self.backoff = backoff or Backoff()
+        self.events: list[CompactionEvent] = []
+        self.failures = 0
+        self._summarizer = summarizer
+        self._skip_checks = 0
+
+    # -- the summarizer -------------------------------------------------------------------------
+
+    def summarizer_for(self, default_model: str | None = None) -> Summarizer:
+        """The summarizer to use; built once from ``summarizer_model`` (or ``default_model``)."""
+        if self._summarizer is None:
+            spec = self.summarizer_model or default_model or DEFAULT_SUMMARIZER
+            options: dict[str, Any] = {"max_tokens": self.summarizer_max_tokens}
+            if not spec.startswith("memorylab/"):
+                options["temperature"] = self.summarizer_temperature
+            options.update(self.summarizer_args)
+            self._summarizer = get_summarizer(spec, **options)
+        return self._summarizer
+
+    # -- deciding -------------------------------------------------------------------------------
+
+    def trigger_tokens(self, context_length: int) -> int:
+        return policy.trigger_tokens(context_length, self.threshold)
+
+    def should_compress(self, conversation: Conversation, context_length: int) -> bool:
+        """Whether the history's tokens reached the threshold (no back-off applied)."""
+        return policy.should_compress(conversation.token_count(), context_length, self.threshold)
+
+    # -- doing ----------------------------------------------------------------------------------
+
+    def compress(
+        self,
+        conversation: Conversation,
+        context_length: int,
+        *,
+        force: bool = False,
+        default_model: str | None = None,
+    ) -> CompactionEvent | None:
+        """Compress if the threshold is reached (or ``force``); ``None`` when nothing was done.
+
+        Returns the successful event, or the failed one (``event.ok`` is False) when this attempt
+        failed; raises :class:`CompressionFailed` once the attempts are exhausted.
+        """
+        tokens_before = conversation.token_count()
+        if not force and not policy.should_compress(tokens_before, context_length, self.threshold):
+            return None
+        if self._skip_checks > 0 and not force:
+            self._skip_checks -= 1
+            return None
+        summarizer = self.summarizer_for(default_model)
+        ticket = conversation.begin_compaction()
+        history = conversation.conversation_history[: ticket.history_length]
+        to_summarize = [e for e in history if e.get("kind") != "static"]
+        started = time.perf_counter()
+        try:
+            if not to_summarize:
+                raise InvalidSetting("there is nothing to summarize beyond the static context")
+            summary = summarizer.summarize(to_summarize, max_tokens=self.summarizer_max_tokens)
+            event = conversation.compact(
+                summary.text,
+                ticket=ticket,
+                tokens_before=tokens_before,
+                threshold=self.threshold,
+                context_length=context_length,
+                summarizer_model=summary.model or summarizer.name,
+                latency_s=round(time.perf_counter() - started, 6),
+                cost_usd=summary.cost_usd,
+                extra=_usage(summary),
+            )
+        except CompactionConflict as error:
+            # Another process compacted this memory meanwhile: not a failure of ours.
+            logger.info("memorylab: compaction skipped: %s", error)
+            return None
+        except Exception as error:  # any failure must leave memory as it was
+            return self._failed(conversation, error, tokens_before, context_length, summarizer)
+        self.failures = 0
+        self._skip_checks = 0
+        self.events.append(event)
+        return event
+
+    def _failed(
+        self,
+        conversation: Conversation,
+        error: Exception,
+        tokens_before: int,
+        context_length: int,
+        summarizer: Summarizer,
+    ) -> CompactionEvent:
+        self.failures += 1
+        description = f"{type(error).__name__}: {error}"
+        event = CompactionEvent(
+            time=datetime.now(UTC),
+            agent=conversation.agent_name,
+            tokens_before=tokens_before,
+            threshold=self.threshold,
+            context_length=context_length,
+            summarizer_model=summarizer.name,
+            error=description,
+            kind="failed",
+        )
+        self.events.append(event)
+        if self.backoff.exhausted(self.failures):
+            raise CompressionFailed(
+                f"compression failed {self.failures} times in a row; memory was left unchanged. "
+                f"Last error: {description}. Check the summarizer (model name, API key, "
+                "api_base), or use summarizer_model='memorylab/extractive' to work offline."
+            ) from error
+        self._skip_checks = math.ceil(self.backoff.delay(self.failures))
+        logger.warning(
+            "memorylab: compression failed (%s); memory unchanged, next attempt in %d checks",
+            description,
+            self._skip_checks,
+        )
+        return event
+
+    def __repr__(self) -> str:
+        name = self._summarizer.name if self._summarizer else self.summarizer_model
+        return f"ContextCompressor(threshold={self.threshold!r}, summarizer={name!r})"
+
+
+def _usage(summary: Summary) -> dict[str, Any]:
+    return {
+        key: value
+        for key, value in (
+            ("summary_input_tokens", summary.input_tokens),
+            ("summary_output_tokens", summary.output_tokens),
+            ("summary_calls", summary.chunks),
+        )
+        if value is not None
+    }
+
+
+__all__ = ["DEFAULT_SUMMARIZER", "ContextCompressor"]
