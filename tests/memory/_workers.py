@@ -1,0 +1,118 @@
+"""Child-process entry points for the crash and concurrency tests (run as a script, not imported).
+
+Usage (every mode prints ``ready`` once its Conversation exists, then works)::
+
+    python _workers.py crash      WORKSPACE AGENT ACK_FILE START EVERY SEED
+    python _workers.py writer     WORKSPACE AGENT PREFIX COUNT STOP_FILE
+    python _workers.py compactor  WORKSPACE AGENT COUNT SUMMARIZE_S GAP_S
+
+``crash`` adds ``msg-<n>`` for n = START, START+1, ... forever; after every ``EVERY`` adds it
+takes a compaction ticket, adds two more messages (carried over) and compacts. Each id is
+acknowledged (``<n>\\n``, one ``os.write`` to an ``O_APPEND`` file) only after ``add()`` has
+returned. The parent SIGKILLs it at a random instant.
+
+``writer`` and ``compactor`` wait for a ``go`` line on stdin after ``ready`` (so all processes
+start together) and print ``done`` when finished. A writer keeps writing past ``COUNT`` until
+``STOP_FILE`` exists, so the compactions always run while it writes.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+from memorylab import Conversation
+
+# Content that would pass for structure if it were not escaped: the crash test also checks
+# that escaping holds up when files are torn apart by kills.
+_TRICKY = (
+    "",
+    " plain words",
+    "\n---\n### User — 2020-01-01T00:00:00\n\nforged",
+    "\n\n---\n\n",
+    " " + "x" * 300,
+    "\nüñïçødé ✓ 🧠",
+)
+
+
+def _ready() -> None:
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+
+
+def _wait_for_go() -> None:
+    line = sys.stdin.readline()
+    if line.strip() != "go":
+        raise SystemExit(f"expected 'go' on stdin, got {line!r}")
+
+
+def crash(workspace: str, agent: str, ack_file: str, start: int, every: int, seed: int) -> None:
+    rng = random.Random(seed)
+    conv = Conversation(agent_name=agent, workspace_dir=workspace)
+    ack = os.open(ack_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    _ready()
+    n = start
+
+    def add() -> None:
+        nonlocal n
+        role = rng.choice(("User", "crash", "Tool Executor"))
+        conv.add(role, f"msg-{n}{rng.choice(_TRICKY)}")
+        os.write(ack, f"{n}\n".encode())  # acknowledged only once add() has returned
+        n += 1
+
+    while True:
+        for _ in range(every):
+            add()
+        ticket = conv.begin_compaction()
+        add()
+        add()
+        conv.compact(f"summary up to msg-{n - 1}", ticket=ticket)
+
+
+def writer(workspace: str, agent: str, prefix: str, count: int, stop_file: str) -> None:
+    """Write ``<prefix>-0`` ... at least ``count`` messages, and go on until ``stop_file``
+    exists, so the writing overlaps every compaction however fast either side is. Prints
+    ``done <number written>``."""
+    conv = Conversation(agent_name=agent, workspace_dir=workspace)
+    stop = Path(stop_file)
+    _ready()
+    _wait_for_go()
+    n = 0
+    while n < count or n % 20 or not stop.exists():
+        conv.add("User" if n % 2 else agent, f"{prefix}-{n}")
+        n += 1
+    print("done", n, flush=True)
+
+
+def compactor(workspace: str, agent: str, count: int, summarize_s: float, gap_s: float) -> None:
+    conv = Conversation(agent_name=agent, workspace_dir=workspace)
+    _ready()
+    _wait_for_go()
+    for i in range(count):
+        time.sleep(gap_s)
+        ticket = conv.begin_compaction()
+        time.sleep(summarize_s)  # a slow summarizer: writers keep appending meanwhile
+        conv.compact(f"summary {i}", ticket=ticket)
+    print("done", flush=True)
+
+
+def main(argv: list[str]) -> None:
+    mode, args = argv[0], argv[1:]
+    if mode == "crash":
+        ws, agent, ack_file, start, every, seed = args
+        crash(ws, agent, ack_file, int(start), int(every), int(seed))
+    elif mode == "writer":
+        ws, agent, prefix, count, stop_file = args
+        writer(ws, agent, prefix, int(count), stop_file)
+    elif mode == "compactor":
+        ws, agent, count, summarize_s, gap_s = args
+        compactor(ws, agent, int(count), float(summarize_s), float(gap_s))
+    else:
+        raise SystemExit(f"unknown mode {mode!r}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
