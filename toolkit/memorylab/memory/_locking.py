@@ -1,13 +1,19 @@
-"""The agent lock: a per-process ``threading.RLock`` plus ``flock`` on a sidecar lock file.
+"""The agent lock and the append descriptor of one memory file, per process.
 
-One ``_Lock`` per lock file per process, shared by every store on that file. The sidecar (not
-MEMORY.md itself) is locked because compaction replaces MEMORY.md, and a lock on a replaced file
-no longer excludes anyone. Private to :mod:`memorylab.memory.store`.
+``AgentLock`` is a ``threading.RLock`` plus ``flock`` on a sidecar lock file, one object per
+memory file per process, shared by every store on that file. The sidecar (not MEMORY.md itself)
+is locked because compaction replaces MEMORY.md, and a lock on a replaced file no longer excludes
+anyone. The sidecar's first 8 bytes, memory-mapped, count generations of MEMORY.md: whoever
+replaces or re-creates it bumps the count while holding the lock, so an appender learns that its
+open descriptor is stale from one memory read instead of an ``fstat`` per message (on this kind of
+machine an ``fstat`` costs more than the write it guards). Private to
+:mod:`memorylab.memory.store`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import mmap
 import os
 import threading
@@ -15,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memorylab.errors import LockTimeout
+from memorylab.errors import LockTimeout, StoreError, UnsafePath
 from memorylab.memory._fsutil import CLOEXEC, FILE_MODE, NOFOLLOW
 
 try:
@@ -25,6 +31,7 @@ except ImportError:  # pragma: no cover - Windows: fall back to filelock
 
 _GENERATION_BYTES = 8
 _EXCLUSIVE_NOWAIT = 0 if fcntl is None else fcntl.LOCK_EX | fcntl.LOCK_NB
+_UNLOCK = 0 if fcntl is None else fcntl.LOCK_UN
 
 
 class AgentLock:
@@ -35,6 +42,8 @@ class AgentLock:
         self.fd: int | None = None
         self.map: mmap.mmap | None = None
         self.fallback: Any = None
+        self.append_fd: int | None = None
+        self.append_generation = b""
 
     def _open(self) -> int:
         if self.fd is None:
@@ -46,41 +55,54 @@ class AgentLock:
         return self.fd
 
     def generation(self) -> bytes:
-        """The memory file's generation counter, shared by every process through the mapped
-        lock file. Whoever replaces or removes MEMORY.md bumps it (holding the lock), so an
-        appender learns that its descriptor is stale from one memory read instead of an fstat
-        per message (fstat costs more than the write it protects)."""
         if self.map is None:
             self._open()
         assert self.map is not None
         return self.map[:_GENERATION_BYTES]
 
     def bump_generation(self) -> None:
-        """Mark MEMORY.md as replaced (call with the lock held)."""
+        """Mark MEMORY.md as replaced or removed (call with the lock held)."""
         current = int.from_bytes(self.generation(), "little")
         assert self.map is not None
         self.map[:_GENERATION_BYTES] = ((current + 1) % (1 << 64)).to_bytes(8, "little")
 
+    # -- locking ----------------------------------------------------------------------------------
+
+    def _lock_os(self, timeout: float) -> None:
+        fd = self.fd
+        if fd is not None and fcntl is not None:
+            try:
+                fcntl.flock(fd, _EXCLUSIVE_NOWAIT)
+                return
+            except BlockingIOError:
+                pass
+        self._acquire_os(timeout)
+
+    def _unlock_os(self) -> None:
+        if fcntl is None:  # pragma: no cover
+            self.fallback.release()
+        else:
+            assert self.fd is not None
+            fcntl.flock(self.fd, _UNLOCK)
+
     def acquire(self, timeout: float) -> None:
-        # Kept lean: it runs twice per appended message.
         if not self.thread_lock.acquire(True, timeout):
             raise LockTimeout(f"another thread held {self.path} for more than {timeout:g}s")
         if self.depth:
             self.depth += 1
             return
         try:
-            fd = self.fd
-            if fd is None or fcntl is None:
-                self._acquire_os(timeout)
-            else:
-                try:
-                    fcntl.flock(fd, _EXCLUSIVE_NOWAIT)
-                except BlockingIOError:
-                    self._acquire_os(timeout)
+            self._lock_os(timeout)
         except BaseException:
             self.thread_lock.release()
             raise
         self.depth = 1
+
+    def release(self) -> None:
+        self.depth -= 1
+        if self.depth == 0:
+            self._unlock_os()
+        self.thread_lock.release()
 
     def _acquire_os(self, timeout: float) -> None:
         if fcntl is None:  # pragma: no cover
@@ -93,11 +115,6 @@ class AgentLock:
                 raise LockTimeout(f"{self.path} stayed locked for {timeout:g}s") from exc
             return
         fd = self._open()
-        try:
-            fcntl.flock(fd, _EXCLUSIVE_NOWAIT)
-            return
-        except BlockingIOError:
-            pass
         # Contended: poll with a short, growing sleep. filelock polls every 50 ms, far too
         # coarse when several writers take turns per message; this hands over in ~0.1 ms.
         deadline = time.monotonic() + timeout
@@ -116,15 +133,55 @@ class AgentLock:
                 time.sleep(pause)
                 pause = min(pause * 2, 0.005)
 
-    def release(self) -> None:
-        self.depth -= 1
-        if self.depth == 0:
-            if fcntl is None:  # pragma: no cover
-                self.fallback.release()
-            else:
-                assert self.fd is not None
-                fcntl.flock(self.fd, fcntl.LOCK_UN)
-        self.thread_lock.release()
+    # -- appending --------------------------------------------------------------------------------
+
+    def append(self, target: Path, data: bytes, *, durable: bool, timeout: float) -> None:
+        """Write ``data`` to the end of ``target`` with one ``write``, holding the lock.
+
+        This is the per-message hot path, so it takes the lock itself (the same steps as
+        :meth:`acquire`/:meth:`release`) rather than through two more calls.
+        """
+        thread_lock = self.thread_lock
+        if not thread_lock.acquire(True, timeout):
+            raise LockTimeout(f"another thread held {self.path} for more than {timeout:g}s")
+        try:
+            outer = not self.depth
+            if outer:
+                self._lock_os(timeout)
+            self.depth += 1
+            try:
+                fd = self.append_fd
+                if fd is None or self.map is None or self.map[:8] != self.append_generation:
+                    fd = self._reopen_append(target)
+                if os.write(fd, data) != len(data):
+                    raise StoreError(f"short write to {target} (disk full?)")
+                if durable:
+                    os.fsync(fd)
+            finally:
+                self.depth -= 1
+                if outer:
+                    self._unlock_os()
+        finally:
+            thread_lock.release()
+
+    def _reopen_append(self, target: Path) -> int:
+        self.close_append()
+        generation = self.generation()
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_APPEND | NOFOLLOW | CLOEXEC)
+        except FileNotFoundError:
+            raise StoreError(
+                f"{target} does not exist (deleted while in use?); create it again with "
+                "ensure() or a new Conversation"
+            ) from None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise UnsafePath(f"{target} is a symlink; refusing to write through it") from exc
+            raise
+        self.append_fd, self.append_generation = fd, generation
+        return fd
+
+    # -- housekeeping -----------------------------------------------------------------------------
 
     def revalidate(self) -> None:
         """Reopen the lock file if it was deleted or replaced since it was opened (a lock on a
@@ -139,7 +196,14 @@ class AgentLock:
             if not same:
                 self.close()
 
+    def close_append(self) -> None:
+        if self.append_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.append_fd)
+            self.append_fd = None
+
     def close(self) -> None:
+        self.close_append()
         if self.map is not None:
             with contextlib.suppress(BufferError, ValueError):
                 self.map.close()
@@ -171,6 +235,7 @@ def _forget_inherited_locks() -> None:
     for lock in _LOCKS.values():
         lock.fd = None  # not closed: the parent may be inside the lock right now
         lock.map = None
+        lock.append_fd = None
         lock.thread_lock = threading.RLock()
         lock.depth = 0
 

@@ -245,7 +245,22 @@ class Conversation:
         (the history keeps the original object). ``metadata`` (e.g. ``tool_call_id``) is kept in
         the history entry only.
         """
-        return self._append_history(role, content, persist=True, **metadata)
+        # The per-message hot path: _append_history's work, written out (no kwargs, no kind).
+        if role not in fmt.VALID_ROLES_SEEN:
+            fmt.validate_role(role)
+        clock = self.clock
+        stamp = _utc_stamp() if clock is _now else clock().isoformat(timespec="microseconds")
+        entry: dict[str, Any] = {"role": role, "content": content, "timestamp": stamp}
+        if metadata:
+            entry.update(metadata)
+        with self._guard:
+            store = self._store
+            if store is not None and not self._suppress_memory_md:
+                text = content if type(content) is str else fmt.content_to_text(content)
+                if text:  # like the reference: empty content is kept in memory only
+                    store.append(fmt.render_block(role, stamp, text))
+            self.conversation_history.append(entry)
+        return entry
 
     def return_history_as_string(self) -> str:
         """The history as the model reads it: ``[<timestamp>] Role: content`` blocks."""

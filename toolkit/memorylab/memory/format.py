@@ -153,12 +153,13 @@ def parse_timestamp(text: str) -> datetime:
     return datetime.fromisoformat(text)
 
 
-_VALID_ROLES: set[str] = set()  # roles repeat: validate each distinct one once
+VALID_ROLES_SEEN: set[str] = set()
+"""Roles already validated (roles repeat: each distinct one is checked once)."""
 
 
 def validate_role(role: str) -> str:
     """Return ``role`` if it can be a block heading: a non-blank single line."""
-    if role in _VALID_ROLES:
+    if role in VALID_ROLES_SEEN:
         return role
     if not isinstance(role, str):
         raise ValueError(f"a role must be a string, got {type(role).__name__}")
@@ -166,8 +167,8 @@ def validate_role(role: str) -> str:
         raise ValueError("a role must not be empty or blank; use e.g. 'User', 'System' or a name")
     if role.splitlines() != [role]:
         raise ValueError(f"a role must be a single line without line breaks, got {role!r}")
-    if len(_VALID_ROLES) < 4096:
-        _VALID_ROLES.add(role)
+    if len(VALID_ROLES_SEEN) < 4096:
+        VALID_ROLES_SEEN.add(role)
     return role
 
 

@@ -123,9 +123,7 @@ class MemoryStore:
         self.durable = durable
         self.lock_timeout = lock_timeout
         self.agent_root = agent_root
-        self._append_fd: int | None = None
         self._lock: AgentLock | None = None
-        self._append_generation = b""
 
     @classmethod
     def for_agent(
@@ -149,10 +147,7 @@ class MemoryStore:
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
         """Hold the agent's lock (re-entrant within a thread; excludes other threads/processes)."""
-        lock = self._lock
-        if lock is None:  # first use: make (and check) the folders once, not per append
-            self._prepare_folders()
-            lock = self._lock = lock_for(self.paths.lock)
+        lock = self._agent_lock()
         lock.acquire(self.lock_timeout)
         try:
             yield
@@ -235,48 +230,21 @@ class MemoryStore:
         finally:
             os.close(fd)
 
-    def _open_append(self, lock: AgentLock) -> int:
-        """The append descriptor; reopened when the generation says MEMORY.md was replaced."""
-        fd = self._append_fd
-        generation = lock.generation()
-        if fd is not None:
-            if generation == self._append_generation:
-                return fd
-            with contextlib.suppress(OSError):
-                os.close(fd)
-            self._append_fd = None
-        try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | NOFOLLOW | CLOEXEC)
-        except FileNotFoundError:
-            raise StoreError(
-                f"{self.path} does not exist (deleted while in use?); create it again with "
-                "ensure() or a new Conversation"
-            ) from None
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise UnsafePath(f"{self.path} is a symlink; refusing to write through it") from exc
-            raise
-        self._append_fd = fd
-        self._append_generation = generation
-        return fd
+    def _agent_lock(self) -> AgentLock:
+        lock = self._lock
+        if lock is None:  # first use: make (and check) the folders once, not per append
+            self._prepare_folders()
+            lock = self._lock = lock_for(self.paths.lock)
+        return lock
 
     def append(self, text: str) -> None:
         """Append rendered blocks with one write, under the lock."""
-        data = encode_utf8(text)
-        lock = self._lock
-        if lock is None:
-            self._prepare_folders()
-            lock = self._lock = lock_for(self.paths.lock)
-        # Written out instead of `with self.locked()`: this is the per-message hot path.
-        lock.acquire(self.lock_timeout)
         try:
-            fd = self._open_append(lock)
-            if os.write(fd, data) != len(data):
-                raise StoreError(f"short write to {self.path} (disk full?)")
-            if self.durable:
-                os.fsync(fd)
-        finally:
-            lock.release()
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            data = encode_utf8(text)  # raises the explanatory ValueError
+        lock = self._lock or self._agent_lock()
+        lock.append(self.path, data, durable=self.durable, timeout=self.lock_timeout)
 
     def append_record(self, record: dict[str, Any]) -> None:
         """Append one JSON line to ``compactions.jsonl`` (fsync'd)."""
@@ -434,13 +402,11 @@ class MemoryStore:
         return None if not name or _continues_of(self.read_bytes()) == name else str(name)
 
     def close(self) -> None:
-        if self._append_fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._append_fd)
-            self._append_fd = None
-
-    def __del__(self) -> None:
-        self.close()
+        """Close this process's descriptors for this memory file (they reopen on next use)."""
+        if self._lock is not None:
+            with self._lock.thread_lock:
+                if not self._lock.depth:
+                    self._lock.close_append()
 
 
 def _continues_of(data: bytes) -> str | None:
