@@ -1,0 +1,795 @@
+"""Summarizers: litellm (mocked and through a local fake server), extractive, scripted, dispatch.
+
+Everything is offline: litellm's ``mock_response`` or ``FakeOpenAIServer`` on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import re
+import sys
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from fakes import (
+    FakeOpenAIServer,
+    FakeRequest,
+    HTTPError,
+    Reply,
+    ToolCall,
+    ToolCallReply,
+    closed_base_url,
+)
+from memorylab.compress.extractive import ExtractiveSummarizer
+from memorylab.compress.summarizers import (
+    CHUNK_PROMPT,
+    MERGE_PROMPT,
+    SUMMARY_PROMPT,
+    SUMMARY_SYSTEM_PROMPT,
+    ChatReply,
+    LiteLLMSummarizer,
+    ScriptedSummarizer,
+    Summarizer,
+    Summary,
+    achat,
+    chat,
+    get_summarizer,
+    model_context_length,
+    render_message,
+    render_transcript,
+    split_by_tokens,
+    truncate_to_tokens,
+)
+from memorylab.compress.tokens import count_tokens, get_token_counter
+from memorylab.errors import (
+    EmptySummary,
+    InvalidSetting,
+    SummarizerAuthError,
+    SummarizerBadRequest,
+    SummarizerError,
+    SummarizerRateLimited,
+    SummarizerTimeout,
+    SummarizerUnavailable,
+)
+from memorylab.memory import format as fmt
+from memorylab.memory.records import PRELOAD_PREFIX, SUMMARY_PREFIX, MemoryDocument, Message
+
+HISTORY = [
+    {"role": "User", "content": "Write a haiku about the sea.", "timestamp": "2026-04-20T10:00:00"},
+    {"role": "Agent", "content": "Waves fold into foam."},
+]
+
+
+def fake(url: str, **options: Any) -> LiteLLMSummarizer:
+    """A summarizer for the fake server, with fast backoff."""
+    options.setdefault("backoff_base", 0.01)
+    options.setdefault("backoff_max", 0.05)
+    options.setdefault("timeout", 5.0)
+    return LiteLLMSummarizer(
+        "openai/fake-model", llm_args={"api_base": url, "api_key": "x"}, **options
+    )
+
+
+def user_text(request: Mapping[str, Any]) -> str:
+    messages = request["messages"]
+    assert messages[0] == {"role": "system", "content": SUMMARY_SYSTEM_PROMPT}
+    return str(messages[1]["content"])
+
+
+# --------------------------------------------------------------------------- prompts, rendering
+
+
+def test_prompts_ask_for_what_must_survive() -> None:
+    for prompt in (SUMMARY_PROMPT, CHUNK_PROMPT, MERGE_PROMPT):
+        for needle in ("ORIGINAL TASK", "decisions", "file paths", "commands", "numbers"):
+            assert needle.lower() in prompt.lower(), (needle, prompt[:40])
+        assert "tool" in prompt and "open questions" in prompt
+    assert SUMMARY_PREFIX in SUMMARY_PROMPT and SUMMARY_PREFIX in CHUNK_PROMPT
+    assert SUMMARY_PROMPT.format(transcript="T").endswith("<transcript>\nT\n</transcript>")
+    assert "part 2 of 3" in CHUNK_PROMPT.format(part=2, total=3, transcript="")
+    assert "3 summaries" in MERGE_PROMPT.format(count=3, summaries="")
+
+
+def test_render_message_and_transcript() -> None:
+    when = datetime(2026, 4, 20, 18, 33, 12, 123456, tzinfo=UTC)
+    assert render_message({"role": "User", "content": "hi", "timestamp": when}) == (
+        "[2026-04-20T18:33:12+00:00] User: hi"
+    )
+    assert render_message({"role": "Tool", "content": {"ok": True, "n": [1, 2]}}) == (
+        'Tool: {"ok": true, "n": [1, 2]}'
+    )
+    assert render_message({"role": "Agent", "content": 42}) == "Agent: 42"
+    assert render_message({"role": "Agent", "content": None}) == "Agent: "
+    assert render_transcript(HISTORY) == (
+        "[2026-04-20T10:00:00] User: Write a haiku about the sea.\n\nAgent: Waves fold into foam."
+    )
+
+
+def test_split_and_truncate_by_tokens() -> None:
+    counter = get_token_counter(None)
+    text = " ".join(f"word{i}" for i in range(500))
+    pieces = split_by_tokens(text, 50, counter)
+    assert "".join(pieces) == text
+    assert len(pieces) > 5 and all(counter.count(p) <= 50 for p in pieces)
+    short = truncate_to_tokens(text, 20, counter)
+    assert short.endswith(" …") and counter.count(short) <= 20 and text.startswith(short[:-2])
+    assert truncate_to_tokens("small", 20, counter) == "small"
+    assert split_by_tokens("x" * 10_000, 7, counter)  # no whitespace at all: still bounded
+
+
+# --------------------------------------------------------------------------- litellm: mock_response
+
+
+def test_mock_response_success() -> None:
+    summarizer = LiteLLMSummarizer("gpt-4o-mini", llm_args={"mock_response": "  The sea.  "})
+    summary = summarizer.summarize(HISTORY)
+    assert isinstance(summary, Summary) and isinstance(summarizer, Summarizer)
+    assert summary.text == "The sea."
+    assert summary.model == "gpt-4o-mini" == summarizer.name
+    assert isinstance(summary.input_tokens, int) and isinstance(summary.output_tokens, int)
+    assert summary.cost_usd is not None and summary.cost_usd > 0
+    assert 0 < summary.latency_s < 5
+    assert summary.chunks == 1
+    assert summary.to_dict() == {
+        "text": "The sea.",
+        "model": "gpt-4o-mini",
+        "input_tokens": summary.input_tokens,
+        "output_tokens": summary.output_tokens,
+        "cost_usd": summary.cost_usd,
+        "latency_s": summary.latency_s,
+        "chunks": 1,
+    }
+    with pytest.raises(AttributeError):
+        summary.text = "changed"  # type: ignore[misc]
+
+
+def test_unmapped_model_has_no_cost_and_default_window() -> None:
+    summarizer = LiteLLMSummarizer("openai/fake-model", llm_args={"mock_response": "ok"})
+    summary = summarizer.summarize(HISTORY)
+    assert summary.text == "ok" and summary.cost_usd is None
+    assert summarizer.get_context_window() == 8192
+    assert LiteLLMSummarizer("gpt-4o").get_context_window() == 128000
+    assert LiteLLMSummarizer("gpt-4o", context_window=1000).get_context_window() == 1000
+
+
+def test_mock_rate_limit_is_retried_then_reported() -> None:
+    summarizer = LiteLLMSummarizer(
+        "gpt-4o-mini",
+        retries=2,
+        backoff_base=0.01,
+        llm_args={"mock_response": "litellm.RateLimitError"},
+    )
+    with pytest.raises(SummarizerRateLimited, match="Gave up after 3 attempts") as caught:
+        summarizer.summarize(HISTORY)
+    assert "rate" in str(caught.value).lower()
+
+
+def test_mock_context_window_exceeded_is_not_retried() -> None:
+    summarizer = LiteLLMSummarizer(
+        "gpt-4o-mini",
+        retries=3,
+        backoff_base=5.0,  # a retry would make this test slow
+        llm_args={"mock_response": "litellm.ContextWindowExceededError"},
+    )
+    started = time.perf_counter()
+    with pytest.raises(SummarizerBadRequest, match="context_window"):
+        summarizer.summarize(HISTORY)
+    assert time.perf_counter() - started < 3
+
+
+def test_mock_timeout() -> None:
+    summarizer = LiteLLMSummarizer(
+        "gpt-4o-mini", timeout=0.05, retries=0, llm_args={"mock_timeout": True}
+    )
+    with pytest.raises(SummarizerTimeout, match="timeout=") as caught:
+        summarizer.summarize(HISTORY)
+    assert isinstance(caught.value, TimeoutError)
+
+
+def test_asummarize_with_mock_response() -> None:
+    summarizer = LiteLLMSummarizer("gpt-4o-mini", llm_args={"mock_response": "async sea"})
+
+    async def both() -> list[Summary]:
+        return list(
+            await asyncio.gather(summarizer.asummarize(HISTORY), summarizer.asummarize(HISTORY))
+        )
+
+    summaries = asyncio.run(both())
+    assert [s.text for s in summaries] == ["async sea", "async sea"]
+    assert all(s.chunks == 1 and s.cost_usd for s in summaries)
+
+
+def test_invalid_settings() -> None:
+    for bad in (
+        {"max_tokens": 0},
+        {"retries": -1},
+        {"timeout": 0},
+        {"backoff_base": -1},
+        {"context_window": 1},
+        {"temperature": 5},
+        {"llm_args": {"model": "x"}},
+        {"llm_args": {"timeout": 1}},
+        {"llm_args": {"num_retries": 2}},
+    ):
+        with pytest.raises(InvalidSetting):
+            LiteLLMSummarizer("gpt-4o-mini", **bad)
+    with pytest.raises(InvalidSetting):
+        LiteLLMSummarizer("")
+    summarizer = LiteLLMSummarizer("gpt-4o-mini", llm_args={"api_key": "sk-secret"})
+    assert "sk-secret" not in repr(summarizer)
+
+
+def test_empty_history_is_refused_before_any_call() -> None:
+    summarizer = LiteLLMSummarizer("gpt-4o-mini", llm_args={"mock_response": "x"})
+    for history in ([], [{"role": "User", "content": "   "}], [{"role": "User", "content": None}]):
+        with pytest.raises(EmptySummary):
+            summarizer.summarize(history)
+
+
+# --------------------------------------------------------------------------- litellm: fake server
+
+
+def test_fake_server_success() -> None:
+    with FakeOpenAIServer(Reply("summary text", prompt_tokens=123, completion_tokens=4)) as server:
+        summary = fake(server.base_url, max_tokens=77, temperature=0.0).summarize(HISTORY)
+        (request,) = server.requests
+    assert summary.text == "summary text"
+    assert (summary.input_tokens, summary.output_tokens) == (123, 4)
+    assert summary.cost_usd is None and summary.chunks == 1
+    assert request["model"] == "fake-model"
+    assert request["max_tokens"] == 77 and request["temperature"] == 0.0
+    assert "Write a haiku about the sea." in user_text(request)
+    assert "[2026-04-20T10:00:00] User:" in user_text(request)
+
+
+def test_rate_limit_then_success_is_retried() -> None:
+    with FakeOpenAIServer([HTTPError(429, retry_after=0), "after retry"]) as server:
+        summary = fake(server.base_url, retries=3).summarize(HISTORY)
+        assert server.request_count == 2
+    assert summary.text == "after retry" and summary.chunks == 1
+
+
+def test_retry_after_is_honoured() -> None:
+    with FakeOpenAIServer([HTTPError(429, retry_after=0.3), "ok"]) as server:
+        started = time.perf_counter()
+        fake(server.base_url, backoff_base=0.01, backoff_max=2.0).summarize(HISTORY)
+        assert time.perf_counter() - started >= 0.3
+        assert server.request_count == 2
+
+
+def test_rate_limit_after_all_retries() -> None:
+    with FakeOpenAIServer(HTTPError(429, retry_after=0)) as server:
+        with pytest.raises(SummarizerRateLimited, match="Gave up after 3 attempts"):
+            fake(server.base_url, retries=2).summarize(HISTORY)
+        assert server.request_count == 3
+
+
+@pytest.mark.parametrize("retries", [0, 2])
+def test_server_error_always_is_unavailable_after_retries(retries: int) -> None:
+    """One HTTP request per attempt: no hidden SDK retries."""
+    with FakeOpenAIServer(HTTPError(500)) as server:
+        with pytest.raises(
+            SummarizerUnavailable, match=re.escape("api_base=http://127.0.0.1")
+        ) as caught:
+            fake(server.base_url, retries=retries).summarize(HISTORY)
+        assert server.request_count == retries + 1
+    assert caught.value.__cause__ is not None  # the litellm exception is kept
+
+
+def test_503_is_retried() -> None:
+    with FakeOpenAIServer([HTTPError(503), HTTPError(502), "back"]) as server:
+        assert fake(server.base_url, retries=2).summarize(HISTORY).text == "back"
+        assert server.request_count == 3
+
+
+def test_auth_error_is_not_retried() -> None:
+    with FakeOpenAIServer(HTTPError(401, "Incorrect API key provided")) as server:
+        with pytest.raises(SummarizerAuthError, match="api_key") as caught:
+            fake(server.base_url, retries=3).summarize(HISTORY)
+        assert server.request_count == 1
+    assert "OPENAI_API_KEY" in str(caught.value)
+
+
+@pytest.mark.parametrize("status", [400, 404, 422])
+def test_bad_request_is_not_retried(status: int) -> None:
+    with FakeOpenAIServer(HTTPError(status, "no such thing")) as server:
+        with pytest.raises(SummarizerBadRequest):
+            fake(server.base_url, retries=3).summarize(HISTORY)
+        assert server.request_count == 1
+
+
+def test_slow_reply_times_out() -> None:
+    with FakeOpenAIServer(Reply("too late", delay=3)) as server:
+        started = time.perf_counter()
+        with pytest.raises(SummarizerTimeout, match=re.escape("0.3 s")):
+            fake(server.base_url, timeout=0.3, retries=1).summarize(HISTORY)
+        assert time.perf_counter() - started < 2.5
+        assert server.request_count == 2
+
+
+def test_connection_refused_is_unavailable() -> None:
+    started = time.perf_counter()
+    with pytest.raises(SummarizerUnavailable, match="Gave up after 2 attempts"):
+        fake(closed_base_url(), retries=1).summarize(HISTORY)
+    assert time.perf_counter() - started < 5
+
+
+@pytest.mark.parametrize("reply", [Reply(None), Reply(""), Reply("   \n ")])
+def test_empty_reply_is_empty_summary(reply: Reply) -> None:
+    with FakeOpenAIServer(reply) as server:
+        with pytest.raises(EmptySummary):
+            fake(server.base_url, retries=3).summarize(HISTORY)
+        assert server.request_count == 1
+
+
+def test_empty_reply_cut_by_length_says_so() -> None:
+    server = FakeOpenAIServer(Reply(None, finish_reason="length"))
+    with server, pytest.raises(EmptySummary, match="max_tokens"):
+        fake(server.base_url).summarize(HISTORY)
+
+
+def test_errors_are_summarizer_errors() -> None:
+    for cls in (
+        EmptySummary,
+        SummarizerAuthError,
+        SummarizerBadRequest,
+        SummarizerRateLimited,
+        SummarizerTimeout,
+        SummarizerUnavailable,
+    ):
+        assert issubclass(cls, SummarizerError)
+
+
+def test_asummarize_through_the_fake_server() -> None:
+    with FakeOpenAIServer([HTTPError(429, retry_after=0), "async one", "async two"]) as server:
+        summarizer = fake(server.base_url, retries=2)
+        first = asyncio.run(summarizer.asummarize(HISTORY))
+        second = asyncio.run(summarizer.asummarize(HISTORY, max_tokens=50))
+        assert server.request_count == 3
+        assert server.requests[2]["max_tokens"] == 50
+    assert (first.text, second.text) == ("async one", "async two")
+
+
+def test_asummarize_errors_match_summarize() -> None:
+    with FakeOpenAIServer(HTTPError(401)) as server:
+        with pytest.raises(SummarizerAuthError):
+            asyncio.run(fake(server.base_url).asummarize(HISTORY))
+        assert server.request_count == 1
+    with FakeOpenAIServer(HTTPError(500)) as server:
+        with pytest.raises(SummarizerUnavailable):
+            asyncio.run(fake(server.base_url, retries=1).asummarize(HISTORY))
+        assert server.request_count == 2
+
+
+def test_sync_call_leaves_no_event_loop_behind(monkeypatch: pytest.MonkeyPatch) -> None:
+    """litellm's sync path would install an event loop on the main thread that nobody closes."""
+    unraisable: list[Any] = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    with FakeOpenAIServer("ok") as server:
+        fake(server.base_url).summarize(HISTORY)
+    asyncio.run(asyncio.sleep(0))
+    gc.collect()
+    assert not [u for u in unraisable if issubclass(u.exc_type, ResourceWarning)]
+
+
+# --------------------------------------------------------------------------- chunking
+
+
+def long_history(count: int, words: int = 45) -> list[dict[str, Any]]:
+    task = {"role": "User", "content": "ORIGINAL TASK: migrate the billing service to Postgres."}
+    rest = [
+        {
+            "role": "Agent" if i % 2 else "User",
+            "content": f"MARK{i:03d} " + " ".join(f"filler{i}x{j}" for j in range(words)),
+        }
+        for i in range(1, count)
+    ]
+    return [task, *rest]
+
+
+def scripted_replies(request: FakeRequest) -> str:
+    text = str(request.body["messages"][1]["content"])
+    if "<summaries>" in text:
+        return f"MERGED({request.index})"
+    return f"PARTIAL({request.index})"
+
+
+def test_long_history_is_chunked_and_merged_without_loss() -> None:
+    history = long_history(40)
+    with FakeOpenAIServer(scripted_replies) as server:
+        summarizer = fake(server.base_url, context_window=1500, max_tokens=100)
+        summary = summarizer.summarize(history)
+        requests = server.requests
+    texts = [user_text(r) for r in requests]
+    chunk_texts = [t for t in texts if "<transcript>" in t]
+    merge_texts = [t for t in texts if "<summaries>" in t]
+    assert len(chunk_texts) >= 3 and len(merge_texts) == 1
+    assert summary.chunks == len(requests) == len(chunk_texts) + 1
+    assert summary.text == f"MERGED({len(requests) - 1})"
+    assert "ORIGINAL TASK: migrate the billing service" in texts[0]
+    assert f"part 1 of {len(chunk_texts)}" in texts[0]
+    joined = "\n".join(chunk_texts)
+    for message in history:  # nothing dropped
+        assert message["content"] in joined
+    for index in range(len(chunk_texts)):
+        assert f"PARTIAL({index})" in merge_texts[0]
+    counter = get_token_counter("openai/fake-model")
+    for request in requests:  # every request fits the window with room for the answer
+        prompt = SUMMARY_SYSTEM_PROMPT + user_text(request)
+        assert counter.count(prompt) <= 1500 - 100
+
+
+def test_oversized_single_message_is_split_by_tokens() -> None:
+    huge = " ".join(f"w{i:04d}" for i in range(1500))
+    history = [{"role": "User", "content": "Summarize the log."}, {"role": "Tool", "content": huge}]
+    with FakeOpenAIServer(scripted_replies) as server:
+        summary = fake(server.base_url, context_window=1200, max_tokens=100).summarize(history)
+        texts = [user_text(r) for r in server.requests]
+    assert summary.chunks == len(texts) >= 3
+    joined = "\n".join(t for t in texts if "<transcript>" in t)
+    for word in huge.split():
+        assert word in joined
+    assert "[message 2 (Tool), part 2/" in joined
+
+
+def test_merge_is_recursive_when_partials_are_large() -> None:
+    big = " ".join(f"fact{j}" for j in range(120))
+
+    def replies(request: FakeRequest) -> str:
+        text = str(request.body["messages"][1]["content"])
+        return f"M{request.index} {big}" if "<summaries>" in text else f"P{request.index} {big}"
+
+    with FakeOpenAIServer(replies) as server:
+        summary = fake(server.base_url, context_window=1400, max_tokens=100).summarize(
+            long_history(60)
+        )
+        texts = [user_text(r) for r in server.requests]
+    merges = [t for t in texts if "<summaries>" in t]
+    assert len(merges) >= 3  # more than one level of merging
+    assert "(level 2)" not in summary.text and summary.text.startswith(f"M{len(texts) - 1} ")
+    assert summary.chunks == len(texts)
+
+
+def test_single_call_when_it_fits() -> None:
+    with FakeOpenAIServer(scripted_replies) as server:
+        summary = fake(server.base_url, context_window=100_000).summarize(long_history(40))
+        assert server.request_count == 1
+    assert summary.chunks == 1 and summary.text == "PARTIAL(0)"
+    assert "<transcript>" in user_text(server.requests[0])
+
+
+def test_window_too_small_for_max_tokens() -> None:
+    summarizer = LiteLLMSummarizer(
+        "gpt-4o-mini", context_window=600, max_tokens=400, llm_args={"mock_response": "x"}
+    )
+    with pytest.raises(InvalidSetting, match="lower max_tokens or raise context_window"):
+        summarizer.summarize(long_history(40))
+
+
+def test_asummarize_chunks_like_summarize() -> None:
+    history = long_history(40)
+    with FakeOpenAIServer(scripted_replies) as server:
+        summary = asyncio.run(
+            fake(server.base_url, context_window=1500, max_tokens=100).asummarize(history)
+        )
+        assert summary.chunks == server.request_count >= 4
+        assert "ORIGINAL TASK" in user_text(server.requests[0])
+
+
+def test_empty_partial_summary_fails_the_whole_summary() -> None:
+    server = FakeOpenAIServer(["part one", Reply("")])
+    with server, pytest.raises(EmptySummary, match="chunk 2/"):
+        fake(server.base_url, context_window=1500, max_tokens=100).summarize(long_history(40))
+
+
+# --------------------------------------------------------------------------- extractive
+
+
+def synthetic_history() -> list[dict[str, Any]]:
+    history: list[dict[str, Any]] = [
+        {"role": "System", "content": f"{SUMMARY_PREFIX} Earlier work: the user prefers tabs."},
+        {
+            "role": "User",
+            "content": "Please convert data/input.json to CSV and upload it. Keep it simple.",
+            "timestamp": "2026-04-20T10:00:00",
+        },
+        {"role": "Agent", "content": "I will look at the file first. Sounds fun."},
+        {"role": "User", "content": "We decided to use pandas. Do not use the csv module."},
+        {
+            "role": "Agent",
+            "content": "Running the check:\n```bash\npytest -q tests/test_export.py\n```",
+        },
+        {
+            "role": "Tool",
+            "content": "exit code 1\nFAILED tests/test_export.py::test_roundtrip\nnoise",
+        },
+        {
+            "role": "Agent",
+            "content": "$ python export.py --limit 1000\nWrote 4217 rows to /srv/out/data.csv.",
+        },
+        {"role": "Agent", "content": "Docs are at https://example.com/export for reference."},
+    ]
+    for i in range(40):
+        history.append(
+            {
+                "role": "User" if i % 2 else "Agent",
+                "content": f"Small talk, round {i}. Nice weather.",
+            }
+        )
+    history.append({"role": "User", "content": "Thanks, that is all for today."})
+    return history
+
+
+def test_extractive_keeps_task_facts_and_previous_summary() -> None:
+    summary = ExtractiveSummarizer(max_tokens=600).summarize(synthetic_history())
+    text = summary.text
+    assert "Please convert data/input.json to CSV and upload it. Keep it simple." in text
+    assert "Earlier work: the user prefers tabs." in text
+    assert "We decided to use pandas." in text and "Do not use the csv module." in text
+    assert "pytest -q tests/test_export.py" in text
+    assert "$ python export.py --limit 1000" in text
+    assert "4217" in text and "/srv/out/data.csv" in text
+    assert "https://example.com/export" in text
+    assert "FAILED tests/test_export.py::test_roundtrip" in text
+    assert "Thanks, that is all for today." in text  # Recent
+    for section in ("## Previous summary", "## Task", "## Decisions", "## Facts", "## Recent"):
+        assert section in text
+    order = [
+        text.index(s)
+        for s in ("## Previous summary", "## Task", "## Decisions", "## Facts", "## Recent")
+    ]
+    assert order == sorted(order)
+    assert "Sounds fun" not in text  # nothing worth keeping in it
+    assert summary.model == "memorylab/extractive" and summary.chunks == 1
+    assert summary.cost_usd == 0.0
+    assert summary.output_tokens == count_tokens(text)
+    assert summary.input_tokens == count_tokens(render_transcript(synthetic_history()))
+
+
+def test_extractive_is_deterministic() -> None:
+    first = ExtractiveSummarizer(max_tokens=300).summarize(synthetic_history()).text
+    again = ExtractiveSummarizer(max_tokens=300).summarize(synthetic_history()).text
+    assert first == again
+
+
+@pytest.mark.parametrize("budget", [32, 64, 128, 300, 1024])
+@pytest.mark.parametrize("model", [None, "gpt-4o"])
+def test_extractive_stays_within_budget(budget: int, model: str | None) -> None:
+    history = synthetic_history() + long_history(80)
+    history[1] = {"role": "User", "content": "Huge task. " * 2000}
+    text = ExtractiveSummarizer(max_tokens=budget, model=model).summarize(history).text
+    assert 0 < count_tokens(text, model) <= budget
+    assert "Huge task." in text
+
+
+def test_extractive_keeps_priorities_when_tight() -> None:
+    text = ExtractiveSummarizer(max_tokens=120).summarize(synthetic_history()).text
+    assert "Please convert data/input.json" in text
+    assert "We decided to use pandas." in text
+    assert count_tokens(text) <= 120
+
+
+def test_extractive_max_tokens_argument_overrides() -> None:
+    summarizer = ExtractiveSummarizer(max_tokens=1024)
+    small = summarizer.summarize(synthetic_history(), max_tokens=64)
+    assert count_tokens(small.text) <= 64
+    with pytest.raises(InvalidSetting):
+        summarizer.summarize(synthetic_history(), max_tokens=3)
+    with pytest.raises(InvalidSetting):
+        ExtractiveSummarizer(max_tokens=0)
+
+
+def test_extractive_carries_summaries_out_of_a_preload() -> None:
+    when = datetime(2026, 4, 20, 9, 0, tzinfo=UTC)
+    doc = MemoryDocument(
+        conversation_name="demo",
+        created=when,
+        messages=(
+            Message("System", f"{SUMMARY_PREFIX} Old facts: the port is 8080.", when),
+            Message("User", "Original task: build the exporter.", when),
+        ),
+    )
+    preload = {"role": "System", "content": f"{PRELOAD_PREFIX}\n{fmt.render(doc)}"}
+    history = [preload, {"role": "User", "content": "Also add a --dry-run flag."}]
+    text = ExtractiveSummarizer().summarize(history).text
+    assert "Old facts: the port is 8080." in text
+    assert "## Task\nOriginal task: build the exporter." in text
+
+
+def test_extractive_repeated_compaction_keeps_the_task() -> None:
+    summarizer = ExtractiveSummarizer(max_tokens=400)
+    first = summarizer.summarize(synthetic_history()).text
+    history = [{"role": "System", "content": f"{SUMMARY_PREFIX} {first}"}, *long_history(30)]
+    second = summarizer.summarize(history).text
+    assert "Please convert data/input.json" in second
+    assert "### Task" in second  # the previous summary's headings are demoted
+    assert count_tokens(second) <= 400
+
+
+def test_extractive_non_string_content_and_windows_paths() -> None:
+    history: list[dict[str, Any]] = [
+        {"role": "User", "content": "Fix the build."},
+        {"role": "Tool", "content": {"status": "failed", "code": 2}},
+        {"role": "Agent", "content": "The config lives in C:\\proj\\settings.ini now. Okay."},
+    ]
+    history += [{"role": "Agent", "content": "Nothing to see here, move along."}] * 30
+    text = ExtractiveSummarizer(max_tokens=200).summarize(history).text
+    assert '(Tool) {"status": "failed", "code": 2}' in text
+    assert "- The config lives in C:\\proj\\settings.ini now." in text
+
+
+@pytest.mark.parametrize(
+    "history",
+    [
+        [],
+        [{"role": "User", "content": ""}],
+        [{"role": "User", "content": None}],
+        [{"role": "A", "content": " \n"}],
+    ],
+)
+def test_extractive_empty_history(history: list[dict[str, Any]]) -> None:
+    with pytest.raises(EmptySummary):
+        ExtractiveSummarizer().summarize(history)
+
+
+def test_extractive_async_and_protocol() -> None:
+    summarizer = ExtractiveSummarizer()
+    assert isinstance(summarizer, Summarizer) and summarizer.name == "memorylab/extractive"
+    summary = asyncio.run(summarizer.asummarize(HISTORY))
+    assert summary.text == summarizer.summarize(HISTORY).text
+
+
+# --------------------------------------------------------------------------- scripted
+
+
+def test_scripted_order_cycling_and_calls() -> None:
+    scripted = ScriptedSummarizer(("a", "b"))
+    texts = [scripted.summarize([{"role": "User", "content": f"m{i}"}]).text for i in range(5)]
+    assert texts == ["a", "b", "a", "b", "a"]
+    assert [call[0]["content"] for call in scripted.calls] == [f"m{i}" for i in range(5)]
+    assert scripted.summarize(HISTORY).model == "memorylab/scripted"
+    assert isinstance(scripted, Summarizer)
+
+
+def test_scripted_fail_on_and_error() -> None:
+    scripted = ScriptedSummarizer(("ok", "fine"), fail_on=(1, 2))
+    assert scripted.summarize(HISTORY).text == "ok"
+    with pytest.raises(SummarizerUnavailable, match="call 1"):
+        scripted.summarize(HISTORY)
+    with pytest.raises(SummarizerUnavailable, match="call 2"):
+        scripted.summarize(HISTORY)
+    assert scripted.summarize(HISTORY).text == "fine"  # failures use up no reply
+    assert len(scripted.calls) == 4
+    custom = ScriptedSummarizer(fail_on=(0,), error=SummarizerTimeout("too slow"))
+    with pytest.raises(SummarizerTimeout, match="too slow"):
+        custom.summarize(HISTORY)
+    by_class = ScriptedSummarizer(fail_on=(0,), error=SummarizerRateLimited)
+    with pytest.raises(SummarizerRateLimited):
+        by_class.summarize(HISTORY)
+
+
+@pytest.mark.parametrize("reply", [None, "", "   "])
+def test_scripted_empty_reply(reply: str | None) -> None:
+    scripted = ScriptedSummarizer(("good", reply))
+    assert scripted.summarize(HISTORY).text == "good"
+    with pytest.raises(EmptySummary):
+        scripted.summarize(HISTORY)
+
+
+def test_scripted_delay_and_async() -> None:
+    scripted = ScriptedSummarizer(("slow",), delay=0.05, name="teacher")
+    started = time.perf_counter()
+    summary = scripted.summarize(HISTORY)
+    assert time.perf_counter() - started >= 0.05 and summary.latency_s >= 0.05
+    assert summary.model == "teacher" == scripted.name
+    summary = asyncio.run(scripted.asummarize(HISTORY))
+    assert summary.text == "slow" and len(scripted.calls) == 2
+    with pytest.raises(InvalidSetting):
+        ScriptedSummarizer(())
+    with pytest.raises(InvalidSetting):
+        ScriptedSummarizer(delay=-1)
+
+
+# --------------------------------------------------------------------------- dispatch
+
+
+def test_get_summarizer_dispatch() -> None:
+    assert isinstance(get_summarizer(), ExtractiveSummarizer)
+    extractive = get_summarizer("memorylab/extractive", max_tokens=64)
+    assert isinstance(extractive, ExtractiveSummarizer) and extractive.max_tokens == 64
+    scripted = get_summarizer("memorylab/scripted", replies=("x",))
+    assert isinstance(scripted, ScriptedSummarizer)
+    llm = get_summarizer("gpt-4o-mini", max_tokens=500, llm_args={"mock_response": "y"})
+    assert isinstance(llm, LiteLLMSummarizer) and llm.max_tokens == 500
+    assert get_summarizer(scripted) is scripted
+
+
+def test_get_summarizer_errors() -> None:
+    with pytest.raises(InvalidSetting, match=re.escape("memorylab/extractive, memorylab/scripted")):
+        get_summarizer("memorylab/abstractive")
+    with pytest.raises(InvalidSetting):
+        get_summarizer("")
+    with pytest.raises(InvalidSetting, match="existing summarizer"):
+        get_summarizer(ScriptedSummarizer(), delay=1)
+    with pytest.raises(InvalidSetting):
+        get_summarizer(42)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- agent calls: chat()
+
+FAST = {"timeout": 5.0, "backoff_base": 0.01, "backoff_max": 0.05, "api_key": "x"}
+
+
+def test_chat_text_reply_through_the_fake_server() -> None:
+    with FakeOpenAIServer(Reply("hello", prompt_tokens=9, completion_tokens=2)) as server:
+        reply = chat(
+            "openai/fake-model",
+            [{"role": "user", "content": "hi"}],
+            api_base=server.base_url,
+            temperature=0.5,
+            max_tokens=33,
+            **FAST,
+        )
+        (request,) = server.requests
+    assert reply == ChatReply(
+        content="hello",
+        model="openai/fake-model",
+        finish_reason="stop",
+        input_tokens=9,
+        output_tokens=2,
+        cost_usd=None,
+        latency_s=reply.latency_s,
+    )
+    assert request["messages"] == [{"role": "user", "content": "hi"}]
+    assert (request["temperature"], request["max_tokens"]) == (0.5, 33)
+    assert "tools" not in request
+    assert reply.to_dict()["tool_calls"] == []
+
+
+def test_chat_tool_calls_and_retries() -> None:
+    tools = [{"type": "function", "function": {"name": "add", "parameters": {"type": "object"}}}]
+    calls = [ToolCall("add", {"a": 1, "b": 2}, id="call_7")]
+    with FakeOpenAIServer([HTTPError(429, retry_after=0), ToolCallReply(calls)]) as server:
+        reply = chat(
+            "openai/fake-model",
+            [{"role": "user", "content": "1+2?"}],
+            tools=tools,
+            api_base=server.base_url,
+            retries=1,
+            **FAST,
+        )
+        assert server.request_count == 2
+        assert server.requests[1]["tools"] == tools
+    assert reply.content == "" and reply.finish_reason == "tool_calls"
+    assert list(reply.tool_calls) == [
+        {"id": "call_7", "name": "add", "arguments": '{"a": 1, "b": 2}'}
+    ]
+
+
+def test_chat_errors_and_options() -> None:
+    with FakeOpenAIServer(HTTPError(401)) as server:
+        with pytest.raises(SummarizerAuthError):
+            chat("openai/fake-model", HISTORY, api_base=server.base_url, retries=3, **FAST)
+        assert server.request_count == 1
+    with pytest.raises(SummarizerUnavailable, match="Gave up after 2 attempts"):
+        chat("openai/fake-model", HISTORY, api_base=closed_base_url(), retries=1, **FAST)
+    with pytest.raises(InvalidSetting):
+        chat("gpt-4o-mini", HISTORY, num_retries=3)
+
+
+def test_chat_with_mock_response_and_achat() -> None:
+    reply = chat("gpt-4o-mini", HISTORY, mock_response="mocked")
+    assert reply.content == "mocked" and reply.cost_usd and reply.input_tokens
+    with FakeOpenAIServer("async hello") as server:
+        reply = asyncio.run(achat("openai/fake-model", HISTORY, api_base=server.base_url, **FAST))
+    assert reply.content == "async hello"
+
+
+def test_model_context_length() -> None:
+    assert model_context_length("gpt-4o") == 128000
+    assert model_context_length("openai/fake-model") == 8192
