@@ -1,0 +1,231 @@
+"""``Agent``: the seed's agent loop with persistent memory and context compression.
+
+Each loop iteration first checks compression (``short_memory``'s tokens against
+``compression_threshold * context_length``), then calls the model with
+``short_memory.to_messages()`` — static context, the preloaded MEMORY.md, the conversation — and
+records the reply. Tool calls in a reply are executed and their results recorded (they reach
+MEMORY.md, like every message); the model is then called again within the same iteration, up to
+``max_tool_rounds`` times. Compression is checked before every model call.
+
+``max_loops`` is an int (that many iterations, ending early when a reply contains
+``stop_token``) or ``"auto"`` (model calls until a reply uses no tool or says ``stop_token``, at
+most ``auto_loop_cap`` calls).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+from memorylab.compress import policy
+from memorylab.compress.compressor import ContextCompressor
+from memorylab.compress.summarizers import ChatReply, chat, model_context_length
+from memorylab.compress.tokens import get_token_counter
+from memorylab.errors import InvalidSetting
+from memorylab.memory.conversation import DEFAULT_PATH, Conversation
+from memorylab.memory.records import CompactionEvent
+from memorylab.tools import Tool, as_tools
+
+STOP_TOKEN = "<DONE>"
+AUTO_LOOP_CAP = 25
+_DEFAULT: Any = object()
+
+
+def default_preload_max_tokens(context_length: int, threshold: policy.Threshold) -> int:
+    """A quarter of the window, and at most half of the compression trigger, so a big MEMORY.md
+    cannot make compression fire on the very first loop."""
+    trigger = policy.trigger_tokens(context_length, threshold)
+    return max(1, min(context_length // 4, trigger // 2))
+
+
+class Agent:
+    """An LLM agent whose memory persists in ``$WORKSPACE_DIR/agents/{agent_name}/MEMORY.md``.
+
+    ``context_length`` defaults to litellm's ``max_input_tokens`` for ``model_name``, or
+    :data:`memorylab.compress.summarizers.DEFAULT_CONTEXT_WINDOW` (8192) when litellm does not
+    know the model. ``llm_args`` go to ``litellm.completion`` unchanged (``mock_response``,
+    ``api_base``, ``api_key`` ...) for the agent's calls, and for the summarizer too when it is
+    the agent's own model. ``summarizer_model=None`` summarizes with ``model_name`` (as the
+    seed does); ``"memorylab/extractive"`` works offline.
+    """
+
+    def __init__(
+        self,
+        agent_name: str = "Agent",
+        model_name: str = "gpt-4o-mini",
+        system_prompt: str | None = None,
+        rules: str | None = None,
+        max_loops: int | Literal["auto"] = 1,
+        context_compression: bool = True,
+        context_length: int | None = None,
+        compression_threshold: policy.Threshold = policy.DEFAULT_THRESHOLD,
+        summarizer_model: str | None = None,
+        persistent_memory: bool = True,
+        workspace_dir: str | os.PathLike[str] | None = None,
+        tools: Sequence[Callable[..., Any] | Tool] | None = None,
+        llm_args: Mapping[str, Any] | None = None,
+        *,
+        custom_rules_prompt: str | None = None,
+        preload_max_tokens: int | None = _DEFAULT,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        timeout: float = 60.0,
+        retries: int = 2,
+        max_tool_rounds: int = 8,
+        auto_loop_cap: int = AUTO_LOOP_CAP,
+        stop_token: str = STOP_TOKEN,
+        user_name: str = "User",
+        tool_role: str = "Tool Executor",
+        durable: bool = False,
+        completion: Callable[..., ChatReply] | None = None,
+    ) -> None:
+        self.agent_name = agent_name
+        self.model_name = model_name
+        self.max_loops = _check_loops(max_loops)
+        self.context_compression = context_compression
+        self.llm_args = dict(llm_args or {})
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.timeout = timeout
+        self.retries = retries
+        self.max_tool_rounds = max_tool_rounds
+        self.auto_loop_cap = auto_loop_cap
+        self.stop_token = stop_token
+        self.user_name = user_name
+        self.tool_role = tool_role
+        self.tools = as_tools(tools)
+        self._completion = completion or chat
+        self.context_length = (
+            context_length if context_length is not None else model_context_length(model_name)
+        )
+        if not isinstance(self.context_length, int) or self.context_length < 1:
+            raise InvalidSetting(f"context_length must be an int >= 1, not {context_length!r}")
+        self.token_counter = get_token_counter(model_name)
+        threshold = policy.validate_threshold(compression_threshold)
+        if preload_max_tokens is _DEFAULT:
+            preload_max_tokens = default_preload_max_tokens(self.context_length, threshold)
+        self.short_memory = Conversation(
+            name=f"{agent_name}_conversation",
+            system_prompt=system_prompt,
+            rules=rules,
+            custom_rules_prompt=custom_rules_prompt,
+            agent_name=agent_name,
+            workspace_dir=workspace_dir,
+            memory_md_path=DEFAULT_PATH if persistent_memory else None,
+            user=user_name,
+            durable=durable,
+            preload_max_tokens=preload_max_tokens,
+            token_counter=self.token_counter,
+        )
+        summarizer_args: dict[str, Any] = {}
+        if summarizer_model is None or not summarizer_model.startswith("memorylab/"):
+            summarizer_args = {"llm_args": self.llm_args, "timeout": timeout}
+        self.context_compressor = ContextCompressor(
+            threshold=threshold,
+            summarizer_model=summarizer_model,
+            summarizer_args=summarizer_args,
+        )
+
+    # The seed tunes the compressor by assigning ``agent._context_compressor``.
+    @property
+    def _context_compressor(self) -> ContextCompressor:
+        return self.context_compressor
+
+    @_context_compressor.setter
+    def _context_compressor(self, value: ContextCompressor) -> None:
+        self.context_compressor = value
+
+    @property
+    def compaction_events(self) -> list[CompactionEvent]:
+        return self.context_compressor.events
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    def check_compression(self, *, force: bool = False) -> CompactionEvent | None:
+        """Compress now if the threshold is reached (and compression is on)."""
+        if not self.context_compression and not force:
+            return None
+        return self.context_compressor.compress(
+            self.short_memory, self.context_length, force=force, default_model=self.model_name
+        )
+
+    def _call_model(self) -> ChatReply:
+        self.check_compression()
+        options: dict[str, Any] = dict(self.llm_args)
+        for key, value in (("temperature", self.temperature), ("max_tokens", self.max_tokens)):
+            if value is not None:
+                options.setdefault(key, value)
+        return self._completion(
+            self.model_name,
+            self.short_memory.to_messages(),
+            tools=[t.schema() for t in self.tools.values()] or None,
+            timeout=self.timeout,
+            retries=self.retries,
+            **options,
+        )
+
+    def _record_reply(self, reply: ChatReply) -> None:
+        if not reply.tool_calls:
+            self.short_memory.add(self.agent_name, reply.content)
+            return
+        calls = "; ".join(f"{c['name']}({c['arguments']})" for c in reply.tool_calls)
+        text = reply.content or f"Calling tools: {calls}"
+        openai_calls = [
+            {
+                "id": c["id"],
+                "type": "function",
+                "function": {"name": c["name"], "arguments": c["arguments"]},
+            }
+            for c in reply.tool_calls
+        ]
+        self.short_memory.add(self.agent_name, text, tool_calls=openai_calls)
+        for call in reply.tool_calls:
+            tool = self.tools.get(call["name"])
+            result = (
+                tool.call(call["arguments"])
+                if tool is not None
+                else f"Error: no tool named {call['name']!r}; available: {sorted(self.tools)}"
+            )
+            self.short_memory.add(self.tool_role, result, tool_call_id=call["id"])
+
+    def _iteration(self, max_rounds: int) -> str:
+        """Model calls until a reply without tool calls (at most ``max_rounds`` calls)."""
+        text = ""
+        for _ in range(max_rounds):
+            reply = self._call_model()
+            self._record_reply(reply)
+            text = reply.content
+            if not reply.tool_calls or (self.stop_token and self.stop_token in text):
+                break
+        return text
+
+    def run(self, task: str, max_loops: int | Literal["auto"] | None = None) -> str:
+        """Add ``task`` and run the loop; returns the last reply's text."""
+        loops = self.max_loops if max_loops is None else _check_loops(max_loops)
+        self.short_memory.add(self.user_name, task)
+        if loops == "auto":  # until the model stops using tools or says it is done
+            return self._iteration(self.auto_loop_cap)
+        text = ""
+        for _ in range(loops):
+            text = self._iteration(self.max_tool_rounds + 1)
+            if self.stop_token and self.stop_token in text:
+                break
+        return text
+
+    def __repr__(self) -> str:
+        return (
+            f"Agent(agent_name={self.agent_name!r}, model_name={self.model_name!r}, "
+            f"context_length={self.context_length}, memory={self.short_memory.memory_md_path})"
+        )
+
+
+def _check_loops(value: object) -> int | Literal["auto"]:
+    if value == "auto":
+        return "auto"
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidSetting(f"max_loops must be an int >= 1 or 'auto', not {value!r}")
+    return value
+
+
+__all__ = ["AUTO_LOOP_CAP", "STOP_TOKEN", "Agent", "default_preload_max_tokens"]

@@ -1,0 +1,153 @@
+"""Plain Python callables as LLM tools: a JSON schema from the signature and docstring, and
+safe execution of the model's tool calls.
+
+The description is the docstring's first paragraph; parameter descriptions come from a
+Google-style ``Args:`` section. Annotations map to JSON types (``str`` string, ``int`` integer,
+``float`` number, ``bool`` boolean, ``list``/``tuple`` array, ``dict`` object; ``X | None`` is X
+and optional). Parameters with a default are not required.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+import types
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memorylab.errors import InvalidSetting
+
+_JSON_TYPES: dict[Any, str] = {
+    str: "string",
+    int: "integer",
+    float: "number",
+    bool: "boolean",
+    list: "array",
+    tuple: "array",
+    dict: "object",
+}
+_ARG_LINE = re.compile(r"^\s{2,}(\w+)(?:\s*\([^)]*\))?:\s*(.+)$")
+
+
+def _json_type(annotation: Any) -> tuple[dict[str, Any], bool]:
+    """(schema, optional) for an annotation."""
+    if annotation is inspect.Parameter.empty or annotation is Any:
+        return {}, False
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        members = [a for a in typing.get_args(annotation) if a is not type(None)]
+        optional = len(members) < len(typing.get_args(annotation))
+        if len(members) == 1:
+            return _json_type(members[0])[0], optional
+        return {"anyOf": [_json_type(m)[0] for m in members]}, optional
+    if origin is typing.Literal:
+        values = list(typing.get_args(annotation))
+        return {"enum": values}, False
+    base = origin or annotation
+    schema: dict[str, Any] = {"type": _JSON_TYPES[base]} if base in _JSON_TYPES else {}
+    if base in (list, tuple) and typing.get_args(annotation):
+        schema["items"] = _json_type(typing.get_args(annotation)[0])[0]
+    return schema, False
+
+
+def _docstring_parts(func: Callable[..., Any]) -> tuple[str, dict[str, str]]:
+    doc = inspect.getdoc(func) or ""
+    description = doc.split("\n\n", 1)[0].replace("\n", " ").strip()
+    params: dict[str, str] = {}
+    in_args = False
+    for line in (inspect.getdoc(func) or "").splitlines():
+        if line.strip() in ("Args:", "Arguments:", "Parameters:"):
+            in_args = True
+            continue
+        if in_args:
+            match = _ARG_LINE.match("  " + line if not line.startswith("  ") else line)
+            if match:
+                params[match[1]] = match[2].strip()
+            elif line and not line.startswith(" "):
+                in_args = False
+    return description, params
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A callable offered to the model, with its OpenAI-style function schema."""
+
+    name: str
+    function: Callable[..., Any]
+    description: str
+    parameters: Mapping[str, Any]
+
+    @classmethod
+    def from_function(cls, func: Callable[..., Any], name: str | None = None) -> Tool:
+        if not callable(func):
+            raise InvalidSetting(f"a tool must be callable, got {type(func).__name__}")
+        tool_name = str(name or getattr(func, "__name__", ""))
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", tool_name):
+            raise InvalidSetting(
+                f"tool name {tool_name!r} must be 1-64 letters, digits, '_' or '-'; pass "
+                "a function with such a __name__"
+            )
+        description, documented = _docstring_parts(func)
+        try:
+            hints = typing.get_type_hints(func)
+        except Exception:  # unresolvable annotations: fall back to the raw ones
+            hints = {}
+        properties: dict[str, Any] = {}
+        required: list[str] = []
+        for parameter in inspect.signature(func).parameters.values():
+            if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+                continue
+            schema, optional = _json_type(hints.get(parameter.name, parameter.annotation))
+            if parameter.name in documented:
+                schema = {**schema, "description": documented[parameter.name]}
+            properties[parameter.name] = schema
+            if parameter.default is inspect.Parameter.empty and not optional:
+                required.append(parameter.name)
+        parameters = {"type": "object", "properties": properties, "required": required}
+        return cls(tool_name, func, description or tool_name, parameters)
+
+    def schema(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": dict(self.parameters),
+            },
+        }
+
+    def call(self, arguments: str | Mapping[str, Any] | None) -> str:
+        """Run the tool; any failure becomes an error text for the model, never an exception."""
+        try:
+            if isinstance(arguments, str):
+                parsed = json.loads(arguments) if arguments.strip() else {}
+            else:
+                parsed = dict(arguments or {})
+            if not isinstance(parsed, dict):
+                raise TypeError("tool arguments must be a JSON object")
+            result = self.function(**parsed)
+        except Exception as error:  # the model gets the error and may try again
+            return f"Error: {self.name} failed: {type(error).__name__}: {error}"
+        if isinstance(result, str):
+            return result
+        try:
+            return json.dumps(result, ensure_ascii=False, default=str)
+        except (TypeError, ValueError):
+            return str(result)
+
+
+def as_tools(tools: Sequence[Callable[..., Any] | Tool] | None) -> dict[str, Tool]:
+    """Tools by name; duplicate names are an error."""
+    out: dict[str, Tool] = {}
+    for item in tools or ():
+        tool = item if isinstance(item, Tool) else Tool.from_function(item)
+        if tool.name in out:
+            raise InvalidSetting(f"two tools are named {tool.name!r}; names must be unique")
+        out[tool.name] = tool
+    return out
+
+
+__all__ = ["Tool", "as_tools"]
