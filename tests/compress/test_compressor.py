@@ -18,7 +18,9 @@ COUNTER = get_token_counter("gpt-4o")
 
 
 def _conversation(n: int = 20, **kwargs: object) -> Conversation:
-    conv = Conversation(agent_name="Compressed", token_counter=COUNTER, system_prompt="sp", **kwargs)  # type: ignore[arg-type]
+    conv = Conversation(
+        agent_name="Compressed", token_counter=COUNTER, system_prompt="sp", **kwargs
+    )  # type: ignore[arg-type]
     conv.add("User", "ORIGINAL TASK: build the ETL job in /srv/etl/job.py")
     for i in range(n):
         conv.add("Compressed", f"step {i}: processed batch {i} of 400 rows")
@@ -26,7 +28,11 @@ def _conversation(n: int = 20, **kwargs: object) -> Conversation:
 
 
 def _snapshot_files(folder: Path) -> dict[Path, bytes]:
-    return {p: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file() and ".lock" not in p.name}
+    return {
+        p: p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and ".lock" not in p.name
+    }
 
 
 def test_token_count_is_incremental_and_matches_the_string() -> None:
@@ -76,7 +82,10 @@ def test_threshold_validation(bad: object) -> None:
         (ScriptedSummarizer([None]), "EmptySummary"),
         (ScriptedSummarizer(["   "]), "EmptySummary"),
         (ScriptedSummarizer(fail_on=[0], error=SummarizerTimeout), "SummarizerTimeout"),
-        (ScriptedSummarizer(fail_on=[0], error=RuntimeError("bug in a custom summarizer")), "RuntimeError"),
+        (
+            ScriptedSummarizer(fail_on=[0], error=RuntimeError("bug in a custom summarizer")),
+            "RuntimeError",
+        ),
     ],
     ids=["none", "blank", "timeout", "custom-exception"],
 )

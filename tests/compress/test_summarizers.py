@@ -25,25 +25,21 @@ from fakes import (
     ToolCallReply,
     closed_base_url,
 )
+from memorylab.compress._chunking import split_by_tokens, truncate_to_tokens
 from memorylab.compress.extractive import ExtractiveSummarizer
+from memorylab.compress.llm import ChatReply, achat, chat, model_context_length
 from memorylab.compress.summarizers import (
     CHUNK_PROMPT,
     MERGE_PROMPT,
     SUMMARY_PROMPT,
     SUMMARY_SYSTEM_PROMPT,
-    ChatReply,
     LiteLLMSummarizer,
     ScriptedSummarizer,
     Summarizer,
     Summary,
-    achat,
-    chat,
     get_summarizer,
-    model_context_length,
     render_message,
     render_transcript,
-    split_by_tokens,
-    truncate_to_tokens,
 )
 from memorylab.compress.tokens import count_tokens, get_token_counter
 from memorylab.errors import (

@@ -6,6 +6,18 @@ The public API is what ``__all__`` lists; everything else is internal. Heavy lib
 """
 
 from memorylab._version import __version__
+from memorylab.agent import Agent
+from memorylab.compress.compressor import ContextCompressor
+from memorylab.compress.extractive import ExtractiveSummarizer
+from memorylab.compress.policy import Backoff, should_compress, trigger_tokens, validate_threshold
+from memorylab.compress.summarizers import (
+    LiteLLMSummarizer,
+    ScriptedSummarizer,
+    Summarizer,
+    Summary,
+    get_summarizer,
+)
+from memorylab.compress.tokens import TokenCounter, count_tokens, get_token_counter
 from memorylab.config import resolve_workspace
 from memorylab.errors import (
     AgentNotFound,
@@ -36,19 +48,24 @@ from memorylab.memory.records import ArchiveRef, CompactionEvent, MemoryDocument
 from memorylab.memory.store import MemoryStore, read_memory
 
 __all__ = [
+    "Agent",
     "AgentNotFound",
     "ArchiveRef",
+    "Backoff",
     "BudgetExceeded",
     "CompactionConflict",
     "CompactionEvent",
     "CompactionTicket",
     "CompressionFailed",
+    "ContextCompressor",
     "Conversation",
     "EmptySummary",
+    "ExtractiveSummarizer",
     "FORMAT_VERSION",
     "FormatProblem",
     "InvalidAgentName",
     "InvalidSetting",
+    "LiteLLMSummarizer",
     "LockTimeout",
     "MemoryDocument",
     "MemoryFormatError",
@@ -57,19 +74,29 @@ __all__ = [
     "MemorylabError",
     "Message",
     "PrerequisiteError",
+    "ScriptedSummarizer",
     "StoreError",
+    "Summarizer",
     "SummarizerAuthError",
     "SummarizerBadRequest",
     "SummarizerError",
     "SummarizerRateLimited",
     "SummarizerTimeout",
     "SummarizerUnavailable",
+    "Summary",
+    "TokenCounter",
     "UnsafePath",
     "__version__",
     "agent_paths",
+    "count_tokens",
+    "get_summarizer",
+    "get_token_counter",
     "parse_memory",
     "read_memory",
     "render",
     "resolve_workspace",
+    "should_compress",
+    "trigger_tokens",
     "validate_agent_name",
+    "validate_threshold",
 ]

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from memorylab.compress import policy
 from memorylab.compress.compressor import ContextCompressor
-from memorylab.compress.summarizers import ChatReply, chat, model_context_length
+from memorylab.compress.llm import ChatReply, chat, model_context_length
 from memorylab.compress.tokens import get_token_counter
 from memorylab.errors import InvalidSetting
 from memorylab.memory.conversation import DEFAULT_PATH, Conversation
@@ -43,7 +43,7 @@ class Agent:
     """An LLM agent whose memory persists in ``$WORKSPACE_DIR/agents/{agent_name}/MEMORY.md``.
 
     ``context_length`` defaults to litellm's ``max_input_tokens`` for ``model_name``, or
-    :data:`memorylab.compress.summarizers.DEFAULT_CONTEXT_WINDOW` (8192) when litellm does not
+    :data:`memorylab.compress.llm.DEFAULT_CONTEXT_WINDOW` (8192) when litellm does not
     know the model. ``llm_args`` go to ``litellm.completion`` unchanged (``mock_response``,
     ``api_base``, ``api_key`` ...) for the agent's calls, and for the summarizer too when it is
     the agent's own model. ``summarizer_model=None`` summarizes with ``model_name`` (as the

@@ -30,7 +30,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from memorylab.compress.summarizers import Summary, render_transcript, truncate_to_tokens
+from memorylab.compress._chunking import truncate_to_tokens
+from memorylab.compress.summarizers import Summary, render_transcript
 from memorylab.errors import EmptySummary, InvalidSetting, MemoryFormatError
 from memorylab.memory import format as fmt
 from memorylab.memory.records import PRELOAD_PREFIX, SUMMARY_PREFIX
