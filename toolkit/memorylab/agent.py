@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from typing import Any, Literal
 
 from memorylab.compress import policy
@@ -79,6 +80,7 @@ class Agent:
         tool_role: str = "Tool Executor",
         durable: bool = False,
         completion: Callable[..., ChatReply] | None = None,
+        clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.agent_name = agent_name
         self.model_name = model_name
@@ -117,6 +119,7 @@ class Agent:
             durable=durable,
             preload_max_tokens=preload_max_tokens,
             token_counter=self.token_counter,
+            clock=clock,
         )
         summarizer_args: dict[str, Any] = {}
         if summarizer_model is None or not summarizer_model.startswith("memorylab/"):
