@@ -33,6 +33,7 @@ iterations or seconds: the policy is unit-agnostic) and gives up once ``exhauste
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from dataclasses import dataclass
@@ -140,7 +141,16 @@ def should_compress(
     (False, True)
     """
     count = _validate_count("tokens", tokens, 0)
+    if type(context_length) is int and type(threshold) in (int, float):
+        # Checked on every loop iteration: plain arguments take a cached trigger (typed, so the
+        # absolute threshold 1 and the fraction 1.0 never share an entry).
+        return count >= _cached_trigger(context_length, threshold)
     return count >= trigger_tokens(context_length, threshold)
+
+
+@functools.lru_cache(maxsize=64, typed=True)
+def _cached_trigger(context_length: int, threshold: int | float) -> int:
+    return trigger_tokens(context_length, threshold)
 
 
 def _validate_number(name: str, value: object, minimum: float, *, strict: bool) -> float:

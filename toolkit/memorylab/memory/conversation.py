@@ -126,6 +126,7 @@ class Conversation:
         self._counted_with: Callable[[str], int] | None = None
         self._counted = 0
         self._total_tokens = 0
+        self._separator_tokens = 0
 
         if memory_md_path is DEFAULT_PATH:
             self._store = (
@@ -331,6 +332,7 @@ class Conversation:
             ):
                 self._counted_list, self._counted_with = history, counter
                 self._counted = self._total_tokens = 0
+                self._separator_tokens = counter("\n\n")
             new = history[self._counted :]
             if new:
                 texts = [self._entry_text(e) for e in new]
@@ -339,7 +341,7 @@ class Conversation:
                     batch(texts) if batch is not None and len(texts) > 64 else map(counter, texts)
                 )
                 separators = len(new) - (1 if self._counted == 0 else 0)
-                self._total_tokens += sum(counts) + separators * counter("\n\n")
+                self._total_tokens += sum(counts) + separators * self._separator_tokens
                 self._counted = len(history)
             return self._total_tokens
 

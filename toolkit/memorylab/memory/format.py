@@ -84,6 +84,10 @@ class FormatProblem:
 # Escaping
 
 
+_STRUCTURAL_STARTS = ("\\", "---", "###", TITLE_LINE, LOG_LINE)
+_STRUCTURAL_LINE = re.compile(r"\n\\*(?:---|###|# Agent Memory|## Interaction Log)")
+
+
 def _is_structural(line: str) -> bool:
     """Whether a content line, stripped of leading backslashes, could be read as structure."""
     core = line.lstrip("\\").rstrip("\r")
@@ -99,13 +103,9 @@ def _is_structural(line: str) -> bool:
 def escape_content(text: str) -> str:
     """Prefix every line that could pass for structure with one backslash (markdown shows the
     same text); lines that already start with backslashes get one more, so unescaping is exact."""
-    # Fast path: every structural line starts with '#', '-' or a backslash.
-    if (
-        not text.startswith(("#", "-", "\\"))
-        and "\n#" not in text
-        and "\n-" not in text
-        and ("\n\\" not in text)
-    ):
+    # Fast path: one regex scan finds every line that could need a backslash (most agent text,
+    # bullet lists and markdown headings included, has none).
+    if not text.startswith(_STRUCTURAL_STARTS) and _STRUCTURAL_LINE.search(text) is None:
         return text
     lines = text.split("\n")
     return "\n".join("\\" + line if _is_structural(line) else line for line in lines)
