@@ -1,0 +1,70 @@
+"""The command line: each command on a small workspace, and errors mapped to exit codes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memorylab import ContextCompressor, Conversation, get_token_counter
+from memorylab.cli import main
+
+
+@pytest.fixture
+def workspace(isolated_workspace: Path) -> Path:
+    counter = get_token_counter("gpt-4o")
+    for name in ("alpha", "beta"):
+        conv = Conversation(agent_name=name, token_counter=counter)
+        compressor = ContextCompressor(threshold=0.6)
+        for i in range(120):
+            conv.add("User" if i % 2 else name, f"message {i}: deploy service {i % 7} at 42 ms p50 " * 3)
+            compressor.compress(conv, context_length=2500)
+    return isolated_workspace
+
+
+def test_ls_and_stats(workspace: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["ls", str(workspace)]) == 0
+    out = capsys.readouterr().out
+    assert "alpha" in out and "beta" in out
+    assert main(["stats"]) == 0  # $WORKSPACE_DIR
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("alpha")]
+    assert len(lines) == 1 and int(lines[0].split()[3]) >= 3  # compactions
+
+
+def test_show_prints_messages(workspace: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", "alpha", "--tail", "2"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("message 119") >= 1 and "(MEMORY.md)" in out
+
+
+def test_plot_and_report_write_files(workspace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    png, html = tmp_path / "growth.png", tmp_path / "report.html"
+    assert main(["plot", "alpha", "-o", str(png), "--context-length", "2500", "--threshold", "0.6"]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert main(["report", str(workspace), "-o", str(html)]) == 0
+    text = html.read_text(encoding="utf-8")
+    assert text.startswith("<!doctype html>") and "<h2>alpha</h2>" in text and "<h2>beta</h2>" in text
+    assert text.count("data:image/png;base64,") >= 4  # compactions, two growth plots, the sweep
+    assert "What-if thresholds" in text and "src=\"http" not in text  # self-contained
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "message"),
+    [
+        (["show", "nobody"], 5, "no agent 'nobody'"),
+        (["show", "../etc"], 2, "path separator"),
+        (["plot", "alpha", "--threshold", "lots"], 2, "not a number"),
+        (["ls", "/nonexistent/workspace"], 5, "no agents/ folder"),
+    ],
+)
+def test_errors_map_to_exit_codes(
+    workspace: Path, argv: list[str], code: int, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == code
+    assert message in capsys.readouterr().err
+
+
+def test_unreadable_file_is_a_format_error(workspace: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (workspace / "agents" / "alpha" / "MEMORY.md").write_bytes(b"\xff\xfe binary \x00")
+    assert main(["show", "alpha"]) == 3
+    assert "not UTF-8" in capsys.readouterr().err

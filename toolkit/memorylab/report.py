@@ -1,0 +1,254 @@
+"""A self-contained HTML report of a workspace: agents, messages, compactions, growth, a sweep.
+
+One file, no external assets: plots are inline PNGs (matplotlib's Agg backend), styles are
+inline. Built only from :mod:`memorylab.analysis` functions; nothing is written into the
+workspace.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import os
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from memorylab._version import __version__
+from memorylab.compress.policy import Threshold
+
+_STYLE = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;
+max-width:1100px;color:#1f2328;line-height:1.45;padding:0 1rem}
+h1{margin-bottom:.2rem}h2{margin-top:2.2rem;border-bottom:1px solid #d0d7de;padding-bottom:.3rem}
+.meta{color:#57606a}table{border-collapse:collapse;margin:.8rem 0;font-size:.92rem}
+th,td{border:1px solid #d0d7de;padding:.3rem .6rem;text-align:right}
+th{background:#f6f8fa}td.text,th.text{text-align:left}
+img{max-width:100%;border:1px solid #d0d7de;border-radius:6px;margin:.5rem 0}
+.summary{background:#f6f8fa;border-left:4px solid #0969da;padding:.6rem .9rem;
+white-space:pre-wrap;font-size:.9rem;max-height:16rem;overflow:auto}
+.cards{display:flex;gap:1rem;flex-wrap:wrap}.card{border:1px solid #d0d7de;border-radius:6px;
+padding:.6rem 1rem;min-width:9rem}.card b{display:block;font-size:1.5rem}
+.note{color:#57606a;font-size:.9rem}
+"""
+
+
+def _png(figure: Any) -> str:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    encoded = base64.b64encode(buffer.getvalue()).decode("ascii")
+    return f'<img alt="plot" src="data:image/png;base64,{encoded}">'
+
+
+def _table(frame: Any, *, text_columns: Sequence[str] = ()) -> str:
+    head = "".join(
+        f'<th class="{"text" if c in text_columns else ""}">{html.escape(str(c))}</th>'
+        for c in frame.columns
+    )
+    rows = []
+    for values in frame.itertuples(index=False):
+        cells = []
+        for column, value in zip(frame.columns, values, strict=True):
+            css = "text" if column in text_columns else ""
+            cells.append(f'<td class="{css}">{html.escape(_cell(value))}</td>')
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        if value != value:  # NaN
+            return ""
+        return f"{value:,.4g}" if abs(value) < 1000 else f"{value:,.0f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S")
+    return str(value)
+
+
+def build_report(
+    workspace: str | os.PathLike[str],
+    *,
+    context_length: int | None = None,
+    threshold: Threshold | None = None,
+    model: str = "gpt-4o",
+    sweep_thresholds: Sequence[float] = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95),
+) -> str:
+    """The report's HTML for ``workspace``.
+
+    ``context_length`` and ``threshold`` default to what the workspace's compaction records say
+    (the most common values), else 8192 tokens and 0.9.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from memorylab.analysis import (
+        compactions_df,
+        memory_df,
+        plot_compactions,
+        plot_sweep,
+        plot_token_growth,
+        sweep,
+        token_growth,
+    )
+
+    root = Path(workspace)
+    messages, problems = memory_df(root, tokens=model, strict=False)
+    compactions = compactions_df(root)
+    context_length = context_length or _most_common(compactions, "context_length", 8192)
+    threshold = threshold or _most_common(compactions, "threshold", 0.9)
+    parts = [
+        f"<h1>memorylab report</h1><p class=meta>{html.escape(str(root))} · generated "
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M UTC} · memorylab {__version__} · "
+        f"tokens counted as {html.escape(model)} · window {context_length:,} tokens, "
+        f"threshold {threshold}</p>"
+    ]
+    agents = sorted(messages["agent"].unique()) if len(messages) else []
+    parts.append(
+        '<div class="cards">'
+        + "".join(
+            f'<div class="card"><b>{_cell(v)}</b>{label}</div>'
+            for v, label in (
+                (len(agents), "agents"),
+                (len(messages), "messages"),
+                (len(compactions), "compactions"),
+                (int(messages["tokens"].sum()) if len(messages) else 0, "tokens in all files"),
+            )
+        )
+        + "</div>"
+    )
+    parts.append(
+        "<h2>Agents</h2>" + _table(_agent_table(messages, compactions), text_columns=("agent",))
+    )
+    if len(compactions):
+        figure, ax = plt.subplots(figsize=(9, 3.2))
+        plot_compactions(compactions, ax=ax)
+        parts.append("<h2>Compactions</h2>" + _png(figure))
+        plt.close(figure)
+    for agent in agents:
+        rows = messages[messages["agent"] == agent]
+        growth = token_growth(rows, context_length=context_length, threshold=threshold, model=model)
+        figure, ax = plt.subplots(figsize=(9, 3.4))
+        plot_token_growth(growth, ax=ax, title=f"{agent}: context tokens per message")
+        parts.append(f"<h2>{html.escape(str(agent))}</h2>" + _png(figure))
+        plt.close(figure)
+        mine = compactions[compactions["agent"] == agent] if len(compactions) else compactions
+        if len(mine):
+            columns = [
+                c
+                for c in (
+                    "time",
+                    "archive",
+                    "messages_archived",
+                    "carried_over",
+                    "tokens_before",
+                    "tokens_after",
+                    "summarizer_model",
+                    "latency_s",
+                )
+                if c in mine.columns
+            ]
+            parts.append(_table(mine[columns], text_columns=("archive", "summarizer_model")))
+        summaries = rows[rows["is_summary"]]
+        if len(summaries):
+            latest = str(summaries["content"].iloc[-1])
+            parts.append(
+                "<p class=note>Latest compaction summary:</p>"
+                f'<div class="summary">{html.escape(latest[:4000])}</div>'
+            )
+    if agents:
+        biggest = messages.groupby("agent", observed=True).size().idxmax()
+        timeline = messages[(messages["agent"] == biggest) & ~messages["is_summary"]]
+        result = sweep(
+            timeline,
+            thresholds=sweep_thresholds,
+            context_lengths=(context_length,),
+            model=model,
+            fast=True,
+        )
+        figure, ax = plt.subplots(figsize=(7, 3.2))
+        plot_sweep(result, ax=ax, title=f"What if: {biggest} replayed at other thresholds")
+        columns = [
+            c
+            for c in (
+                "threshold",
+                "compactions",
+                "peak_context_tokens",
+                "total_input_tokens",
+                "estimated_cost_usd",
+            )
+            if c in result.columns
+        ]
+        parts.append(
+            "<h2>What-if thresholds</h2><p class=note>The full timeline of the largest agent "
+            "replayed in the fast mode (summaries modelled by size, no model called).</p>"
+            + _png(figure)
+            + _table(result[columns])
+        )
+        plt.close(figure)
+    if len(problems):
+        parts.append(
+            "<h2>Problems found</h2>"
+            + _table(pd.DataFrame(problems), text_columns=("file", "kind", "message"))
+        )
+    parts.append(
+        "<h2>Privacy</h2><p class=note>This report contains excerpts of stored conversations. "
+        "The memory files live under the workspace shown above; see docs/privacy.md for "
+        "retention, deletion and redaction.</p>"
+    )
+    body = "\n".join(parts)
+    return (
+        "<!doctype html><html lang=en><head><meta charset=utf-8>"
+        f"<title>memorylab report</title><style>{_STYLE}</style></head><body>{body}</body></html>"
+    )
+
+
+def _most_common(frame: Any, column: str, default: Any) -> Any:
+    if column not in frame.columns or not len(frame):
+        return default
+    values = frame[column].dropna()
+    if not len(values):
+        return default
+    value = values.mode().iloc[0]
+    return int(value) if float(value).is_integer() and value > 1 else float(value)
+
+
+def _agent_table(messages: Any, compactions: Any) -> Any:
+    import pandas as pd
+
+    if not len(messages):
+        return pd.DataFrame(columns=["agent", "messages", "segments", "compactions"])
+    grouped = messages.groupby("agent", observed=True)
+    table = pd.DataFrame(
+        {
+            "messages": grouped.size(),
+            "segments": grouped["segment"].max() + 1,
+            "summaries": grouped["is_summary"].sum(),
+            "tokens": grouped["tokens"].sum(),
+            "first message": grouped["timestamp"].min(),
+            "last message": grouped["timestamp"].max(),
+        }
+    )
+    counts = compactions.groupby("agent").size() if len(compactions) else pd.Series(dtype=int)
+    table["compactions"] = counts.reindex(table.index).fillna(0).astype(int)
+    return table.reset_index()
+
+
+def write_report(
+    workspace: str | os.PathLike[str], output: str | os.PathLike[str], **options: Any
+) -> Path:
+    """Write :func:`build_report` to ``output`` (an ``.html`` file) and return its path."""
+    path = Path(output)
+    path.write_text(build_report(workspace, **options), encoding="utf-8")
+    return path
+
+
+__all__ = ["build_report", "write_report"]
