@@ -175,3 +175,14 @@ def test_bounded_preload_keeps_summary_and_newest(isolated_workspace: Path) -> N
     assert COUNTER(preload) <= 2000 + 50
     full = Conversation(agent_name="Compressed", token_counter=COUNTER)
     assert full.preload_plan is not None and full.preload_plan.complete
+
+
+def test_the_summary_budget_keeps_the_fresh_context_below_the_threshold() -> None:
+    conv = _conversation(200)
+    compressor = ContextCompressor(threshold=0.6, summarizer_max_tokens=2000)
+    assert compressor.summary_budget(3000) == 900  # half of the 1,800-token trigger
+    event = compressor.compress(conv, context_length=3000, force=True)
+    assert event is not None and event.ok
+    assert event.tokens_after is not None and event.tokens_after < compressor.trigger_tokens(3000)
+    # and the very next check does not fire again
+    assert compressor.compress(conv, context_length=3000) is None

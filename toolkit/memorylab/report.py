@@ -25,7 +25,7 @@ max-width:1100px;color:#1f2328;line-height:1.45;padding:0 1rem}
 h1{margin-bottom:.2rem}h2{margin-top:2.2rem;border-bottom:1px solid #d0d7de;padding-bottom:.3rem}
 .meta{color:#57606a}table{border-collapse:collapse;margin:.8rem 0;font-size:.92rem}
 th,td{border:1px solid #d0d7de;padding:.3rem .6rem;text-align:right}
-th{background:#f6f8fa}td.text,th.text{text-align:left}
+th{background:#f6f8fa}td.text,th.text{text-align:left}td{white-space:nowrap}
 img{max-width:100%;border:1px solid #d0d7de;border-radius:6px;margin:.5rem 0}
 .summary{background:#f6f8fa;border-left:4px solid #0969da;padding:.6rem .9rem;
 white-space:pre-wrap;font-size:.9rem;max-height:16rem;overflow:auto}
@@ -33,6 +33,9 @@ white-space:pre-wrap;font-size:.9rem;max-height:16rem;overflow:auto}
 padding:.6rem 1rem;min-width:9rem}.card b{display:block;font-size:1.5rem}
 .note{color:#57606a;font-size:.9rem}
 """
+
+
+_MAX_COMPACTION_ROWS = 10
 
 
 def _png(figure: Any) -> str:
@@ -67,7 +70,7 @@ def _cell(value: Any) -> str:
     if isinstance(value, int):
         return f"{value:,}"
     if isinstance(value, datetime):
-        return value.strftime("%Y-%m-%d %H:%M:%S")
+        return value.strftime("%Y-%m-%d\u00a0%H:%M:%S")
     return str(value)
 
 
@@ -141,6 +144,11 @@ def build_report(
         parts.append(f"<h2>{html.escape(str(agent))}</h2>" + _png(figure))
         plt.close(figure)
         mine = compactions[compactions["agent"] == agent] if len(compactions) else compactions
+        if len(mine) > _MAX_COMPACTION_ROWS:
+            parts.append(
+                f"<p class=note>{len(mine)} compactions; the last {_MAX_COMPACTION_ROWS}:</p>"
+            )
+            mine = mine.tail(_MAX_COMPACTION_ROWS)
         if len(mine):
             columns = [
                 c

@@ -31,6 +31,9 @@ from memorylab.memory.records import CompactionEvent
 
 logger = logging.getLogger("memorylab")
 
+MIN_SUMMARY_TOKENS = 64
+"""The smallest summary budget the compressor asks for, however small the window."""
+
 DEFAULT_SUMMARIZER = "memorylab/extractive"
 """Used when neither ``summarizer`` nor ``summarizer_model`` is given (offline, no key)."""
 
@@ -89,6 +92,15 @@ class ContextCompressor:
     def trigger_tokens(self, context_length: int) -> int:
         return policy.trigger_tokens(context_length, self.threshold)
 
+    def summary_budget(self, context_length: int) -> int:
+        """Tokens the summary may take: ``summarizer_max_tokens``, but at most half the trigger,
+        so the fresh context is well below the threshold (a summary as big as the trigger would
+        make compression fire again at once)."""
+        return max(
+            MIN_SUMMARY_TOKENS,
+            min(self.summarizer_max_tokens, self.trigger_tokens(context_length) // 2),
+        )
+
     def should_compress(self, conversation: Conversation, context_length: int) -> bool:
         """Whether the history's tokens reached the threshold (no back-off applied)."""
         return policy.should_compress(conversation.token_count(), context_length, self.threshold)
@@ -122,7 +134,8 @@ class ContextCompressor:
         try:
             if not to_summarize:
                 raise InvalidSetting("there is nothing to summarize beyond the static context")
-            summary = summarizer.summarize(to_summarize, max_tokens=self.summarizer_max_tokens)
+            budget = self.summary_budget(context_length)
+            summary = summarizer.summarize(to_summarize, max_tokens=budget)
             event = conversation.compact(
                 summary.text,
                 ticket=ticket,
@@ -197,4 +210,4 @@ def _usage(summary: Summary) -> dict[str, Any]:
     }
 
 
-__all__ = ["DEFAULT_SUMMARIZER", "ContextCompressor"]
+__all__ = ["DEFAULT_SUMMARIZER", "MIN_SUMMARY_TOKENS", "ContextCompressor"]
