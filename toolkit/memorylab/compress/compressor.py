@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -58,6 +58,7 @@ class ContextCompressor:
         *,
         backoff: Backoff | None = None,
         summarizer_args: Mapping[str, Any] | None = None,
+        timer: Callable[[], float] | None = None,
     ) -> None:
         self.threshold = policy.validate_threshold(threshold)
         if not isinstance(summarizer_max_tokens, int) or summarizer_max_tokens < 1:
@@ -69,6 +70,8 @@ class ContextCompressor:
         self.summarizer_max_tokens = summarizer_max_tokens
         self.summarizer_args = dict(summarizer_args or {})
         self.backoff = backoff or Backoff()
+        # Measures latency_s (default time.perf_counter); injectable for reproducible records.
+        self.timer = timer or time.perf_counter
         self.events: list[CompactionEvent] = []
         self.failures = 0
         self._summarizer = summarizer
@@ -130,7 +133,7 @@ class ContextCompressor:
         ticket = conversation.begin_compaction()
         history = conversation.conversation_history[: ticket.history_length]
         to_summarize = [e for e in history if e.get("kind") != "static"]
-        started = time.perf_counter()
+        started = self.timer()
         try:
             if not to_summarize:
                 raise InvalidSetting("there is nothing to summarize beyond the static context")
@@ -143,7 +146,7 @@ class ContextCompressor:
                 threshold=self.threshold,
                 context_length=context_length,
                 summarizer_model=summary.model or summarizer.name,
-                latency_s=round(time.perf_counter() - started, 6),
+                latency_s=round(self.timer() - started, 6),
                 cost_usd=summary.cost_usd,
                 extra=_usage(summary),
             )
