@@ -1,0 +1,407 @@
+"""memory_df / compactions_df on memorylab's own workspaces and on reference-format files."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import START, Built, Clock, block, build_own, reference_file
+
+from memorylab import Conversation, MemoryFormatError, StoreError, read_memory
+from memorylab.analysis import compactions_df, memory_df
+from memorylab.analysis.frames import COMPACTION_COLUMNS, MEMORY_COLUMNS, PROBLEM_COLUMNS
+from memorylab.compress.tokens import get_token_counter
+
+
+def _pairs(frame: pd.DataFrame) -> list[tuple[str, str]]:
+    return list(zip(frame["role"].astype(str), frame["content"], strict=True))
+
+
+# --------------------------------------------------------------------------- own workspaces
+
+
+def test_rows_and_order_follow_the_timeline(own_workspace: Built) -> None:
+    df = memory_df(own_workspace.root)
+    assert list(df.columns) == list(MEMORY_COLUMNS)
+    assert len(df) == sum(len(m) for m in own_workspace.messages.values())
+    for agent, expected in own_workspace.messages.items():
+        rows = df[df["agent"] == agent]
+        assert _pairs(rows) == expected
+        assert rows["timeline"].tolist() == list(range(len(expected)))
+        assert rows["timestamp"].is_monotonic_increasing
+        compactions = own_workspace.compactions[agent]
+        assert rows["segment"].max() == compactions
+        assert rows["segment"].is_monotonic_increasing
+        assert set(rows[rows["segment"] == compactions]["kind"]) == {"memory"}
+        assert set(rows[rows["segment"] < compactions]["kind"]) <= {"archive"}
+        assert int(rows["is_summary"].sum()) == compactions
+        for _, part in rows.groupby("segment", observed=True):
+            assert part["position"].tolist() == list(range(len(part)))
+            assert part["file"].nunique() == 1
+            if part["segment"].iloc[0] > 0:
+                assert bool(part["is_summary"].iloc[0])  # every later segment starts with one
+
+
+def test_dtypes(own_workspace: Built) -> None:
+    df = memory_df(own_workspace.root)
+    assert isinstance(df["role"].dtype, pd.CategoricalDtype)
+    assert isinstance(df["timestamp"].dtype, pd.DatetimeTZDtype)
+    assert str(df["timestamp"].dt.tz) == "UTC"
+    for column in ("segment", "position", "timeline", "chars"):
+        assert df[column].dtype == np.int64, column
+    for column in ("naive_timestamp", "is_summary"):
+        assert df[column].dtype == bool, column
+    assert pd.api.types.is_string_dtype(df["content"]) or df["content"].dtype == object
+    assert set(df["kind"].astype(str)) == {"archive", "memory"}
+    assert not df["naive_timestamp"].any()
+    assert (df["chars"] == df["content"].str.len()).all()
+
+
+def test_timestamps_are_the_ones_written(own_workspace: Built) -> None:
+    df = memory_df(own_workspace.root / "agents" / "gamma")
+    expected = [START + timedelta(seconds=2 + i) for i in range(len(df))]  # 1 s per clock call
+    assert df["timestamp"].tolist() == [pd.Timestamp(t) for t in expected]
+
+
+def test_each_file_matches_read_memory(own_workspace: Built) -> None:
+    df = memory_df(own_workspace.root)
+    for file, part in df.groupby("file", observed=True):
+        doc = read_memory(str(file))
+        assert _pairs(part) == [(m.role, m.content) for m in doc.messages]
+        assert part["timestamp"].tolist() == [pd.Timestamp(m.timestamp) for m in doc.messages]
+
+
+def test_tool_and_json_content(own_workspace: Built) -> None:
+    df = memory_df(own_workspace.root / "agents" / "alpha")
+    tools = df[df["role"] == "tool"]
+    assert len(tools) == 16
+    assert json.loads(tools["content"].iloc[0]) == {"rows": 0, "path": "/data/run_0.csv"}
+    assert "### Forged — 2020-01-01T00:00:00" in df["content"].iloc[1]  # escaped on disk, exact here
+
+
+@pytest.mark.parametrize("model", ["gpt-4o", None])
+def test_tokens_column(own_workspace: Built, model: str | None) -> None:
+    df = memory_df(own_workspace.root, tokens=model or "gpt-4")
+    counter = get_token_counter(model or "gpt-4")
+    assert df["tokens"].dtype == np.int64
+    assert df["tokens"].tolist() == [counter.count(c) for c in df["content"]]
+    assert "tokens" not in memory_df(own_workspace.root).columns
+
+
+def test_sources(own_workspace: Built) -> None:
+    root = own_workspace.root
+    alpha = root / "agents" / "alpha"
+    whole = memory_df(root)
+    assert len(memory_df(root / "agents")) == len(whole)
+    assert _pairs(memory_df(alpha)) == own_workspace.messages["alpha"]
+    live = memory_df(alpha / "MEMORY.md")
+    assert set(live["kind"].astype(str)) == {"memory"} and live["segment"].eq(0).all()
+    first_archive = sorted((alpha / "archive").iterdir())[0]
+    one = memory_df(first_archive)
+    assert set(one["kind"].astype(str)) == {"archive"} and len(one) == 12
+    assert one["agent"].astype(str).unique().tolist() == ["alpha"]
+    assert one["workspace"].astype(str).unique().tolist() == [str(root)]
+    # a list naming the same agent twice, and files of one agent, merge into one timeline
+    merged = memory_df([alpha / "MEMORY.md", first_archive, alpha])
+    assert _pairs(merged) == own_workspace.messages["alpha"]
+    pair = memory_df([alpha / "MEMORY.md", first_archive])
+    assert pair["segment"].max() == 1 and pair["kind"].astype(str).iloc[0] == "archive"
+
+
+def test_several_workspaces(own_workspace: Built, reference_workspace: Built) -> None:
+    df = memory_df([own_workspace.root, reference_workspace.root])
+    assert df["workspace"].astype(str).unique().tolist() == [
+        str(own_workspace.root),
+        str(reference_workspace.root),
+    ]
+    assert df.groupby("agent", observed=True)["timeline"].min().eq(0).all()
+
+
+def test_bad_sources(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="does not exist"):
+        memory_df(tmp_path / "nowhere")
+    (tmp_path / "plain").mkdir()
+    with pytest.raises(StoreError, match="not a workspace"):
+        memory_df(tmp_path / "plain")
+    with pytest.raises(TypeError):
+        memory_df(42)  # type: ignore[arg-type]
+
+
+def test_empty_workspace_has_the_columns(tmp_path: Path) -> None:
+    (tmp_path / "ws" / "agents").mkdir(parents=True)
+    df = memory_df(tmp_path / "ws")
+    assert list(df.columns) == list(MEMORY_COLUMNS) and len(df) == 0
+    assert isinstance(df["timestamp"].dtype, pd.DatetimeTZDtype)
+    frame, problems = memory_df(tmp_path / "ws", strict=False)
+    assert list(problems.columns) == list(PROBLEM_COLUMNS) and len(problems) == 0
+
+
+def test_lineage_beats_archive_names(tmp_path: Path) -> None:
+    """The clock jumps back an hour before the second compaction: the names sort the wrong
+    way round, the Continues lines do not."""
+    clock = Clock(datetime(2026, 4, 20, 12, 0, tzinfo=UTC))
+    conv = Conversation(agent_name="a", workspace_dir=tmp_path, clock=clock, preload=False)
+    conv.add("User", "one")
+    conv.compact("first")
+    clock.now -= timedelta(hours=1)
+    conv.add("User", "two")
+    conv.compact("second")
+    conv.add("User", "three")
+    names = sorted(p.name for p in (tmp_path / "agents" / "a" / "archive").iterdir())
+    assert names == ["history_2026-04-20_11-00-07.md", "history_2026-04-20_12-00-04.md"]
+    df = memory_df(tmp_path)
+    assert df["content"].tolist() == [
+        "one",
+        "[Compressed Memory Summary] first",
+        "two",
+        "[Compressed Memory Summary] second",
+        "three",
+    ]
+    assert Path(str(df["file"].iloc[0])).name == "history_2026-04-20_12-00-04.md"
+
+
+def test_same_second_archives_use_the_suffix_order(tmp_path: Path) -> None:
+    when = datetime(2026, 4, 20, 12, 0, tzinfo=UTC)
+    conv = Conversation(agent_name="a", workspace_dir=tmp_path, clock=lambda: when, preload=False)
+    for i in range(3):
+        conv.add("User", f"m{i}")
+        conv.compact(f"s{i}")
+    names = sorted(p.name for p in (tmp_path / "agents" / "a" / "archive").iterdir())
+    assert names == [
+        "history_2026-04-20_12-00-00.md",
+        "history_2026-04-20_12-00-00_2.md",
+        "history_2026-04-20_12-00-00_3.md",
+    ]
+    contents = memory_df(tmp_path)["content"].tolist()
+    assert [c for c in contents if not c.startswith("[")] == ["m0", "m1", "m2"]
+    assert contents[-1] == "[Compressed Memory Summary] s2"
+
+
+def test_uncommitted_archive_is_skipped(own_workspace: Built) -> None:
+    """A crash after the archive was linked, before MEMORY.md was replaced (step 3 of a
+    compaction): the archive's messages are still all in MEMORY.md."""
+    folder = own_workspace.root / "agents" / "gamma"
+    pending = folder / "archive" / "history_2026-04-20_13-00-00.md"
+    pending.parent.mkdir()
+    shutil.copyfile(folder / "MEMORY.md", pending)
+    (folder / ".MEMORY.md.intent.json").write_text(json.dumps({"archive": pending.name}))
+    before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    df, problems = memory_df(own_workspace.root, strict=False)
+    gamma = df[df["agent"] == "gamma"]
+    assert _pairs(gamma) == own_workspace.messages["gamma"]
+    assert set(gamma["kind"].astype(str)) == {"memory"}
+    assert problems[problems["kind"] == "pending"]["file"].tolist() == [str(pending)]
+    assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before  # read only
+
+
+# --------------------------------------------------------------------------- reference files
+
+
+def test_reference_workspace(reference_workspace: Built) -> None:
+    df, problems = memory_df(reference_workspace.root, strict=False)
+    for agent, expected in reference_workspace.messages.items():
+        assert _pairs(df[df["agent"] == agent]) == expected
+    assert df["naive_timestamp"].all()
+    kinds = dict(zip(problems["kind"], problems["file"], strict=True))
+    assert Path(kinds["duplicate"]).name == "history_2026-04-20_09-10-00.md"
+    assert Path(kinds["gap"]).parent.parent.name == "Writer"
+    researcher = df[df["agent"] == "Researcher"]
+    assert researcher["segment"].tolist() == [0, 0, 0, 1, 1, 1, 2, 2]
+    assert researcher["role"].astype(str).tolist()[:3] == ["Human", "Researcher", "Tool Executor"]
+    assert "\n\n---\n\nA markdown rule above." in researcher["content"].iloc[1]
+    assert memory_df(reference_workspace.root).shape == df.shape  # notes do not raise
+
+
+@pytest.fixture
+def paris() -> Iterator[None]:
+    previous = os.environ.get("TZ")
+    os.environ["TZ"] = "Europe/Paris"
+    time.tzset()
+    yield
+    if previous is None:
+        del os.environ["TZ"]
+    else:
+        os.environ["TZ"] = previous
+    time.tzset()
+
+
+def test_naive_timestamps_are_local_time(reference_workspace: Built, paris: None) -> None:
+    df = memory_df(reference_workspace.root / "agents" / "Researcher")
+    # 2026-04-20 is summer time in Paris (UTC+2); the fraction is kept
+    assert df["timestamp"].iloc[0] == pd.Timestamp("2026-04-20T07:00:00Z")
+    assert df["timestamp"].iloc[1] == pd.Timestamp("2026-04-20T07:00:05.25Z")
+    assert df["timestamp"].iloc[2] == pd.Timestamp("2026-04-20T07:00:07.5Z")
+    utc = memory_df(reference_workspace.root / "agents" / "Researcher", naive_tz=UTC)
+    assert utc["timestamp"].iloc[0] == pd.Timestamp("2026-04-20T09:00:00Z")
+    tokyo = memory_df(reference_workspace.root, naive_tz=ZoneInfo("Asia/Tokyo"))
+    assert tokyo["timestamp"].iloc[0] == pd.Timestamp("2026-04-20T00:00:00Z")
+
+
+def test_daylight_saving_change_is_honoured(tmp_path: Path, paris: None) -> None:
+    folder = tmp_path / "agents" / "a"
+    folder.mkdir(parents=True)
+    stamps = ["2026-03-29T01:59:00", "2026-03-29T03:01:00"]  # the clocks went 02:00 -> 03:00
+    (folder / "MEMORY.md").write_text(
+        reference_file("c", stamps[0], [("Human", s, "x") for s in stamps])
+    )
+    df = memory_df(tmp_path)
+    assert df["timestamp"].tolist() == [
+        pd.Timestamp("2026-03-29T00:59:00Z"),
+        pd.Timestamp("2026-03-29T01:01:00Z"),
+    ]
+
+
+def test_archive_that_is_a_prefix_of_the_next_file(tmp_path: Path) -> None:
+    """The reference crashed between archiving and re-seeding: the next archive (or MEMORY.md)
+    starts with all of it. Its messages are read once."""
+    folder = tmp_path / "agents" / "a"
+    (folder / "archive").mkdir(parents=True)
+    blocks = [("Human", f"2026-04-20T09:00:0{i}", f"m{i}") for i in range(4)]
+    (folder / "archive" / "history_2026-04-20_09-00-02.md").write_text(
+        reference_file("c", "2026-04-20T09:00:00", blocks[:2])
+    )
+    (folder / "MEMORY.md").write_text(reference_file("c", "2026-04-20T09:00:00", blocks))
+    df, problems = memory_df(tmp_path, strict=False)
+    assert df["content"].tolist() == ["m0", "m1", "m2", "m3"]
+    assert problems["kind"].tolist() == ["duplicate"]
+    assert "starts with all of it" in problems["message"].iloc[0]
+
+
+def test_unknown_files_in_archive_are_noted(reference_workspace: Built) -> None:
+    archive = reference_workspace.root / "agents" / "Writer" / "archive"
+    (archive / "notes.md").write_text("# my notes\n")
+    (archive / ".history_x.md.tmp-1").write_text("partial")
+    _, problems = memory_df(reference_workspace.root, strict=False)
+    skipped = problems[problems["kind"] == "skipped"]
+    assert [Path(f).name for f in skipped["file"]] == ["notes.md"]
+
+
+# --------------------------------------------------------------------------- strict / lenient
+
+
+def _torn_workspace(root: Path) -> Path:
+    folder = root / "agents" / "a"
+    folder.mkdir(parents=True)
+    text = reference_file("c", "2026-04-20T09:00:00", [("Human", "2026-04-20T09:00:01", "fine")])
+    (folder / "MEMORY.md").write_text(text + "### Human — 2026-04-20T09:00:02\n\ncut off in the mi")
+    return folder / "MEMORY.md"
+
+
+def test_strict_raises_and_lenient_salvages(tmp_path: Path) -> None:
+    path = _torn_workspace(tmp_path)
+    with pytest.raises(MemoryFormatError) as raised:
+        memory_df(tmp_path)
+    assert raised.value.path == str(path) and raised.value.line == 16
+    df, problems = memory_df(tmp_path, strict=False)
+    assert df["content"].tolist() == ["fine", "cut off in the mi"]
+    torn = problems[problems["kind"] == "torn"]
+    assert torn["file"].tolist() == [str(path)] and torn["line"].tolist() == [16]
+    assert problems["line"].dtype == np.int64
+
+
+def test_binary_file(tmp_path: Path) -> None:
+    folder = tmp_path / "agents" / "a"
+    folder.mkdir(parents=True)
+    good = reference_file("c", "2026-04-20T09:00:00", [("Human", "2026-04-20T09:00:01", "ok")])
+    (folder / "MEMORY.md").write_bytes(good.encode() + b"### Human \xff\xfe\n\n")
+    with pytest.raises(MemoryFormatError, match="not UTF-8"):
+        memory_df(tmp_path)
+    df, problems = memory_df(tmp_path, strict=False)
+    doc, expected = read_memory(folder / "MEMORY.md", strict=False)
+    assert _pairs(df) == [(m.role, m.content) for m in doc.messages]
+    assert problems["kind"].tolist() == [p.kind for p in expected]
+    assert problems["kind"].iloc[0] == "encoding"
+
+
+def test_timestamp_out_of_range(tmp_path: Path) -> None:
+    folder = tmp_path / "agents" / "a"
+    folder.mkdir(parents=True)
+    bad = reference_file("c", "2026-04-20T09:00:00", [("Human", "2026-13-01T09:00:01", "x")])
+    (folder / "MEMORY.md").write_text(bad)
+    with pytest.raises(MemoryFormatError, match="timestamp"):
+        memory_df(tmp_path)
+    df, problems = memory_df(tmp_path, strict=False)
+    assert len(df) == 0 and "structure" in set(problems["kind"])
+
+
+# --------------------------------------------------------------------------- compactions
+
+
+def test_compactions_from_jsonl(own_workspace: Built) -> None:
+    frame = compactions_df(own_workspace.root)
+    assert list(frame.columns) == list(COMPACTION_COLUMNS)
+    assert frame.groupby("agent")["archive"].count().to_dict() == {"alpha": 3, "beta": 2}
+    assert set(frame["source"]) == {"jsonl"}
+    alpha = frame[frame["agent"] == "alpha"]
+    archives = sorted(p.name for p in (own_workspace.root / "agents/alpha/archive").iterdir())
+    assert alpha["archive"].tolist() == archives
+    assert alpha["messages_archived"].tolist() == [12, 13, 13]  # the summary is archived too
+    assert alpha["carried_over"].tolist() == [0.0, 0.0, 0.0]
+    assert isinstance(frame["time"].dtype, pd.DatetimeTZDtype)
+    assert frame["time"].is_monotonic_increasing or frame["agent"].nunique() > 1
+    assert frame["tokens_before"].isna().all()  # compact() without a tokenizer counts nothing
+
+
+def test_compactions_ignore_other_record_kinds(own_workspace: Built) -> None:
+    jsonl = own_workspace.root / "agents" / "beta" / "compactions.jsonl"
+    with jsonl.open("a") as handle:
+        handle.write(json.dumps({"kind": "deletion", "time": "2026-04-21T00:00:00+00:00"}) + "\n")
+        handle.write(json.dumps({"kind": "compaction", "error": "boom", "time": "x"}) + "\n")
+        handle.write('{"torn": ')
+    assert len(compactions_df(own_workspace.root / "agents" / "beta")) == 2
+
+
+def test_compactions_with_token_figures(tmp_path: Path) -> None:
+    from memorylab.compress.compressor import ContextCompressor
+    from memorylab.compress.summarizers import ScriptedSummarizer
+
+    counter = get_token_counter("gpt-4o")
+    conv = Conversation(agent_name="a", workspace_dir=tmp_path, token_counter=counter)
+    compressor = ContextCompressor(0.5, summarizer=ScriptedSummarizer(["short summary"]))
+    for i in range(40):
+        conv.add("User", f"message number {i} with a few more words in it")
+        compressor.compress(conv, 200)
+    frame = compactions_df(tmp_path)
+    assert len(frame) == len(compressor.events) > 2
+    assert (frame["tokens_before"] >= 100).all()
+    assert (frame["tokens_after"] < frame["tokens_before"]).all()
+    assert (frame["summarizer_model"] == "memorylab/scripted").all()
+    assert (frame["threshold"] == 0.5).all() and (frame["context_length"] == 200).all()
+
+
+def test_compactions_inferred_for_reference(reference_workspace: Built) -> None:
+    frame = compactions_df(reference_workspace.root)
+    assert list(frame.columns) == list(COMPACTION_COLUMNS)
+    assert set(frame["source"]) == {"inferred"}
+    researcher = frame[frame["agent"] == "Researcher"]
+    assert researcher["archive"].tolist() == [
+        "history_2026-04-20_09-10-00_2.md",
+        "history_2026-04-20_09-20-00.md",
+    ]
+    assert researcher["messages_archived"].tolist() == [3, 3]
+    assert researcher["time"].tolist()[1] == pd.Timestamp("2026-04-20T09:20:00").tz_localize(
+        datetime.now().astimezone().tzinfo
+    ).tz_convert("UTC")
+    assert frame["tokens_before"].isna().all() and frame["summarizer_model"].isna().all()
+    counted = compactions_df(reference_workspace.root, tokens="gpt-4o")
+    assert (counted["tokens_before"] > counted["tokens_after"]).all()
+    assert (counted["summary_tokens"] == counted["tokens_after"]).all()
+
+
+def test_compactions_of_a_workspace_without_any(tmp_path: Path) -> None:
+    built = build_own(tmp_path / "ws")
+    frame = compactions_df(built.root / "agents" / "gamma")
+    assert len(frame) == 0 and list(frame.columns) == list(COMPACTION_COLUMNS)
+
+
+def test_reference_file_helper_is_the_reference_format() -> None:
+    assert block("Human", "2026-01-01T00:00:00", "hi") == "### Human — 2026-01-01T00:00:00\n\nhi\n\n---\n\n"

@@ -1,0 +1,254 @@
+"""Which files a source names, and in which order an agent's files make one timeline (internal).
+
+A source is a MEMORY.md, an archive file, an agent folder, a workspace (the folder holding
+``agents/``, or ``agents/`` itself), or a list of these; sources naming the same agent folder are
+merged. An agent's segments are its archives, oldest first, then the live MEMORY.md:
+
+1. An uncommitted archive (the one named by ``.MEMORY.md.intent.json`` while a compaction is in
+   flight or after a crash, :meth:`memorylab.MemoryStore.pending_archive`) is skipped.
+2. Lineage first: memorylab's MEMORY.md names the archive it replaced (``**Continues:**``), and
+   so does every archive of memorylab (an archive is a copy of an earlier MEMORY.md). The chain
+   is followed backwards from the live file (or, without one, from the newest archive no other
+   file continues).
+3. Archives off the chain (the reference framework writes no lineage; a chain broken by a deleted
+   archive) come before it, ordered by the time and attempt in their names
+   (``history_<time>[_<n>].md``, :func:`memorylab.memory.format.parse_archive_name`).
+
+Duplicates (the same bytes archived twice, or an archive that is a prefix of the next file, as
+the reference leaves behind when it crashed between archiving and re-seeding) are removed while
+the files are read, in :mod:`memorylab.analysis.frames`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from memorylab.errors import StoreError
+from memorylab.memory import format as fmt
+from memorylab.memory.paths import MemoryPaths
+from memorylab.memory.store import MemoryStore
+
+SourceLike = str | os.PathLike[str]
+Source = SourceLike | Sequence[SourceLike]
+
+MEMORY_FILE = "MEMORY.md"
+
+
+def read_head(path: Path, limit: int = 4096) -> str:
+    """The first ``limit`` bytes of a file as text (for its header)."""
+    try:
+        with path.open("rb") as handle:
+            return handle.read(limit).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def continues_of(head: str) -> str | None:
+    """The ``**Continues:**`` value of a header (lineage), if any."""
+    for line in head.split("\n"):
+        line = line.rstrip("\r")
+        if line.startswith("**Continues:** "):
+            return line[len("**Continues:** ") :]
+        if line.startswith("### "):
+            break
+    return None
+
+
+@dataclass
+class Note:
+    """A problem or remark about a file (``line`` 0: the file as a whole)."""
+
+    file: str
+    line: int
+    kind: str
+    message: str
+
+
+@dataclass
+class AgentFiles:
+    """The files of one agent folder that a source selected."""
+
+    workspace: Path
+    folder: Path
+    memory: Path | None = None
+    archives: list[Path] = field(default_factory=list)
+    whole_folder: bool = False
+
+    @property
+    def agent(self) -> str:
+        return self.folder.name
+
+    @property
+    def memory_md(self) -> Path:
+        return self.memory if self.memory is not None else self.folder / MEMORY_FILE
+
+
+def _workspace_of(folder: Path) -> Path:
+    parent = folder.parent
+    return parent.parent if parent.name == "agents" else parent
+
+
+def _archive_files(folder: Path, notes: list[Note]) -> list[Path]:
+    archive_dir = folder / "archive"
+    if not archive_dir.is_dir():
+        return []
+    found = []
+    for entry in sorted(archive_dir.iterdir()):
+        if entry.name.startswith(".") or not entry.is_file():
+            continue  # temp files of an interrupted write, editor files
+        if fmt.parse_archive_name(entry.name) is None:
+            if entry.suffix == ".md":
+                notes.append(
+                    Note(
+                        str(entry),
+                        0,
+                        "skipped",
+                        "not an archive name (history_<YYYY-MM-DD_HH-MM-SS>[_<n>].md); not read",
+                    )
+                )
+            continue
+        found.append(entry)
+    return found
+
+
+def _agent_folder(folder: Path, notes: list[Note]) -> AgentFiles:
+    memory = folder / MEMORY_FILE
+    return AgentFiles(
+        workspace=_workspace_of(folder),
+        folder=folder,
+        memory=memory if memory.is_file() else None,
+        archives=_archive_files(folder, notes),
+        whole_folder=True,
+    )
+
+
+def _is_agent_folder(path: Path) -> bool:
+    return (path / MEMORY_FILE).is_file() or (path / "archive").is_dir()
+
+
+def _one(path: Path, notes: list[Note]) -> list[AgentFiles]:
+    if not path.exists():
+        raise StoreError(
+            f"{path} does not exist; give a MEMORY.md, an archive file, an agent folder or a "
+            "workspace (the folder that holds agents/)"
+        )
+    if path.is_file():
+        if path.parent.name == "archive":
+            folder = path.parent.parent
+            return [AgentFiles(_workspace_of(folder), folder, archives=[path])]
+        return [AgentFiles(_workspace_of(path.parent), path.parent, memory=path)]
+    if path.name == "agents" and not _is_agent_folder(path):
+        agents_dir = path
+    elif (path / "agents").is_dir():
+        agents_dir = path / "agents"
+    elif _is_agent_folder(path):
+        return [_agent_folder(path, notes)]
+    else:
+        raise StoreError(
+            f"{path} is not a workspace (it has no agents/ folder) nor an agent folder (no "
+            "MEMORY.md, no archive/)"
+        )
+    return [
+        _agent_folder(child, notes)
+        for child in sorted(agents_dir.iterdir(), key=lambda p: p.name)
+        if child.is_dir() and not child.name.startswith(".") and _is_agent_folder(child)
+    ]
+
+
+def resolve(source: Source) -> tuple[list[AgentFiles], list[Note]]:
+    """The agents a source names (merged by folder, in order of appearance) and notes."""
+    items: Sequence[SourceLike]
+    if isinstance(source, str | os.PathLike):
+        items = [source]
+    elif isinstance(source, Sequence):
+        items = list(source)
+    else:
+        raise TypeError(
+            "source must be a path (str or os.PathLike) or a list of paths, not "
+            f"{type(source).__name__}"
+        )
+    notes: list[Note] = []
+    merged: dict[Path, AgentFiles] = {}
+    for item in items:
+        if not isinstance(item, str | os.PathLike):
+            raise TypeError(f"every source must be a path, not {type(item).__name__}")
+        for found in _one(Path(item).expanduser(), notes):
+            key = found.folder.absolute()
+            known = merged.get(key)
+            if known is None:
+                merged[key] = found
+                continue
+            known.whole_folder |= found.whole_folder
+            known.memory = known.memory or found.memory
+            known.archives += [a for a in found.archives if a not in known.archives]
+    return list(merged.values()), notes
+
+
+def _name_key(path: Path) -> tuple[datetime, int, str]:
+    parsed = fmt.parse_archive_name(path.name)
+    when, attempt = parsed if parsed is not None else (datetime.min, 0)
+    return when, attempt, path.name
+
+
+def pending_archive(files: AgentFiles) -> str | None:
+    """The uncommitted archive of an interrupted compaction, if any (reads, never writes)."""
+    paths = MemoryPaths(files.memory_md)
+    if not paths.intent.exists():
+        return None
+    with contextlib.suppress(OSError):
+        return MemoryStore(files.memory_md).pending_archive()
+    return None
+
+
+def order(files: AgentFiles, notes: list[Note]) -> list[tuple[Path, str]]:
+    """``(path, kind)`` of the agent's segments, oldest first (see the module docstring)."""
+    pending = pending_archive(files)
+    archives = []
+    for path in files.archives:
+        if path.name == pending:
+            notes.append(
+                Note(
+                    str(path),
+                    0,
+                    "pending",
+                    "an uncommitted archive of an "
+                    "interrupted compaction (its messages are still in MEMORY.md); "
+                    "skipped",
+                )
+            )
+            continue
+        archives.append(path)
+    by_name = {path.name: path for path in archives}
+    lineage = {path.name: continues_of(read_head(path)) for path in archives}
+    live = continues_of(read_head(files.memory)) if files.memory is not None else None
+    referenced = {name for name in [*lineage.values(), live] if name}
+    if live is not None and live not in by_name and files.whole_folder:
+        notes.append(
+            Note(
+                str(files.memory),
+                0,
+                "lineage",
+                f"continues {live}, which is not in "
+                "archive/ (deleted?); older archives are ordered by name",
+            )
+        )
+    start = live if live in by_name else None
+    if start is None:
+        heads = [path for path in archives if path.name not in referenced]
+        start = max(heads, key=_name_key).name if heads else None
+    chain: list[Path] = []
+    seen: set[str] = set()
+    while start is not None and start in by_name and start not in seen:
+        seen.add(start)
+        chain.append(by_name[start])
+        start = lineage[start]
+    rest = sorted((path for path in archives if path.name not in seen), key=_name_key)
+    ordered = [(path, "archive") for path in [*rest, *reversed(chain)]]
+    if files.memory is not None:
+        ordered.append((files.memory, "memory"))
+    return ordered

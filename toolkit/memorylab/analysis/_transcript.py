@@ -1,0 +1,231 @@
+"""Transcripts for growth, replays and sweeps: messages as the model reads them (internal).
+
+A message costs what :meth:`memorylab.Conversation.token_count` charges for it: the tokens of
+``[<timestamp>] <Role>: <content>`` (the timestamp as memorylab writes it, UTC with
+microseconds) plus one ``"\\n\\n"`` separator between messages. Everything here counts that way,
+so :func:`~memorylab.analysis.token_growth`, a replay through a real
+:class:`~memorylab.Conversation` and the fast sweep agree token for token.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from memorylab.compress.tokens import TokenCounter, get_token_counter
+from memorylab.errors import InvalidSetting
+from memorylab.memory import format as fmt
+from memorylab.memory.records import SUMMARY_PREFIX
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+SYNTHETIC_START = datetime(2000, 1, 1, tzinfo=UTC)
+"""Messages without a timestamp are stamped from here, one second apart (deterministic)."""
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MEMO_LIMIT = 500_000
+
+
+class MemoCounter:
+    """A :class:`TokenCounter` that remembers the texts it counted (replays count the same
+    messages again and again). Same numbers as the counter it wraps."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self.model = counter.model
+        self._memo: dict[str, int] = {}
+
+    def __call__(self, text: str) -> int:
+        memo = self._memo
+        count = memo.get(text)
+        if count is None:
+            if len(memo) > _MEMO_LIMIT:
+                memo.clear()
+            count = memo[text] = self.counter.count(text)
+        return count
+
+    count = __call__
+
+    def count_batch(self, texts: Sequence[str], num_threads: int | None = None) -> list[int]:
+        memo = self._memo
+        missing = [text for text in dict.fromkeys(texts) if text not in memo]
+        if missing:
+            if len(memo) + len(missing) > _MEMO_LIMIT:
+                memo.clear()
+            memo.update(zip(missing, self.counter.count_batch(missing, num_threads), strict=True))
+        return [memo[text] for text in texts]
+
+
+_COUNTERS: dict[str | None, MemoCounter] = {}
+
+
+def memo_counter(model: str | None) -> MemoCounter:
+    """The shared remembering counter for ``model`` (``None``: the cl100k_base approximation)."""
+    counter = _COUNTERS.get(model)
+    if counter is None:
+        counter = _COUNTERS[model] = MemoCounter(get_token_counter(model))
+    return counter
+
+
+def stamp_text(when: datetime) -> str:
+    """A timestamp as memorylab writes it (UTC, microseconds)."""
+    return when.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def entry_text(stamp: str, role: str, content: str) -> str:
+    """What the model reads for one message (``Conversation.return_history_as_string``)."""
+    return f"[{stamp}] {role}: {content}"
+
+
+@dataclass
+class Transcript:
+    """Messages in order: roles, contents, UTC timestamps (µs since the epoch) and stamps."""
+
+    roles: list[str]
+    contents: list[str]
+    utc_us: np.ndarray[Any, np.dtype[np.int64]]
+
+    def __len__(self) -> int:
+        return len(self.contents)
+
+    @property
+    def stamps(self) -> list[str]:
+        text = np.datetime_as_string(self.utc_us.astype("datetime64[us]"), unit="us")
+        return [f"{s}+00:00" for s in text.tolist()]
+
+    def datetimes(self) -> list[datetime]:
+        return [_EPOCH + timedelta(microseconds=m) for m in self.utc_us.tolist()]
+
+    def texts(self) -> list[str]:
+        return [
+            entry_text(*parts) for parts in zip(self.stamps, self.roles, self.contents, strict=True)
+        ]
+
+    def tokens(self, counter: MemoCounter) -> np.ndarray[Any, np.dtype[np.int64]]:
+        """Tokens of every message as the model reads it."""
+        return np.array(counter.count_batch(self.texts()), dtype=np.int64)
+
+
+def _utc_micros(frame: pd.DataFrame) -> np.ndarray[Any, np.dtype[np.int64]]:
+    stamps = frame["timestamp"]
+    if getattr(stamps.dt, "tz", None) is not None:
+        stamps = stamps.dt.tz_convert("UTC").dt.tz_localize(None)
+    values: np.ndarray[Any, Any] = np.asarray(stamps.to_numpy()).astype("datetime64[us]")
+    micros: np.ndarray[Any, np.dtype[np.int64]] = (values - np.datetime64(0, "us")).astype(np.int64)
+    return micros
+
+
+def from_frame(frame: pd.DataFrame, *, drop_summaries: bool) -> Transcript:
+    """A transcript from a :func:`~memorylab.analysis.memory_df` frame (one agent)."""
+    missing = {"role", "content"} - set(frame.columns)
+    if missing:
+        raise InvalidSetting(
+            f"the frame has no {sorted(missing)} column(s); give a frame from memory_df() or "
+            "one with role and content columns"
+        )
+    for column in ("workspace", "agent"):
+        if column in frame.columns and frame[column].nunique() > 1:
+            names = ", ".join(map(str, frame[column].unique()[:5]))
+            raise InvalidSetting(
+                f"the frame holds several {column}s ({names}); replay one at a time, e.g. "
+                f"df[df.{column} == {str(frame[column].iloc[0])!r}]"
+            )
+    if "timeline" in frame.columns:
+        frame = frame.sort_values("timeline", kind="stable")
+    if drop_summaries:
+        summary = (
+            frame["is_summary"].to_numpy(dtype=bool)
+            if "is_summary" in frame.columns
+            else frame["content"].astype(str).str.startswith(SUMMARY_PREFIX).to_numpy(dtype=bool)
+        )
+        frame = frame[~summary]
+    micros = _utc_micros(frame) if "timestamp" in frame.columns else _synthetic(len(frame))
+    roles = [str(role) for role in frame["role"].tolist()]
+    contents = [fmt.content_to_text(c) for c in frame["content"].tolist()]
+    return Transcript(roles, contents, micros)
+
+
+def _synthetic(count: int) -> np.ndarray[Any, np.dtype[np.int64]]:
+    start = (SYNTHETIC_START - _EPOCH) // timedelta(microseconds=1)
+    return start + np.arange(count, dtype=np.int64) * 1_000_000
+
+
+def _timestamp_of(value: Any, index: int) -> int:
+    if value is None or value == "":
+        return int(_synthetic(index + 1)[-1])
+    when = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    if when.tzinfo is None:
+        when = when.astimezone()
+    return (when - _EPOCH) // timedelta(microseconds=1)
+
+
+def from_messages(messages: Sequence[Mapping[str, Any]]) -> Transcript:
+    """A transcript from ``{"role", "content"[, "timestamp"]}`` mappings (summaries dropped)."""
+    roles: list[str] = []
+    contents: list[str] = []
+    micros: list[int] = []
+    for index, message in enumerate(messages):
+        if not isinstance(message, Mapping) or "role" not in message:
+            raise InvalidSetting(
+                f"message {index} is not a {{'role', 'content'}} mapping: {message!r:.80}"
+            )
+        content = fmt.content_to_text(message.get("content"))
+        if content.startswith(SUMMARY_PREFIX):
+            continue
+        roles.append(str(message["role"]))
+        contents.append(content)
+        micros.append(_timestamp_of(message.get("timestamp"), index))
+    return Transcript(roles, contents, np.array(micros, dtype=np.int64))
+
+
+def as_transcript(transcript: Any) -> Transcript:
+    """A :class:`Transcript` from a frame, a list of messages or a path (summaries dropped)."""
+    if isinstance(transcript, Transcript):
+        return transcript
+    if isinstance(transcript, str | os.PathLike):
+        from memorylab.analysis.frames import memory_df
+
+        return from_frame(memory_df(transcript), drop_summaries=True)
+    if hasattr(transcript, "columns") and hasattr(transcript, "iloc"):
+        return from_frame(transcript, drop_summaries=True)
+    if isinstance(transcript, Sequence) and not isinstance(transcript, bytes):
+        return from_messages(transcript)
+    raise InvalidSetting(
+        "a transcript is a DataFrame from memory_df(), a list of {'role', 'content'} dicts, or "
+        f"the path of an agent folder or memory file, not {type(transcript).__name__}"
+    )
+
+
+def summary_overhead(counter: MemoCounter, stamp: str, role: str = "System") -> int:
+    """Tokens a summary entry costs beyond its text (``[<ts>] System: [Compressed ...]``)."""
+    return counter(entry_text(stamp, role, SUMMARY_PREFIX))
+
+
+def separator_tokens(counter: MemoCounter) -> int:
+    return counter("\n\n")
+
+
+@dataclass(frozen=True)
+class EntryTokens:
+    """Tokens of each row as the model reads it, and of the separator between rows."""
+
+    tokens: np.ndarray[Any, np.dtype[np.int64]]
+    separator: int
+
+
+def entry_tokens(frame: pd.DataFrame, model: str | None) -> EntryTokens:
+    """Per row of a :func:`memory_df` frame: tokens of ``[<ts>] Role: content``."""
+    counter = memo_counter(model)
+    transcript = from_frame(
+        frame.drop(columns=["workspace", "agent"], errors="ignore").assign(
+            timeline=np.arange(len(frame))
+        ),
+        drop_summaries=False,
+    )
+    return EntryTokens(transcript.tokens(counter), separator_tokens(counter))

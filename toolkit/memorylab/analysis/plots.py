@@ -1,0 +1,178 @@
+"""Plots of token growth, sweeps and compactions: ``plot_*(frame, ..., ax=None) -> Axes``.
+
+Each helper draws on ``ax`` (a new figure's axes when ``None``), labels the axes, adds a legend
+and returns the ``Axes``; none calls ``plt.show()`` (a notebook shows the figure, a script saves
+it with ``ax.figure.savefig(...)``). matplotlib is imported when a helper is called.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from memorylab.errors import InvalidSetting
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.axes import Axes
+
+__all__ = ["plot_compactions", "plot_sweep", "plot_token_growth"]
+
+
+def _axes(ax: Axes | None, size: tuple[float, float] = (8.0, 4.0)) -> Axes:
+    if ax is not None:
+        return ax
+    import matplotlib.pyplot as plt
+
+    _, new = plt.subplots(figsize=size, layout="constrained")
+    return new
+
+
+def _require(frame: pd.DataFrame, columns: tuple[str, ...], what: str) -> None:
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise InvalidSetting(f"{what} needs the column(s) {missing}; got {list(frame.columns)}")
+
+
+def _groups(frame: pd.DataFrame) -> list[tuple[str | None, pd.DataFrame]]:
+    if "agent" in frame.columns and frame["agent"].nunique() > 1:
+        return [
+            (str(name), part) for name, part in frame.groupby("agent", sort=False, observed=True)
+        ]
+    label = str(frame["agent"].iloc[0]) if "agent" in frame.columns and len(frame) else None
+    return [(label, frame)]
+
+
+def plot_token_growth(
+    growth: pd.DataFrame,
+    *,
+    ax: Axes | None = None,
+    title: str | None = None,
+    show_limit: bool = True,
+) -> Axes:
+    """The sawtooth: context tokens per message, the threshold (dashed), the window (dotted)
+    and the compactions (markers), for a :func:`token_growth` frame or a replay's timeline.
+
+    One line per agent when the frame holds several. In a replay's timeline (it has a
+    ``context_after`` column) the line drops to the context left after each compaction.
+    """
+    import numpy as np
+
+    _require(growth, ("timeline", "context_tokens", "compaction"), "plot_token_growth")
+    axes = _axes(ax)
+    for label, part in _groups(growth):
+        x = part["timeline"].to_numpy()
+        y = part["context_tokens"].to_numpy()
+        fired = part["compaction"].to_numpy(dtype=bool)
+        if "context_after" in part.columns and fired.any():  # a vertical drop at each compaction
+            after = part["context_after"].to_numpy()
+            at = np.flatnonzero(fired)
+            x = np.insert(x.astype(float), at + 1, x[at])
+            y = np.insert(y.astype(float), at + 1, after[at])
+        name = f"context tokens ({label})" if label else "context tokens"
+        (line,) = axes.plot(x, y, linewidth=1.2, label=name)
+        if fired.any():
+            axes.plot(
+                part["timeline"].to_numpy()[fired],
+                part["context_tokens"].to_numpy()[fired],
+                linestyle="none",
+                marker="v",
+                color=line.get_color(),
+                label=f"compaction ({label})" if label else "compaction",
+            )
+    if "trigger" in growth.columns and len(growth):
+        trigger = int(growth["trigger"].iloc[0])
+        axes.axhline(
+            trigger,
+            linestyle="--",
+            color="tab:red",
+            linewidth=1,
+            label=f"threshold ({trigger:,} tokens)",
+        )
+    if show_limit and "context_length" in growth.columns and len(growth):
+        limit = int(growth["context_length"].iloc[0])
+        axes.axhline(
+            limit,
+            linestyle=":",
+            color="black",
+            linewidth=1,
+            label=f"context limit ({limit:,} tokens)",
+        )
+    axes.set_xlabel("message (timeline)")
+    axes.set_ylabel("tokens in context")
+    axes.set_title(title or "Context size across compactions")
+    axes.set_ylim(bottom=0)
+    axes.legend(loc="best", fontsize="small")
+    return axes
+
+
+def plot_sweep(
+    sweep: pd.DataFrame,
+    *,
+    x: str = "threshold",
+    y: str = "total_input_tokens",
+    hue: str | None = "context_length",
+    ax: Axes | None = None,
+    title: str | None = None,
+) -> Axes:
+    """``y`` against ``x`` for a :func:`sweep` frame, one line per value of ``hue``."""
+    import numpy as np
+
+    _require(sweep, (x, y), "plot_sweep")
+    axes = _axes(ax)
+    if hue is not None and hue in sweep.columns:
+        groups = [
+            (
+                f"{hue} = {value:,}" if isinstance(value, int | np.integer) else f"{hue} = {value}",
+                part,
+            )
+            for value, part in sweep.groupby(hue, sort=True, observed=True)
+        ]
+    else:
+        groups = [(y.replace("_", " "), sweep)]
+    for label, part in groups:
+        ordered = part.sort_values(x, kind="stable")
+        axes.plot(ordered[x].astype(float), ordered[y].astype(float), marker="o", label=label)
+    axes.set_xlabel(x.replace("_", " "))
+    axes.set_ylabel(y.replace("_", " "))
+    axes.set_title(title or f"{y.replace('_', ' ')} by {x.replace('_', ' ')}")
+    axes.legend(loc="best", fontsize="small")
+    return axes
+
+
+def plot_compactions(
+    compactions: pd.DataFrame, *, ax: Axes | None = None, title: str | None = None
+) -> Axes:
+    """Each compaction of a :func:`compactions_df` frame: a bar from the tokens after to the
+    tokens before (or the messages archived, when tokens are unknown), per agent over time."""
+    import numpy as np
+
+    _require(compactions, ("time", "agent", "messages_archived"), "plot_compactions")
+    axes = _axes(ax)
+    known = "tokens_before" in compactions.columns and compactions["tokens_before"].notna().any()
+    for label, part in _groups(compactions):
+        when = part["time"]
+        x: Any = when.dt.tz_convert(None) if getattr(when.dt, "tz", None) is not None else when
+        x = x.to_numpy()
+        if known:
+            top = part["tokens_before"].to_numpy(dtype=float)
+            bottom = part["tokens_after"].fillna(0).to_numpy(dtype=float)
+        else:
+            top = part["messages_archived"].to_numpy(dtype=float)
+            bottom = np.zeros(len(part))
+        lines = axes.vlines(x, bottom, top, linewidth=3, alpha=0.6)
+        color = lines.get_color()
+        axes.plot(
+            x,
+            top,
+            linestyle="none",
+            marker="o",
+            color=color[0] if len(color) else None,
+            label=label or "compactions",
+        )
+    axes.set_xlabel("time (UTC)")
+    axes.set_ylabel("tokens before → after" if known else "messages archived")
+    axes.set_title(title or "Compactions")
+    axes.legend(loc="best", fontsize="small")
+    if ax is None:
+        axes.figure.autofmt_xdate()
+    return axes
