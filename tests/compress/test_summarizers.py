@@ -602,9 +602,16 @@ def test_extractive_repeated_compaction_keeps_the_task() -> None:
     first = summarizer.summarize(synthetic_history()).text
     history = [{"role": "System", "content": f"{SUMMARY_PREFIX} {first}"}, *long_history(30)]
     second = summarizer.summarize(history).text
-    assert "Please convert data/input.json" in second
-    assert "### Task" in second  # the previous summary's headings are demoted
+    assert "Please convert data/input.json" in second.split("## Task\n", 1)[1]  # the original task
+    assert "### " not in second  # carried forward flat: no nested headings
     assert count_tokens(second) <= 400
+    third = summarizer.summarize(
+        [{"role": "System", "content": f"{SUMMARY_PREFIX} {second}"}, *long_history(30)]
+    ).text
+    assert "Please convert data/input.json" in third.split("## Task\n", 1)[1]
+    assert third.count("## Previous summary") == 1 and "### " not in third
+    assert "Earlier work: the user prefers tabs." in third  # a previous summary's own carry-over
+    assert count_tokens(third) <= 400
 
 
 def test_extractive_non_string_content_and_windows_paths() -> None:

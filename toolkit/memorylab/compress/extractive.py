@@ -176,6 +176,35 @@ def _demote_headings(text: str) -> str:
     return re.sub(r"(?m)^(#{1,5}) ", r"#\1 ", text)
 
 
+_INTRO = "Extractive summary of "
+_SECTION_RE = re.compile(r"(?m)^## (.+)\n")
+_CARRIED_SECTIONS = ("Previous summary", "Decisions", "Facts")
+
+
+def _carry_forward(previous: Sequence[str]) -> tuple[str, str | None]:
+    """What earlier summaries contribute: their items as flat lines, and the original task.
+
+    Summaries this summarizer wrote are taken apart (their Previous summary, Decisions and Facts
+    lines are kept, their Task is the original task), so carrying them forward again and again
+    neither nests headings nor lets the intro lines crowd out the facts. Other summaries (an
+    LLM's) are kept as they are, headings demoted.
+    """
+    lines: list[str] = []
+    task: str | None = None
+    for body in previous:
+        if not body.startswith(_INTRO):
+            lines.append(_demote_headings(body))
+            continue
+        parts = _SECTION_RE.split(body)
+        sections = {parts[i].strip(): parts[i + 1].strip() for i in range(1, len(parts) - 1, 2)}
+        if task is None and sections.get("Task"):
+            task = sections["Task"]
+        for title in _CARRIED_SECTIONS:
+            if sections.get(title):
+                lines.append(sections[title])
+    return "\n".join(lines), task
+
+
 class ExtractiveSummarizer:
     """Offline, deterministic summarizer (see the module docstring); name ``memorylab/extractive``.
 
@@ -259,13 +288,17 @@ class ExtractiveSummarizer:
         intro = f"Extractive summary of {len(history)} messages."
         used = cost(intro)
         blocks: dict[str, str] = {}
-        if previous:
-            joined = _demote_headings("\n\n".join(previous))
+        carried, original_task = _carry_forward(previous)
+        if carried:
             blocks["Previous summary"] = truncate_to_tokens(
-                joined, max(8, int(budget * _PREVIOUS_SHARE)), counter
+                carried, max(8, int(budget * _PREVIOUS_SHARE)), counter
             )
         task_truncated = False
-        if task_at is not None:
+        if original_task is not None:  # the task of the very first history, kept across compactions
+            blocks["Task"] = truncate_to_tokens(
+                original_task, max(8, int(budget * _TASK_SHARE)), counter
+            )
+        elif task_at is not None:
             task = history[task_at].text.strip()
             blocks["Task"] = truncate_to_tokens(task, max(8, int(budget * _TASK_SHARE)), counter)
             task_truncated = blocks["Task"] != task
