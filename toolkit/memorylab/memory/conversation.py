@@ -30,6 +30,8 @@ from memorylab.errors import EmptySummary, InvalidSetting
 from memorylab.memory import format as fmt
 from memorylab.memory.preload import PreloadPlan, has_messages, plan_preload
 from memorylab.memory.records import PRELOAD_PREFIX, SUMMARY_PREFIX, CompactionEvent, Message
+from memorylab.memory.redact import SECRETS, redact_values, resolve_redactor
+from memorylab.memory.retention import RetentionPolicy
 from memorylab.memory.store import CompactionResult, MemoryStore, Snapshot, agent_paths
 
 logger = logging.getLogger("memorylab")
@@ -42,6 +44,8 @@ class _Default:
 
 DEFAULT_PATH: Any = _Default()
 """Sentinel: ``memory_md_path`` follows ``agent_name`` (``<ws>/agents/<agent_name>/MEMORY.md``)."""
+
+_RECORD_KEYS = frozenset({"time", "agent", "archive", "kind"})  # structure: never redacted
 
 
 def _now() -> datetime:
@@ -79,6 +83,14 @@ class Conversation:
     ``workspace_dir`` argument, else ``$WORKSPACE_DIR``, else ``./agent_workspace``). An explicit
     ``memory_md_path`` overrides it; ``memory_md_path=None`` (or no ``agent_name``) keeps the
     conversation in memory only. ``durable=True`` fsyncs every append.
+
+    ``redact`` (default :data:`~memorylab.memory.redact.SECRETS`; ``None``/``False`` turns it
+    off, any callable ``str -> str`` replaces it) is applied to everything written to disk —
+    messages, the compaction summary, compaction records — while ``conversation_history`` keeps
+    what was added, so the model of this process sees the original; whatever is read back from
+    disk (the preload of the next process) shows the ``[REDACTED:...]`` markers.
+    ``retention`` (a :class:`~memorylab.memory.retention.RetentionPolicy`, opt-in) deletes old
+    archives after every compaction and records each deletion in ``compactions.jsonl``.
     """
 
     def __init__(
@@ -100,6 +112,8 @@ class Conversation:
         token_counter: Callable[[str], int] | None = None,
         lock_timeout: float = 30.0,
         clock: Callable[[], datetime] | None = None,
+        redact: Callable[[str], str] | bool | None = SECRETS,
+        retention: RetentionPolicy | None = None,
     ) -> None:
         self.agent_name = agent_name
         self.name = name or (
@@ -114,6 +128,10 @@ class Conversation:
         self.durable = durable
         self.lock_timeout = lock_timeout
         self.clock: Callable[[], datetime] = clock or _now
+        self.redactor: Callable[[str], str] | None = resolve_redactor(redact)
+        if retention is not None and not isinstance(retention, RetentionPolicy):
+            raise InvalidSetting(f"retention must be a RetentionPolicy or None, got {retention!r}")
+        self.retention = retention
         self.conversation_history: list[dict[str, Any]] = []
         self._suppress_memory_md = False
         self._guard = threading.RLock()
@@ -235,6 +253,8 @@ class Conversation:
             if persist and store is not None and not self._suppress_memory_md:
                 text = content if isinstance(content, str) else fmt.content_to_text(content)
                 if text:  # like the reference: empty content is kept in memory only
+                    if self.redactor is not None:
+                        text = self.redactor(text)
                     store.append(fmt.render_block(role, stamp, text))
             self.conversation_history.append(entry)
         return entry
@@ -259,6 +279,9 @@ class Conversation:
             if store is not None and not self._suppress_memory_md:
                 text = content if type(content) is str else fmt.content_to_text(content)
                 if text:  # like the reference: empty content is kept in memory only
+                    redactor = self.redactor  # disk only: the history keeps the original
+                    if redactor is not None:
+                        text = redactor(text)
                     store.append(fmt.render_block(role, stamp, text))
             self.conversation_history.append(entry)
         return entry
@@ -408,25 +431,53 @@ class Conversation:
             base.update(event_fields)
             event = CompactionEvent(**base)
             if self._store is not None and ticket.snapshot is not None:
+                redactor = self.redactor
 
                 def record(result: CompactionResult) -> dict[str, Any]:
-                    return replace(
+                    line = replace(
                         event,
                         archive=result.archive,
                         messages_archived=result.messages_archived,
                         carried_over=result.carried_over,
                     ).to_dict()
+                    if redactor is not None:  # error texts and extra fields may quote content
+                        line = {
+                            k: v if k in _RECORD_KEYS else redact_values(v, redactor)
+                            for k, v in line.items()
+                        }
+                    return line
 
+                on_disk = content
+                if redactor is not None:
+                    on_disk = SUMMARY_PREFIX + redactor(content[len(SUMMARY_PREFIX) :])
                 result = self._store.compact(
                     ticket.snapshot,
-                    Message(summary_role, content, now),
+                    Message(summary_role, on_disk, now),
                     conversation_name=self.name,
                     now=now,
                     record=record,
                 )
                 event = CompactionEvent.from_dict(record(result))
+                if self.retention is not None:
+                    self._apply_retention(now)
             self.conversation_history = new_history
             return event
+
+    def _apply_retention(self, now: datetime) -> None:
+        assert self._store is not None and self.retention is not None
+        try:
+            deleted = self._store.apply_retention(self.retention, now=now, agent=self.agent_name)
+        except OSError as exc:  # the compaction itself is done: report, retry next time
+            logger.warning(
+                "memorylab: retention (%s) after compacting %s failed: %s; the old archives "
+                "stay until the next compaction",
+                self.retention,
+                self._store.path,
+                exc,
+            )
+            return
+        if deleted:
+            logger.info("memorylab: retention (%s) deleted %s", self.retention, ", ".join(deleted))
 
     # -- misc -----------------------------------------------------------------------------------
 

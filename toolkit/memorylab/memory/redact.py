@@ -13,8 +13,11 @@ data: emails, phone numbers, card numbers (Luhn check) and IBANs (mod-97 check).
 Only precompiled standard-library ``re`` patterns: no network, no model. Redaction is idempotent
 (``r(r(x)) == r(x)``): markers never match a rule, and the rules are applied until nothing changes.
 Ordinary text is returned after a few substring checks, without running any pattern: every
-secret rule needs one of ``-``, ``_``, ``=``, ``@``, ``eyJ``, ``AKIA``/``ASIA``, ``earer`` (Bearer),
-or a credential word right before a ``:``; every PII rule needs ``@`` or a digit.
+secret rule needs one of ``sk-``, ``-----``, ``xox``, ``gh`` with ``_``, ``://`` with ``@``,
+``eyJ``, ``AKIA``/``ASIA``, ``earer`` (Bearer), or a credential word (password, token, secret,
+api key, authorization ...) right before a ``:`` or ``=``; every PII rule needs ``@`` or a digit.
+Text that passes those checks is scanned rule by rule (each rule skipped unless its own
+substrings are there): a few microseconds per message.
 """
 
 from __future__ import annotations
@@ -47,32 +50,46 @@ _MAX_PASSES = 8
 # ---------------------------------------------------------------------------------------------
 # Fast pre-checks (necessary conditions: when they say no, no rule can match)
 
-_COLON_WORDS = (
-    "password", "passwd", "pwd", "secret", "token", "apikey", "secretkey", "accesskey",
-    "authorization",
+# Every "keyword = value" / "keyword: value" rule has a keyword ending in one of these words
+# right before the separator (an optional quote and up to 3 spaces between).
+_KEY_WORDS = (
+    "password", "passwd", "pwd", "secret", "token", "authorization", "apikey", "api_key",
+    "api-key", "secretkey", "secret_key", "secret-key", "accesskey", "access_key",
 )  # fmt: skip
-_COLON_ENDS = "dtnyDTNY\"' \t"  # the last letters of those words, or what may follow them
+_KEY_ENDS = "dtnyDTNY\"' \t"  # the last letters of those words, or what may follow them
 _has_digit = re.compile(r"\d").search
 
 
-def may_hold_secret(text: str) -> bool:
-    """False only when no secret rule can match ``text`` (the per-message fast path)."""
-    if "-" in text or "_" in text or "=" in text or "@" in text:
-        return True
-    if ("J" in text and "eyJ" in text) or "earer" in text:
-        return True
-    if "A" in text and ("AKIA" in text or "ASIA" in text):
-        return True
-    if ":" not in text:
-        return False
-    colon = text.find(":", 1)
-    while colon >= 0:  # "password: ...", '"token": ...', "Authorization: ..."
-        if text[colon - 1] in _COLON_ENDS and (
-            text[max(0, colon - 24) : colon].rstrip(" \t\"'").lower().endswith(_COLON_WORDS)
+def _keyword_before(text: str, separator: str) -> bool:
+    """Whether a credential word ends right before a ``separator`` ("password: ", 'token=')."""
+    at = text.find(separator, 1)
+    while at > 0:
+        if text[at - 1] in _KEY_ENDS and (
+            text[max(0, at - 24) : at].rstrip(" \t\"'").lower().endswith(_KEY_WORDS)
         ):
             return True
-        colon = text.find(":", colon + 1)
+        at = text.find(separator, at + 1)
     return False
+
+
+def may_hold_secret(text: str) -> bool:
+    """False only when no secret rule can match ``text`` (the per-message fast path).
+
+    ``in`` tests only (no method call) unless the text has a ``:`` or ``=``. The same test is
+    written out in :meth:`Redactor.__call__`, to save a call per message (a test checks that
+    both agree, and that every rule is covered).
+    """
+    return (
+        ("-" in text and ("sk-" in text or "-----" in text))
+        or "xox" in text
+        or ("_" in text and ("gh" in text or "github_pat_" in text))
+        or ("@" in text and "://" in text)
+        or ("J" in text and "eyJ" in text)
+        or "earer" in text
+        or ("A" in text and ("AKIA" in text or "ASIA" in text))
+        or (":" in text and _keyword_before(text, ":"))
+        or ("=" in text and _keyword_before(text, "="))
+    )
 
 
 def may_hold_pii(text: str) -> bool:
@@ -164,8 +181,10 @@ def _token_ok(value: str) -> bool:
 class _Rule:
     category: str
     pattern: re.Pattern[str]
-    anchor: Callable[[str], bool]
+    needles: tuple[str, ...]  # the rule runs only if one is in the text (lower-cased if lower)
     check: Callable[[re.Match[str]], bool] | None = None
+    lower: bool = False
+    digit: bool = False  # runs only if the text has a digit (needles unused)
 
     def span(self, match: re.Match[str]) -> tuple[int, int] | None:
         """The part to replace (the ``q`` or ``v`` group when the rule has one), if it passes."""
@@ -180,7 +199,7 @@ class _Rule:
         return match.span(name)
 
 
-def _kw_rule(category: str, keywords: str, minimum: int, anchor: Callable[[str], bool]) -> _Rule:
+def _kw_rule(category: str, keywords: str, minimum: int, *needles: str) -> _Rule:
     """``keyword = value`` / ``keyword: value`` (quoted or not; the key may be quoted too)."""
     pattern = re.compile(
         rf"(?<![A-Za-z0-9])(?i:{keywords})[\"']?[ \t]{{0,3}}[:=][ \t]*"
@@ -192,19 +211,7 @@ def _kw_rule(category: str, keywords: str, minimum: int, anchor: Callable[[str],
         quoted = m["q"] is not None
         return _value_ok(m["q"] if quoted else m["v"], minimum, quoted)
 
-    return _Rule(category, pattern, anchor, check)
-
-
-def _contains(*needles: str) -> Callable[[str], bool]:
-    return lambda text: any(n in text for n in needles)
-
-
-def _lower_contains(*needles: str) -> Callable[[str], bool]:
-    def anchor(text: str) -> bool:
-        lowered = text.lower()
-        return any(n in lowered for n in needles)
-
-    return anchor
+    return _Rule(category, pattern, needles, check, lower=True)
 
 
 _KEY = r"[A-Za-z0-9_-]"
@@ -220,36 +227,36 @@ RULES: tuple[_Rule, ...] = (
             r"|(?:\r?\n(?:[A-Za-z0-9+/=]{8,}|(?:Proc-Type|DEK-Info|Comment|Version):[^\n]*"
             r"|[ \t]*(?=\r?\n|\Z)))*)"
         ),
-        _contains("-----BEGIN"),
+        ("-----BEGIN",),
     ),
     _Rule(
         "anthropic_key",
         re.compile(rf"(?<!{_KEY})sk-ant-{_KEY}{{20,}}(?!{_KEY})"),
-        _contains("sk-ant-"),
+        ("sk-ant-",),
         lambda m: _has_digit(m[0][7:]) is not None,
     ),
     _Rule(
         "openai_key",
         re.compile(rf"(?<!{_KEY})sk-(?!ant-)(?:proj-|svcacct-|admin-)?{_KEY}{{20,}}(?!{_KEY})"),
-        _contains("sk-"),
+        ("sk-",),
         lambda m: _digits_and_letters(m[0][3:]) is not None,
     ),
     _Rule(
         "github_token",
         re.compile(r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_\w{30,})(?!\w)"),
-        _contains("gh", "github_pat_"),
+        ("gh", "github_pat_"),
         lambda m: _has_digit(m[0]) is not None,
     ),
     _Rule(
         "slack_token",
         re.compile(r"(?<![A-Za-z0-9-])xox[baprs]-[A-Za-z0-9-]{10,}(?![A-Za-z0-9-])"),
-        _contains("xox"),
+        ("xox",),
         lambda m: _has_digit(m[0]) is not None,
     ),
     _Rule(
         "aws_access_key",
         re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
-        _contains("AKIA", "ASIA"),
+        ("AKIA", "ASIA"),
     ),
     _Rule(
         "aws_secret_key",
@@ -257,12 +264,13 @@ RULES: tuple[_Rule, ...] = (
             r"(?i:aws_?secret_?access_?key|aws_?secret_?key|secret_?access_?key)[\"']?[ \t]{0,3}"
             r"[:=][ \t]*[\"']?(?P<v>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
         ),
-        _lower_contains("secret"),
+        ("secret",),
+        lower=True,
     ),
     _Rule(
         "jwt",
         re.compile(rf"(?<!{_KEY})eyJ{_KEY}{{10,}}\.{_KEY}{{10,}}\.{_KEY}*(?!{_KEY})"),
-        _contains("eyJ"),
+        ("eyJ",),
     ),
     _Rule(
         "url_password",
@@ -270,12 +278,12 @@ RULES: tuple[_Rule, ...] = (
             r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s:/@?#\[\]]*:"
             r"(?P<v>(?!\[REDACTED:)[^\s/@?#]+)@"
         ),
-        lambda text: "://" in text and "@" in text,
+        ("://",),
     ),
     _Rule(
         "bearer_token",
         re.compile(r"(?<![A-Za-z0-9])[Bb]earer[ \t]+(?P<v>[A-Za-z0-9._~+/-]{16,}=*)(?![\w.~+/=-])"),
-        _contains("earer"),
+        ("earer",),
         lambda m: _has_digit(m["v"]) is not None,
     ),
     _Rule(
@@ -284,17 +292,19 @@ RULES: tuple[_Rule, ...] = (
             r"(?<![A-Za-z0-9])(?i:authorization)[\"']?[ \t]{0,3}[:=][ \t]*[\"']?"
             r"(?:[A-Za-z]+[ \t]+)?(?P<v>[A-Za-z0-9._~+/-]{8,}=*)(?![\w.~+/=-])"
         ),
-        _lower_contains("authorization"),
+        ("authorization",),
         lambda m: _token_ok(m["v"]),
+        lower=True,
     ),
-    _kw_rule("password", "password|passwd|pwd", 3, _lower_contains("pass", "pwd")),
-    _kw_rule("api_key", r"(?:x[_-])?api[_-]?key", 8, _lower_contains("api")),
+    _kw_rule("password", "password|passwd|pwd", 3, "pass", "pwd"),
+    _kw_rule("api_key", r"(?:x[_-])?api[_-]?key", 8, "api"),
     _kw_rule(
         "secret",
         r"(?:client|app|consumer)[_-]?secret|secret(?:[_-]?key)?"
         r"|(?:access|auth|refresh|session|api|id)[_-]?token|token",
         8,
-        _lower_contains("secret", "token"),
+        "secret",
+        "token",
     ),
     # -- personal data (opt-in) ---------------------------------------------------------------
     _Rule(
@@ -303,7 +313,7 @@ RULES: tuple[_Rule, ...] = (
             r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@"
             r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?![A-Za-z0-9-])"
         ),
-        _contains("@"),
+        ("@",),
     ),
     _Rule(
         "iban",
@@ -311,8 +321,9 @@ RULES: tuple[_Rule, ...] = (
             r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?"
             r"(?![A-Za-z0-9])"
         ),
-        lambda text: _has_digit(text) is not None,
+        (),
         lambda m: _iban_ok(m[0]),
+        digit=True,
     ),
     _Rule(
         "card_number",
@@ -320,8 +331,9 @@ RULES: tuple[_Rule, ...] = (
             r"(?<![\w.-])(?:\d{13,19}|\d{4}(?P<s>[ -])"
             r"(?:\d{4}(?P=s)\d{4}(?P=s)\d{4}(?:(?P=s)\d{3})?|\d{6}(?P=s)\d{4,5}))" + _SEP_END
         ),
-        lambda text: _has_digit(text) is not None,
+        (),
         lambda m: _card_ok(m[0]),
+        digit=True,
     ),
     _Rule(
         "phone",
@@ -330,8 +342,9 @@ RULES: tuple[_Rule, ...] = (
             r"|\(\d{3}\)[ -]?\d{3}[-. ]\d{4}|\d{3}(?P<s>[-.])\d{3}(?P=s)\d{4}"
             rf"|0\d{{1,4}}(?:[ -]\d{{2,4}}){{2,4}}|0\d{{1,4}} \d{{5,8}}){_SEP_END}"
         ),
-        lambda text: _has_digit(text) is not None,
+        (),
         lambda m: _phone_ok(m[0]),
+        digit=True,
     ),
 )
 
@@ -346,9 +359,20 @@ def _scan(rules: tuple[_Rule, ...], text: str) -> list[tuple[int, int, str]]:
     """Non-overlapping ``(start, end, category)`` spans in order; earlier rules win overlaps."""
     starts: list[int] = []
     taken: list[tuple[int, int, str]] = []
+    lowered: str | None = None
+    digits: bool | None = None
     for rule in rules:
-        if not rule.anchor(text):
-            continue
+        if rule.digit:
+            if digits is None:
+                digits = _has_digit(text) is not None
+            if not digits:
+                continue
+        elif rule.needles:
+            if rule.lower and lowered is None:
+                lowered = text.lower()
+            haystack = lowered if rule.lower and lowered is not None else text
+            if not any(needle in haystack for needle in rule.needles):
+                continue
         for match in rule.pattern.finditer(text):
             span = rule.span(match)
             if span is None:
@@ -422,7 +446,20 @@ class Redactor:
 
     def __call__(self, text: str) -> str:
         """``text`` with every finding replaced by its marker (the same object when none)."""
-        if not self._maybe(text):
+        if self._maybe is may_hold_secret:  # may_hold_secret() written out: the hot path
+            if not (
+                ("-" in text and ("sk-" in text or "-----" in text))
+                or "xox" in text
+                or ("_" in text and ("gh" in text or "github_pat_" in text))
+                or ("@" in text and "://" in text)
+                or ("J" in text and "eyJ" in text)
+                or "earer" in text
+                or ("A" in text and ("AKIA" in text or "ASIA" in text))
+                or (":" in text and _keyword_before(text, ":"))
+                or ("=" in text and _keyword_before(text, "="))
+            ):
+                return text
+        elif not self._maybe(text):
             return text
         for _ in range(_MAX_PASSES):  # a replacement can expose a match beside it (rare)
             spans = _scan(self._rules, text)

@@ -96,13 +96,14 @@ class Deletion:
     reason: str
 
 
-def _sorted_archives(names: Iterable[str]) -> list[tuple[datetime, int, str]]:
+def _sorted_archives(names: Iterable[str]) -> list[tuple[datetime, str]]:
+    """Archive names by name time; the same time keeps the order given (see ``select``)."""
     found = []
-    for name in set(names):
-        parsed = parse_archive_name(name)
-        if parsed is not None:
-            found.append((parsed[0].replace(tzinfo=UTC), parsed[1], name))
-    return sorted(found)
+    for name in dict.fromkeys(names):
+        created = archive_time(name)
+        if created is not None:
+            found.append((created, name))
+    return sorted(found, key=lambda item: item[0])
 
 
 def older_than(
@@ -118,7 +119,7 @@ def older_than(
             rule,
             f"{label}: archived {created.isoformat()}, before {cutoff.isoformat()}",
         )
-        for created, _, name in _sorted_archives(names)
+        for created, name in _sorted_archives(names)
         if created < cutoff
     ]
 
@@ -151,12 +152,18 @@ class RetentionPolicy:
 
     def select(self, names: Iterable[str], now: datetime) -> list[Deletion]:
         """The archives among ``names`` this policy deletes at ``now`` (naive = UTC), oldest
-        first. Names that are not archive names are ignored (never deleted)."""
+        first. Names that are not archive names are ignored (never deleted).
+
+        Archives are ordered by their name time; archives of the same second keep the order in
+        which ``names`` lists them, so give them oldest first. (A ``_2`` suffix does not mean
+        newer once archives were deleted: a later compaction in the same second may reuse the
+        free plain name. :meth:`~memorylab.memory.store.MemoryStore.archives_oldest_first`
+        orders by name time, then modification time.)"""
         archives = _sorted_archives(names)
         doomed: dict[str, Deletion] = {}
         if self.max_archives is not None and len(archives) > self.max_archives:
             excess = archives[: len(archives) - self.max_archives]
-            for created, _, name in excess:
+            for created, name in excess:
                 doomed[name] = Deletion(
                     name,
                     created,
@@ -167,9 +174,9 @@ class RetentionPolicy:
         if self.max_age is not None:
             cutoff = _utc(now) - self.max_age
             label = f"retention max_age={format_duration(self.max_age)}"
-            for deletion in older_than([n for _, _, n in archives], cutoff, label=label):
+            for deletion in older_than([n for _, n in archives], cutoff, label=label):
                 doomed.setdefault(deletion.name, deletion)
-        order = {name: i for i, (_, _, name) in enumerate(archives)}
+        order = {name: i for i, (_, name) in enumerate(archives)}
         return sorted(doomed.values(), key=lambda d: order[d.name])
 
     def __repr__(self) -> str:

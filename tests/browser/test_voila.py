@@ -1,0 +1,232 @@
+"""Real-browser test: voila serves a notebook's widgets, headless Chromium drives them.
+
+Needs the ``browser`` extra (voila, playwright) and Debian's ``chromium`` at /usr/bin/chromium
+(or ``$MEMORYLAB_CHROMIUM``); skipped, with the reason, when any of them is missing. Playwright
+never downloads a browser here: it launches the system one with the flags of OFFLINE.md.
+Screenshots go to ``$MEMORYLAB_ARTIFACTS`` (default: the system temp folder's
+``memorylab-artifacts``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+HERE = Path(__file__).parent
+CHROMIUM = os.environ.get("MEMORYLAB_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+START_TIMEOUT_S = 90.0
+WIDGET_TIMEOUT_MS = 60_000
+
+
+def _missing() -> str | None:
+    for module, what in (("voila", "voila"), ("playwright", "playwright (Python)")):
+        if importlib.util.find_spec(module) is None:
+            return f"{what} is not installed: pip install -e '.[browser]'"
+    if not (Path(CHROMIUM).is_file() and os.access(CHROMIUM, os.X_OK)):
+        return (
+            f"no Chromium at {CHROMIUM}: apt-get install -y chromium (never `playwright install`)"
+        )
+    return None
+
+
+@pytest.fixture(scope="module")
+def artifacts() -> Path:
+    folder = Path(
+        os.environ.get("MEMORYLAB_ARTIFACTS") or Path(tempfile.gettempdir()) / "memorylab-artifacts"
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _wait_until_up(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"voila exited with {process.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as answer:  # the tree page: no kernel
+                if answer.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.25)
+    pytest.fail(f"voila did not answer within {START_TIMEOUT_S:.0f} s:\n{log.read_text()[-3000:]}")
+
+
+@pytest.fixture(scope="module")
+def voila_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Serve tests/browser/*.ipynb with voila on a free 127.0.0.1 port; stopped afterwards."""
+    reason = _missing()
+    if reason:
+        pytest.skip(reason)
+    root = tmp_path_factory.mktemp("voila")
+    for notebook in HERE.glob("*.ipynb"):
+        shutil.copy(notebook, root / notebook.name)
+    port = _free_port()
+    env = {
+        **os.environ,
+        "WORKSPACE_DIR": str(root / "workspace"),
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "LITELLM_OFFLINE_MODE": "true",
+        "HF_HUB_OFFLINE": "1",
+        "MEMORYLAB_OFFLINE": "1",
+        "JUPYTER_PLATFORM_DIRS": "1",
+        "MPLBACKEND": "Agg",
+    }
+    log = root / "voila.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "voila",
+                "--no-browser",
+                f"--port={port}",
+                "--Voila.ip=127.0.0.1",
+                "--VoilaConfiguration.show_tracebacks=True",
+                str(root),
+            ],
+            cwd=root,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        _wait_until_up(url, process, log)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=15)
+
+
+@pytest.fixture(scope="module")
+def browser_context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    reason = _missing()
+    if reason:
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
+    profile = tmp_path_factory.mktemp("chromium-profile")  # a fresh user-data-dir
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(profile),
+            executable_path=CHROMIUM,
+            headless=True,
+            args=CHROMIUM_FLAGS,
+            viewport={"width": 1280, "height": 1500},
+        )
+        try:
+            yield context
+        finally:
+            context.close()
+
+
+def _wait_for_change(read: Any, before: str, timeout_s: float = 60.0) -> str:
+    deadline = time.monotonic() + timeout_s
+    now = read()
+    while now == before and time.monotonic() < deadline:
+        time.sleep(0.2)
+        now = read()
+    return str(now)
+
+
+def test_threshold_slider_updates_plot_and_table(
+    voila_url: str, browser_context: Any, artifacts: Path
+) -> None:
+    page = browser_context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(voila_url + "voila/render/tuner_app.ipynb", timeout=WIDGET_TIMEOUT_MS)
+    page.wait_for_selector(".widget-slider .widget-readout", timeout=WIDGET_TIMEOUT_MS)
+    page.wait_for_selector(".mlab-table", timeout=WIDGET_TIMEOUT_MS)
+    plot = page.locator(".widget-image").first
+    plot.wait_for(timeout=WIDGET_TIMEOUT_MS)
+    table = page.locator(".mlab-table").first
+    readout = page.locator(".widget-slider .widget-readout").first
+    assert readout.inner_text().strip() == "0.70"
+    src_before = plot.get_attribute("src") or ""
+    png_before = plot.screenshot()
+    table_before = table.inner_text()
+    page.screenshot(path=str(artifacts / "voila_tuner_before.png"), full_page=True)
+
+    # Type a new value into the slider's editable readout, as a user would.
+    readout.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.type("0.45")
+    page.keyboard.press("Enter")
+
+    src_after = _wait_for_change(lambda: plot.get_attribute("src") or "", src_before)
+    table_after = _wait_for_change(
+        lambda: page.locator(".mlab-table").first.inner_text(), table_before
+    )
+    page.wait_for_timeout(300)  # let the new image decode before the screenshot
+    page.screenshot(path=str(artifacts / "voila_tuner_after.png"), full_page=True)
+
+    assert readout.inner_text().strip() == "0.45"
+    assert src_after != src_before, "the replay plot was not redrawn"
+    assert plot.screenshot() != png_before, "the replay plot looks the same"
+    assert table_after != table_before, "the sweep table did not change"
+    assert "0.45" in table_after  # the slider's threshold is a row of the sweep now
+    highlighted = page.locator(".mlab-table tr.mlab-hl").first.inner_text()
+    assert highlighted.split()[0] == "0.45"
+    assert not errors, errors
+    page.close()
+
+
+GALLERY = ("explorer", "tuner", "arena", "stepper")
+
+
+def test_widget_gallery_renders(voila_url: str, browser_context: Any, artifacts: Path) -> None:
+    """Every widget renders in a real browser; one screenshot each (for a human to look at)."""
+    page = browser_context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(voila_url + "voila/render/gallery.ipynb", timeout=WIDGET_TIMEOUT_MS)
+    outputs = page.locator(".jp-OutputArea-output:has(.widget-box)")
+    outputs.nth(len(GALLERY) - 1).wait_for(timeout=WIDGET_TIMEOUT_MS)
+    assert outputs.count() == len(GALLERY)
+    page.wait_for_timeout(500)  # images decode
+    for index, name in enumerate(GALLERY):
+        output = outputs.nth(index)
+        output.scroll_into_view_if_needed()
+        assert output.locator(".widget-html, .widget-image").count() > 0, name
+        output.screenshot(path=str(artifacts / f"widget_{name}.png"))
+    page.screenshot(path=str(artifacts / "widget_gallery.png"), full_page=True)
+    assert not errors, errors
+    page.close()

@@ -1,0 +1,478 @@
+"""Redaction: a corpus of realistic secrets and PII (each caught), ordinary text (never changed),
+idempotence and the soundness of the fast path (hypothesis), and what Conversation writes."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from unittest import mock
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memorylab import Conversation, read_memory
+from memorylab.memory.redact import (
+    ALL_CATEGORIES,
+    PII_CATEGORIES,
+    RULES,
+    SECRET_CATEGORIES,
+    SECRETS,
+    SECRETS_AND_PII,
+    Finding,
+    Redactor,
+    _scan,
+    may_hold_pii,
+    may_hold_secret,
+    redact_values,
+    resolve_redactor,
+)
+
+PEM = (
+    "-----BEGIN RSA PRIVATE KEY-----\n"
+    "MIIEowIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF8PbnGy0AHB7MhgHcTz6sE2I2yPB\n"
+    "aFDrBz9vFqU4yB5ZlGkM1X2mQ8GyqD0n7cE5R3kR9m0Jt8vH2aXz4bQ==\n"
+    "-----END RSA PRIVATE KEY-----"
+)
+
+# (text, the secret inside it, the category that must replace it)
+SECRET_CORPUS = [
+    (
+        "export OPENAI_API_KEY=sk-4fGh7Jk9Lm2Np5Qr8St1Uv3Wx6Yz0AbCdEfGhIjKlMnOpQr",
+        "sk-4fGh7Jk9Lm2Np5Qr8St1Uv3Wx6Yz0AbCdEfGhIjKlMnOpQr",
+        "openai_key",
+    ),
+    (
+        "client = OpenAI(api_key='sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAB7cD-EfGh_IjKl')",
+        "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAB7cD-EfGh_IjKl",
+        "openai_key",
+    ),
+    (
+        "my key is sk-svcacct-Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0Pp, use it",
+        "sk-svcacct-Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0Pp",
+        "openai_key",
+    ),
+    (
+        "ANTHROPIC_API_KEY=sk-ant-api03-Qm9yZ2V0LW1lLW5vdC1hLXJlYWwta2V5LWF0LWFsbA-AbCdEf12GhIjAA",
+        "sk-ant-api03-Qm9yZ2V0LW1lLW5vdC1hLXJlYWwta2V5LWF0LWFsbA-AbCdEf12GhIjAA",
+        "anthropic_key",
+    ),
+    ("aws_access_key_id = AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE", "aws_access_key"),
+    (
+        "temporary creds: ASIAY34FZKBOKMUTVV7A (expires soon)",
+        "ASIAY34FZKBOKMUTVV7A",
+        "aws_access_key",
+    ),
+    (
+        "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "aws_secret_key",
+    ),
+    (
+        '{"AccessKeyId": "x", "SecretAccessKey": "je7MtGbClwBF/2Zp9Utk/h3yCo8nvbEXAMPLEKEY"}',
+        "je7MtGbClwBF/2Zp9Utk/h3yCo8nvbEXAMPLEKEY",
+        "aws_secret_key",
+    ),
+    (
+        "git clone https://ghp_R2d2C3p0Bb8Yoda9Luke7Leia5Han3Chewie1",
+        "ghp_R2d2C3p0Bb8Yoda9Luke7Leia5Han3Chewie1",
+        "github_token",
+    ),
+    (
+        "GITHUB_TOKEN: gho_16C7e42F292c6912E7710c838347Ae178B4a",
+        "gho_16C7e42F292c6912E7710c838347Ae178B4a",
+        "github_token",
+    ),
+    (
+        "token github_pat_11ABCDEFG0abcdefghijkl_mnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcd",
+        "github_pat_11ABCDEFG0abcdefghijkl_mnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcd",
+        "github_token",
+    ),
+    (
+        "SLACK_BOT_TOKEN=xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
+        "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
+        "slack_token",
+    ),
+    (
+        "webhook user token xoxp-2233445566-7788990011-1122334455-abcdef0123456789abcdef",
+        "xoxp-2233445566-7788990011-1122334455-abcdef0123456789abcdef",
+        "slack_token",
+    ),
+    (
+        'curl -H "Authorization: Bearer 9f8e7d6c5b4a39281706f5e4d3c2b1a0" https://api.example.com',
+        "9f8e7d6c5b4a39281706f5e4d3c2b1a0",
+        "bearer_token",
+    ),
+    ("Authorization: Basic dXNlcjpwYXNzd29yZA==", "dXNlcjpwYXNzd29yZA==", "authorization"),
+    ("AUTHORIZATION: Token 3a9F7c1E5b8D2f6A0e4C", "3a9F7c1E5b8D2f6A0e4C", "authorization"),
+    (
+        "session eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkFkYSJ9.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c ok",
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkFkYSJ9.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+        "jwt",
+    ),
+    (f"here is the deploy key:\n{PEM}\nkeep it safe", PEM, "private_key"),
+    (
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n-----END OPENSSH PRIVATE KEY-----",
+        "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW",
+        "private_key",
+    ),
+    (
+        "truncated: -----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\n",
+        "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7",
+        "private_key",
+    ),
+    (
+        "DATABASE_URL=postgres://admin:s3cr3t-Pa55@db.internal:5432/app",
+        "s3cr3t-Pa55",
+        "url_password",
+    ),
+    (
+        "connect to redis://:hunter2hunter2@cache.example.com:6379/0",
+        "hunter2hunter2",
+        "url_password",
+    ),
+    ("mysql -u root --password=Tr0ub4dor&3 -h localhost", "Tr0ub4dor", "password"),
+    (
+        "db:\n  user: app\n  password: 'correct horse battery staple'\n",
+        "correct horse battery staple",
+        "password",
+    ),
+    ('{"username": "ada", "password": "Lovelace1815!"}', "Lovelace1815!", "password"),
+    ("Server=db;Database=app;User Id=sa;Pwd=myPass123;", "myPass123", "password"),
+    ("DB_PASSWORD=pa55w0rd", "pa55w0rd", "password"),
+    (
+        'requests.get(url, headers={"X-Api-Key": "d41d8cd98f00b204e9800998ecf8427e"})',
+        "d41d8cd98f00b204e9800998ecf8427e",
+        "api_key",
+    ),
+    (
+        "apiKey: 7c9e6679-7425-40de-944b-e07fc1f90ae7",
+        "7c9e6679-7425-40de-944b-e07fc1f90ae7",
+        "api_key",
+    ),
+    (
+        "STRIPE_API_KEY=rk_live_51H8xYz2eZvKYlo2C0123456789abcdef",
+        "rk_live_51H8xYz2eZvKYlo2C0123456789abcdef",
+        "api_key",
+    ),
+    ("client_secret=Zx9Yw8Vu7Ts6Rq5P", "Zx9Yw8Vu7Ts6Rq5P", "secret"),
+    (
+        "refresh_token: 1//0gLxQ7Ab9CdEfGhIjKlMnOpQrStUv",
+        "1//0gLxQ7Ab9CdEfGhIjKlMnOpQrStUv",
+        "secret",
+    ),
+    ("the token: 8a1f6e0c9b2d4e7f", "8a1f6e0c9b2d4e7f", "secret"),
+]
+
+PII_CORPUS = [
+    ("please write to ada.lovelace@example.co.uk today", "ada.lovelace@example.co.uk", "email"),
+    ("cc: j.doe+newsletter@mail.example.org.", "j.doe+newsletter@mail.example.org", "email"),
+    ("call me on +1 (555) 123-4567 after six", "+1 (555) 123-4567", "phone"),
+    ("UK office +44 20 7946 0958", "+44 20 7946 0958", "phone"),
+    ("Paris: +33 6 12 34 56 78", "+33 6 12 34 56 78", "phone"),
+    ("Tokyo +81-3-1234-5678", "+81-3-1234-5678", "phone"),
+    ("E.164: +14155552671", "+14155552671", "phone"),
+    ("mobile +91 98765 43210", "+91 98765 43210", "phone"),
+    ("US: 555-123-4567 or (555) 987-6543", "555-123-4567", "phone"),
+    ("landline 020 7946 0958", "020 7946 0958", "phone"),
+    ("Handy 06 12 34 56 78", "06 12 34 56 78", "phone"),
+    ("Visa 4111 1111 1111 1111 exp 12/29", "4111 1111 1111 1111", "card_number"),
+    ("card: 5555-5555-5555-4444", "5555-5555-5555-4444", "card_number"),
+    ("amex 378282246310005", "378282246310005", "card_number"),
+    ("Amex grouped 3782 822463 10005", "3782 822463 10005", "card_number"),
+    ("IBAN DE89 3704 0044 0532 0130 00 (Deutsche Bank)", "DE89 3704 0044 0532 0130 00", "iban"),
+    ("pay to GB82WEST12345698765432 please", "GB82WEST12345698765432", "iban"),
+    ("FR14 2004 1010 0505 0001 3M02 606", "FR14 2004 1010 0505 0001 3M02 606", "iban"),
+]
+
+ORDINARY = [
+    "Released version 1.2.3.4 on 2026-04-20; the previous one was v2.10.0-rc.1.",
+    "Meeting at 10:30, then 14:45:59 — bring the 2026-04-20T10:30:00.123456+00:00 log.",
+    "Timestamps: 2026-04-20T10:30:00Z, 2026-04-20 10:30:00, 20/04/2026, 04/20/2026, 12:00pm.",
+    "request id 550e8400-e29b-41d4-a716-446655440000 and 123e4567-e89b-12d3-a456-426614174000",
+    "commit 3f786850e387550fdab836ed7e6dc881de23001b (short 3f78685), merged in a1b2c3d",
+    "Prices: $1,299.99, €49.90, £1 234, 15% off, total 1234567.89 USD.",
+    "Open /usr/lib/python3.11/site-packages/memorylab/memory/store.py and C:\\Users\\ada\\notes.txt",
+    "The key insight: tokens are cheap, but the password policy is strict.",
+    "## Results\n\n| model | score |\n|---|---|\n| gpt-4o | 0.91 |\n\n- item one\n- item two\n\n> quote",
+    "The quick brown fox jumps over the lazy dog; Bearer of good news, Asia and Africa.",
+    "Ports 8080 and 5432; IP 192.168.1.100 and 10.0.0.1; localhost:3000/api?page=2&size=50",
+    "Phone-like but not: 2026-04-20, 1.2.3.4, 10:30:45, 3.14159265358979, 1e-9, 0x7fffffff.",
+    "See https://example.com/docs/a-b_c?x=1#frag and mailto-free text; ISBN 978-3-16-148410-0.",
+    "pip install memorylab==0.1.0 ; npm i left-pad@1.3.0 ; git checkout feature/auth-tokens",
+    "ordinary words: task-management, self-check, well_known_name, e-mail, x=y+z, a == b",
+    "Order #1029384756 shipped; tracking 1Z999AA10123456784; invoice 2026-0042.",
+    "Numbers: 1234567890123 (ms timestamp 1745149200123), 4096 tokens, max_tokens=4096.",
+]
+
+PYTHON_CODE = '''
+import os
+from getpass import getpass
+
+
+def connect(user: str, password: str, token: str | None = None) -> None:
+    """Connect with the password from the environment."""
+    api_key = os.environ["OPENAI_API_KEY"]
+    secret = None
+    password = password or getpass("Password: ")
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    session = login(user=user, password=password, api_key=api_key, secret=secret)
+    token_count = len(tokens)
+    if password == "":
+        raise ValueError("empty password")
+    return session.get(url, headers=headers, params={"page": 1, "max_tokens": 4096})
+'''
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "category"), SECRET_CORPUS, ids=[c for _, _, c in SECRET_CORPUS]
+)
+def test_every_secret_is_redacted_by_default(text: str, secret: str, category: str) -> None:
+    out = SECRETS(text)
+    assert secret not in out
+    assert f"[REDACTED:{category}]" in out
+    assert SECRETS_AND_PII(text) == out or secret not in SECRETS_AND_PII(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "category"), PII_CORPUS, ids=[c for _, _, c in PII_CORPUS]
+)
+def test_pii_is_redacted_only_when_asked(text: str, value: str, category: str) -> None:
+    assert SECRETS(text) == text  # opt-in
+    out = SECRETS_AND_PII(text)
+    assert value not in out
+    assert f"[REDACTED:{category}]" in out
+
+
+def test_the_redacted_text_keeps_its_context() -> None:
+    assert SECRETS("postgres://admin:s3cr3t@db:5432/app") == (
+        "postgres://admin:[REDACTED:url_password]@db:5432/app"
+    )
+    assert SECRETS('{"password": "hunter2", "user": "ada"}') == (
+        '{"password": "[REDACTED:password]", "user": "ada"}'
+    )
+    assert SECRETS(
+        "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhZGEifQ.c2lnbmF0dXJlMTIz"
+    ) == ("Authorization: Bearer [REDACTED:jwt]")
+    assert SECRETS(f"a\n{PEM}\nb") == "a\n[REDACTED:private_key]\nb"
+    assert (
+        SECRETS_AND_PII("ada@example.com, +44 20 7946 0958") == "[REDACTED:email], [REDACTED:phone]"
+    )
+
+
+@pytest.mark.parametrize("text", [*ORDINARY, PYTHON_CODE], ids=range(len(ORDINARY) + 1))
+def test_ordinary_text_is_never_changed(text: str) -> None:
+    assert SECRETS(text) == text
+    assert SECRETS_AND_PII(text) == text
+    assert SECRETS_AND_PII.findings(text) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "card 4111 1111 1111 1112",  # fails the Luhn check
+        "iban DE89 3704 0044 0532 0130 01",  # fails mod 97
+        "iban XX89 3704 0044 0532 0130 00",  # not a country
+        "password=password, password: str, token=get_token()",  # code, not secrets
+        "password=${DB_PASSWORD} password=<your password> secret=********",  # placeholders
+        "sk-this-is-not-a-key-at-all-really-no",  # no digit: a slug, not a key
+        "Authorization: required for every endpoint",
+    ],
+)
+def test_near_misses_are_left_alone(text: str) -> None:
+    assert SECRETS_AND_PII(text) == text
+
+
+def test_findings_say_what_and_where_without_the_text() -> None:
+    text = "key sk-proj-4fGh7Jk9Lm2Np5Qr8St1Uv3Wx6Yz0Ab and ada@example.com"
+    found = SECRETS_AND_PII.findings(text)
+    assert found == [Finding("openai_key", 4, 43), Finding("email", 48, 63)]
+    assert [text[f.start : f.end] for f in found] == [
+        "sk-proj-4fGh7Jk9Lm2Np5Qr8St1Uv3Wx6Yz0Ab",
+        "ada@example.com",
+    ]
+    assert str(found[0]) == "openai_key at 4-43"
+    assert SECRETS.findings(text) == found[:1]
+    assert SECRETS.findings("nothing here") == []
+
+
+def test_categories_presets_and_options() -> None:
+    assert SECRETS.categories == frozenset(SECRET_CATEGORIES)
+    assert SECRETS_AND_PII.categories == frozenset(ALL_CATEGORIES)
+    assert set(PII_CATEGORIES) | set(SECRET_CATEGORIES) == set(ALL_CATEGORIES)
+    assert {r.category for r in RULES} == set(ALL_CATEGORIES)
+    assert repr(SECRETS) == "SECRETS" and repr(SECRETS_AND_PII) == "SECRETS_AND_PII"
+    only_email = Redactor(frozenset({"email"}))
+    assert repr(only_email) == "Redactor(['email'])"
+    assert only_email("ada@example.com password=hunter2") == "[REDACTED:email] password=hunter2"
+    assert Redactor(frozenset())("ada@example.com sk-proj-4fGh7Jk9Lm2Np5Qr8St1Uv3Wx6Yz0Ab") == (
+        "ada@example.com sk-proj-4fGh7Jk9Lm2Np5Qr8St1Uv3Wx6Yz0Ab"
+    )
+    assert Redactor(frozenset({"email"})) == only_email
+    with pytest.raises(ValueError, match="unknown redaction categories"):
+        Redactor(frozenset({"emails"}))
+    assert resolve_redactor(None) is None and resolve_redactor(False) is None
+    assert resolve_redactor(True) is SECRETS
+    assert resolve_redactor(str.upper) is str.upper
+    with pytest.raises(TypeError, match="callable"):
+        resolve_redactor("SECRETS")  # type: ignore[arg-type]
+    assert redact_values({"a": ["password=hunter2", 3], "b": ("x",)}, SECRETS) == {
+        "a": ["password=[REDACTED:password]", 3],
+        "b": ["x"],
+    }
+
+
+def test_clean_text_is_returned_as_is() -> None:
+    text = "benchmark message: the agent looked at the result and decided what to do next. #1"
+    assert not may_hold_secret(text)
+    assert SECRETS(text) is text
+
+
+# -- properties -------------------------------------------------------------------------------
+
+_FRAGMENTS = st.sampled_from(
+    [t for t, _, _ in SECRET_CORPUS + PII_CORPUS]
+    + [s for _, s, _ in SECRET_CORPUS + PII_CORPUS]
+    + ORDINARY
+    + [
+        "[REDACTED:email]",
+        "[REDACTED:",
+        "password=",
+        "://u:",
+        "@",
+        "-",
+        "_",
+        "Bearer ",
+        ":",
+        "+1 ",
+        "0",
+    ]
+    + [
+        "PaSsWoRd: ",
+        '"Token" :',
+        "AUTHORIZATION:\t",
+        "secretKey: ",
+        "PWD:",
+        "AccessKey':",
+        "hunter22",
+        "api-key =",
+        "Client_Secret=",
+        "x-api-key:",
+        "sk-",
+        "-----BEGIN RSA PRIVATE KEY-----\n",
+        "ghp_",
+        "xoxb-",
+        "eyJ",
+        "AKIA",
+    ]
+)
+_TEXT = st.lists(
+    st.one_of(
+        _FRAGMENTS, st.text(max_size=12), st.text(alphabet="0123456789 -+()@.:=_'\"", max_size=12)
+    ),
+    max_size=6,
+).map("".join)
+
+
+@given(_TEXT)
+def test_redaction_is_idempotent(text: str) -> None:
+    once = SECRETS_AND_PII(text)
+    assert SECRETS_AND_PII(once) == once
+    assert SECRETS(SECRETS(text)) == SECRETS(text)
+
+
+@given(st.one_of(_TEXT, st.text(max_size=200)))
+def test_the_fast_path_never_skips_a_match(text: str) -> None:
+    secret_rules = tuple(r for r in RULES if r.category in SECRET_CATEGORIES)
+    pii_rules = tuple(r for r in RULES if r.category in PII_CATEGORIES)
+    if not may_hold_secret(text):
+        assert _scan(secret_rules, text) == []
+    if not may_hold_pii(text):
+        assert _scan(pii_rules, text) == []
+
+
+@given(st.one_of(_TEXT, st.text(max_size=200)))
+def test_the_inlined_fast_path_agrees_with_may_hold_secret(text: str) -> None:
+    with mock.patch("memorylab.memory.redact._scan", return_value=[]) as scan:
+        SECRETS(text)
+    assert scan.called == may_hold_secret(text)
+
+
+@given(_TEXT)
+def test_findings_match_the_first_pass(text: str) -> None:
+    found = SECRETS_AND_PII.findings(text)
+    assert all(a.end <= b.start for a, b in itertools.pairwise(found))
+    if not found:
+        assert SECRETS_AND_PII(text) == text
+
+
+# -- what Conversation writes -----------------------------------------------------------------
+
+KEY = "sk-proj-4fGh7Jk9Lm2Np5Qr8St1Uv3Wx6Yz0Ab"
+
+
+def _stored(conv: Conversation) -> list[str]:
+    assert conv.memory_md_path is not None
+    return [m.content for m in read_memory(conv.memory_md_path).messages]
+
+
+def _disk_text(conv: Conversation) -> str:
+    assert conv.memory_md_path is not None
+    folder = conv.memory_md_path.parent
+    return "".join(
+        p.read_text()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.suffix in (".md", ".jsonl")
+    )
+
+
+def test_conversation_redacts_the_disk_but_not_the_running_history(
+    isolated_workspace: Path,
+) -> None:
+    conv = Conversation(agent_name="Agent")
+    conv.add("User", f"use {KEY} and mail ada@example.com")
+    conv.add("Agent", {"api_key": KEY})
+    assert conv.conversation_history[-2]["content"] == f"use {KEY} and mail ada@example.com"
+    assert conv.conversation_history[-1]["content"] == {"api_key": KEY}  # the original object
+    assert KEY in conv.to_messages()[-2]["content"]  # the model of this process sees it
+    assert _stored(conv) == [
+        "use [REDACTED:openai_key] and mail ada@example.com",
+        '{"api_key": "[REDACTED:openai_key]"}',
+    ]
+    event = conv.compact(f"the user gave {KEY}", error=None, extra={"note": f"saw {KEY}"})
+    assert KEY in conv.conversation_history[-1]["content"]  # in memory: the summary as given
+    assert event.extra == {"note": "saw [REDACTED:openai_key]"}  # the event matches the record
+    assert KEY not in _disk_text(conv)
+    assert "[REDACTED:openai_key]" in _stored(conv)[0]
+    # a later process preloads what is on disk: the markers, not the key
+    later = Conversation(agent_name="Agent")
+    assert KEY not in later.return_history_as_string()
+    assert "[REDACTED:openai_key]" in later.return_history_as_string()
+
+
+def test_redaction_options_of_conversation(isolated_workspace: Path) -> None:
+    raw = Conversation(agent_name="Raw", redact=None)
+    raw.add("User", f"key {KEY}")
+    assert KEY in _disk_text(raw)
+    off = Conversation(agent_name="Off", redact=False)
+    off.add("User", f"key {KEY}")
+    assert KEY in _disk_text(off)
+    pii = Conversation(agent_name="Pii", redact=SECRETS_AND_PII)
+    pii.add("User", f"{KEY} ada@example.com")
+    assert _stored(pii) == ["[REDACTED:openai_key] [REDACTED:email]"]
+    custom = Conversation(agent_name="Custom", redact=lambda text: text.replace("Ada", "[name]"))
+    custom.add("User", f"Ada says {KEY}")
+    assert _stored(custom) == [f"[name] says {KEY}"]
+    with pytest.raises(TypeError):
+        Conversation(agent_name="Bad", redact="yes")  # type: ignore[arg-type]
+
+
+def test_compaction_records_are_redacted(isolated_workspace: Path) -> None:
+    conv = Conversation(agent_name="Agent")
+    conv.add("User", "hello")
+    conv.compact("summary", summarizer_model="fake", error=None, extra={"prompt": f"Bearer {KEY}"})
+    assert conv.store is not None
+    line = json.loads(conv.store.paths.compactions.read_text().splitlines()[-1])
+    assert line["extra"] == {"prompt": "Bearer [REDACTED:openai_key]"}
+    assert line["summarizer_model"] == "fake" and line["archive"].startswith("history_")

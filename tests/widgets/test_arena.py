@@ -1,0 +1,85 @@
+"""SummarizerArena: a comparison with a progress bar, the table, the plot, side by side."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from memorylab import ScriptedSummarizer
+from memorylab.evaluate import Case, Fact, cases_from_messages, compare_summarizers
+from memorylab.widgets import SummarizerArena, comparison_html
+from memorylab.widgets.arena import lost_facts
+
+
+@pytest.fixture
+def cases(messages: list[dict[str, Any]]) -> list[Case]:
+    facts = (
+        Fact("port", "number", "5433", 0),
+        Fact("rates", "path", "/srv/etl/cache/ecb_rates.csv", 8),
+    )
+    return [
+        *cases_from_messages(messages, id="etl", facts=facts),
+        *cases_from_messages(messages[:8], id="etl-start"),
+    ]
+
+
+def test_nothing_runs_until_asked(cases: list[Case]) -> None:
+    arena = SummarizerArena(cases)
+    assert arena.scores is None and arena.table is None and arena.progress.value == 0
+    assert arena.selected == ["memorylab/extractive", "memorylab/truncate", "memorylab/head-tail"]
+    assert "press Run comparison" in arena.status.value
+
+
+def test_run_fills_table_plot_and_side_by_side(cases: list[Case]) -> None:
+    arena = SummarizerArena(cases, max_tokens=150)
+    arena.run_button.click()
+    assert arena.error is None
+    assert arena.progress.max == arena.progress.value == 3
+    assert arena.progress.bar_style == "success"
+    assert arena.scores is not None and set(arena.scores["case"]) == {"etl", "etl-start"}
+    assert arena.table is not None and list(arena.table.index) == arena.selected
+    assert list(arena.table.columns[:2]) == ["fact_recall.overall", "probe_qa.exact"]
+    assert "3 summarizer(s) × 2 case(s)" in arena.table_view.value
+    assert bytes(arena.image.value).startswith(b"\x89PNG")
+    assert arena.axes is not None and arena.axes.get_title() == "cost vs quality"
+    assert set(arena.columns) == set(arena.selected)
+    for kept, lost in arena.columns.values():
+        assert {f.id for f in (*kept, *lost)} == {"port", "rates"}
+    assert 'data-columns="3"' in arena.side_by_side.value
+    arena.case_picker.value = 1
+    assert all(kept or lost for kept, lost in arena.columns.values())  # extracted facts
+
+
+def test_lost_facts_are_highlighted(cases: list[Case]) -> None:
+    forgetful = ScriptedSummarizer(["The port is 5433. Nothing else was said."], name="forgetful")
+    arena = SummarizerArena(cases[:1], {"forgetful": forgetful}, run=True)
+    kept, lost = arena.columns["forgetful"]
+    assert [f.id for f in kept] == ["port"] and [f.id for f in lost] == ["rates"]
+    assert "1/2 facts kept" in arena.side_by_side.value
+    assert "path: /srv/etl/cache/ecb_rates.csv" in arena.side_by_side.value
+
+
+def test_subset_and_empty_selection(cases: list[Case]) -> None:
+    arena = SummarizerArena(cases, max_tokens=150)
+    arena.summarizer_picker.value = ("memorylab/truncate",)
+    arena.run()
+    assert arena.table is not None and list(arena.table.index) == ["memorylab/truncate"]
+    arena.summarizer_picker.value = ()
+    assert arena.run() is None and arena.error == "select at least one summarizer"
+
+
+def test_failures_are_rows_not_crashes(cases: list[Case]) -> None:
+    broken = ScriptedSummarizer(["x"], fail_on=[0, 1], name="broken")
+    arena = SummarizerArena(cases, {"broken": broken}, run=True)
+    assert arena.table is not None and int(arena.table.loc["broken", "errors"]) >= 1
+    assert "failed:" in arena.side_by_side.value and "error(s)" in arena.status.value
+
+
+def test_lost_facts_and_comparison_html(cases: list[Case]) -> None:
+    kept, lost = lost_facts(cases[0], "port 5433")
+    assert [f.id for f in kept] == ["port"] and [f.id for f in lost] == ["rates"]
+    scores = compare_summarizers(cases, ["memorylab/truncate"], progress=False, cache_dir=False)
+    html = comparison_html(scores)
+    assert "1 summarizer(s) × 2 case(s)" in html and "memorylab/truncate" in html
+    assert "%" in html  # fact recall as a percentage

@@ -1,0 +1,144 @@
+"""ThresholdTuner: sliders drive replay and sweep; state is read back headless."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memorylab import Agent, Conversation
+from memorylab.compress.llm import ChatReply
+from memorylab.transcripts import Fact, Transcript, TranscriptMessage, save_transcript
+from memorylab.widgets import ThresholdTuner
+
+PNG = b"\x89PNG"
+
+
+def test_initial_state(messages: list[dict[str, Any]]) -> None:
+    tuner = ThresholdTuner(messages, context_length=2048, threshold=0.7)
+    assert tuner.threshold == 0.7 and tuner.context_length == 2048
+    assert tuner.result is not None and tuner.result.trigger == 1434
+    assert tuner.result.compactions >= 1
+    assert bytes(tuner.image.value).startswith(PNG) and bytes(tuner.sweep_image.value).startswith(
+        PNG
+    )
+    assert tuner.axes is not None and "threshold 0.70" in tuner.axes.get_title()
+    table = tuner.sweep_table
+    assert table is not None
+    assert [float(t) for t in table["threshold"]] == [0.5, 0.6, 0.7, 0.8, 0.9]
+    assert set(table["mode"]) == {"replay"}
+    assert 'class="mlab-hl"><td>0.70</td>' in tuner.table.value
+    assert f"<b>{tuner.result.compactions}</b> compaction(s)" in tuner.summary.value
+    assert tuner.updates == 1 and tuner.error is None
+
+
+def test_threshold_slider_updates_plot_and_table(messages: list[dict[str, Any]]) -> None:
+    tuner = ThresholdTuner(messages, context_length=2048, threshold=0.7)
+    assert tuner.result is not None
+    image, html, compactions = tuner.image.value, tuner.table.value, tuner.result.compactions
+    tuner.threshold_slider.value = 0.45
+    assert tuner.updates == 2
+    assert tuner.result.threshold == 0.45 and tuner.result.compactions > compactions
+    assert tuner.image.value != image and tuner.table.value != html
+    assert 0.45 in [float(t) for t in tuner.sweep_table["threshold"]]  # type: ignore[index]
+    assert 'class="mlab-hl"><td>0.45</td>' in tuner.table.value
+    assert tuner.axes is not None and "threshold 0.45" in tuner.axes.get_title()
+
+
+def test_context_length_and_fast_mode(messages: list[dict[str, Any]]) -> None:
+    tuner = ThresholdTuner(messages, context_length=2048)
+    tuner.context_slider.value = 4096
+    assert tuner.result is not None and tuner.result.context_length == 4096
+    assert set(tuner.sweep_table["context_length"]) == {4096}  # type: ignore[index]
+    tuner.fast_toggle.value = True
+    assert set(tuner.sweep_table["mode"]) == {"fast"}  # type: ignore[index]
+    assert "fast (modelled summaries)" in tuner.table.value
+    assert tuner.updates == 3
+
+
+def test_context_lengths_offered_include_the_given_one(messages: list[dict[str, Any]]) -> None:
+    tuner = ThresholdTuner(messages, context_length=3000, context_lengths=(2048, 8192))
+    assert [value for _, value in tuner.context_slider.options] == [2048, 3000, 8192]
+
+
+def test_offered_summarizers(
+    messages: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert ThresholdTuner(messages).summarizer_picker.options == ("memorylab/extractive",)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    tuner = ThresholdTuner(messages, context_length=2048)
+    assert tuner.summarizer_picker.options == ("memorylab/extractive", "gpt-4o-mini")
+    monkeypatch.setenv("MEMORYLAB_OFFLINE", "1")
+    assert ThresholdTuner(messages).summarizer_picker.options == ("memorylab/extractive",)
+
+
+def test_summarizer_choice_is_used(messages: list[dict[str, Any]]) -> None:
+    tuner = ThresholdTuner(
+        messages, context_length=2048, summarizers=["memorylab/extractive", "memorylab/scripted"]
+    )
+    tuner.summarizer_picker.value = "memorylab/scripted"
+    assert tuner.result is not None and tuner.result.summarizer == "memorylab/scripted"
+
+
+def _transcript(tmp_path: Path, messages: list[dict[str, Any]]) -> Path:
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    transcript = Transcript(
+        name="demo",
+        seed=1,
+        description="the demo script",
+        messages=tuple(
+            TranscriptMessage(1, m["role"], m["content"], start + timedelta(minutes=i))
+            for i, m in enumerate(messages)
+        ),
+        facts=(
+            Fact("f1", "number", "5433", 0),
+            Fact("f2", "path", "/srv/etl/cache/ecb_rates.csv", 8),
+        ),
+    )
+    return save_transcript(transcript, tmp_path / "demo.jsonl")
+
+
+def test_transcript_file_gives_fact_survival(
+    tmp_path: Path, messages: list[dict[str, Any]]
+) -> None:
+    tuner = ThresholdTuner(_transcript(tmp_path, messages), context_length=2048)
+    assert tuner.facts == ["5433", "/srv/etl/cache/ecb_rates.csv"]
+    assert "fact_survival" in tuner.sweep_table.columns  # type: ignore[union-attr]
+    assert "facts kept" in tuner.table.value and "planted facts" in tuner.summary.value
+
+
+def test_conversation_source(messages: list[dict[str, Any]]) -> None:
+    conv = Conversation(name="c", system_prompt="static, left out", memory_md_path=None)
+    for m in messages:
+        conv.add(m["role"], m["content"])
+    tuner = ThresholdTuner(conv, context_length=2048)
+    assert tuner.result is not None and len(tuner.result.timeline) == len(messages)
+
+
+def test_agent_source_uses_its_settings(isolated_workspace: Path) -> None:
+    def completion(model: str, messages: list[dict[str, Any]], **_: Any) -> ChatReply:
+        return ChatReply(content="Done: the port is 5433 and the path is /srv/etl/out. " * 4)
+
+    agent = Agent(
+        agent_name="worker",
+        model_name="gpt-4o",
+        context_length=1024,
+        compression_threshold=0.6,
+        summarizer_model="memorylab/extractive",
+        completion=completion,
+    )
+    for i in range(12):
+        agent.run(f"step {i}: write the next part of the report")
+    tuner = ThresholdTuner(agent)
+    assert tuner.context_length == 1024 and tuner.threshold == 0.6 and tuner.model == "gpt-4o"
+    assert tuner.source.name == "worker"
+    assert tuner.result is not None and len(tuner.result.timeline) == 24
+
+
+def test_errors_are_reported_not_raised(messages: list[dict[str, Any]]) -> None:
+    tuner = ThresholdTuner(messages, context_length=2048, summarizers=["memorylab/nope"])
+    assert tuner.error is not None and "memorylab/nope" in tuner.error
+    assert "InvalidSetting" in tuner.status.value
+    assert tuner.result is None

@@ -1,0 +1,150 @@
+"""The cost guard's estimate: what a comparison would spend before it runs (internal).
+
+Calls already in the cache cost nothing: a summary is cached when replaying it from the cache
+alone succeeds (a cache-only :class:`~memorylab.evaluate._cache.CachingCaller` raises
+``CacheMiss`` on the first call it would have to send), and so is a model scorer whose calls on
+that summary replay the same way. Everything else is estimated from token counts (the model's
+tokenizer, the prompt included) and output tokens at their bound, priced with litellm's map.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from memorylab.compress.summarizers import LiteLLMSummarizer
+from memorylab.evaluate._cache import LLMCache, RunStats
+from memorylab.evaluate._engine import Context, run_sync
+from memorylab.evaluate.cases import Case
+from memorylab.evaluate.scorers import Scorer
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+def _price(model: str) -> tuple[float, float] | None:
+    """USD per input and per output token from litellm's price map, or ``None``."""
+    from memorylab.compress import llm
+
+    try:
+        million = 1_000_000
+        cost_in, _ = llm.import_litellm().cost_per_token(
+            model=model, prompt_tokens=million, completion_tokens=0
+        )
+        _, cost_out = llm.import_litellm().cost_per_token(
+            model=model, prompt_tokens=0, completion_tokens=million
+        )
+    except Exception:  # ModelNotMappedError and friends: no price
+        return None
+    return float(cost_in) / million, float(cost_out) / million
+
+
+def _summary_calls(summarizer: LiteLLMSummarizer, case: Case, max_tokens: int | None
+                   ) -> list[tuple[int, int]]:  # fmt: skip
+    """``(input, output)`` tokens of the calls a LiteLLM summary of ``case`` makes (the output
+    bound by max_tokens; chunks and one merge round when the history is larger than the
+    window)."""
+    from memorylab.compress.summarizers import (
+        SUMMARY_PROMPT,
+        SUMMARY_SYSTEM_PROMPT,
+        render_transcript,
+    )
+    from memorylab.compress.tokens import get_token_counter
+
+    counter = get_token_counter(summarizer.model)
+    out = max_tokens or summarizer.max_tokens
+    history = counter.count(render_transcript(case.messages))
+    overhead = counter.count(SUMMARY_SYSTEM_PROMPT + SUMMARY_PROMPT) + 16
+    window = summarizer.get_context_window()
+    budget = window - out - min(max(int(window * 0.1), 32), 2048)
+    if history + overhead <= budget or budget <= overhead:
+        return [(history + overhead, out)]
+    chunks = math.ceil(history / (budget - overhead))
+    calls = [(history // chunks + overhead, out)] * chunks
+    merges = max(1, math.ceil(chunks * out / (budget - overhead)))
+    calls += [(chunks * out // merges + overhead, out)] * merges
+    return calls
+
+
+def _replay(units: list[tuple[Case, Any]], scorers: list[Scorer], cache: LLMCache | None,
+            max_tokens: int | None) -> list[tuple[Any, set[str]]]:  # fmt: skip
+    """For each (case, summarizer): the summary when it can be made from the cache alone (or
+    offline), and the names of the model scorers whose calls on it are all cached."""
+    from memorylab.evaluate._engine import summarize
+    from memorylab.evaluate.scorers import BaseScorer, Sample
+
+    needs_model = [s for s in scorers if not (isinstance(s, BaseScorer) and s.offline)]
+    nothing: tuple[Any, set[str]] = (None, set())
+    if cache is None:
+        return [nothing] * len(units)
+    ctx = Context(cache, RunStats(), 8, max_tokens, cache_only=True)
+
+    async def replay(case: Case, summarizer: Any) -> tuple[Any, set[str]]:
+        if not isinstance(summarizer, LiteLLMSummarizer) and not needs_model:
+            return nothing
+        try:
+            summary, _ = await summarize(summarizer, case, ctx)
+        except Exception:  # CacheMiss, or a summarizer that fails: estimated in full
+            return nothing
+        cached: set[str] = set()
+        for scorer in needs_model:
+            try:
+                await scorer.ascore(Sample(case, summary, "replay"), ctx.llm())
+            except Exception:  # CacheMiss: this scorer has calls to make
+                continue
+            cached.add(scorer.name)
+        return summary, cached
+
+    async def replay_all() -> list[tuple[Any, set[str]]]:
+        ctx.semaphore = asyncio.Semaphore(8)
+        return list(await asyncio.gather(*(replay(c, s) for c, s in units)))
+
+    return run_sync(replay_all)
+
+
+
+
+def estimate_units(
+    items: list[Case],
+    resolved: Mapping[str, Any],
+    scorer_list: list[Scorer],
+    cache: LLMCache | None,
+    max_tokens: int | None,
+) -> pd.DataFrame:
+    """The cost estimate of resolved cases, summarizers and scorers (see
+    :func:`memorylab.evaluate.compare.estimate_cost`)."""
+    import pandas as pd
+
+    totals: dict[str, list[float]] = {}
+
+    def add(model: str, calls: list[tuple[int, int]], cached: bool) -> None:
+        entry = totals.setdefault(model, [0, 0, 0, 0])
+        if cached:
+            entry[1] += len(calls)
+            return
+        entry[0] += len(calls)
+        entry[2] += sum(c[0] for c in calls)
+        entry[3] += sum(c[1] for c in calls)
+
+    units = [(case, summarizer) for case in items for summarizer in resolved.values()]
+    replayed = _replay(units, scorer_list, cache, max_tokens)
+    for (case, summarizer), (summary, cached) in zip(units, replayed, strict=True):
+        summary_tokens = max_tokens or int(getattr(summarizer, "max_tokens", 1024) or 1024)
+        if isinstance(summarizer, LiteLLMSummarizer):
+            add(summarizer.model, _summary_calls(summarizer, case, max_tokens),
+                summary is not None)  # fmt: skip
+        for scorer in scorer_list:
+            estimate = getattr(scorer, "estimate", None)
+            calls = estimate(case, summary_tokens) if callable(estimate) else []
+            for model in {m for m, _, _ in calls}:
+                mine = [(i, o) for m, i, o in calls if m == model]
+                add(model, mine, scorer.name in cached)
+    rows = []
+    for model, (calls, cached_calls, tokens_in, tokens_out) in sorted(totals.items()):
+        price = _price(model)
+        usd = 0.0 if price is None else tokens_in * price[0] + tokens_out * price[1]
+        rows.append((model, int(calls), int(cached_calls), int(tokens_in), int(tokens_out), usd,
+                     price is not None))  # fmt: skip
+    columns = ["model", "calls", "cached_calls", "input_tokens", "output_tokens", "usd", "priced"]
+    return pd.DataFrame(rows, columns=columns)

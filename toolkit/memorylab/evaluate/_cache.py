@@ -1,0 +1,406 @@
+"""An on-disk, content-addressed cache of LLM calls, and the cached calls evaluate makes.
+
+Key: the SHA-256 of a canonical JSON (sorted keys, no spaces, UTF-8) of the request as litellm
+receives it — the model, every generation parameter and the messages — *without* the transport
+settings in :data:`TRANSPORT_KEYS` (API base and key, timeout, retries), which change where and
+how a request is sent but not what the model is asked. A cached entry is
+``<cache_dir>/<key[:2]>/<key>.json`` holding the request and the provider's response as litellm
+returned it (``ModelResponse.model_dump()``), plus the call's latency.
+
+Writes are safe across threads and processes: the entry is written to a unique temp file in the
+same folder, then renamed over the final name with ``os.replace`` (atomic on POSIX), so a reader
+sees a whole entry or none. Two processes racing on one key both call the model and the last
+rename wins (both entries are valid). There is no fsync (it would stall the event loop on every
+call): after a power loss an entry may be empty or torn; an entry that does not parse is treated
+as missing and rewritten, so the worst case is one repeated call.
+
+Model calls themselves go through :class:`memorylab.compress.llm.Caller` (timeouts, retries
+with backoff on rate limits and timeouts, mapped errors): :class:`CachingCaller` wraps a
+``Caller``; :class:`CachedLLM` is the reader/judge client of the scorers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from memorylab.compress import llm
+from memorylab.errors import BudgetExceeded, EmptySummary, SummarizerBadRequest
+from memorylab.memory.format import content_to_text
+
+__all__ = [
+    "TRANSPORT_KEYS",
+    "CacheMiss",
+    "CachedLLM",
+    "CachingCaller",
+    "Completion",
+    "LLMCache",
+    "RunStats",
+    "request_key",
+]
+
+_T = TypeVar("_T")
+
+TRANSPORT_KEYS = frozenset(
+    {
+        "api_base",
+        "base_url",
+        "api_key",
+        "api_version",
+        "organization",
+        "timeout",
+        "max_retries",
+        "num_retries",
+        "extra_headers",
+        "headers",
+        "metadata",
+        "mock_delay",
+    }
+)
+"""Request keys left out of the cache key (where and how a request is sent, not what)."""
+
+CACHE_VERSION = 1
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
+    )
+
+
+def request_key(kwargs: Mapping[str, Any]) -> str:
+    """The cache key of a litellm request (see the module docstring)."""
+    payload = {k: v for k, v in kwargs.items() if k not in TRANSPORT_KEYS}
+    payload["__cache_version__"] = CACHE_VERSION
+    return hashlib.sha256(_canonical(payload).encode("utf-8")).hexdigest()
+
+
+class LLMCache:
+    """Entries under ``directory`` (created on first write), one JSON file per key."""
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = Path(directory).expanduser()
+
+    def __repr__(self) -> str:
+        return f"LLMCache({str(self.directory)!r})"
+
+    def path(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        try:
+            data = json.loads(self.path(key).read_bytes())
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) and data.get("key") == key else None
+
+    def put(self, key: str, entry: Mapping[str, Any]) -> None:
+        folder = self.path(key).parent
+        folder.mkdir(parents=True, exist_ok=True)
+        data = _canonical({**entry, "key": key}).encode("utf-8")
+        fd, tmp = tempfile.mkstemp(prefix=f".{key[:12]}.", suffix=".tmp", dir=folder)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.replace(tmp, self.path(key))
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    def __len__(self) -> int:
+        if not self.directory.is_dir():
+            return 0
+        return sum(1 for _ in self.directory.glob("??/*.json"))
+
+
+class RunStats:
+    """Thread-safe counters of one comparison: requests sent, cache hits, USD spent."""
+
+    def __init__(self, max_cost_usd: float | None = None) -> None:
+        self._lock = threading.Lock()
+        self.requests = 0
+        self.cache_hits = 0
+        self.spent_usd = 0.0
+        self.unpriced_calls = 0
+        self.failed_calls = 0
+        self.max_cost_usd = max_cost_usd
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def check_budget(self) -> None:
+        """Raise :class:`BudgetExceeded` once the money spent reached ``max_cost_usd``."""
+        with self._lock:
+            if self.max_cost_usd is not None and self.spent_usd >= self.max_cost_usd:
+                raise BudgetExceeded(
+                    f"this comparison already spent ${self.spent_usd:.4f}, the limit "
+                    f"max_cost_usd={self.max_cost_usd:g}; no further requests are sent"
+                )
+
+    def hit(self) -> None:
+        with self._lock:
+            self.cache_hits += 1
+
+    def spent(self, cost: float | None, *, answered: bool = True) -> None:
+        with self._lock:
+            self.requests += 1
+            if not answered:
+                self.failed_calls += 1
+            elif cost is None:
+                self.unpriced_calls += 1
+            else:
+                self.spent_usd += cost
+
+    def merge(self, other: Mapping[str, Any]) -> None:
+        with self._lock:
+            self.requests += int(other.get("requests", 0))
+            self.cache_hits += int(other.get("cache_hits", 0))
+            self.spent_usd += float(other.get("spent_usd", 0.0))
+            self.unpriced_calls += int(other.get("unpriced_calls", 0))
+            self.failed_calls += int(other.get("failed_calls", 0))
+
+    def as_dict(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "requests": self.requests,
+                "cache_hits": self.cache_hits,
+                "spent_usd": self.spent_usd,
+                "unpriced_calls": self.unpriced_calls,
+                "failed_calls": self.failed_calls,
+            }
+
+
+class CacheMiss(Exception):
+    """Raised by a cache-only :class:`CachingCaller` for a request that is not cached."""
+
+
+def _response_dict(response: Any) -> dict[str, Any]:
+    dump = getattr(response, "model_dump", None)
+    data = dump() if callable(dump) else dict(response)
+    return json.loads(_canonical(data))  # type: ignore[no-any-return]
+
+
+def _rebuild(data: Mapping[str, Any]) -> Any:
+    return llm.import_litellm().ModelResponse(**data)
+
+
+class CachingCaller:
+    """A :class:`memorylab.compress.llm.Caller` whose calls are served from an :class:`LLMCache`.
+
+    Every call (hit or miss) adds its latency — the original call's, for a hit — to
+    ``latency_s``, so a re-run reports the numbers of the first. ``cache_only=True`` raises
+    :class:`CacheMiss` instead of calling the model (used to estimate what a run will cost).
+    The interface is the part of ``Caller`` that the summarizers use.
+    """
+
+    def __init__(
+        self,
+        inner: llm.Caller,
+        cache: LLMCache | None,
+        stats: RunStats | None = None,
+        *,
+        cache_only: bool = False,
+        inflight: dict[str, Any] | None = None,
+    ) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.stats = stats if stats is not None else RunStats()
+        self.cache_only = cache_only
+        self.inflight = inflight
+        self.latency_s = 0.0
+        self.hits = 0
+        self.misses = 0
+
+    def __getattr__(self, name: str) -> Any:  # model, timeout, retries, llm_args ...
+        return getattr(self.inner, name)
+
+    def kwargs(self, defaults: Mapping[str, Any], forced: Mapping[str, Any]) -> dict[str, Any]:
+        return self.inner.kwargs(defaults, forced)
+
+    def map_error(self, exc: Exception, what: str) -> Any:
+        return self.inner.map_error(exc, what)
+
+    def _lookup(self, kwargs: Mapping[str, Any], check: Callable[[Any], _T]) -> tuple[str, Any]:
+        key = request_key(kwargs)
+        entry = self.cache.get(key) if self.cache is not None else None
+        if entry is not None and isinstance(entry.get("response"), dict):
+            try:
+                result = check(_rebuild(entry["response"]))
+            except Exception:  # an entry this version cannot read: ask again
+                return key, None
+            self.hits += 1
+            self.latency_s += float(entry.get("latency_s") or 0.0)
+            self.stats.hit()
+            return key, (result,)
+        if self.cache_only:
+            raise CacheMiss(key)
+        return key, None
+
+    def _storing(
+        self, key: str, kwargs: Mapping[str, Any], check: Callable[[Any], _T]
+    ) -> tuple[Callable[[Any], _T], Callable[[], None]]:
+        started = time.perf_counter()
+        box: dict[str, Any] = {}
+
+        def store(response: Any) -> _T:
+            result = check(response)  # only a reply that passes the check is cached
+            box["latency"] = time.perf_counter() - started
+            box["cost"] = llm.response_cost(response)
+            if self.cache is not None:
+                payload = {k: v for k, v in kwargs.items() if k not in TRANSPORT_KEYS}
+                self.cache.put(
+                    key,
+                    {
+                        "request": payload,
+                        "response": _response_dict(response),
+                        "latency_s": box["latency"],
+                        "created": time.time(),
+                    },
+                )
+            return result
+
+        def done() -> None:
+            self.misses += 1
+            self.latency_s += box.get("latency", time.perf_counter() - started)
+            self.stats.spent(box.get("cost"), answered="latency" in box)
+
+        return store, done
+
+    def call(self, kwargs: Mapping[str, Any], what: str, check: Callable[[Any], _T]) -> _T:
+        key, hit = self._lookup(kwargs, check)
+        if hit is not None:
+            return hit[0]  # type: ignore[no-any-return]
+        self.stats.check_budget()
+        store, done = self._storing(key, kwargs, check)
+        try:
+            return self.inner.call(kwargs, what, store)
+        finally:
+            done()
+
+    async def acall(self, kwargs: Mapping[str, Any], what: str, check: Callable[[Any], _T]) -> _T:
+        """:meth:`call` with ``acompletion``. With ``inflight`` (a dict shared by the callers of
+        one event loop), a request already on its way is awaited instead of sent twice."""
+        import asyncio
+
+        key, hit = self._lookup(kwargs, check)
+        if hit is not None:
+            return hit[0]  # type: ignore[no-any-return]
+        pending = self.inflight.get(key) if self.inflight is not None else None
+        if pending is not None and self.cache is not None:
+            await asyncio.shield(pending)
+            key, hit = self._lookup(kwargs, check)
+            if hit is not None:
+                return hit[0]  # type: ignore[no-any-return]
+        self.stats.check_budget()
+        store, done = self._storing(key, kwargs, check)
+        mine = None
+        if self.inflight is not None and self.cache is not None and key not in self.inflight:
+            mine = asyncio.get_running_loop().create_future()
+            self.inflight[key] = mine
+        try:
+            return await self.inner.acall(kwargs, what, store)
+        finally:
+            done()
+            if mine is not None and self.inflight is not None:
+                del self.inflight[key]
+                mine.set_result(None)
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """One reader/judge reply: text, usage, cost (``None``: unknown) and latency."""
+
+    text: str
+    input_tokens: int | None
+    output_tokens: int | None
+    cost_usd: float | None
+    latency_s: float
+    cached: bool
+
+
+def _completion_check(model: str) -> Callable[[Any], Completion]:
+    def check(response: Any) -> Completion:
+        try:
+            content = response.choices[0].message.content
+        except (AttributeError, IndexError, TypeError):
+            raise SummarizerBadRequest(f"{model}: the provider answered without choices") from None
+        text = content if isinstance(content, str) else content_to_text(content)
+        if not text or not text.strip():
+            raise EmptySummary(f"{model} returned an empty answer")
+        prompt_tokens, completion_tokens = llm.response_usage(response)
+        cost = llm.response_cost(response)
+        return Completion(text.strip(), prompt_tokens, completion_tokens, cost, 0.0, False)
+
+    return check
+
+
+class CachedLLM:
+    """Chat completions for scorers (a reader, a judge): cached, retried, under a semaphore.
+
+    ``options`` are as for :func:`memorylab.compress.llm.chat`: ``timeout`` (60 s), ``retries``
+    (2), ``backoff_base`` (1 s), ``backoff_max`` (30 s); the rest goes to litellm
+    (``temperature``, ``max_tokens``, ``api_base``, ``api_key``, ``mock_response`` ...).
+    """
+
+    def __init__(
+        self,
+        cache: LLMCache | None = None,
+        stats: RunStats | None = None,
+        semaphore: Any = None,
+        *,
+        cache_only: bool = False,
+        inflight: dict[str, Any] | None = None,
+    ) -> None:
+        self.cache = cache
+        self.stats = stats if stats is not None else RunStats()
+        self.semaphore = semaphore
+        self.cache_only = cache_only
+        self.inflight = inflight
+
+    async def acomplete(
+        self, model: str, messages: Sequence[Mapping[str, Any]], **options: Any
+    ) -> Completion:
+        options = dict(options)
+        inner = llm.Caller(
+            model,
+            timeout=options.pop("timeout", 60.0),
+            retries=options.pop("retries", 2),
+            backoff_base=options.pop("backoff_base", 1.0),
+            backoff_max=options.pop("backoff_max", 30.0),
+            llm_args=options,
+            too_long_hint="Use a model with a larger context window or a shorter history.",
+        )
+        caller = CachingCaller(
+            inner, self.cache, self.stats, cache_only=self.cache_only, inflight=self.inflight
+        )
+        kwargs = caller.kwargs({"drop_params": True}, {"messages": [dict(m) for m in messages]})
+        check = _completion_check(model)
+        if self.semaphore is None:
+            result = await caller.acall(kwargs, "", check)
+        else:
+            async with self.semaphore:
+                result = await caller.acall(kwargs, "", check)
+        return Completion(
+            result.text,
+            result.input_tokens,
+            result.output_tokens,
+            result.cost_usd,
+            caller.latency_s,
+            caller.hits > 0,
+        )

@@ -1,0 +1,232 @@
+"""How a comparison runs: units of (case, summarizer), summarized then scored (internal).
+
+One unit summarizes one case with one summarizer, under the comparison's semaphore, then runs
+every scorer on the summary (model calls of scorers take the semaphore again, one call at a
+time, so a unit never holds a slot while it waits for another). Offline work — the built-in
+baselines, the extractive summarizer, offline scorers — runs on worker threads, so the event
+loop keeps the model calls of other units going. Any exception of a summarizer or a scorer
+becomes an error row; nothing is lost.
+
+With an ``executor`` every unit is a job (:func:`run_unit_job`) that runs its own event loop;
+its arguments are pickled by process-based executors (Dask, ``ProcessPoolExecutor``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import dataclasses
+import math
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from memorylab.compress.summarizers import LiteLLMSummarizer, Summary
+from memorylab.errors import InvalidSetting
+from memorylab.evaluate._cache import CachedLLM, CacheMiss, CachingCaller, LLMCache, RunStats
+from memorylab.evaluate.cases import Case
+from memorylab.evaluate.scorers import BaseScorer, Sample, Scorer
+
+_T = TypeVar("_T")
+
+EXISTING = "memorylab/existing"
+
+COLUMNS = ("case", "summarizer", "scorer", "metric", "value", "n", "explanation", "error")
+SUMMARY_COLUMNS = (
+    "case", "summarizer", "text", "model", "input_tokens", "output_tokens", "cost_usd",
+    "latency_s", "chunks", "cached", "error",
+)  # fmt: skip
+
+
+class ExistingSummaries:
+    """The summaries the cases already have (``Case.summary``): scored without any model."""
+
+    name = EXISTING
+
+    def __repr__(self) -> str:
+        return "ExistingSummaries()"
+
+    def summarize(self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
+                  ) -> Summary:  # fmt: skip
+        raise InvalidSetting(
+            f"{EXISTING} takes each case's own summary (cases_from_workspace); it cannot "
+            "summarize new messages"
+        )
+
+    async def asummarize(
+        self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
+    ) -> Summary:
+        return self.summarize(messages, max_tokens=max_tokens)
+
+
+def existing_summary(case: Case) -> Summary:
+    if not case.summary:
+        raise InvalidSetting(
+            f"case {case.id!r} has no existing summary; {EXISTING} scores the summaries of "
+            "cases_from_workspace() cases"
+        )
+    meta = case.metadata
+
+    def number(key: str) -> float | None:
+        value = meta.get(key)
+        return float(value) if isinstance(value, int | float) else None
+
+    tokens = meta.get("summary_tokens")
+    return Summary(
+        text=case.summary,
+        model=str(meta.get("summarizer_model") or EXISTING),
+        output_tokens=tokens if isinstance(tokens, int) else None,
+        cost_usd=number("cost_usd"),
+        latency_s=number("latency_s"),  # type: ignore[arg-type]
+        chunks=1,
+    )
+
+
+@dataclass
+class Context:
+    """What every unit of one run (or one executor job) shares."""
+
+    cache: LLMCache | None
+    stats: RunStats
+    concurrency: int
+    max_tokens: int | None
+    cache_only: bool = False
+    semaphore: asyncio.Semaphore | None = None
+    inflight: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def llm(self) -> CachedLLM:
+        return CachedLLM(self.cache, self.stats, self.semaphore, cache_only=self.cache_only,
+                         inflight=self.inflight)  # fmt: skip
+
+
+def _is_offline(summarizer: Any) -> bool:
+    if isinstance(summarizer, LiteLLMSummarizer):
+        return False
+    from memorylab.compress.extractive import ExtractiveSummarizer
+    from memorylab.evaluate.baselines import HeadTailSummarizer, TruncateSummarizer
+
+    if isinstance(summarizer, ExtractiveSummarizer | TruncateSummarizer | HeadTailSummarizer):
+        return True
+    method = getattr(summarizer, "asummarize", None)
+    return method is None or not asyncio.iscoroutinefunction(method)
+
+
+async def summarize(summarizer: Any, case: Case, ctx: Context) -> tuple[Summary, bool]:
+    """The summary of ``case`` and whether it came whole from the cache."""
+    messages = list(case.messages)
+    if isinstance(summarizer, ExistingSummaries):
+        return existing_summary(case), False
+    if isinstance(summarizer, LiteLLMSummarizer):
+        summarizer.get_context_window()  # resolved once, on the original, not on every copy
+        bound = copy.copy(summarizer)
+        caller = CachingCaller(
+            summarizer._caller, ctx.cache, ctx.stats, cache_only=ctx.cache_only,
+            inflight=ctx.inflight,
+        )
+        bound._caller = caller  # type: ignore[assignment]
+        summary = await bound.asummarize(messages, max_tokens=ctx.max_tokens)
+        if caller.hits or caller.misses:
+            summary = dataclasses.replace(summary, latency_s=caller.latency_s)
+        return summary, caller.hits > 0 and caller.misses == 0
+    if _is_offline(summarizer):
+        done: Summary = await asyncio.to_thread(
+            summarizer.summarize, messages, max_tokens=ctx.max_tokens
+        )
+        return done, False
+    return await summarizer.asummarize(messages, max_tokens=ctx.max_tokens), False
+
+
+def _error_text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:2000]
+
+
+def _row(case: str, label: str, scorer: str, metric: str, value: float, n: Any,
+         explanation: str, error: str | None) -> dict[str, Any]:  # fmt: skip
+    return dict(zip(COLUMNS, (case, label, scorer, metric, value, n, explanation, error),
+                    strict=True))  # fmt: skip
+
+
+async def _score(scorer: Scorer, sample: Sample, ctx: Context) -> list[dict[str, Any]]:
+    case, label = sample.case.id, sample.summarizer
+    try:
+        if isinstance(scorer, BaseScorer) and scorer.offline:
+            scores = await asyncio.to_thread(scorer.score, sample)
+        else:
+            scores = await scorer.ascore(sample, ctx.llm())
+    except CacheMiss:
+        raise
+    except Exception as exc:
+        return [_row(case, label, scorer.name, "error", math.nan, None, "", _error_text(exc))]
+    rows = []
+    for metric, score in scores.items():
+        n = score.metadata.get("n") if isinstance(score.metadata, Mapping) else None
+        rows.append(_row(case, label, scorer.name, str(metric), score.value,
+                         n, score.explanation, None))  # fmt: skip
+    return rows
+
+
+def _summary_record(case: Case, label: str, summary: Summary | None, cached: bool,
+                    error: str | None) -> dict[str, Any]:  # fmt: skip
+    values = (
+        case.id, label,
+        summary.text if summary else None, summary.model if summary else None,
+        summary.input_tokens if summary else None, summary.output_tokens if summary else None,
+        summary.cost_usd if summary else None, summary.latency_s if summary else None,
+        summary.chunks if summary else None, cached, error,
+    )  # fmt: skip
+    return dict(zip(SUMMARY_COLUMNS, values, strict=True))
+
+
+async def run_unit(
+    case: Case, label: str, summarizer: Any, scorers: Sequence[Scorer], ctx: Context
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Rows of one (case, summarizer) and its summary record."""
+    if ctx.semaphore is None:
+        ctx.semaphore = asyncio.Semaphore(ctx.concurrency)
+    try:
+        async with ctx.semaphore:
+            summary, cached = await summarize(summarizer, case, ctx)
+    except CacheMiss:
+        raise
+    except Exception as exc:
+        error = _error_text(exc)
+        row = _row(case.id, label, "summarize", "error", math.nan, None, "", error)
+        return [row], _summary_record(case, label, None, False, error)
+    sample = Sample(case, summary, label)
+    results = await asyncio.gather(*(_score(s, sample, ctx) for s in scorers))
+    rows = [row for group in results for row in group]
+    return rows, _summary_record(case, label, summary, cached, None)
+
+
+def run_sync(factory: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
+    """``asyncio.run(factory())``, on a worker thread when this thread already runs a loop
+    (a notebook cell)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(factory())
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memorylab-compare") as pool:
+        return pool.submit(lambda: asyncio.run(factory())).result()
+
+
+def run_unit_job(
+    case: Case,
+    label: str,
+    summarizer: Any,
+    scorers: Sequence[Scorer],
+    cache_dir: str | None,
+    concurrency: int,
+    max_tokens: int | None,
+    max_cost_usd: float | None,
+) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
+    """One unit as an executor job: ``(rows, summary record, stats)``; picklable arguments."""
+    stats = RunStats(max_cost_usd)
+    ctx = Context(LLMCache(cache_dir) if cache_dir else None, stats, concurrency, max_tokens)
+
+    async def main() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        return await run_unit(case, label, summarizer, scorers, ctx)
+
+    rows, record = run_sync(main)
+    return rows, record, stats.as_dict()

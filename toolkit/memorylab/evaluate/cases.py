@@ -1,0 +1,419 @@
+"""Evaluation cases: a history that was (or will be) summarized, with what a summary must keep.
+
+A :class:`Case` is the history (messages with ``role``/``content``/``timestamp``), optional
+reference :class:`Fact` records (each with a category from :data:`FACT_CATEGORIES`) and
+:class:`Probe` questions with answers, and — for cases read from a real workspace — the summary
+that a compaction actually wrote (``summary``), so it can be scored without calling any model.
+
+* :func:`cases_from_transcripts` cuts bundled (or given) transcripts with planted facts and probes
+  into cases: one per transcript (``split="whole"``), per session (``"session"``) or per window
+  of ``window`` messages (``"window"``). A fact belongs to the case whose messages contain its
+  ``message_index`` (re-based to the case), a probe to the case of its fact.
+* :func:`cases_from_workspace` turns every compaction of a workspace, agent folder or MEMORY.md
+  into a case: the archive it wrote (the history that was summarized) and the summary that
+  replaced it, found in the file that continues the archive (memorylab's ``**Continues:**``
+  lineage) or, for the reference framework's files (no lineage), in the next file in time order.
+  The first summary block of that file that does not already occur in the archive is the one
+  the compaction wrote. Its ``compactions.jsonl`` record, when there is one, gives the model,
+  latency and cost (``Case.metadata``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from memorylab.errors import InvalidSetting, MemoryFormatError, StoreError
+from memorylab.memory import format as fmt
+from memorylab.memory.records import SUMMARY_PREFIX, MemoryDocument
+
+__all__ = [
+    "FACT_CATEGORIES",
+    "Case",
+    "Fact",
+    "Probe",
+    "cases_from_messages",
+    "cases_from_transcripts",
+    "cases_from_workspace",
+]
+
+FACT_CATEGORIES = ("number", "path", "command", "name", "decision")
+"""The categories of facts, in the order tables show them."""
+
+Split = Literal["whole", "session", "window"]
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """A detail a summary should keep: its ``text`` (the value as written), its category and
+    the index of the message (in the case's history) that states it (``None``: unknown)."""
+
+    id: str
+    category: str
+    text: str
+    message_index: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.category not in FACT_CATEGORIES:
+            raise InvalidSetting(
+                f"fact {self.id!r}: category must be one of {', '.join(FACT_CATEGORIES)}, "
+                f"not {self.category!r}"
+            )
+        if not isinstance(self.text, str) or not self.text.strip():
+            raise InvalidSetting(f"fact {self.id!r}: text must be a non-empty string")
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """A question that the summary alone should let a reader answer, with the expected answer."""
+
+    id: str
+    question: str
+    answer: str
+    fact_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One history to summarize, with optional reference facts, probes and an existing summary.
+
+    ``messages`` are ``{"role", "content"[, "timestamp"]}`` dicts. ``facts`` empty means the
+    fact-recall scorer extracts facts from the history by its documented rules. ``summary`` is
+    the text of a summary that already exists (without the ``[Compressed Memory Summary]``
+    prefix), scored by the ``"memorylab/existing"`` summarizer.
+    """
+
+    id: str
+    messages: tuple[Mapping[str, Any], ...]
+    facts: tuple[Fact, ...] = ()
+    probes: tuple[Probe, ...] = ()
+    summary: str | None = None
+    source: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not self.id:
+            raise InvalidSetting("a case needs a non-empty string id")
+        object.__setattr__(self, "messages", tuple(_message(m) for m in self.messages))
+        object.__setattr__(self, "facts", tuple(self.facts))
+        object.__setattr__(self, "probes", tuple(self.probes))
+
+    def __repr__(self) -> str:
+        return (
+            f"Case({self.id!r}, {len(self.messages)} messages, {len(self.facts)} facts, "
+            f"{len(self.probes)} probes{', with summary' if self.summary else ''})"
+        )
+
+    @property
+    def history_text(self) -> str:
+        """The history as one transcript (what a summarizer sees, rendered)."""
+        from memorylab.compress.summarizers import render_transcript
+
+        return render_transcript(self.messages)
+
+
+def _message(message: Mapping[str, Any]) -> dict[str, Any]:
+    if not isinstance(message, Mapping) or "content" not in message:
+        raise InvalidSetting(f"a case message must be a mapping with 'content', not {message!r}")
+    out: dict[str, Any] = {
+        "role": str(message.get("role") or "unknown"),
+        "content": fmt.content_to_text(message.get("content")),
+    }
+    if message.get("timestamp") not in (None, ""):
+        out["timestamp"] = message["timestamp"]
+    return out
+
+
+def cases_from_messages(
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    id: str = "case",
+    facts: Iterable[Fact] = (),
+    probes: Iterable[Probe] = (),
+    summary: str | None = None,
+) -> list[Case]:
+    """One case from a plain message list (a convenience for notebooks and tests)."""
+    return [Case(id, tuple(messages), tuple(facts), tuple(probes), summary, source="messages")]
+
+
+# --------------------------------------------------------------------------- transcripts
+
+
+def _windows(
+    transcript: Any, split: Split, window: int
+) -> list[tuple[str, int, int]]:
+    """``(suffix, start, end)`` message ranges of one transcript."""
+    count = len(transcript.messages)
+    if split == "whole" or count == 0:
+        return [("", 0, count)]
+    if split == "window":
+        return [
+            (f"#w{n}", start, min(start + window, count))
+            for n, start in enumerate(range(0, count, window))
+        ]
+    ranges: list[tuple[str, int, int]] = []
+    start = 0
+    messages = transcript.messages
+    for index in range(1, count + 1):
+        if index == count or messages[index].session != messages[start].session:
+            ranges.append((f"#s{messages[start].session}", start, index))
+            start = index
+    return ranges
+
+
+def _transcript_cases(path: Path, split: Split, window: int) -> list[Case]:
+    from memorylab.transcripts import load_transcript
+
+    transcript = load_transcript(path)
+    stem = path.name.removesuffix(".jsonl")
+    cases = []
+    for suffix, start, end in _windows(transcript, split, window):
+        messages = tuple(
+            {"role": m.role, "content": m.content, "timestamp": m.timestamp}
+            for m in transcript.messages[start:end]
+        )
+        facts = tuple(
+            Fact(f.id, f.category, f.text, f.message_index - start)
+            for f in transcript.facts
+            if f.message_index is not None and start <= f.message_index < end
+        )
+        kept = {f.id for f in facts}
+        probes = tuple(
+            Probe(p.id, p.question, p.answer, p.fact_id)
+            for p in transcript.probes
+            if p.fact_id in kept or (p.fact_id is None and split == "whole")
+        )
+        if not any(str(m["content"]).strip() for m in messages):
+            continue
+        cases.append(
+            Case(
+                f"{stem}{suffix}",
+                messages,
+                facts,
+                probes,
+                source=str(path),
+                metadata={"transcript": stem, "start": start, "end": end},
+            )
+        )
+    return cases
+
+
+def cases_from_transcripts(
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
+    *,
+    split: Split = "whole",
+    window: int = 40,
+) -> list[Case]:
+    """Cases from transcripts with planted facts and probes (``None``: the bundled ones).
+
+    ``split``: ``"whole"`` (one case per transcript), ``"session"`` (one per run of messages
+    of the same session) or ``"window"`` (consecutive windows of ``window`` messages).
+    """
+    if split not in ("whole", "session", "window"):
+        raise InvalidSetting(f"split must be 'whole', 'session' or 'window', not {split!r}")
+    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+        raise InvalidSetting(f"window must be an int >= 1, not {window!r}")
+    if paths is None:
+        from memorylab.transcripts import bundled_transcripts
+
+        items: list[Path] = [Path(p) for p in bundled_transcripts()]
+        if not items:
+            raise StoreError("no bundled transcripts were found (data/transcripts/*.jsonl)")
+    elif isinstance(paths, str | os.PathLike):
+        items = [Path(paths)]
+    else:
+        items = [Path(p) for p in paths]
+    out: list[Case] = []
+    for item in items:
+        if item.is_dir():
+            for child in sorted(item.glob("*.jsonl")):
+                out.extend(_transcript_cases(child, split, window))
+        elif item.is_file():
+            out.extend(_transcript_cases(item, split, window))
+        else:
+            raise StoreError(f"{item} does not exist; give a transcript .jsonl file or a folder")
+    return out
+
+
+# --------------------------------------------------------------------------- workspaces
+
+
+def _agent_folders(path: Path) -> list[tuple[Path, Path | None]]:
+    """``(agent folder, only this file or None)`` for a workspace, agents/, agent folder, file."""
+    if not path.exists():
+        raise StoreError(
+            f"{path} does not exist; give a workspace (the folder holding agents/), an agent "
+            "folder, a MEMORY.md or an archive file"
+        )
+    if path.is_file():
+        folder = path.parent.parent if path.parent.name == "archive" else path.parent
+        return [(folder, path)]
+
+    def is_agent(folder: Path) -> bool:
+        return (folder / "MEMORY.md").is_file() or (folder / "archive").is_dir()
+
+    if is_agent(path):
+        return [(path, None)]
+    agents = path / "agents" if (path / "agents").is_dir() else path
+    found: list[tuple[Path, Path | None]] = [
+        (child, None)
+        for child in sorted(agents.iterdir(), key=lambda p: p.name)
+        if child.is_dir() and not child.name.startswith(".") and is_agent(child)
+    ]
+    if not found and agents is path and path.name != "agents":
+        raise StoreError(f"{path} is neither a workspace (no agents/ folder) nor an agent folder")
+    return found
+
+
+def _read(path: Path) -> MemoryDocument | None:
+    try:
+        text = path.read_bytes().decode("utf-8", errors="replace")
+        doc, _problems = fmt.parse(text, strict=False, path=str(path))
+    except (OSError, MemoryFormatError, ValueError):
+        return None
+    return doc
+
+
+def _records(folder: Path) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for file in sorted(folder.glob("*compactions.jsonl")):
+        try:
+            lines = file.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(record, dict) and record.get("archive") and not record.get("error"):
+                out[str(record["archive"])] = record
+    return out
+
+
+def _pending(folder: Path) -> str | None:
+    intent = folder / ".MEMORY.md.intent.json"
+    try:
+        name = json.loads(intent.read_bytes()).get("archive")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return str(name) if name else None
+
+
+def _sort_key(path: Path) -> tuple[datetime, int, str]:
+    parsed = fmt.parse_archive_name(path.name)
+    when, attempt = parsed if parsed is not None else (datetime.min, 0)
+    return when, attempt, path.name
+
+
+def _summary_of(successor: MemoryDocument, archive: MemoryDocument) -> str | None:
+    already = {m.content for m in archive.messages if m.is_summary}
+    for message in successor.messages:
+        if message.is_summary and message.content not in already:
+            return message.content[len(SUMMARY_PREFIX) :].strip()
+    return None
+
+
+def _agent_cases(folder: Path, only: Path | None) -> list[Case]:
+    archive_dir = folder / "archive"
+    archives = sorted(
+        (
+            p
+            for p in (archive_dir.iterdir() if archive_dir.is_dir() else ())
+            if p.is_file() and fmt.parse_archive_name(p.name) is not None
+        ),
+        key=_sort_key,
+    )
+    pending = _pending(folder)
+    archives = [p for p in archives if p.name != pending]
+    memory_md = folder / "MEMORY.md"
+    files = [*archives, *([memory_md] if memory_md.is_file() else [])]
+    docs = {p: _read(p) for p in files}
+    by_continues = {
+        doc.continues: p for p, doc in docs.items() if doc is not None and doc.continues
+    }
+    records = _records(folder)
+    cases = []
+    for index, archive in enumerate(archives):
+        doc = docs[archive]
+        if doc is None or not doc.messages:
+            continue
+        successor = by_continues.get(archive.name)
+        if successor is None:
+            later = [p for p in files[index + 1 :] if docs[p] is not None]
+            successor = later[0] if later else None
+        if successor is None:
+            continue
+        if only is not None and only not in (archive, successor):
+            continue
+        summary = _summary_of(docs[successor], doc)  # type: ignore[arg-type]
+        if not summary:
+            continue
+        record = records.get(archive.name, {})
+        cases.append(
+            Case(
+                f"{folder.name}/{archive.name}",
+                tuple(
+                    {"role": m.role, "content": m.content, "timestamp": m.timestamp}
+                    for m in doc.messages
+                ),
+                summary=summary,
+                source=str(archive),
+                metadata={
+                    "agent": folder.name,
+                    "archive": archive.name,
+                    "summary_file": str(successor),
+                    "summarizer_model": record.get("summarizer_model"),
+                    "latency_s": record.get("latency_s"),
+                    "cost_usd": record.get("cost_usd"),
+                    "summary_tokens": record.get("summary_tokens"),
+                    "reference_format": doc.format_version is None,
+                },
+            )
+        )
+    return cases
+
+
+def cases_from_workspace(
+    source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
+) -> list[Case]:
+    """One case per compaction found in ``source`` (see the module docstring).
+
+    ``source``: a workspace (the folder holding ``agents/``), ``agents/`` itself, an agent
+    folder, a MEMORY.md or archive file (only the compaction it takes part in), or a list of
+    these; ``None`` is the current workspace (:func:`memorylab.resolve_workspace`). Nothing is
+    written; an archive of an interrupted compaction is skipped.
+    """
+    if source is None:
+        from memorylab.config import resolve_workspace
+
+        items: list[Path] = [resolve_workspace(None)]
+    elif isinstance(source, str | os.PathLike):
+        items = [Path(source)]
+    else:
+        items = [Path(s) for s in source]
+    out: list[Case] = []
+    sources: set[Path] = set()
+    ids: set[str] = set()
+    for item in items:
+        for folder, only in _agent_folders(item.expanduser()):
+            for case in _agent_cases(folder, only):
+                source = Path(case.source).resolve()
+                if source in sources:
+                    continue
+                sources.add(source)
+                if case.id in ids:  # the same agent name in two workspaces
+                    base = f"{folder.resolve().parent.parent.name}/{case.id}"
+                    new_id, n = base, 2
+                    while new_id in ids:
+                        new_id, n = f"{base}#{n}", n + 1
+                    case = dataclasses.replace(case, id=new_id)
+                ids.add(case.id)
+                out.append(case)
+    return out

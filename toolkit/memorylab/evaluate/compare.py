@@ -1,0 +1,399 @@
+"""Compare summarizers on cases: one long-form DataFrame of scores, and the tables made from it.
+
+:func:`compare_summarizers` summarizes every case with every summarizer and scores each
+summary. Summarizers are litellm model names (:class:`~memorylab.LiteLLMSummarizer`), the
+built-in offline ones — ``"memorylab/extractive"``, ``"memorylab/truncate"``,
+``"memorylab/head-tail"`` (:data:`BASELINES`) — ``"memorylab/existing"`` (the summaries that
+:func:`~memorylab.evaluate.cases_from_workspace` cases already have), or any
+:class:`~memorylab.Summarizer` object.
+
+* Concurrency: asyncio, at most ``concurrency`` summaries or model calls at a time; offline
+  work runs on threads. Rate limits, timeouts and 5xx are retried with exponential backoff by
+  :class:`memorylab.compress.llm.Caller`; what still fails is a row with ``metric="error"``.
+* Cache: every model call (summaries, chunks, merges, reader and judge calls) is stored under
+  ``cache_dir`` keyed by the SHA-256 of its model, parameters and prompt
+  (:mod:`memorylab.evaluate._cache`); a re-run sends no request and reports the same numbers,
+  latency included (the first run's).
+* Cost guard: with ``max_cost_usd`` the cost of the calls that are not cached yet is estimated
+  first, from token counts and litellm's prices (:func:`estimate_cost`); above the limit
+  :class:`~memorylab.errors.BudgetExceeded` is raised and nothing is sent. Models without a
+  litellm price count as 0 in the estimate and are named in ``df.attrs["run"]``. During the
+  run, calls stop once the money spent reaches the limit.
+* Scale-out: ``executor`` (any :class:`concurrent.futures.Executor`, e.g. a Dask
+  ``distributed.Client.get_executor()``) runs each (case, summarizer) as a job; the cache is
+  shared through ``cache_dir``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Executor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, overload
+
+from memorylab.compress.summarizers import Summarizer
+from memorylab.errors import BudgetExceeded, InvalidSetting
+from memorylab.evaluate._cache import LLMCache, RunStats
+from memorylab.evaluate._engine import (
+    COLUMNS,
+    EXISTING,
+    SUMMARY_COLUMNS,
+    Context,
+    ExistingSummaries,
+    run_sync,
+    run_unit,
+    run_unit_job,
+)
+from memorylab.evaluate.cases import Case
+from memorylab.evaluate.scorers import Scorer, get_scorer
+from memorylab.evaluate.tables import fact_survival_table, markdown_table, summary_table
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "BASELINES",
+    "DEFAULT_SCORERS",
+    "EXISTING",
+    "ExistingSummaries",
+    "compare_summarizers",
+    "default_cache_dir",
+    "estimate_cost",
+    "fact_survival_table",
+    "markdown_table",
+    "resolve_summarizers",
+    "summary_table",
+]
+
+BASELINES = ("memorylab/extractive", "memorylab/truncate", "memorylab/head-tail")
+"""The built-in offline summarizers: the floor every model should beat."""
+
+DEFAULT_SCORERS = ("compression", "latency", "cost", "fact_recall", "probe_qa")
+"""Scorers used when none are named: all offline (``probe_qa`` with the lookup reader)."""
+
+SummarizerSpec = str | Summarizer
+ScorerSpec = str | Scorer | Callable[..., Any]
+
+
+def default_cache_dir() -> Path:
+    """``$MEMORYLAB_CACHE_DIR``, else ``<workspace>/.cache/llm`` (the workspace as resolved by
+    :func:`memorylab.resolve_workspace`)."""
+    configured = os.environ.get("MEMORYLAB_CACHE_DIR")
+    if configured:
+        return Path(configured).expanduser()
+    from memorylab.config import resolve_workspace
+
+    return resolve_workspace(None) / ".cache" / "llm"
+
+
+def _resolve_one(spec: SummarizerSpec, options: Mapping[str, Any]) -> Any:
+    if isinstance(spec, str):
+        name = spec.strip()
+        if name == EXISTING:
+            return ExistingSummaries()
+        if name == "memorylab/truncate":
+            from memorylab.evaluate.baselines import TruncateSummarizer
+
+            return TruncateSummarizer()
+        if name == "memorylab/head-tail":
+            from memorylab.evaluate.baselines import HeadTailSummarizer
+
+            return HeadTailSummarizer()
+        if name == "memorylab/extractive":
+            from memorylab.compress.extractive import ExtractiveSummarizer
+
+            return ExtractiveSummarizer()
+        from memorylab.compress.summarizers import get_summarizer
+
+        if name.lower().startswith("memorylab/") and name != "memorylab/scripted":
+            raise InvalidSetting(
+                f"unknown memorylab summarizer {spec!r}; built in: "
+                f"{', '.join((*BASELINES, EXISTING, 'memorylab/scripted'))}"
+            )
+        return get_summarizer(name, **(options if name != "memorylab/scripted" else {}))
+    if not callable(getattr(spec, "summarize", None)):
+        raise InvalidSetting(
+            f"a summarizer is a litellm model name, a built-in name or a Summarizer object, "
+            f"not {type(spec).__name__}"
+        )
+    return spec
+
+
+def resolve_summarizers(
+    summarizers: SummarizerSpec | Sequence[SummarizerSpec] | Mapping[str, SummarizerSpec],
+    summarizer_args: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """``{label: summarizer}``: a mapping keeps its labels; otherwise the summarizer's
+    ``name`` (a model name for LiteLLM). ``summarizer_args`` go to LiteLLMSummarizer for model
+    names (``{"llm_args": {"api_base": ...}, "timeout": 30}``)."""
+    options = dict(summarizer_args or {})
+    if isinstance(summarizers, str) or not isinstance(summarizers, Sequence | Mapping):
+        summarizers = [summarizers]
+    pairs: list[tuple[str | None, SummarizerSpec]]
+    if isinstance(summarizers, Mapping):
+        pairs = [(str(k), v) for k, v in summarizers.items()]
+    else:
+        pairs = [(None, s) for s in summarizers]
+    if not pairs:
+        raise InvalidSetting("name at least one summarizer, e.g. ['memorylab/extractive']")
+    out: dict[str, Any] = {}
+    for label, spec in pairs:
+        summarizer = _resolve_one(spec, options)
+        name = label or str(getattr(summarizer, "name", None) or type(summarizer).__name__)
+        if name in out:
+            raise InvalidSetting(
+                f"two summarizers are both named {name!r}; pass a dict {{label: summarizer}}"
+            )
+        out[name] = summarizer
+    return out
+
+
+def _resolve_scorers(scorers: ScorerSpec | Sequence[ScorerSpec]) -> list[Scorer]:
+    if isinstance(scorers, str) or not isinstance(scorers, Sequence):
+        scorers = [scorers]
+    resolved = [get_scorer(s) for s in scorers]
+    names = [s.name for s in resolved]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise InvalidSetting(f"scorer names must be unique; repeated: {duplicates}")
+    return resolved
+
+
+def _resolve_cases(cases: Case | Iterable[Case]) -> list[Case]:
+    items = [cases] if isinstance(cases, Case) else list(cases)
+    if not items:
+        raise InvalidSetting("no cases to compare on")
+    bad = [type(c).__name__ for c in items if not isinstance(c, Case)]
+    if bad:
+        raise InvalidSetting(f"cases must be Case objects (from cases_from_*), not {bad[0]}")
+    ids = [c.id for c in items]
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    if repeated:
+        raise InvalidSetting(f"case ids must be unique; repeated: {repeated[:5]}")
+    return items
+
+
+def _cache(cache_dir: str | os.PathLike[str] | bool | None) -> LLMCache | None:
+    if cache_dir is None or cache_dir is False:
+        return None
+    if cache_dir is True:
+        return LLMCache(default_cache_dir())
+    return LLMCache(cache_dir)
+
+
+def _check_settings(concurrency: Any, max_cost_usd: Any, max_tokens: Any) -> None:
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise InvalidSetting(f"concurrency must be an int >= 1, not {concurrency!r}")
+    if max_cost_usd is not None and (
+        isinstance(max_cost_usd, bool)
+        or not isinstance(max_cost_usd, int | float)
+        or math.isnan(max_cost_usd)
+        or max_cost_usd < 0
+    ):
+        raise InvalidSetting(f"max_cost_usd must be a number >= 0 or None, not {max_cost_usd!r}")
+    if max_tokens is not None and (
+        isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
+    ):
+        raise InvalidSetting(f"max_tokens must be an int >= 1 or None, not {max_tokens!r}")
+
+
+# --------------------------------------------------------------------------- running
+
+
+def _progress(total: int, enabled: bool) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="compare", unit="summary", disable=not enabled, leave=False)
+
+
+async def _run_all(
+    units: list[tuple[Case, str, Any]], scorers: list[Scorer], ctx: Context, bar: Any
+) -> list[tuple[list[dict[str, Any]], dict[str, Any]]]:
+    ctx.semaphore = asyncio.Semaphore(ctx.concurrency)
+
+    async def one(case: Case, label: str, summarizer: Any) -> Any:
+        result = await run_unit(case, label, summarizer, scorers, ctx)
+        bar.update(1)
+        return result
+
+    return list(await asyncio.gather(*(one(c, label, s) for c, label, s in units)))
+
+
+def _run_executor(
+    units: list[tuple[Case, str, Any]],
+    scorers: list[Scorer],
+    executor: Executor,
+    cache: LLMCache | None,
+    concurrency: int,
+    max_tokens: int | None,
+    stats: RunStats,
+    bar: Any,
+) -> list[tuple[list[dict[str, Any]], dict[str, Any]]]:
+    from concurrent.futures import as_completed
+
+    cache_dir = str(cache.directory) if cache is not None else None
+    limit = stats.max_cost_usd
+    futures = {
+        executor.submit(
+            run_unit_job, case, label, s, scorers, cache_dir, concurrency, max_tokens, limit
+        ): index
+        for index, (case, label, s) in enumerate(units)
+    }
+    results: list[Any] = [None] * len(units)
+    for future in as_completed(futures):
+        rows, record, job_stats = future.result()
+        stats.merge(job_stats)
+        results[futures[future]] = (rows, record)
+        bar.update(1)
+    return results
+
+
+def _frame(rows: list[dict[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
+    import pandas as pd
+
+    frame = pd.DataFrame(rows, columns=list(columns))
+    if "value" in frame:
+        frame["value"] = frame["value"].astype(float)
+    if "n" in frame:
+        frame["n"] = pd.to_numeric(frame["n"], errors="coerce").astype(float)
+    return frame
+
+
+@overload
+def compare_summarizers(
+    cases: Case | Iterable[Case],
+    summarizers: SummarizerSpec | Sequence[SummarizerSpec] | Mapping[str, SummarizerSpec],
+    scorers: ScorerSpec | Sequence[ScorerSpec] = ...,
+    *,
+    concurrency: int = ...,
+    cache_dir: str | os.PathLike[str] | bool | None = ...,
+    max_cost_usd: float | None = ...,
+    executor: Executor | None = ...,
+    progress: bool = ...,
+    max_tokens: int | None = ...,
+    summarizer_args: Mapping[str, Any] | None = ...,
+    with_summaries: Literal[False] = False,
+) -> pd.DataFrame: ...
+
+
+@overload
+def compare_summarizers(
+    cases: Case | Iterable[Case],
+    summarizers: SummarizerSpec | Sequence[SummarizerSpec] | Mapping[str, SummarizerSpec],
+    scorers: ScorerSpec | Sequence[ScorerSpec] = ...,
+    *,
+    concurrency: int = ...,
+    cache_dir: str | os.PathLike[str] | bool | None = ...,
+    max_cost_usd: float | None = ...,
+    executor: Executor | None = ...,
+    progress: bool = ...,
+    max_tokens: int | None = ...,
+    summarizer_args: Mapping[str, Any] | None = ...,
+    with_summaries: Literal[True],
+) -> tuple[pd.DataFrame, pd.DataFrame]: ...
+
+
+def compare_summarizers(
+    cases: Case | Iterable[Case],
+    summarizers: SummarizerSpec | Sequence[SummarizerSpec] | Mapping[str, SummarizerSpec],
+    scorers: ScorerSpec | Sequence[ScorerSpec] = DEFAULT_SCORERS,
+    *,
+    concurrency: int = 8,
+    cache_dir: str | os.PathLike[str] | bool | None = True,
+    max_cost_usd: float | None = None,
+    executor: Executor | None = None,
+    progress: bool = True,
+    max_tokens: int | None = None,
+    summarizer_args: Mapping[str, Any] | None = None,
+    with_summaries: bool = False,
+) -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame]:
+    """Summarize every case with every summarizer, score the summaries (module docstring).
+
+    Returns the long-form scores, one row per (case, summarizer, scorer, metric) with columns
+    ``case, summarizer, scorer, metric, value, n, explanation, error`` (``n``: how many facts
+    or probes the value averages over; a failure is a row with ``metric="error"``, NaN value
+    and the ``error`` text). ``df.attrs["run"]`` holds the run's counters: model ``requests``
+    sent (retries not counted), ``cache_hits``, ``spent_usd``, ``estimate_usd``,
+    ``unpriced_models``. With ``with_summaries=True`` also a frame of the summaries (text,
+    model, tokens, cost, latency, whether they came whole from the cache, error).
+
+    ``cache_dir``: ``True`` (:func:`default_cache_dir`), a folder, or ``None``/``False`` for
+    no cache. ``max_tokens``: the summary budget given to every summarizer (``None``: each
+    one's default). ``summarizer_args``: options for summarizers given as model names.
+    """
+    _check_settings(concurrency, max_cost_usd, max_tokens)
+    items = _resolve_cases(cases)
+    resolved = resolve_summarizers(summarizers, summarizer_args)
+    scorer_list = _resolve_scorers(scorers)
+    cache = _cache(cache_dir)
+    stats = RunStats(max_cost_usd)
+    estimate = None
+    if max_cost_usd is not None:
+        estimate = estimate_cost(items, resolved, scorer_list, cache_dir=cache or False,
+                                 max_tokens=max_tokens)  # fmt: skip
+        total = float(estimate["usd"].sum())
+        if total > max_cost_usd:
+            lines = "; ".join(
+                f"{r.model}: {int(r.calls)} calls, ~{int(r.input_tokens):,} in / "
+                f"{int(r.output_tokens):,} out tokens, ${r.usd:.4f}"
+                for r in estimate.itertuples()
+                if r.usd > 0
+            )
+            raise BudgetExceeded(
+                f"the estimated cost of this comparison is ${total:.4f}, above max_cost_usd="
+                f"{max_cost_usd:g} ({lines}). Compare fewer cases or summarizers, use cheaper "
+                "models, lower max_tokens, or raise max_cost_usd."
+            )
+    units = [(case, label, s) for case in items for label, s in resolved.items()]
+    bar = _progress(len(units), progress)
+    try:
+        if executor is None:
+            ctx = Context(cache, stats, concurrency, max_tokens)
+            results = run_sync(lambda: _run_all(units, scorer_list, ctx, bar))
+        else:
+            results = _run_executor(units, scorer_list, executor, cache, concurrency,
+                                    max_tokens, stats, bar)  # fmt: skip
+    finally:
+        bar.close()
+    rows = [row for unit_rows, _ in results for row in unit_rows]
+    frame = _frame(rows, COLUMNS)
+    run: dict[str, Any] = {**stats.as_dict(), "estimate_usd": None, "unpriced_models": []}
+    if estimate is not None:
+        run["estimate_usd"] = float(estimate["usd"].sum())
+        run["unpriced_models"] = sorted(estimate.loc[~estimate["priced"], "model"])
+    frame.attrs["run"] = run
+    if with_summaries:
+        return frame, _frame([record for _, record in results], SUMMARY_COLUMNS)
+    return frame
+
+
+# --------------------------------------------------------------------------- cost estimate
+
+
+def estimate_cost(
+    cases: Case | Iterable[Case],
+    summarizers: SummarizerSpec | Sequence[SummarizerSpec] | Mapping[str, SummarizerSpec],
+    scorers: ScorerSpec | Sequence[ScorerSpec] = DEFAULT_SCORERS,
+    *,
+    cache_dir: str | os.PathLike[str] | bool | LLMCache | None = True,
+    max_tokens: int | None = None,
+    summarizer_args: Mapping[str, Any] | None = None,
+) -> pd.DataFrame:
+    """What :func:`compare_summarizers` would spend, per model, before running it.
+
+    Calls already in the cache cost nothing (a summary is cached when replaying it from the
+    cache alone succeeds; so is a scorer's call on a cached summary). The rest: input tokens
+    counted with the model's tokenizer (prompt included), output tokens at their upper bound
+    (``max_tokens``), priced with litellm's map. Columns ``model, calls, cached_calls,
+    input_tokens, output_tokens, usd, priced`` (unpriced models: ``usd`` 0).
+    """
+    from memorylab.evaluate._budget import estimate_units
+
+    items = _resolve_cases(cases)
+    resolved = resolve_summarizers(summarizers, summarizer_args)
+    scorer_list = _resolve_scorers(scorers)
+    cache = cache_dir if isinstance(cache_dir, LLMCache) else _cache(cache_dir)
+    return estimate_units(items, resolved, scorer_list, cache, max_tokens)

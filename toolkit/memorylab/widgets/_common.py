@@ -1,0 +1,200 @@
+"""Shared pieces of the widgets: figures as PNG images, DataFrames as HTML, a status line.
+
+Plots are drawn on a :class:`matplotlib.figure.Figure` made without pyplot (no global figure
+registry, nothing shown twice by the inline backend) and shown in an ``ipywidgets.Image``;
+tables are ``ipywidgets.HTML``. Both are plain widget state, so a test outside a kernel reads
+exactly what a browser shows (``Output`` widgets only capture inside a kernel).
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import os
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from memorylab.errors import MemorylabError, PrerequisiteError
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+__all__ = [
+    "PROVIDER_MODELS",
+    "View",
+    "figure_png",
+    "frame_html",
+    "import_widgets",
+    "legend_outside",
+    "new_axes",
+    "provider_model",
+    "status_html",
+]
+
+PROVIDER_MODELS = (
+    ("OPENAI_API_KEY", "gpt-4o-mini"),
+    ("ANTHROPIC_API_KEY", "anthropic/claude-haiku-4-5"),
+    ("GEMINI_API_KEY", "gemini/gemini-2.0-flash"),
+    ("GROQ_API_KEY", "groq/llama-3.1-8b-instant"),
+)
+"""A cheap model per provider key: offered when the key is in the environment."""
+
+OFFLINE_ENV = "MEMORYLAB_OFFLINE"
+"""Set to ``1`` to never offer a real model, even with a provider key in the environment."""
+
+
+def import_widgets() -> Any:
+    """``ipywidgets``, or a :class:`PrerequisiteError` saying how to install it."""
+    try:
+        import ipywidgets
+    except ImportError as exc:  # pragma: no cover - ipywidgets is a core dependency
+        raise PrerequisiteError(
+            "memorylab's widgets need ipywidgets: pip install 'ipywidgets>=8.1'"
+        ) from exc
+    return ipywidgets
+
+
+def provider_model() -> str | None:
+    """A real model to offer, when a provider key is set (and ``$MEMORYLAB_OFFLINE`` is not)."""
+    if os.environ.get(OFFLINE_ENV, "").strip() not in ("", "0"):
+        return None
+    for key, model in PROVIDER_MODELS:
+        if os.environ.get(key):
+            return model
+    return None
+
+
+def new_axes(size: tuple[float, float] = (8.0, 3.6)) -> tuple[Figure, Axes]:
+    """A figure (no pyplot) and its one Axes, for the ``plot_*(…, ax=)`` helpers."""
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=size, layout="constrained")
+    return figure, figure.subplots()
+
+
+def figure_png(figure: Figure, dpi: int = 96) -> bytes:
+    """The figure as PNG bytes (for an ``ipywidgets.Image``)."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=dpi)
+    return buffer.getvalue()
+
+
+_TABLE_CSS = (
+    "<style>"
+    ".mlab-table{border-collapse:collapse;font-family:system-ui,-apple-system,'Segoe UI',"
+    "sans-serif;font-size:12px;color:#1f2328}"
+    ".mlab-table th{background:#f6f8fa;text-align:right;padding:3px 8px;"
+    "border-bottom:1px solid #d0d7de;white-space:nowrap}"
+    ".mlab-table td{padding:3px 8px;border-bottom:1px solid #eaeef2;text-align:right;"
+    "vertical-align:top}"
+    ".mlab-table td.mlab-text{text-align:left;white-space:pre-wrap;word-break:break-word;"
+    "max-width:60em}"
+    ".mlab-table td.mlab-label{text-align:left;white-space:nowrap}"
+    ".mlab-table tr.mlab-hl td{background:#fff8c5;font-weight:600}"
+    "</style>"
+)
+
+
+def _cell(value: Any, formats: dict[str, Callable[[Any], str]] | None, column: str) -> str:
+    if formats and column in formats:
+        return formats[column](value)
+    if isinstance(value, float):
+        if value != value:  # NaN
+            return ""
+        return f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return str(value)
+
+
+def frame_html(
+    frame: pd.DataFrame,
+    *,
+    max_rows: int = 50,
+    highlight: Iterable[int] = (),
+    text_columns: Sequence[str] = (),
+    label_columns: Sequence[str] = (),
+    formats: dict[str, Callable[[Any], str]] | None = None,
+    clip: int = 300,
+) -> str:
+    """A compact HTML table of ``frame`` (the first ``max_rows`` rows; rows at the positions
+    in ``highlight`` marked). ``text_columns`` are left-aligned, wrapped and clipped at ``clip``
+    chars; ``label_columns`` are left-aligned and never wrapped."""
+    marked = set(highlight)
+    columns = [str(c) for c in frame.columns]
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    body = []
+    for position, row in enumerate(frame.head(max_rows).itertuples(index=False, name=None)):
+        cells = []
+        for column, value in zip(columns, row, strict=True):
+            text = _cell(value, formats, column)
+            if column in text_columns:
+                if len(text) > clip:
+                    text = text[: clip - 1] + "…"
+                cells.append(f'<td class="mlab-text">{html.escape(text)}</td>')
+            elif column in label_columns:
+                cells.append(f'<td class="mlab-label">{html.escape(text)}</td>')
+            else:
+                cells.append(f"<td>{html.escape(text)}</td>")
+        css = ' class="mlab-hl"' if position in marked else ""
+        body.append(f"<tr{css}>{''.join(cells)}</tr>")
+    more = ""
+    if len(frame) > max_rows:
+        more = (
+            f'<div style="color:#57606a;font-size:12px">… {len(frame) - max_rows:,} more rows '
+            "(narrow the filter)</div>"
+        )
+    if not body:
+        body.append(f'<tr><td colspan="{max(1, len(columns))}">(no rows)</td></tr>')
+    return (
+        f'{_TABLE_CSS}<div style="overflow-x:auto;max-width:100%"><table class="mlab-table">'
+        f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>{more}"
+    )
+
+
+def legend_outside(axes: Axes) -> None:
+    """Move the plot helper's legend to the right of the axes (it never hides the lines)."""
+    if axes.get_legend() is not None:
+        axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+
+
+def status_html(text: str, *, error: bool = False) -> str:
+    """A one-line status (an error in red)."""
+    color = "#cf222e" if error else "#57606a"
+    return (
+        f'<div style="color:{color};font-family:system-ui,sans-serif;font-size:12px">'
+        f"{html.escape(text)}</div>"
+    )
+
+
+class View:
+    """Base of the widgets: ``widget`` is the ipywidgets box shown when the object is displayed.
+
+    ``error`` holds the message of the last library error a control change caused (shown in the
+    status line instead of a traceback in the browser), or ``None``.
+    """
+
+    widget: Any
+    status: Any
+
+    def __init__(self) -> None:
+        self.error: str | None = None
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        bundle = self.widget._repr_mimebundle_(**kwargs)
+        if isinstance(bundle, dict):  # where widgets do not render (nbconvert, a terminal)
+            bundle["text/plain"] = repr(self)
+        return bundle
+
+    def _report(self, error: MemorylabError | None, note: str = "") -> None:
+        self.error = None if error is None else str(error)
+        if error is not None:
+            self.status.value = status_html(f"{type(error).__name__}: {error}", error=True)
+        else:
+            self.status.value = status_html(note)
+
+    def close(self) -> None:
+        """Close the widget tree (frees its comms in a kernel)."""
+        self.widget.close()

@@ -1,0 +1,354 @@
+"""``MemoryExplorer``: browse a workspace's memory — agents, segments, messages, compactions.
+
+A thin view over :func:`memorylab.analysis.memory_df` (messages in timeline order, one segment
+per archive and the live MEMORY.md last), :func:`~memorylab.analysis.compactions_df`,
+:func:`~memorylab.analysis.token_growth` + :func:`~memorylab.analysis.plot_token_growth`, and
+:func:`memorylab.evaluate.cases.cases_from_workspace` (which summary replaced which archive).
+Filtering the message table (role, search, segment) is the only thing the widget does itself.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memorylab.compress.policy import DEFAULT_THRESHOLD, Threshold
+from memorylab.errors import InvalidSetting, MemorylabError
+from memorylab.memory._display import document_html
+from memorylab.widgets._common import (
+    View,
+    figure_png,
+    frame_html,
+    import_widgets,
+    legend_outside,
+    new_axes,
+    status_html,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from memorylab.evaluate.cases import Case
+
+__all__ = ["ALL", "MESSAGE_COLUMNS", "MemoryExplorer"]
+
+ALL = "(all)"
+"""The filter value that keeps everything."""
+
+MESSAGE_COLUMNS = ("timeline", "segment", "role", "timestamp", "content")
+"""The columns of the message table."""
+
+_SEGMENT_COLORS = ("#ddf4ff", "#fbefff", "#dafbe1", "#fff8c5", "#ffebe9", "#eaeef2")
+
+
+def _known(values: Any) -> Any:
+    present = values.dropna()
+    return present.iloc[-1] if len(present) else None
+
+
+class MemoryExplorer(View):
+    """Explore the memory of a workspace (default: the current one, ``$WORKSPACE_DIR``).
+
+    ``source`` is anything :func:`~memorylab.analysis.memory_df` reads: a workspace, an agent
+    folder, a memory file. ``context_length`` / ``threshold`` draw the token-growth plot's
+    limit lines; by default they come from the agent's ``compactions.jsonl`` records (else 8192
+    tokens and the default threshold). ``model`` picks the tokenizer.
+
+    State for code and tests: :attr:`frame` / :attr:`problems` (the loaded frames),
+    :attr:`agent_frame`, :attr:`table` (the filtered message DataFrame shown),
+    :attr:`segments` (one row per segment of the agent), :attr:`growth` (the
+    :func:`token_growth` frame), :attr:`figure` / :attr:`axes`, :attr:`cases` (the agent's
+    compactions as evaluation cases) and :attr:`case` (the one shown).
+    """
+
+    def __init__(
+        self,
+        source: str | os.PathLike[str] | None = None,
+        *,
+        agent: str | None = None,
+        context_length: int | None = None,
+        threshold: Threshold | None = None,
+        model: str | None = None,
+        max_rows: int = 40,
+    ) -> None:
+        super().__init__()
+        from memorylab.analysis.frames import compactions_df, memory_df
+        from memorylab.config import resolve_workspace
+
+        widgets = import_widgets()
+        self.source = Path(source) if source is not None else resolve_workspace(None)
+        self.model = model
+        self.max_rows = max_rows
+        self._context_length = context_length
+        self._threshold = threshold
+        self.frame, self.problems = memory_df(self.source, strict=False, tokens=None)
+        self.compactions = compactions_df(self.source)
+        agents = [str(a) for a in dict.fromkeys(self.frame["agent"].astype(str))]
+        if not agents:
+            raise InvalidSetting(
+                f"no agent memory found in {self.source}; give a workspace (the folder holding "
+                "agents/), an agent folder or a MEMORY.md"
+            )
+        if agent is not None and agent not in agents:
+            raise InvalidSetting(f"no agent {agent!r} in {self.source}; found {agents}")
+
+        style = {"description_width": "70px"}
+        self.agent_picker = widgets.Dropdown(
+            options=agents, value=agent or agents[0], description="agent", style=style
+        )
+        self.segment_picker = widgets.Dropdown(description="segment", style=style)
+        self.role_picker = widgets.Dropdown(description="role", style=style)
+        self.search_box = widgets.Text(
+            placeholder="search the messages",
+            description="search",
+            style=style,
+            continuous_update=False,
+        )
+        self.case_picker = widgets.Dropdown(
+            description="compaction",
+            style={"description_width": "80px"},
+            layout=widgets.Layout(width="460px"),
+        )
+        self.header = widgets.HTML()
+        self.timeline_view = widgets.HTML()
+        self.table_view = widgets.HTML()
+        self.image = widgets.Image(format="png", layout=widgets.Layout(width="100%"))
+        self.archive_view = widgets.HTML(layout=widgets.Layout(width="50%"))
+        self.summary_view = widgets.HTML(layout=widgets.Layout(width="50%"))
+        self.status = widgets.HTML()
+        messages = widgets.VBox(
+            [
+                widgets.HBox([self.segment_picker, self.role_picker, self.search_box]),
+                self.table_view,
+            ]
+        )
+        compaction = widgets.VBox(
+            [self.case_picker, widgets.HBox([self.archive_view, self.summary_view])]
+        )
+        self.tabs = widgets.Tab(children=[messages, self.image, compaction])
+        for index, title in enumerate(("Messages", "Token growth", "Compactions")):
+            self.tabs.set_title(index, title)
+        self.widget = widgets.VBox(
+            [
+                widgets.HBox([self.agent_picker, self.header]),
+                self.timeline_view,
+                self.status,
+                self.tabs,
+            ],
+            layout=widgets.Layout(max_width="1100px"),
+        )
+        self.table: pd.DataFrame = self.frame.iloc[:0]
+        self.figure: Figure | None = None
+        self.axes: Axes | None = None
+        self.cases: list[Case] = []
+        self.case: Case | None = None
+        self.agent_picker.observe(lambda _: self._agent_changed(), names="value")
+        for control in (self.segment_picker, self.role_picker, self.search_box):
+            control.observe(lambda _: self._filter(), names="value")
+        self.case_picker.observe(lambda _: self._show_case(), names="value")
+        self._agent_changed()
+
+    # -- state ----------------------------------------------------------------------------------
+
+    @property
+    def agent(self) -> str:
+        return str(self.agent_picker.value)
+
+    @property
+    def agent_frame(self) -> pd.DataFrame:
+        return self.frame[self.frame["agent"].astype(str) == self.agent]
+
+    @property
+    def segments(self) -> pd.DataFrame:
+        """One row per segment of the agent: file, kind, messages, first and last time."""
+        frame = self.agent_frame
+        grouped = frame.groupby("segment", sort=True, observed=True)
+        out = grouped.agg(
+            file=("file", "first"),
+            kind=("kind", "first"),
+            messages=("content", "size"),
+            first=("timestamp", "min"),
+            last=("timestamp", "max"),
+        ).reset_index()
+        out["file"] = [Path(str(f)).name for f in out["file"]]
+        return out
+
+    def _agent_records(self) -> pd.DataFrame:
+        records = self.compactions
+        return records[records["agent"].astype(str) == self.agent] if len(records) else records
+
+    @property
+    def context_length(self) -> int:
+        if self._context_length is not None:
+            return int(self._context_length)
+        known = _known(self._agent_records().get("context_length", []))
+        return int(known) if known is not None else 8192
+
+    @property
+    def threshold(self) -> Threshold:
+        if self._threshold is not None:
+            return self._threshold
+        known = _known(self._agent_records().get("threshold", []))
+        if known is None:
+            return DEFAULT_THRESHOLD
+        value = float(known)
+        return int(value) if value > 1 else value
+
+    def __repr__(self) -> str:
+        return (
+            f"MemoryExplorer({str(self.source)!r}, agent={self.agent!r}, "
+            f"{len(self.agent_picker.options)} agent(s), {len(self.frame):,} messages)"
+        )
+
+    # -- updating -------------------------------------------------------------------------------
+
+    def _agent_changed(self) -> None:
+        frame = self.agent_frame
+        segments = self.segments
+        options: list[tuple[str, int]] = [(ALL, -1)]
+        for row in segments.itertuples(index=False):
+            live = " (live)" if row.kind == "memory" else ""
+            options.append((f"{row.segment} · {row.file}{live} · {row.messages} msgs", row.segment))
+        self.segment_picker.options = options
+        self.segment_picker.value = -1
+        roles = [str(r) for r in dict.fromkeys(frame["role"].astype(str))]
+        self.role_picker.options = [ALL, *roles]
+        self.role_picker.value = ALL
+        records = self._agent_records()
+        self.header.value = (
+            '<div style="font-family:system-ui,sans-serif;font-size:13px;padding:4px 8px">'
+            f"<b>{len(frame):,}</b> messages in <b>{len(segments)}</b> segment(s) · "
+            f"<b>{len(records)}</b> compaction(s) · {html.escape(str(self.source))}</div>"
+        )
+        self._draw_growth()
+        self._load_cases()
+        self._filter()
+
+    def _timeline_html(self, selected: int) -> str:
+        segments = self.segments
+        total = max(1, int(segments["messages"].sum())) if len(segments) else 1
+        boxes = []
+        for row in segments.itertuples(index=False):
+            width = max(4.0, 100.0 * int(row.messages) / total)
+            color = _SEGMENT_COLORS[int(row.segment) % len(_SEGMENT_COLORS)]
+            live = row.kind == "memory"
+            border = "2px solid #0969da" if row.segment == selected else "1px solid #d0d7de"
+            label = "MEMORY.md (live)" if live else str(row.file)
+            when = "" if row.first != row.first else str(row.first)[:16]
+            short = "MEMORY.md (live)" if live else (when[5:] if when else str(row.file))
+            boxes.append(
+                f'<div title="{html.escape(label)}: {row.messages} messages from '
+                f'{html.escape(when)}" style="flex:{width:.2f} 1 0;min-width:0;'
+                f"background:{color};border:{border};border-radius:4px;padding:2px 4px;"
+                'overflow:hidden;white-space:nowrap;text-overflow:ellipsis;font-size:11px">'
+                f"<b>{row.segment}</b> {html.escape(short)}<br>{row.messages} msgs</div>"
+            )
+        arrow = '<div style="align-self:center;color:#57606a;padding:0 2px">→</div>'
+        return (
+            '<div style="font-family:system-ui,sans-serif;font-size:12px;color:#57606a">'
+            "Segments, oldest archive → live file (hover for the file name)</div>"
+            f'<div style="display:flex;gap:2px;align-items:stretch">{arrow.join(boxes)}</div>'
+        )
+
+    def _filter(self) -> None:
+        frame = self.agent_frame
+        segment = self.segment_picker.value
+        if segment is not None and segment != -1:
+            frame = frame[frame["segment"] == segment]
+        role = self.role_picker.value
+        if role not in (None, ALL):
+            frame = frame[frame["role"].astype(str) == role]
+        query = str(self.search_box.value or "").strip()
+        if query:
+            frame = frame[frame["content"].str.contains(query, case=False, regex=False)]
+        self.table = frame[list(MESSAGE_COLUMNS)].reset_index(drop=True)
+        summaries = [i for i, s in enumerate(frame["is_summary"].tolist()) if s]
+        self.timeline_view.value = self._timeline_html(-1 if segment is None else int(segment))
+        shown = self.table.assign(
+            timestamp=self.table["timestamp"].astype(str).str.slice(0, 19).str.replace("T", " ")
+        )
+        self.table_view.value = (
+            f'<div style="font-size:12px;color:#57606a">{len(self.table):,} of '
+            f"{len(self.agent_frame):,} messages; summaries highlighted</div>"
+            + frame_html(
+                shown, max_rows=self.max_rows, highlight=summaries, text_columns=("content",)
+            )
+        )
+        self._report(None, "")
+
+    def _draw_growth(self) -> None:
+        from memorylab.analysis.growth import token_growth
+        from memorylab.analysis.plots import plot_token_growth
+
+        try:
+            self.growth = token_growth(
+                self.agent_frame,
+                context_length=self.context_length,
+                threshold=self.threshold,
+                model=self.model,
+            )
+        except MemorylabError as error:
+            self._report(error)
+            return
+        figure, axes = new_axes((9.0, 3.6))
+        plot_token_growth(self.growth, ax=axes, title=f"Context size of {self.agent}")
+        legend_outside(axes)
+        self.figure, self.axes = figure, axes
+        self.image.value = figure_png(figure)
+
+    def _load_cases(self) -> None:
+        from memorylab.evaluate.cases import cases_from_workspace
+
+        folders = {Path(str(f)).parent for f in self.agent_frame["file"].unique()}
+        folders = {f.parent if f.name == "archive" else f for f in folders}
+        try:
+            self.cases = cases_from_workspace(sorted(folders)) if folders else []
+        except MemorylabError as error:
+            self.cases = []
+            self._report(error)
+        options: list[tuple[str, int]] = [
+            (f"{i + 1}. {case.metadata.get('archive', case.id)}", i)
+            for i, case in enumerate(self.cases)
+        ]
+        self.case_picker.options = options or [("(no compaction)", -1)]
+        self.case_picker.value = options[0][1] if options else -1
+        self._show_case()
+
+    def _show_case(self) -> None:
+        from memorylab.memory.store import read_memory
+
+        index = self.case_picker.value
+        if index is None or index < 0 or index >= len(self.cases):
+            self.case = None
+            self.archive_view.value = status_html("This agent has not compacted yet.")
+            self.summary_view.value = ""
+            return
+        case = self.case = self.cases[index]
+        try:
+            document = read_memory(case.source, strict=False)[0]
+            archive = document_html(document, limit=16)
+        except MemorylabError as error:
+            archive = status_html(str(error), error=True)
+        meta = case.metadata
+        facts = [
+            ("summarizer", meta.get("summarizer_model")),
+            ("summary tokens", meta.get("summary_tokens")),
+            ("latency", None if meta.get("latency_s") is None else f"{meta['latency_s']:.3f} s"),
+            ("written to", Path(str(meta.get("summary_file", ""))).name),
+        ]
+        listed = " · ".join(f"{k}: <code>{html.escape(str(v))}</code>" for k, v in facts if v)
+        self.archive_view.value = (
+            f"<b>Archive it replaced</b> <code>{html.escape(str(meta.get('archive')))}</code>"
+            + archive
+        )
+        self.summary_view.value = (
+            f"<b>The summary that replaced it</b><div style='font-size:12px;color:#57606a'>"
+            f"{listed}</div>"
+            '<pre style="white-space:pre-wrap;word-break:break-word;font-size:12px;line-height:1.4;'
+            "background:#fffbe6;border:1px solid #d4a72c;border-radius:6px;padding:8px;"
+            f'max-height:520px;overflow:auto">{html.escape(case.summary or "")}</pre>'
+        )

@@ -1,0 +1,368 @@
+"""``ThresholdTuner``: sliders for the compression threshold and context length over a transcript.
+
+A thin view over :func:`memorylab.analysis.replay`, :func:`~memorylab.analysis.sweep`,
+:func:`~memorylab.analysis.plot_token_growth` and :func:`~memorylab.analysis.plot_sweep`: every
+change of a control replays the transcript under the new setting (the sawtooth plot) and
+sweeps the thresholds at the chosen context length (the table, the current threshold's row
+highlighted). Replays cache their summaries, so moving a slider back costs nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from memorylab.compress.policy import Threshold
+from memorylab.errors import MemorylabError
+from memorylab.widgets._common import (
+    View,
+    figure_png,
+    frame_html,
+    import_widgets,
+    legend_outside,
+    new_axes,
+    provider_model,
+    status_html,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from memorylab.analysis.growth import ReplayResult
+
+__all__ = ["CONTEXT_LENGTHS", "SWEEP_COLUMNS", "SWEEP_HEADERS", "ThresholdTuner", "tuner_source"]
+
+CONTEXT_LENGTHS = (2048, 4096, 8192, 16384, 32768, 65536, 131072)
+"""The context lengths the slider offers (the given one is added when missing)."""
+
+SWEEP_COLUMNS = (
+    "threshold",
+    "trigger",
+    "compactions",
+    "peak_context_tokens",
+    "total_input_tokens",
+    "summary_tokens",
+    "estimated_cost_usd",
+    "fact_survival",
+)
+"""The sweep columns the table shows (those the sweep has)."""
+
+SWEEP_HEADERS = {
+    "peak_context_tokens": "peak",
+    "total_input_tokens": "input tokens",
+    "summarizer_calls": "summarizer calls",
+    "summary_tokens": "summary tokens",
+    "estimated_cost_usd": "est. cost",
+    "fact_survival": "facts kept",
+}
+"""Short headers for the table (the DataFrame in :attr:`ThresholdTuner.sweep_table` keeps the
+sweep's own column names)."""
+
+EXTRACTIVE = "memorylab/extractive"
+
+
+class _Source:
+    """What the tuner replays, with the defaults its source suggests."""
+
+    def __init__(
+        self,
+        transcript: Any,
+        *,
+        facts: list[str] | None = None,
+        context_length: int | None = None,
+        threshold: Threshold | None = None,
+        model: str | None = None,
+        name: str = "transcript",
+    ) -> None:
+        self.transcript = transcript
+        self.facts = facts
+        self.context_length = context_length
+        self.threshold = threshold
+        self.model = model
+        self.name = name
+
+
+def _history(entries: Iterable[Any]) -> list[dict[str, Any]]:
+    return [
+        {"role": e["role"], "content": e["content"], "timestamp": e.get("timestamp")}
+        for e in entries
+        if e.get("kind") in (None, "message")
+    ]
+
+
+def tuner_source(source: Any) -> _Source:
+    """Normalize what :class:`ThresholdTuner` accepts (see its docstring)."""
+    from memorylab.transcripts import Transcript, load_transcript
+
+    if isinstance(source, str | os.PathLike) and str(source).endswith(".jsonl"):
+        source = load_transcript(source)
+    if isinstance(source, Transcript):
+        return _Source(
+            source.as_messages(), facts=[f.text for f in source.facts] or None, name=source.name
+        )
+    short_memory = getattr(source, "short_memory", None)
+    if short_memory is not None and hasattr(source, "context_length"):  # an Agent
+        path = short_memory.memory_md_path
+        transcript: Any = path.parent if path is not None and path.exists() else None
+        if transcript is None:
+            transcript = _history(short_memory.conversation_history)
+        compressor = getattr(source, "context_compressor", None)
+        return _Source(
+            transcript,
+            context_length=int(source.context_length),
+            threshold=getattr(compressor, "threshold", None),
+            model=getattr(source, "model_name", None),
+            name=str(getattr(source, "agent_name", "agent")),
+        )
+    if hasattr(source, "conversation_history") and hasattr(source, "token_count"):
+        return _Source(_history(source.conversation_history), name=str(source.name))
+    if isinstance(source, str | os.PathLike):
+        return _Source(source, name=os.path.basename(os.fspath(source).rstrip("/")) or "memory")
+    return _Source(source)
+
+
+class ThresholdTuner(View):
+    """Tune the compression threshold and context length on a transcript, live.
+
+    ``source``: a bundled transcript file (``.jsonl``) or a loaded
+    :class:`memorylab.transcripts.Transcript` (its planted facts give a fact-survival column),
+    an :class:`~memorylab.Agent` (its memory folder; its context length, threshold and model are
+    the defaults), a :class:`~memorylab.Conversation`, a :func:`~memorylab.analysis.memory_df`
+    frame of one agent, a list of ``{"role", "content"}`` messages, or an agent folder / memory
+    file path.
+
+    ``summarizers``: the summarizers offered (default: the offline extractive one, plus a cheap
+    real model when a provider key is set). ``fast=True`` starts with the fast sweep (summary
+    sizes modelled, nothing summarized); the replay plot always runs the chosen summarizer.
+
+    State for code and tests: :attr:`result` (the :class:`~memorylab.analysis.ReplayResult`),
+    :attr:`sweep_table` (the sweep DataFrame), :attr:`figure` / :attr:`axes` (the replay plot),
+    :attr:`sweep_figure`, :attr:`updates` (how many times the view was recomputed).
+    """
+
+    def __init__(
+        self,
+        source: Any,
+        *,
+        threshold: Threshold | None = None,
+        context_length: int | None = None,
+        context_lengths: Sequence[int] = CONTEXT_LENGTHS,
+        thresholds: Sequence[Threshold] | None = None,
+        summarizers: Sequence[str] | None = None,
+        fast: bool = False,
+        model: str | None = None,
+        facts: Sequence[str] | None = None,
+        system_prompt: str | None = None,
+    ) -> None:
+        super().__init__()
+        from memorylab.analysis.growth import DEFAULT_THRESHOLDS
+
+        widgets = import_widgets()
+        self.source = tuner_source(source)
+        self.model = model if model is not None else self.source.model
+        self.facts = list(facts) if facts is not None else self.source.facts
+        self.system_prompt = system_prompt
+        self.thresholds = tuple(thresholds if thresholds is not None else DEFAULT_THRESHOLDS)
+        start_threshold = float(
+            threshold
+            if threshold is not None
+            else (self.source.threshold if self.source.threshold is not None else 0.7)
+        )
+        start_length = int(context_length or self.source.context_length or 8192)
+        lengths = sorted({*map(int, context_lengths), start_length})
+        if summarizers is None:
+            offered = [EXTRACTIVE]
+            real = provider_model()
+            if real is not None:
+                offered.append(real)
+        else:
+            offered = list(summarizers)
+
+        self.threshold_slider = widgets.FloatSlider(
+            value=start_threshold,
+            min=0.05,
+            max=1.0,
+            step=0.05,
+            description="threshold",
+            readout_format=".2f",
+            continuous_update=False,
+            style={"description_width": "110px"},
+            layout=widgets.Layout(width="520px"),
+        )
+        self.context_slider = widgets.SelectionSlider(
+            options=[(f"{n:,}", n) for n in lengths],
+            value=start_length,
+            description="context length",
+            continuous_update=False,
+            style={"description_width": "110px"},
+            layout=widgets.Layout(width="520px"),
+        )
+        self.summarizer_picker = widgets.Dropdown(
+            options=offered,
+            value=offered[0],
+            description="summarizer",
+            style={"description_width": "110px"},
+        )
+        self.fast_toggle = widgets.Checkbox(
+            value=fast, description="fast sweep (model summary sizes)", indent=False
+        )
+        self.image = widgets.Image(format="png", layout=widgets.Layout(width="100%"))
+        self.sweep_image = widgets.Image(format="png", layout=widgets.Layout(width="100%"))
+        self.summary = widgets.HTML()
+        self.table = widgets.HTML()
+        self.status = widgets.HTML()
+        controls = widgets.VBox(
+            [
+                self.threshold_slider,
+                self.context_slider,
+                widgets.HBox([self.summarizer_picker, self.fast_toggle]),
+            ]
+        )
+        self.widget = widgets.VBox(
+            [
+                widgets.HTML(
+                    f"<b>Threshold tuner</b> · {self.source.name}"
+                    + (" · fact survival from the planted facts" if self.facts else "")
+                ),
+                controls,
+                self.status,
+                self.summary,
+                self.image,
+                widgets.HBox(
+                    [
+                        widgets.Box(
+                            [self.table], layout=widgets.Layout(width="60%", overflow="auto")
+                        ),
+                        widgets.Box([self.sweep_image], layout=widgets.Layout(width="40%")),
+                    ]
+                ),
+            ],
+            layout=widgets.Layout(max_width="1100px"),
+        )
+        self.result: ReplayResult | None = None
+        self.sweep_table: pd.DataFrame | None = None
+        self.figure: Figure | None = None
+        self.axes: Axes | None = None
+        self.sweep_figure: Figure | None = None
+        self.updates = 0
+        for control in (
+            self.threshold_slider,
+            self.context_slider,
+            self.summarizer_picker,
+            self.fast_toggle,
+        ):
+            control.observe(self._changed, names="value")
+        self.update()
+
+    # -- state ----------------------------------------------------------------------------------
+
+    @property
+    def threshold(self) -> float:
+        return round(float(self.threshold_slider.value), 4)
+
+    @property
+    def context_length(self) -> int:
+        return int(self.context_slider.value)
+
+    @property
+    def summarizer(self) -> str:
+        return str(self.summarizer_picker.value)
+
+    @property
+    def fast(self) -> bool:
+        return bool(self.fast_toggle.value)
+
+    def __repr__(self) -> str:
+        outcome = "" if self.result is None else f", {self.result.compactions} compaction(s)"
+        return (
+            f"ThresholdTuner({self.source.name!r}, threshold={self.threshold:.2f}, "
+            f"context_length={self.context_length:,}{outcome})"
+        )
+
+    # -- updating -------------------------------------------------------------------------------
+
+    def _changed(self, change: dict[str, Any]) -> None:
+        self.update()
+
+    def update(self) -> None:
+        """Replay and sweep under the controls' values and redraw (called on every change)."""
+        from memorylab.analysis.growth import replay, sweep
+        from memorylab.analysis.plots import plot_sweep, plot_token_growth
+
+        threshold, length = self.threshold, self.context_length
+        spec = None if self.summarizer == EXTRACTIVE else self.summarizer
+        self.status.value = status_html("computing …")
+        try:
+            result = replay(
+                self.source.transcript,
+                threshold=threshold,
+                context_length=length,
+                summarizer=spec,
+                model=self.model,
+                system_prompt=self.system_prompt,
+            )
+            wanted = sorted({*(float(t) for t in self.thresholds), threshold})
+            table = sweep(
+                self.source.transcript,
+                wanted,
+                [length],
+                summarizer=spec,
+                model=self.model,
+                fast=self.fast,
+                facts=self.facts,
+                system_prompt=self.system_prompt,
+            )
+        except MemorylabError as error:
+            self._report(error)
+            return
+        self.result, self.sweep_table = result, table
+        self.updates += 1
+
+        figure, axes = new_axes((9.0, 3.4))
+        plot_token_growth(
+            result.timeline,
+            ax=axes,
+            title=f"Replay at threshold {threshold:.2f} of {length:,} tokens ({result.summarizer})",
+        )
+        legend_outside(axes)
+        self.figure, self.axes = figure, axes
+        self.image.value = figure_png(figure)
+
+        sweep_figure, sweep_axes = new_axes((4.8, 3.0))
+        plot_sweep(table, ax=sweep_axes, hue=None, title="Input tokens carried, by threshold")
+        sweep_axes.axvline(threshold, color="tab:red", linestyle="--", linewidth=1)
+        self.sweep_figure = sweep_figure
+        self.sweep_image.value = figure_png(sweep_figure)
+
+        current = [i for i, t in enumerate(table["threshold"]) if abs(float(t) - threshold) < 1e-9]
+        present = [c for c in SWEEP_COLUMNS if c in table.columns and table[c].notna().any()]
+        shown = table[present].rename(columns=SWEEP_HEADERS)
+        mode = "fast (modelled summaries)" if self.fast else f"replayed with {result.summarizer}"
+        self.table.value = (
+            f'<div style="font-size:12px;color:#57606a">Sweep at {length:,} tokens, {mode}; '
+            "the highlighted row is the slider's threshold</div>"
+            + frame_html(
+                shown,
+                highlight=current,
+                formats={
+                    "threshold": lambda v: f"{float(v):.2f}",
+                    "est. cost": lambda v: "" if v != v else f"${float(v):.4f}",
+                    "facts kept": lambda v: "" if v != v else f"{float(v):.0%}",
+                },
+            )
+        )
+        survival = (
+            f" · {result.fact_survival(self.facts):.0%} of the planted facts in the final context"
+            if self.facts
+            else ""
+        )
+        self.summary.value = (
+            '<div style="font-family:system-ui,sans-serif;font-size:13px">'
+            f"<b>{result.compactions}</b> compaction(s) over {len(result.timeline):,} messages · "
+            f"trigger {result.trigger:,} tokens · peak {result.peak_context_tokens:,} · "
+            f"{result.total_input_tokens:,} input tokens carried{survival}</div>"
+        )
+        self._report(None, f"updated ({self.updates})")
