@@ -14,8 +14,8 @@ from zoneinfo import ZoneInfo
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import START, Built, Clock, block, build_own, reference_file
 
+from conftest import START, Built, Clock, block, build_own, reference_file
 from memorylab import Conversation, MemoryFormatError, StoreError, read_memory
 from memorylab.analysis import compactions_df, memory_df
 from memorylab.analysis.frames import COMPACTION_COLUMNS, MEMORY_COLUMNS, PROBLEM_COLUMNS
@@ -85,7 +85,9 @@ def test_tool_and_json_content(own_workspace: Built) -> None:
     tools = df[df["role"] == "tool"]
     assert len(tools) == 16
     assert json.loads(tools["content"].iloc[0]) == {"rows": 0, "path": "/data/run_0.csv"}
-    assert "### Forged — 2020-01-01T00:00:00" in df["content"].iloc[1]  # escaped on disk, exact here
+    assert (
+        "### Forged — 2020-01-01T00:00:00" in df["content"].iloc[1]
+    )  # escaped on disk, exact here
 
 
 @pytest.mark.parametrize("model", ["gpt-4o", None])
@@ -141,7 +143,7 @@ def test_empty_workspace_has_the_columns(tmp_path: Path) -> None:
     df = memory_df(tmp_path / "ws")
     assert list(df.columns) == list(MEMORY_COLUMNS) and len(df) == 0
     assert isinstance(df["timestamp"].dtype, pd.DatetimeTZDtype)
-    frame, problems = memory_df(tmp_path / "ws", strict=False)
+    _, problems = memory_df(tmp_path / "ws", strict=False)
     assert list(problems.columns) == list(PROBLEM_COLUMNS) and len(problems) == 0
 
 
@@ -404,4 +406,7 @@ def test_compactions_of_a_workspace_without_any(tmp_path: Path) -> None:
 
 
 def test_reference_file_helper_is_the_reference_format() -> None:
-    assert block("Human", "2026-01-01T00:00:00", "hi") == "### Human — 2026-01-01T00:00:00\n\nhi\n\n---\n\n"
+    assert (
+        block("Human", "2026-01-01T00:00:00", "hi")
+        == "### Human — 2026-01-01T00:00:00\n\nhi\n\n---\n\n"
+    )

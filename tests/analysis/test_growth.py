@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import Built
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import Built
 from memorylab import InvalidSetting
 from memorylab.analysis import memory_df, replay, sweep, token_growth
 from memorylab.analysis._fast import Prefix, simulate, unit_prices
@@ -22,7 +22,19 @@ from memorylab.analysis._transcript import memo_counter
 from memorylab.compress.policy import trigger_tokens
 from memorylab.compress.summarizers import ScriptedSummarizer, Summary, render_message
 
-WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda".split()
+WORDS = [
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "epsilon",
+    "zeta",
+    "eta",
+    "theta",
+    "iota",
+    "kappa",
+    "lambda",
+]
 
 
 def transcript(count: int, seed: int = 3, longest: int = 60) -> list[dict[str, str]]:
@@ -37,7 +49,8 @@ def transcript(count: int, seed: int = 3, longest: int = 60) -> list[dict[str, s
 
 
 class SizedSummarizer:
-    """Summaries of exactly the size the fast mode models: ``min(cap, ratio * summarized)``."""
+    """Summaries of exactly the size the fast mode models: ``min(budget, ratio * summarized)``
+    (the budget is what the compressor asks for, within ``cap``)."""
 
     name = "test/sized"
 
@@ -53,7 +66,8 @@ class SizedSummarizer:
         count = self.counter
         summarized = sum(count(render_message(m)) for m in messages)
         summarized += (len(messages) - 1) * count("\n\n")
-        size = min(self.cap, max(1, int(self.ratio * summarized)))
+        cap = self.cap if max_tokens is None else min(self.cap, max_tokens)
+        size = min(cap, max(1, int(self.ratio * summarized)))
         return Summary(text=" ".join(["x"] * size), model=self.name, cost_usd=0.0)
 
 
@@ -64,9 +78,18 @@ def test_growth_is_a_sawtooth(own_workspace: Built) -> None:
     df = memory_df(own_workspace.root)
     growth = token_growth(df, context_length=1000, threshold=0.8, model="gpt-4o")
     assert list(growth.columns) == [
-        "workspace", "agent", "timeline", "segment", "role", "is_summary", "tokens",
-        "context_tokens", "trigger", "context_length", "compaction",
-    ]  # fmt: skip
+        "workspace",
+        "agent",
+        "timeline",
+        "segment",
+        "role",
+        "is_summary",
+        "tokens",
+        "context_tokens",
+        "trigger",
+        "context_length",
+        "compaction",
+    ]
     assert len(growth) == len(df)
     assert (growth["trigger"] == 800).all() and (growth["context_length"] == 1000).all()
     counter = memo_counter("gpt-4o")
@@ -113,9 +136,16 @@ def test_replay_touches_no_file(own_workspace: Built, snapshot_tree: Any) -> Non
     assert snapshot_tree(own_workspace.root) == before
     timeline = result.timeline
     assert list(timeline.columns) == [
-        "timeline", "segment", "role", "tokens", "context_tokens", "compaction",
-        "context_after", "trigger", "context_length",
-    ]  # fmt: skip
+        "timeline",
+        "segment",
+        "role",
+        "tokens",
+        "context_tokens",
+        "compaction",
+        "context_after",
+        "trigger",
+        "context_length",
+    ]
     assert len(timeline) == len(own_workspace.messages["alpha"]) - 3  # summaries left out
     assert result.compactions == int(timeline["compaction"].sum()) > 0
     assert all(event.ok and event.archive is None for event in result.events)
@@ -127,7 +157,12 @@ def test_replay_touches_no_file(own_workspace: Built, snapshot_tree: Any) -> Non
 def test_context_never_exceeds_the_window() -> None:
     messages = transcript(400)
     for threshold, window in [(0.5, 600), (0.8, 800), (0.9, 1500), (300, 500)]:
-        result = replay(messages, threshold=threshold, context_length=window, summarizer=SizedSummarizer(0.3, 40))
+        result = replay(
+            messages,
+            threshold=threshold,
+            context_length=window,
+            summarizer=SizedSummarizer(0.3, 40),
+        )
         timeline = result.timeline
         assert result.compactions > 0
         assert timeline["context_tokens"].max() <= window
@@ -174,7 +209,9 @@ def test_default_cache_is_shared() -> None:
 
 def test_failing_summarizer_leaves_the_context() -> None:
     scripted = ScriptedSummarizer(["ok summary"], fail_on=[0])
-    result = replay(transcript(60), threshold=0.5, context_length=600, summarizer=scripted, cache=False)
+    result = replay(
+        transcript(60), threshold=0.5, context_length=600, summarizer=scripted, cache=False
+    )
     assert [event.ok for event in result.events][:1] == [False]
     assert result.compactions == sum(event.ok for event in result.events) > 0
 
@@ -193,8 +230,10 @@ def test_transcript_inputs(own_workspace: Built) -> None:
     from_path = replay(gamma, threshold=0.8, context_length=500).timeline
     from_frame = replay(memory_df(gamma), threshold=0.8, context_length=500).timeline
     pd.testing.assert_frame_equal(from_path, from_frame)
-    stamped = [{"role": "User", "content": "hi", "timestamp": "2026-01-01T00:00:00+00:00"},
-               {"role": "User", "content": "[Compressed Memory Summary] dropped"}]  # fmt: skip
+    stamped = [
+        {"role": "User", "content": "hi", "timestamp": "2026-01-01T00:00:00+00:00"},
+        {"role": "User", "content": "[Compressed Memory Summary] dropped"},
+    ]
     result = replay(stamped, threshold=0.9, context_length=100)
     assert len(result.timeline) == 1
     assert result.final_context == "[2026-01-01T00:00:00.000000+00:00] User: hi"
@@ -203,8 +242,13 @@ def test_transcript_inputs(own_workspace: Built) -> None:
 def test_system_prompt_is_static_context() -> None:
     messages = transcript(100)
     plain = replay(messages, threshold=0.7, context_length=800, summarizer=SizedSummarizer(0.1, 30))
-    with_system = replay(messages, threshold=0.7, context_length=800, summarizer=SizedSummarizer(0.1, 30),
-                         system_prompt="You are a careful assistant. " * 10)  # fmt: skip
+    with_system = replay(
+        messages,
+        threshold=0.7,
+        context_length=800,
+        summarizer=SizedSummarizer(0.1, 30),
+        system_prompt="You are a careful assistant. " * 10,
+    )
     assert with_system.compactions > plain.compactions
     assert with_system.final_context.count("You are a careful assistant.") == 10
 
@@ -216,28 +260,63 @@ def test_system_prompt_is_static_context() -> None:
 def test_fast_mode_agrees_with_real_replays(system_prompt: str | None) -> None:
     messages = transcript(300)
     settings_ = {"thresholds": [0.5, 0.7, 0.9, 400], "context_lengths": [500, 1000, 2000]}
-    fast = sweep(messages, **settings_, fast=True, summary_ratio=0.2, max_summary_tokens=60,
-                 system_prompt=system_prompt)  # type: ignore[arg-type]  # fmt: skip
-    real = sweep(messages, **settings_, summarizer=SizedSummarizer(0.2, 60), max_summary_tokens=60,
-                 cache=False, system_prompt=system_prompt)  # type: ignore[arg-type]  # fmt: skip
+    fast = sweep(
+        messages,
+        **settings_,
+        fast=True,
+        summary_ratio=0.2,
+        max_summary_tokens=60,
+        system_prompt=system_prompt,
+    )  # type: ignore[arg-type]
+    real = sweep(
+        messages,
+        **settings_,
+        summarizer=SizedSummarizer(0.2, 10_000),
+        max_summary_tokens=60,
+        cache=False,
+        system_prompt=system_prompt,
+    )  # type: ignore[arg-type]
     assert len(fast) == len(real) == 12
-    columns = ["context_length", "threshold", "trigger", "compactions", "peak_context_tokens",
-               "total_input_tokens", "summarizer_calls", "summary_tokens"]  # fmt: skip
+    columns = [
+        "context_length",
+        "threshold",
+        "trigger",
+        "compactions",
+        "peak_context_tokens",
+        "total_input_tokens",
+        "summarizer_calls",
+        "summary_tokens",
+    ]
     pd.testing.assert_frame_equal(fast[columns], real[columns])
     assert set(fast["mode"]) == {"fast"} and set(real["mode"]) == {"replay"}
 
 
 def test_sweep_columns_and_skipped_settings() -> None:
-    frame = sweep(transcript(50), thresholds=[0.5, 0.9, 3000], context_lengths=[1000, 4000], fast=True)
+    frame = sweep(
+        transcript(50), thresholds=[0.5, 0.9, 3000], context_lengths=[1000, 4000], fast=True
+    )
     assert list(frame.columns) == [
-        "context_length", "threshold", "trigger", "mode", "messages", "compactions",
-        "peak_context_tokens", "total_input_tokens", "summarizer_calls",
-        "summarizer_input_tokens", "summary_tokens", "estimated_cost_usd",
-    ]  # fmt: skip
+        "context_length",
+        "threshold",
+        "trigger",
+        "mode",
+        "messages",
+        "compactions",
+        "peak_context_tokens",
+        "total_input_tokens",
+        "summarizer_calls",
+        "summarizer_input_tokens",
+        "summary_tokens",
+        "estimated_cost_usd",
+    ]
     # 3000 tokens cannot fire in a 1000-token window: that combination is left out
     assert frame[["context_length", "threshold"]].values.tolist() == [
-        [1000, 0.5], [1000, 0.9], [4000, 0.5], [4000, 0.9], [4000, 3000],
-    ]  # fmt: skip
+        [1000, 0.5],
+        [1000, 0.9],
+        [4000, 0.5],
+        [4000, 0.9],
+        [4000, 3000],
+    ]
     assert frame["estimated_cost_usd"].isna().all()  # no model: no price
     with pytest.raises(InvalidSetting):
         sweep(transcript(5), thresholds=[5000], context_lengths=[1000], fast=True)
@@ -249,7 +328,12 @@ def test_compactions_fall_as_the_threshold_rises() -> None:
     messages = transcript(500, seed=5)
     thresholds = [round(0.3 + 0.05 * i, 2) for i in range(14)]
     fast = sweep(messages, thresholds=thresholds, context_lengths=[600, 2000], fast=True)
-    real = sweep(messages, thresholds=thresholds[::3], context_lengths=[600], summarizer=SizedSummarizer(0.1, 60))
+    real = sweep(
+        messages,
+        thresholds=thresholds[::3],
+        context_lengths=[600],
+        summarizer=SizedSummarizer(0.1, 60),
+    )
     for frame in (fast, real):
         for _, part in frame.groupby("context_length"):
             counts = part.sort_values("threshold")["compactions"].tolist()
@@ -271,8 +355,10 @@ def test_fast_compaction_count_is_monotonic(
     """With a summary of constant size the count never rises with the trigger (and a check
     against a plain loop over the messages)."""
     prefix = Prefix.of(np.array(tokens, dtype=np.int64), separator)
-    outcomes = [(t, simulate(prefix, t, overhead=5, ratio=1.0, cap=summary, keep_points=True))
-                for t in sorted(set(triggers))]  # fmt: skip
+    outcomes = [
+        (t, simulate(prefix, t, overhead=5, ratio=1.0, cap=summary, keep_points=True))
+        for t in sorted(set(triggers))
+    ]
     counts = [o.compactions for _, o in outcomes]
     assert counts == sorted(counts, reverse=True)
     for trigger, outcome in outcomes:
@@ -291,7 +377,9 @@ def test_fast_compaction_count_is_monotonic(
 
 def test_fast_sweep_of_many_settings_runs() -> None:
     messages = transcript(2000, longest=30)
-    frame = sweep(messages, thresholds=np.linspace(0.3, 0.95, 50).tolist(), context_lengths=[4096], fast=True)
+    frame = sweep(
+        messages, thresholds=np.linspace(0.3, 0.95, 50).tolist(), context_lengths=[4096], fast=True
+    )
     assert len(frame) == 50 and (frame["messages"] == 2000).all()
 
 
@@ -304,12 +392,21 @@ def test_fact_survival() -> None:
     messages[-5]["content"] += " the api port is 8443"
     facts = ["make release-7", "port is 8443", "never mentioned"]
     # where the last compaction falls, from a real replay that fast mode models exactly
-    sized = replay(messages, threshold=0.7, context_length=600, summarizer=SizedSummarizer(0.1, 60))
+    sized = replay(
+        messages, threshold=0.7, context_length=600, summarizer=SizedSummarizer(0.1, 10_000)
+    )
     fired = np.flatnonzero(sized.timeline["compaction"].to_numpy())
     tail_start = int(fired[-1]) + 1
     expected = sum(1 for i in (3, 195) if i >= tail_start) / 3
-    fast = sweep(messages, thresholds=[0.7], context_lengths=[600, 100_000], fast=True, facts=facts,
-                 summary_ratio=0.1, max_summary_tokens=60)  # fmt: skip
+    fast = sweep(
+        messages,
+        thresholds=[0.7],
+        context_lengths=[600, 100_000],
+        fast=True,
+        facts=facts,
+        summary_ratio=0.1,
+        max_summary_tokens=60,
+    )
     assert fast["fact_survival"].tolist() == [pytest.approx(expected), pytest.approx(2 / 3)]
     assert sized.fact_survival(facts) == pytest.approx(expected)  # "x x x" summaries keep nothing
     real = sweep(messages, thresholds=[0.7], context_lengths=[600, 100_000], facts=facts)
@@ -322,20 +419,30 @@ def test_fact_survival() -> None:
 
 def test_estimated_cost() -> None:
     messages = transcript(100)
-    priced = sweep(messages, thresholds=[0.5, 0.9], context_lengths=[800], fast=True, model="gpt-4o-mini")
+    priced = sweep(
+        messages, thresholds=[0.5, 0.9], context_lengths=[800], fast=True, model="gpt-4o-mini"
+    )
     per_in, per_out = unit_prices("gpt-4o-mini")
     assert per_in > 0 and per_out > 0
     assert priced["estimated_cost_usd"].tolist() == pytest.approx(
         (priced["total_input_tokens"] * per_in).tolist()  # the offline summarizer is free
     )
-    llm_summaries = sweep(messages, thresholds=[0.5], context_lengths=[800], fast=True,
-                          model="gpt-4o-mini", summarizer="gpt-4o-mini")  # fmt: skip
+    llm_summaries = sweep(
+        messages,
+        thresholds=[0.5],
+        context_lengths=[800],
+        fast=True,
+        model="gpt-4o-mini",
+        summarizer="gpt-4o-mini",
+    )
     row = llm_summaries.iloc[0]
     assert row["estimated_cost_usd"] == pytest.approx(
         (row["total_input_tokens"] + row["summarizer_input_tokens"]) * per_in
         + (row["summary_tokens"] - row["compactions"] * _overhead()) * per_out
     )
-    unknown = sweep(messages, thresholds=[0.5], context_lengths=[800], fast=True, model="no-such-model-xyz")
+    unknown = sweep(
+        messages, thresholds=[0.5], context_lengths=[800], fast=True, model="no-such-model-xyz"
+    )
     assert unknown["estimated_cost_usd"].isna().all()
     replayed = sweep(messages, thresholds=[0.5], context_lengths=[800], model="gpt-4o-mini")
     assert replayed["estimated_cost_usd"].iloc[0] == pytest.approx(

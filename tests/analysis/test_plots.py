@@ -8,13 +8,13 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
-from conftest import Built  # noqa: E402
-from matplotlib.axes import Axes  # noqa: E402
+import matplotlib.pyplot as plt
+import pytest
+from matplotlib.axes import Axes
 
-from memorylab import InvalidSetting  # noqa: E402
-from memorylab.analysis import (  # noqa: E402
+from conftest import Built
+from memorylab import InvalidSetting
+from memorylab.analysis import (
     compactions_df,
     memory_df,
     plot_compactions,
@@ -65,7 +65,7 @@ def test_token_growth_plot(own_workspace: Built) -> None:
 
 def test_token_growth_plot_on_a_given_axes_with_several_agents(own_workspace: Built) -> None:
     growth = token_growth(memory_df(own_workspace.root), context_length=1000)
-    fig, (left, right) = plt.subplots(1, 2)
+    _, (left, right) = plt.subplots(1, 2)
     ax = plot_token_growth(growth, ax=right, title="all agents", show_limit=False)
     assert ax is right and not left.get_lines()
     labels = _legend(ax)
@@ -108,7 +108,7 @@ def test_compactions_plot(own_workspace: Built, reference_workspace: Built) -> N
     assert ax.get_ylabel() == "messages archived"  # no token figures recorded
     assert len(ax.collections) == 2  # one set of bars per agent
     counted = compactions_df(reference_workspace.root, tokens="gpt-4o")
-    fig, given = plt.subplots()
+    _, given = plt.subplots()
     ax2 = plot_compactions(counted, ax=given, title="reference")
     assert ax2 is given and ax2.get_ylabel() == "tokens before → after"
     assert _legend(ax2) == ["Researcher", "Writer"] and ax2.get_title() == "reference"

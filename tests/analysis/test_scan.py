@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memorylab.analysis._scan import convert_or_parse, convert_stamps, read_rows
+from memorylab.analysis._scan import convert_or_parse, convert_stamps, read_rows, unescape
 from memorylab.memory import format as fmt
 from memorylab.memory.records import MemoryDocument, Message
 
@@ -44,7 +44,9 @@ def _same_as_parser(data: bytes) -> None:
         try:
             data.decode("utf-8")
         except UnicodeDecodeError:
-            expected_problems.insert(0, (rows.problems[0].line, "encoding", rows.problems[0].message))
+            expected_problems.insert(
+                0, (rows.problems[0].line, "encoding", rows.problems[0].message)
+            )
     assert rows.roles == [m.role for m in doc.messages]
     assert rows.contents == [m.content for m in doc.messages]
     assert rows.utc_us.tolist() == [_micros(m.timestamp) for m in doc.messages]
@@ -85,8 +87,9 @@ contents = st.lists(lines, max_size=6).map("\n".join)
 stamps = st.datetimes(
     min_value=datetime(1990, 1, 1),
     max_value=datetime(2090, 1, 1),
-    timezones=st.sampled_from([None, UTC, timezone(timedelta(hours=5, minutes=30)),
-                               timezone(-timedelta(hours=8))]),  # fmt: skip
+    timezones=st.sampled_from(
+        [None, UTC, timezone(timedelta(hours=5, minutes=30)), timezone(-timedelta(hours=8))]
+    ),
 )
 messages = st.lists(st.builds(Message, roles, contents, stamps), max_size=6)
 
@@ -131,8 +134,17 @@ def test_damaged_files(msgs: list[Message], data: st.DataObject) -> None:
         raw = b"\xef\xbb\xbf" + raw
     elif damage == "insert":
         at = data.draw(st.integers(0, len(raw)))
-        piece = data.draw(st.sampled_from([b"\n### A \xe2\x80\x94 2020-01-01T00:00:00\n\n",
-                                           b"\n\n---\n\n", b"\n", b"\xff", b"### "]))  # fmt: skip
+        piece = data.draw(
+            st.sampled_from(
+                [
+                    b"\n### A \xe2\x80\x94 2020-01-01T00:00:00\n\n",
+                    b"\n\n---\n\n",
+                    b"\n",
+                    b"\xff",
+                    b"### ",
+                ]
+            )
+        )
         raw = raw[:at] + piece + raw[at:]
     elif damage == "drop" and raw:
         at = data.draw(st.integers(0, len(raw) - 1))
@@ -175,9 +187,16 @@ def test_stamp_shapes(stamp: str) -> None:
 
 @pytest.mark.parametrize(
     "stamp",
-    ["2026-13-01T00:00:00", "0000-01-01T00:00:00", "2026-01-01 00:00:00", "2026-01-01T24:00:00",
-     "2026-01-01T00:00:00+0200", "2026-02-30T00:00:00.000000+00:00", "2026-01-01"],
-)  # fmt: skip
+    [
+        "2026-13-01T00:00:00",
+        "0000-01-01T00:00:00",
+        "2026-01-01 00:00:00",
+        "2026-01-01T24:00:00",
+        "2026-01-01T00:00:00+0200",
+        "2026-02-30T00:00:00.000000+00:00",
+        "2026-01-01",
+    ],
+)
 def test_bad_stamps(stamp: str) -> None:
     assert convert_stamps([stamp.encode()], UTC) is None
     assert convert_stamps([b"2026-01-01T00:00:00", stamp.encode()], UTC) is None
@@ -194,3 +213,10 @@ def test_many_stamps_at_once() -> None:
     assert utc.tolist() == [_micros(w) for w in whens] * 2
     assert naive.tolist() == [False] * 1000 + [True] * 1000
     assert utc.dtype == np.int64
+
+
+@given(contents)
+def test_unescape_is_the_parsers(text: str) -> None:
+    assert unescape(text) == fmt.unescape_content(text)
+    escaped = fmt.escape_content(text)
+    assert unescape(escaped) == fmt.unescape_content(escaped) == text

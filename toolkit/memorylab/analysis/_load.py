@@ -241,7 +241,6 @@ _FLOAT_COLUMNS = (
     "summary_tokens",
     "latency_s",
     "cost_usd",
-    "threshold",
     "context_length",
 )
 
@@ -295,7 +294,15 @@ def _record_row(files: AgentFiles, record: dict[str, Any]) -> dict[str, Any]:
     }
     for column in _FLOAT_COLUMNS:
         row[column] = _float(record.get(column))
+    row["threshold"] = _threshold(record.get("threshold"))
     return row
+
+
+def _threshold(value: Any) -> Any:
+    """A recorded threshold as it was: an int is a token count, a float a fraction."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return math.nan
+    return value
 
 
 def _inferred(
@@ -317,6 +324,7 @@ def _inferred(
         summary_at = int(after[0]) if len(after) and is_summary[after[0]] else None
         when = stamps.iloc[int(after[0])] if len(after) else None
         row: dict[str, Any] = {column: math.nan for column in _FLOAT_COLUMNS}
+        row["threshold"] = math.nan
         row.update(
             workspace=str(files.workspace),
             agent=files.agent,
@@ -362,4 +370,8 @@ def compactions_frame(
     for column in _FLOAT_COLUMNS:
         frame[column] = frame[column].astype(np.float64)
     frame["summarizer_model"] = frame["summarizer_model"].astype(object)
+    if all(isinstance(t, float) for t in frame["threshold"]):
+        frame["threshold"] = frame["threshold"].astype(np.float64)
+    else:  # keep 3000 an int: an absolute token count, not a fraction
+        frame["threshold"] = frame["threshold"].astype(object)
     return frame.sort_values(["workspace", "agent", "time"], kind="stable").reset_index(drop=True)

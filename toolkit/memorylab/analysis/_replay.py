@@ -41,6 +41,19 @@ def default_summary_tokens(context_length: int) -> int:
     return min(MAX_SUMMARY_TOKENS, max(32, context_length // 10))
 
 
+def summary_budget(
+    threshold: Threshold, context_length: int, max_summary_tokens: int | None
+) -> int:
+    """The summary size a :class:`ContextCompressor` asks for in this setting (its own rule:
+    ``summarizer_max_tokens``, at most half the trigger, at least its minimum)."""
+    from memorylab.compress.compressor import ContextCompressor
+
+    maximum = max_summary_tokens or default_summary_tokens(context_length)
+    compressor = ContextCompressor(threshold, summarizer_max_tokens=maximum)
+    budget = getattr(compressor, "summary_budget", None)
+    return int(budget(context_length)) if budget is not None else maximum
+
+
 def _summary_key(summarizer: Summarizer, messages: Sequence[Mapping[str, Any]], budget: Any) -> str:
     digest = hashlib.blake2b(digest_size=20)
     head = f"{summarizer.name}\x1f{getattr(summarizer, 'model', None)}\x1f{budget}\x1e"
@@ -260,7 +273,7 @@ def run_sweep(
         last = _last_mentions(data, wanted) if wanted else None
         priced = _summarizer_model(summarizer)
         for length, threshold, trigger in settings:
-            cap = max_summary_tokens or default_summary_tokens(length)
+            cap = summary_budget(threshold, length, max_summary_tokens)
             outcome = _fast.simulate(
                 prefix,
                 trigger,
@@ -320,5 +333,6 @@ def run_sweep(
                 row["fact_survival"] = result.fact_survival(wanted)
             rows.append(row)
     frame = pd.DataFrame(rows)
-    frame["threshold"] = frame["threshold"].astype(object)
+    if not all(isinstance(t, float) for t in frame["threshold"]):
+        frame["threshold"] = frame["threshold"].astype(object)  # keep 3000 an int (tokens)
     return frame

@@ -23,10 +23,10 @@ minute, so that daylight-saving changes are honoured.
 from __future__ import annotations
 
 import re
-from itertools import repeat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
+from itertools import repeat
 from operator import methodcaller
 from pathlib import Path
 from typing import Any
@@ -205,6 +205,37 @@ def convert_stamps(
     return utc, naive
 
 
+# --------------------------------------------------------------------------- unescaping
+
+
+def _structural(line: str) -> bool:
+    """:func:`memorylab.memory.format.unescape_content`'s test of a line (backslash removed)."""
+    core = line.lstrip("\\").rstrip("\r")
+    return (
+        core == fmt.SEPARATOR_LINE
+        or core.startswith("### ")
+        or core == "###"
+        or core.startswith(fmt.TITLE_LINE)
+        or core.startswith(fmt.LOG_LINE)
+    )
+
+
+def unescape(text: str) -> str:
+    """Exactly :func:`memorylab.memory.format.unescape_content`, visiting only the lines that
+    start with a backslash (the parser's version looks at every line of a text that has one)."""
+    if "\\" not in text or (not text.startswith("\\") and "\n\\" not in text):
+        return text
+    parts = text.split("\n\\")
+    first = parts[0]
+    if first.startswith("\\") and _structural(first[1:].partition("\n")[0]):
+        first = first[1:]
+    out = [first]
+    for part in parts[1:]:
+        out.append("\n" if _structural(part.partition("\n")[0]) else "\n\\")
+        out.append(part)
+    return "".join(out)
+
+
 # --------------------------------------------------------------------------- files
 
 
@@ -291,7 +322,7 @@ def _fast(
         return None  # the caller reads the file again for the parser
     del bodies
     if backslash:
-        contents = list(map(fmt.unescape_content, contents))
+        contents = list(map(unescape, contents))
     roles = list(map(roles_seen.__getitem__, role_bytes))
     return FileRows(
         roles, contents, list(stamps), doc.continues, doc.format_version, problems, size
