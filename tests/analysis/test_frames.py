@@ -14,8 +14,8 @@ from zoneinfo import ZoneInfo
 import numpy as np
 import pandas as pd
 import pytest
+from analysis_support import START, Built, Clock, block, build_own, reference_file
 
-from conftest import START, Built, Clock, block, build_own, reference_file
 from memorylab import Conversation, MemoryFormatError, StoreError, read_memory
 from memorylab.analysis import compactions_df, memory_df
 from memorylab.analysis.frames import COMPACTION_COLUMNS, MEMORY_COLUMNS, PROBLEM_COLUMNS

@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from analysis_support import Built
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import Built
 from memorylab import InvalidSetting
 from memorylab.analysis import memory_df, replay, sweep, token_growth
 from memorylab.analysis._fast import Prefix, simulate, unit_prices

@@ -10,9 +10,9 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 import pytest
+from analysis_support import Built
 from matplotlib.axes import Axes
 
-from conftest import Built
 from memorylab import InvalidSetting
 from memorylab.analysis import (
     compactions_df,
