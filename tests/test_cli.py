@@ -68,3 +68,16 @@ def test_unreadable_file_is_a_format_error(workspace: Path, capsys: pytest.Captu
     (workspace / "agents" / "alpha" / "MEMORY.md").write_bytes(b"\xff\xfe binary \x00")
     assert main(["show", "alpha"]) == 3
     assert "not UTF-8" in capsys.readouterr().err
+
+
+def test_export_purge_and_forget(workspace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "alpha.json"
+    assert main(["export", "alpha", "-o", str(out)]) == 0
+    assert out.stat().st_size > 1000
+    assert main(["purge", "--older-than", "30d", "--dry-run"]) == 0
+    assert "would remove 0 item(s)" in capsys.readouterr().out
+    assert main(["forget", "alpha"]) == 2  # no terminal to ask: needs --yes
+    assert (workspace / "agents" / "alpha").exists()
+    assert main(["forget", "alpha", "--yes"]) == 0
+    assert not (workspace / "agents" / "alpha").exists()
+    assert main(["forget", "alpha", "--yes"]) == 5  # unknown now

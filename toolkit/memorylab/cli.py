@@ -237,7 +237,68 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--threshold", default=None, help="default: from the records, else 0.9")
     report.add_argument("--model", default="gpt-4o", help="count tokens as this model does")
     report.set_defaults(handler=_report)
+    forget = commands.add_parser("forget", help="delete everything stored for an agent")
+    forget.add_argument("agent")
+    forget.add_argument("--workspace", help="workspace folder (default: $WORKSPACE_DIR)")
+    forget.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    forget.set_defaults(handler=_forget)
+
+    export = commands.add_parser("export", help="export an agent's whole memory (all segments)")
+    export.add_argument("agent")
+    export.add_argument("--workspace", help="workspace folder (default: $WORKSPACE_DIR)")
+    export.add_argument("--format", choices=("json", "parquet"), default="json")
+    export.add_argument("-o", "--output", default=None, help="file to write")
+    export.set_defaults(handler=_export)
+
+    purge = commands.add_parser("purge", help="remove memory older than a duration")
+    purge.add_argument("--workspace", help="workspace folder (default: $WORKSPACE_DIR)")
+    purge.add_argument("--older-than", default="30d", help="e.g. 30d, 12h")
+    purge.add_argument("--dry-run", action="store_true", help="only list what would go")
+    purge.set_defaults(handler=_purge)
+
+    from memorylab.evaluate.cli import add_compare_arguments
+
+    add_compare_arguments(
+        commands.add_parser(
+            "compare", help="compare summarizers: which facts survive, at what cost"
+        )
+    )
     return parser
+
+
+def _forget(args: argparse.Namespace) -> int:
+    from memorylab.privacy import forget
+
+    if not args.yes:
+        if not sys.stdin.isatty():
+            print(
+                "memorylab: refusing to forget without --yes (no terminal to ask)", file=sys.stderr
+            )
+            return 2
+        answer = input(f"Delete all memory of {args.agent!r} for good? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("nothing deleted")
+            return 1
+    print(forget(args.agent, args.workspace))
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from memorylab.privacy import export_agent
+
+    path = export_agent(args.agent, args.workspace, format=args.format, path=args.output)
+    print(f"wrote {path}")
+    return 0
+
+
+def _purge(args: argparse.Namespace) -> int:
+    from memorylab.privacy import purge
+
+    items = purge(args.workspace, older_than=args.older_than, dry_run=args.dry_run)
+    for item in items:
+        print(item)
+    print(f"{'would remove' if args.dry_run else 'removed'} {len(items)} item(s)")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

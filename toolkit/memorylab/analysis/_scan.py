@@ -220,20 +220,21 @@ def _structural(line: str) -> bool:
     )
 
 
+# A line that starts with a backslash and, without its leading backslashes (and trailing "\r"),
+# is structure: the parser drops its first backslash.
+_ESCAPED_LINE = re.compile(
+    r"\n\\(?=\\*(?:(?:---|###)\r*(?:\n|\Z)|### |# Agent Memory|## Interaction Log))"
+)
+
+
 def unescape(text: str) -> str:
-    """Exactly :func:`memorylab.memory.format.unescape_content`, visiting only the lines that
-    start with a backslash (the parser's version looks at every line of a text that has one)."""
-    if "\\" not in text or (not text.startswith("\\") and "\n\\" not in text):
+    """Exactly :func:`memorylab.memory.format.unescape_content`, with one regex pass over the
+    lines that start with a backslash (the parser's version visits every line)."""
+    if "\\" not in text:
         return text
-    parts = text.split("\n\\")
-    first = parts[0]
-    if first.startswith("\\") and _structural(first[1:].partition("\n")[0]):
-        first = first[1:]
-    out = [first]
-    for part in parts[1:]:
-        out.append("\n" if _structural(part.partition("\n")[0]) else "\n\\")
-        out.append(part)
-    return "".join(out)
+    if text.startswith("\\") and _structural(text[1:].partition("\n")[0]):
+        text = text[1:]  # the first line has no "\n" before it: the pattern leaves it alone
+    return _ESCAPED_LINE.sub("\n", text)
 
 
 # --------------------------------------------------------------------------- files
@@ -322,7 +323,7 @@ def _fast(
         return None  # the caller reads the file again for the parser
     del bodies
     if backslash:
-        contents = list(map(unescape, contents))
+        contents = [unescape(text) if "\\" in text else text for text in contents]
     roles = list(map(roles_seen.__getitem__, role_bytes))
     return FileRows(
         roles, contents, list(stamps), doc.continues, doc.format_version, problems, size
