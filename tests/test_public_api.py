@@ -22,7 +22,7 @@ def test_every_public_attribute_is_in_all() -> None:
         name
         for name, value in vars(memorylab).items()
         if not name.startswith("_") and not isinstance(value, type(sys))
-    }
+    } | set(memorylab._LAZY)
     assert public - set(memorylab.__all__) == set()
 
 

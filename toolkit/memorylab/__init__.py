@@ -45,7 +45,41 @@ from memorylab.memory.format import FORMAT_VERSION, FormatProblem, render
 from memorylab.memory.format import parse as parse_memory
 from memorylab.memory.paths import MemoryPaths, agent_paths, validate_agent_name
 from memorylab.memory.records import ArchiveRef, CompactionEvent, MemoryDocument, Message
+from memorylab.memory.redact import SECRETS, SECRETS_AND_PII, Redactor
+from memorylab.memory.retention import RetentionPolicy
 from memorylab.memory.store import MemoryStore, read_memory
+from memorylab.privacy import check_permissions, export_agent, forget, purge
+
+# Names whose modules need pandas, matplotlib or ipywidgets: imported on first use, so that
+# ``import memorylab`` stays fast.
+_LAZY = {
+    "memory_df": "memorylab.analysis",
+    "compactions_df": "memorylab.analysis",
+    "token_growth": "memorylab.analysis",
+    "replay": "memorylab.analysis",
+    "sweep": "memorylab.analysis",
+    "plot_token_growth": "memorylab.analysis",
+    "plot_sweep": "memorylab.analysis",
+    "plot_compactions": "memorylab.analysis",
+    "compare_summarizers": "memorylab.evaluate",
+    "cases_from_transcripts": "memorylab.evaluate",
+    "cases_from_workspace": "memorylab.evaluate",
+    "MemoryExplorer": "memorylab.widgets",
+    "ThresholdTuner": "memorylab.widgets",
+    "SummarizerArena": "memorylab.widgets",
+    "CompactionStepper": "memorylab.widgets",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'memorylab' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 __all__ = [
     "Agent",
@@ -55,6 +89,7 @@ __all__ = [
     "BudgetExceeded",
     "CompactionConflict",
     "CompactionEvent",
+    "CompactionStepper",
     "CompactionTicket",
     "CompressionFailed",
     "ContextCompressor",
@@ -68,15 +103,21 @@ __all__ = [
     "LiteLLMSummarizer",
     "LockTimeout",
     "MemoryDocument",
+    "MemoryExplorer",
     "MemoryFormatError",
     "MemoryPaths",
     "MemoryStore",
     "MemorylabError",
     "Message",
     "PrerequisiteError",
+    "Redactor",
+    "RetentionPolicy",
+    "SECRETS",
+    "SECRETS_AND_PII",
     "ScriptedSummarizer",
     "StoreError",
     "Summarizer",
+    "SummarizerArena",
     "SummarizerAuthError",
     "SummarizerBadRequest",
     "SummarizerError",
@@ -84,18 +125,34 @@ __all__ = [
     "SummarizerTimeout",
     "SummarizerUnavailable",
     "Summary",
+    "ThresholdTuner",
     "TokenCounter",
     "UnsafePath",
     "__version__",
     "agent_paths",
+    "cases_from_transcripts",
+    "cases_from_workspace",
+    "check_permissions",
+    "compactions_df",
+    "compare_summarizers",
     "count_tokens",
+    "export_agent",
+    "forget",
     "get_summarizer",
     "get_token_counter",
+    "memory_df",
     "parse_memory",
+    "plot_compactions",
+    "plot_sweep",
+    "plot_token_growth",
+    "purge",
     "read_memory",
     "render",
+    "replay",
     "resolve_workspace",
     "should_compress",
+    "sweep",
+    "token_growth",
     "trigger_tokens",
     "validate_agent_name",
     "validate_threshold",

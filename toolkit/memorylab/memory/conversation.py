@@ -484,6 +484,11 @@ class Conversation:
     def __len__(self) -> int:
         return len(self.conversation_history)
 
+    def _repr_html_(self) -> str:
+        from memorylab.memory._display import conversation_html
+
+        return conversation_html(self)
+
     def __repr__(self) -> str:
         where = self.memory_md_path or "memory only"
         return f"Conversation(name={self.name!r}, messages={len(self)}, path={str(where)!r})"

@@ -72,6 +72,11 @@ class MemoryDocument:
     continues: str | None = None
     extra_header: tuple[tuple[str, str], ...] = ()
 
+    def _repr_html_(self) -> str:
+        from memorylab.memory._display import document_html
+
+        return document_html(self)
+
     @property
     def summaries(self) -> tuple[Message, ...]:
         return tuple(m for m in self.messages if m.is_summary)
@@ -145,6 +150,11 @@ class CompactionEvent:
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    def _repr_html_(self) -> str:
+        from memorylab.memory._display import event_html
+
+        return event_html(self)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
