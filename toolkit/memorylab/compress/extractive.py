@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memorylab.compress._chunking import truncate_to_tokens
-from memorylab.compress.summarizers import Summary, render_transcript
+from memorylab.compress.summarizers import Summary, offline_summary
 from memorylab.errors import EmptySummary, InvalidSetting, MemoryFormatError
 from memorylab.memory import format as fmt
 from memorylab.memory.records import PRELOAD_PREFIX, SUMMARY_PREFIX
@@ -244,15 +244,7 @@ class ExtractiveSummarizer:
         text = self._build(history, budget, counter)
         if not text.strip():  # cannot happen with a non-empty history; never return it
             raise EmptySummary("the extractive summary came out empty")
-        return Summary(
-            text=text,
-            model=self.name,
-            input_tokens=counter.count(render_transcript(messages)),
-            output_tokens=counter.count(text),
-            cost_usd=0.0,
-            latency_s=time.perf_counter() - started,
-            chunks=1,
-        )
+        return offline_summary(self.name, text, messages, counter, started)
 
     async def asummarize(
         self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None

@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from memorylab.compress import llm
 from memorylab.compress._chunking import Plan, Prompts, plan_calls, token_counter
@@ -101,6 +101,9 @@ MERGE_PROMPT = (
 )
 
 _PROMPTS = Prompts(SUMMARY_SYSTEM_PROMPT, SUMMARY_PROMPT, CHUNK_PROMPT, MERGE_PROMPT)
+
+if TYPE_CHECKING:
+    from memorylab.compress.tokens import TokenCounter
 
 
 # --------------------------------------------------------------------------- records
@@ -167,6 +170,25 @@ def render_message(message: Mapping[str, Any]) -> str:
 def render_transcript(messages: Sequence[Mapping[str, Any]]) -> str:
     """The messages as one transcript: :func:`render_message` blocks separated by blank lines."""
     return "\n\n".join(render_message(m) for m in messages)
+
+
+def offline_summary(
+    name: str,
+    text: str,
+    messages: Sequence[Mapping[str, Any]],
+    counter: TokenCounter,
+    started: float,
+) -> Summary:
+    """The :class:`Summary` of a summarizer that runs locally: one pass, no cost."""
+    return Summary(
+        text=text,
+        model=name,
+        input_tokens=counter.count(render_transcript(messages)),
+        output_tokens=counter.count(text),
+        cost_usd=0.0,
+        latency_s=time.perf_counter() - started,
+        chunks=1,
+    )
 
 
 def _check_history(messages: Sequence[Mapping[str, Any]]) -> None:

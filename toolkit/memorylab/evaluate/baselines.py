@@ -20,7 +20,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from memorylab.compress.summarizers import Summary, render_message, render_transcript
+from memorylab.compress.summarizers import Summary, offline_summary, render_message
 from memorylab.errors import EmptySummary, InvalidSetting
 from memorylab.memory.format import content_to_text
 
@@ -112,15 +112,7 @@ class _Baseline:
         text = self._text(blocks, budget, counter).strip()
         if not text:
             raise EmptySummary(f"{self.name}: the budget of {budget} tokens kept nothing")
-        return Summary(
-            text=text,
-            model=self.name,
-            input_tokens=counter.count(render_transcript(messages)),
-            output_tokens=counter.count(text),
-            cost_usd=0.0,
-            latency_s=time.perf_counter() - started,
-            chunks=1,
-        )
+        return offline_summary(self.name, text, messages, counter, started)
 
     async def asummarize(
         self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
@@ -161,8 +153,10 @@ class HeadTailSummarizer(_Baseline):
         self, max_tokens: int = 1024, *, head_share: float = 0.3, model: str | None = None
     ) -> None:
         self.max_tokens = _check_budget(max_tokens)
-        if isinstance(head_share, bool) or not isinstance(head_share, int | float) or not (
-            0 < head_share < 1
+        if (
+            isinstance(head_share, bool)
+            or not isinstance(head_share, int | float)
+            or not (0 < head_share < 1)
         ):
             raise InvalidSetting(f"head_share must be a number in (0, 1), not {head_share!r}")
         self.head_share = float(head_share)
