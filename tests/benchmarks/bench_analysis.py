@@ -373,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
             results[f"parse-{label}"] = (subject, floor, rows, size)
             results[f"memory-{label}"] = (peak_memory(workspace), size)
         results["tokens"] = token_rows(root / "memorylab", settings.rounds)
-        results["sweep"] = sweep_rows(settings.rounds)
+        results["sweep"] = sweep_rows(1 if args.quick else settings.rounds)
         ok = report(args.quick, settings, results)
     finally:
         shutil.rmtree(root, ignore_errors=True)
