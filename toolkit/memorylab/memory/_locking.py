@@ -32,6 +32,8 @@ except ImportError:  # pragma: no cover - Windows: fall back to filelock
 _GENERATION_BYTES = 8
 _EXCLUSIVE_NOWAIT = 0 if fcntl is None else fcntl.LOCK_EX | fcntl.LOCK_NB
 _UNLOCK = 0 if fcntl is None else fcntl.LOCK_UN
+_flock = None if fcntl is None else fcntl.flock
+_write = os.write
 
 
 class AgentLock:
@@ -135,34 +137,62 @@ class AgentLock:
 
     # -- appending --------------------------------------------------------------------------------
 
-    def append(self, target: Path, data: bytes, *, durable: bool, timeout: float) -> None:
-        """Write ``data`` to the end of ``target`` with one ``write``, holding the lock.
-
-        This is the per-message hot path, so it takes the lock itself (the same steps as
-        :meth:`acquire`/:meth:`release`) rather than through two more calls.
-        """
+    def append(self, target: Path, data: bytes, durable: bool, timeout: float) -> None:
+        """Write ``data`` to the end of ``target`` with one ``write``, holding the lock."""
         thread_lock = self.thread_lock
         if not thread_lock.acquire(True, timeout):
             raise LockTimeout(f"another thread held {self.path} for more than {timeout:g}s")
         try:
-            outer = not self.depth
-            if outer:
-                self._lock_os(timeout)
-            self.depth += 1
-            try:
-                fd = self.append_fd
-                if fd is None or self.map is None or self.map[:8] != self.append_generation:
-                    fd = self._reopen_append(target)
-                if os.write(fd, data) != len(data):
-                    raise StoreError(f"short write to {target} (disk full?)")
-                if durable:
-                    os.fsync(fd)
-            finally:
-                self.depth -= 1
-                if outer:
-                    self._unlock_os()
+            self.append_holding_thread_lock(target, data, durable, timeout)
         finally:
             thread_lock.release()
+
+    def append_holding_thread_lock(
+        self, target: Path, data: bytes, durable: bool, timeout: float
+    ) -> None:
+        """:meth:`append` for a caller that already holds :attr:`thread_lock`.
+
+        The per-message hot path (``Conversation.add`` holds the thread lock as its own guard,
+        so a message takes one ``RLock``, not two). The steps of :meth:`acquire` and
+        :meth:`release` are written out, module functions bound to names, because each call
+        saved is measurable next to the one ``write`` it guards.
+        """
+        if self.depth or _flock is None:  # nested in a compaction (or no flock): rare
+            self.acquire(timeout)
+            try:
+                self._write(target, data, durable)
+            finally:
+                self.release()
+            return
+        lock_fd = self.fd
+        if lock_fd is None:
+            self._acquire_os(timeout)
+        else:
+            try:
+                _flock(lock_fd, _EXCLUSIVE_NOWAIT)
+            except BlockingIOError:
+                self._acquire_os(timeout)
+        self.depth = 1
+        try:
+            fd = self.append_fd
+            if fd is None or self.map[:8] != self.append_generation:  # type: ignore[index]
+                fd = self._reopen_append(target)
+            if _write(fd, data) != len(data):
+                raise StoreError(f"short write to {target} (disk full?)")
+            if durable:
+                os.fsync(fd)
+        finally:
+            self.depth = 0
+            _flock(self.fd, _UNLOCK)  # type: ignore[arg-type]
+
+    def _write(self, target: Path, data: bytes, durable: bool) -> None:
+        fd = self.append_fd
+        if fd is None or self.map is None or self.map[:8] != self.append_generation:
+            fd = self._reopen_append(target)
+        if os.write(fd, data) != len(data):
+            raise StoreError(f"short write to {target} (disk full?)")
+        if durable:
+            os.fsync(fd)
 
     def _reopen_append(self, target: Path) -> int:
         self.close_append()

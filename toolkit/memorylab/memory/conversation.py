@@ -26,8 +26,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memorylab.errors import EmptySummary, InvalidSetting
+from memorylab.errors import EmptySummary, InvalidSetting, LockTimeout
 from memorylab.memory import format as fmt
+from memorylab.memory._fsutil import encode_utf8
 from memorylab.memory.preload import PreloadPlan, has_messages, plan_preload
 from memorylab.memory.records import PRELOAD_PREFIX, SUMMARY_PREFIX, CompactionEvent, Message
 from memorylab.memory.redact import SECRETS, redact_values, resolve_redactor
@@ -64,7 +65,7 @@ def _utc_stamp() -> str:
     if cached_second != seconds:
         prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
         _second_prefix = (seconds, prefix)
-    return f"{prefix}.{nanos // 1000:06d}+00:00"
+    return f"{prefix}.{str(1_000_000 + nanos // 1000)[1:]}+00:00"  # faster than :06d
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +135,7 @@ class Conversation:
         self.retention = retention
         self.conversation_history: list[dict[str, Any]] = []
         self._suppress_memory_md = False
-        self._guard = threading.RLock()
+        self._own_guard = threading.RLock()
         self._store: MemoryStore | None = None
         self.memory_created = False
         self.token_counter = token_counter
@@ -235,6 +236,14 @@ class Conversation:
     def store(self) -> MemoryStore | None:
         return self._store
 
+    @property
+    def _guard(self) -> threading.RLock:
+        """What orders changes to the history: the memory file's per-process thread lock while
+        there is a file (so that ``add()`` takes one lock, not two; conversations on one file
+        share it), else the conversation's own."""
+        store = self._store
+        return self._own_guard if store is None else store.agent_lock().thread_lock
+
     # -- messages -------------------------------------------------------------------------------
 
     def _append_history(
@@ -248,16 +257,7 @@ class Conversation:
             entry["kind"] = kind
         if extra:
             entry.update(extra)
-        with self._guard:
-            store = self._store
-            if persist and store is not None and not self._suppress_memory_md:
-                text = content if isinstance(content, str) else fmt.content_to_text(content)
-                if text:  # like the reference: empty content is kept in memory only
-                    if self.redactor is not None:
-                        text = self.redactor(text)
-                    store.append(fmt.render_block(role, stamp, text))
-            self.conversation_history.append(entry)
-        return entry
+        return self._add_entry(entry, persist=persist)
 
     def add(self, role: str, content: Any, **metadata: Any) -> dict[str, Any]:
         """Append a message to the history and write it through to MEMORY.md.
@@ -266,7 +266,8 @@ class Conversation:
         (the history keeps the original object). ``metadata`` (e.g. ``tool_call_id``) is kept in
         the history entry only.
         """
-        # The per-message hot path: _append_history's work, written out (no kwargs, no kind).
+        # The per-message hot path: _append_history's work, written out (no kwargs, no kind),
+        # under the file's thread lock alone (see _guard), the block written by the lock itself.
         if role not in fmt.VALID_ROLES_SEEN:
             fmt.validate_role(role)
         clock = self.clock
@@ -274,15 +275,50 @@ class Conversation:
         entry: dict[str, Any] = {"role": role, "content": content, "timestamp": stamp}
         if metadata:
             entry.update(metadata)
-        with self._guard:
-            store = self._store
-            if store is not None and not self._suppress_memory_md:
+        store = self._store
+        if store is None:
+            with self._own_guard:
+                if self._store is None:
+                    self.conversation_history.append(entry)
+                    return entry
+            return self._add_entry(entry)  # persistence was turned on meanwhile
+        lock = store.agent_lock()
+        thread_lock = lock.thread_lock
+        if not thread_lock.acquire(True, store.lock_timeout):
+            raise LockTimeout(f"another thread held {store.path} for {store.lock_timeout:g}s")
+        try:
+            if self._store is not store:  # memory_md_path changed while we waited
+                return self._add_entry(entry)
+            if not self._suppress_memory_md:
                 text = content if type(content) is str else fmt.content_to_text(content)
                 if text:  # like the reference: empty content is kept in memory only
                     redactor = self.redactor  # disk only: the history keeps the original
                     if redactor is not None:
                         text = redactor(text)
-                    store.append(fmt.render_block(role, stamp, text))
+                    block = fmt.render_block(role, stamp, text)
+                    try:
+                        data = block.encode()
+                    except UnicodeEncodeError:
+                        data = encode_utf8(block)  # raises the explanatory ValueError
+                    lock.append_holding_thread_lock(
+                        store.paths.memory_md, data, store.durable, store.lock_timeout
+                    )
+            self.conversation_history.append(entry)
+        finally:
+            thread_lock.release()
+        return entry
+
+    def _add_entry(self, entry: dict[str, Any], *, persist: bool = True) -> dict[str, Any]:
+        """Append a ready ``entry`` to the history, writing it through when ``persist``."""
+        with self._guard:
+            store = self._store
+            if persist and store is not None and not self._suppress_memory_md:
+                content = entry["content"]
+                text = content if type(content) is str else fmt.content_to_text(content)
+                if text:
+                    if self.redactor is not None:
+                        text = self.redactor(text)
+                    store.append(fmt.render_block(entry["role"], entry["timestamp"], text))
             self.conversation_history.append(entry)
         return entry
 

@@ -239,6 +239,11 @@ class MemoryStore:
         finally:
             os.close(fd)
 
+    def agent_lock(self) -> AgentLock:
+        """This process's lock object for the memory file (made, and the folders checked, on
+        first use). Its ``thread_lock`` is what ``Conversation`` orders its history with."""
+        return self._lock or self._agent_lock()
+
     def _agent_lock(self) -> AgentLock:
         lock = self._lock
         if lock is None:  # first use: make (and check) the folders once, not per append
@@ -253,7 +258,7 @@ class MemoryStore:
         except UnicodeEncodeError:
             data = encode_utf8(text)  # raises the explanatory ValueError
         lock = self._lock or self._agent_lock()
-        lock.append(self.path, data, durable=self.durable, timeout=self.lock_timeout)
+        lock.append(self.paths.memory_md, data, self.durable, self.lock_timeout)
 
     def append_record(self, record: dict[str, Any]) -> None:
         """Append one JSON line to ``compactions.jsonl`` (fsync'd)."""
