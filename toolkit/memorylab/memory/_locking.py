@@ -37,15 +37,22 @@ _write = os.write
 
 
 class AgentLock:
+    __slots__ = (  # slots: the append path reads a dozen attributes per message
+        "append_fd", "append_generation", "counter", "depth", "fallback", "fd", "map", "path",
+        "thread_lock",
+    )  # fmt: skip
+
     def __init__(self, path: Path) -> None:
         self.path = path
         self.thread_lock = threading.RLock()
         self.depth = 0
         self.fd: int | None = None
         self.map: mmap.mmap | None = None
+        # The counter as one native 64-bit integer: reading it costs no bytes object.
+        self.counter: memoryview | None = None
         self.fallback: Any = None
         self.append_fd: int | None = None
-        self.append_generation = b""
+        self.append_generation = -1
 
     def _open(self) -> int:
         if self.fd is None:
@@ -53,20 +60,21 @@ class AgentLock:
             if os.fstat(fd).st_size < _GENERATION_BYTES:
                 os.ftruncate(fd, _GENERATION_BYTES)  # only zero-fills; never clears a counter
             self.map = mmap.mmap(fd, _GENERATION_BYTES)
+            self.counter = memoryview(self.map).cast("Q")
             self.fd = fd
         return self.fd
 
-    def generation(self) -> bytes:
-        if self.map is None:
+    def generation(self) -> int:
+        if self.counter is None:
             self._open()
-        assert self.map is not None
-        return self.map[:_GENERATION_BYTES]
+        assert self.counter is not None
+        return int(self.counter[0])
 
     def bump_generation(self) -> None:
         """Mark MEMORY.md as replaced or removed (call with the lock held)."""
-        current = int.from_bytes(self.generation(), "little")
-        assert self.map is not None
-        self.map[:_GENERATION_BYTES] = ((current + 1) % (1 << 64)).to_bytes(8, "little")
+        current = self.generation()
+        assert self.counter is not None
+        self.counter[0] = (current + 1) % (1 << 64)
 
     # -- locking ----------------------------------------------------------------------------------
 
@@ -175,7 +183,7 @@ class AgentLock:
         self.depth = 1
         try:
             fd = self.append_fd
-            if fd is None or self.map[:8] != self.append_generation:  # type: ignore[index]
+            if fd is None or self.counter[0] != self.append_generation:  # type: ignore[index]
                 fd = self._reopen_append(target)
             if _write(fd, data) != len(data):
                 raise StoreError(f"short write to {target} (disk full?)")
@@ -187,7 +195,7 @@ class AgentLock:
 
     def _write(self, target: Path, data: bytes, durable: bool) -> None:
         fd = self.append_fd
-        if fd is None or self.map is None or self.map[:8] != self.append_generation:
+        if fd is None or self.counter is None or self.counter[0] != self.append_generation:
             fd = self._reopen_append(target)
         if os.write(fd, data) != len(data):
             raise StoreError(f"short write to {target} (disk full?)")
@@ -234,6 +242,9 @@ class AgentLock:
 
     def close(self) -> None:
         self.close_append()
+        if self.counter is not None:
+            self.counter.release()
+            self.counter = None
         if self.map is not None:
             with contextlib.suppress(BufferError, ValueError):
                 self.map.close()
@@ -265,6 +276,7 @@ def _forget_inherited_locks() -> None:
     for lock in _LOCKS.values():
         lock.fd = None  # not closed: the parent may be inside the lock right now
         lock.map = None
+        lock.counter = None
         lock.append_fd = None
         lock.thread_lock = threading.RLock()
         lock.depth = 0

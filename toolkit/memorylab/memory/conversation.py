@@ -282,7 +282,7 @@ class Conversation:
                     self.conversation_history.append(entry)
                     return entry
             return self._add_entry(entry)  # persistence was turned on meanwhile
-        lock = store.agent_lock()
+        lock = store._lock or store.agent_lock()
         thread_lock = lock.thread_lock
         if not thread_lock.acquire(True, store.lock_timeout):
             raise LockTimeout(f"another thread held {store.path} for {store.lock_timeout:g}s")

@@ -60,14 +60,23 @@ _KEY_ENDS = "dtnyDTNY\"' \t"  # the last letters of those words, or what may fol
 _has_digit = re.compile(r"\d").search
 
 
+# Every keyword contains one of these (lowercase) stems: text without any has no keyword.
+_KEY_STEMS = ("pass", "pwd", "secret", "token", "authorization", "key")
+
+
 def _keyword_before(text: str, separator: str) -> bool:
     """Whether a credential word ends right before a ``separator`` ("password: ", 'token=')."""
     at = text.find(separator, 1)
+    windows = 0
     while at > 0:
-        if text[at - 1] in _KEY_ENDS and (
-            text[max(0, at - 24) : at].rstrip(" \t\"'").lower().endswith(_KEY_WORDS)
-        ):
-            return True
+        if text[at - 1] in _KEY_ENDS:
+            windows += 1
+            if windows == 3:  # separator-heavy text (logs, JSON): one scan, not one per line
+                lowered = text.lower()
+                if not any(stem in lowered for stem in _KEY_STEMS):
+                    return False
+            if text[max(0, at - 24) : at].rstrip(" \t\"'").lower().endswith(_KEY_WORDS):
+                return True
         at = text.find(separator, at + 1)
     return False
 
@@ -75,9 +84,10 @@ def _keyword_before(text: str, separator: str) -> bool:
 def may_hold_secret(text: str) -> bool:
     """False only when no secret rule can match ``text`` (the per-message fast path).
 
-    ``in`` tests only (no method call) unless the text has a ``:`` or ``=``. The same test is
-    written out in :meth:`Redactor.__call__`, to save a call per message (a test checks that
-    both agree, and that every rule is covered).
+    ``in`` tests only (no method call) unless the text has a ``:`` or ``=``, and then only when
+    the first one follows a letter a credential word ends with, or there is more than one. The
+    same test is written out in :meth:`Redactor.__call__`, to save a call per message (a test
+    checks that both agree, and that every rule is covered).
     """
     return (
         ("-" in text and ("sk-" in text or "-----" in text))
@@ -87,8 +97,16 @@ def may_hold_secret(text: str) -> bool:
         or ("J" in text and "eyJ" in text)
         or "earer" in text
         or ("A" in text and ("AKIA" in text or "ASIA" in text))
-        or (":" in text and _keyword_before(text, ":"))
-        or ("=" in text and _keyword_before(text, "="))
+        or (
+            (at := text.find(":")) >= 0
+            and (text[at - 1] in _KEY_ENDS or text.find(":", at + 1) >= 0)
+            and _keyword_before(text, ":")
+        )
+        or (
+            (at := text.find("=")) >= 0
+            and (text[at - 1] in _KEY_ENDS or text.find("=", at + 1) >= 0)
+            and _keyword_before(text, "=")
+        )
     )
 
 
@@ -455,8 +473,16 @@ class Redactor:
                 or ("J" in text and "eyJ" in text)
                 or "earer" in text
                 or ("A" in text and ("AKIA" in text or "ASIA" in text))
-                or (":" in text and _keyword_before(text, ":"))
-                or ("=" in text and _keyword_before(text, "="))
+                or (
+                    (at := text.find(":")) >= 0
+                    and (text[at - 1] in _KEY_ENDS or text.find(":", at + 1) >= 0)
+                    and _keyword_before(text, ":")
+                )
+                or (
+                    (at := text.find("=")) >= 0
+                    and (text[at - 1] in _KEY_ENDS or text.find("=", at + 1) >= 0)
+                    and _keyword_before(text, "=")
+                )
             ):
                 return text
         elif not self._maybe(text):
