@@ -55,7 +55,7 @@ def test_forget_removes_every_file_and_the_folder(isolated_workspace: Path) -> N
     # the other agent is untouched
     assert read_memory(other.memory_md_path).messages[-1].content == "still here"  # type: ignore[arg-type]
     # the old object cannot write any more, and does not recreate anything
-    with pytest.raises(StoreError, match="does not exist"):
+    with pytest.raises(StoreError, match="was deleted"):
         conv.add("User", "after forget")
     with pytest.raises(StoreError):
         conv.compact("late summary")
@@ -258,12 +258,6 @@ def test_memory_is_private_and_check_permissions_says_so(isolated_workspace: Pat
         check_permissions(isolated_workspace / "missing")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs the lock-file identity check in _locking.AgentLock._reopen_append (see the "
-    "privacy report): until then a stale writer reopens MEMORY.md by path and writes into the "
-    "fresh file of a new Conversation, without holding that file's lock",
-)
 def test_a_stale_writer_cannot_write_into_a_recreated_agent(isolated_workspace: Path) -> None:
     stale = _busy_agent()
     forget("Researcher")
@@ -272,3 +266,57 @@ def test_a_stale_writer_cannot_write_into_a_recreated_agent(isolated_workspace: 
         stale.add("User", "stale write")
     assert fresh.memory_md_path is not None
     assert read_memory(fresh.memory_md_path).messages == ()
+    with pytest.raises(StoreError, match="deleted"):
+        stale.compact("a summary of what was forgotten")
+    assert read_memory(fresh.memory_md_path).messages == ()
+    fresh.add("User", "the fresh memory works")
+    assert [m.content for m in read_memory(fresh.memory_md_path).messages] == [
+        "the fresh memory works"
+    ]
+
+
+def test_a_stale_writer_does_not_recreate_a_forgotten_agent(isolated_workspace: Path) -> None:
+    stale = _busy_agent()
+    forget("Researcher")
+    with pytest.raises(StoreError):
+        stale.add("User", "stale write")
+    assert not (isolated_workspace / "agents" / "Researcher").exists()
+
+
+_STALE_CHILD = """
+import sys
+from memorylab import Conversation, StoreError
+conv = Conversation(agent_name="Researcher", workspace_dir=sys.argv[1])
+conv.add("User", "before the forget")
+print("ready", flush=True)
+sys.stdin.readline()
+for attempt in (lambda: conv.add("User", "stale write"), lambda: conv.compact("stale summary")):
+    try:
+        attempt()
+        print("written", flush=True)
+    except StoreError as error:
+        print("refused", type(error).__name__, flush=True)
+"""
+
+
+def test_a_stale_writer_in_another_process_cannot_write_into_a_recreated_agent(
+    isolated_workspace: Path,
+) -> None:
+    with subprocess.Popen(
+        [sys.executable, "-c", _STALE_CHILD, str(isolated_workspace)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as child:
+        assert child.stdin is not None and child.stdout is not None
+        assert child.stdout.readline().strip() == "ready"
+        forget("Researcher", workspace_dir=isolated_workspace)
+        fresh = Conversation(agent_name="Researcher", workspace_dir=isolated_workspace)
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        answers = [child.stdout.readline().strip() for _ in range(2)]
+    assert child.returncode == 0
+    assert answers == ["refused StoreError", "refused StoreError"]
+    assert fresh.memory_md_path is not None
+    assert read_memory(fresh.memory_md_path).messages == ()
+    assert not list((fresh.memory_md_path.parent / "archive").glob("*.md"))

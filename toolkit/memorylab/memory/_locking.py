@@ -103,6 +103,11 @@ class AgentLock:
             return
         try:
             self._lock_os(timeout)
+            try:
+                self._check_lock_file()
+            except BaseException:
+                self._unlock_os()
+                raise
         except BaseException:
             self.thread_lock.release()
             raise
@@ -204,6 +209,7 @@ class AgentLock:
 
     def _reopen_append(self, target: Path) -> int:
         self.close_append()
+        self._check_lock_file()  # only here: MEMORY.md changed, perhaps forgotten
         generation = self.generation()
         try:
             fd = os.open(target, os.O_WRONLY | os.O_APPEND | NOFOLLOW | CLOEXEC)
@@ -221,18 +227,29 @@ class AgentLock:
 
     # -- housekeeping -----------------------------------------------------------------------------
 
-    def revalidate(self) -> None:
-        """Reopen the lock file if it was deleted or replaced since it was opened (a lock on a
-        deleted file excludes nobody who opens the new one)."""
-        with self.thread_lock:
-            if self.fd is None or self.depth:
-                return
-            try:
-                same = os.stat(self.path).st_ino == os.fstat(self.fd).st_ino
-            except OSError:
-                same = False
-            if not same:
-                self.close()
+    def is_stale(self) -> bool:
+        """Whether the lock file was deleted or replaced since this object opened it: a lock on
+        a deleted file excludes nobody who opens the new one, and whoever deleted it (forget,
+        purge) deleted the memory it guarded."""
+        fd = self.fd
+        if fd is None:
+            return False  # not opened yet: it opens whatever is there
+        try:
+            now, mine = os.stat(self.path), os.fstat(fd)
+        except OSError:
+            return True
+        return (now.st_ino, now.st_dev) != (mine.st_ino, mine.st_dev)
+
+    def _check_lock_file(self) -> None:
+        # Called with the flock held. Without it a writer whose agent was forgotten (its lock
+        # file deleted) would reopen MEMORY.md by path and write into a re-created agent's
+        # fresh file without holding that file's lock: resurrecting what was forgotten.
+        if self.is_stale():
+            raise StoreError(
+                f"the memory guarded by {self.path} was deleted (memorylab forget or purge) or "
+                "its lock file replaced since this process opened it; nothing was written. "
+                "Create a new Conversation (or MemoryStore) to start a fresh memory"
+            )
 
     def close_append(self) -> None:
         if self.append_fd is not None:
@@ -260,10 +277,12 @@ _LOCKS_GUARD = threading.Lock()
 
 
 def lock_for(path: Path) -> AgentLock:
+    """This process's lock for ``path``; a new one if the cached one's file was deleted (the
+    stores that still hold the old object stay stale and get ``StoreError``)."""
     key = os.path.abspath(path)
     with _LOCKS_GUARD:
         lock = _LOCKS.get(key)
-        if lock is None:
+        if lock is None or lock.is_stale():
             lock = _LOCKS[key] = AgentLock(Path(key))
         return lock
 

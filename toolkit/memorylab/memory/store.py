@@ -208,8 +208,8 @@ class MemoryStore:
         """Create MEMORY.md with a fresh header if it does not exist; finish or roll back a
         compaction a crash interrupted. Returns True if the file was created now."""
         self._prepare_folders()  # the folder may have been removed since the last call
-        if self._lock is not None:
-            self._lock.revalidate()
+        if self._lock is not None and self._lock.is_stale():
+            self._lock = None  # deleted (forget): the re-created memory gets a new lock
         with self.locked():
             self._recover()
             try:
@@ -504,7 +504,8 @@ class MemoryStore:
         """
         whole = self.agent_root is not None if whole_folder is None else whole_folder
         folder, paths = self.paths.folder, self.paths
-        self._agent_lock().revalidate()
+        if self._lock is not None and self._lock.is_stale():
+            self._lock = None
         with self.locked():
             held = self._held_lock()
             held.bump_generation()
