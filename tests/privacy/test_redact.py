@@ -204,6 +204,16 @@ ORDINARY = [
     "ordinary words: task-management, self-check, well_known_name, e-mail, x=y+z, a == b",
     "Order #1029384756 shipped; tracking 1Z999AA10123456784; invoice 2026-0042.",
     "Numbers: 1234567890123 (ms timestamp 1745149200123), 4096 tokens, max_tokens=4096.",
+    # version numbers and dates in the shapes people write them
+    "Python 3.11.9 and 3.12.0rc1; Node v20.11.1; CUDA 12.4.131; build 2026.04.20.1",
+    "Windows 10.0.19045.4291; kernel 6.8.0-45-generic; semver 1.2.3-alpha.4+build.5678",
+    "git describe v1.4.2-14-g2414721; wheel memorylab-0.1.0.dev20260420-py3-none-any.whl",
+    "dates 20.04.2026, 2026/04/20, 04-20-2026, 20-04-2026, Apr 20 2026, 2026-W16, 2026-110",
+    "times 10:30:45.123, 23:59:59,999, T10:30:00+02:00, UTC+05:30, GMT-0800, 2026-04-20 - 2026-05-20",
+    "RFC 2822: Mon, 20 Apr 2026 10:30:00 +0000; log 2026-04-20 10:30:00,123 INFO worker-3 took 1234 ms",
+    "ids 20260420103000 and 2026042010300012; epoch 1745149200 and 1745149200123456",
+    "1 000 000 rows, 128 000 tokens of context; pp. 123-456, section 12.3.4.5; 1920x1080",
+    "score 0.9123 ± 0.0045, p=0.001, n=1024, lr=3e-4, batch=32, seed=1234567890",
 ]
 
 PYTHON_CODE = '''

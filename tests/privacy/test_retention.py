@@ -1,10 +1,15 @@
 """Retention: the pure policy (durations, which archives go) and what Conversation does with it:
-exactly the configured archives stay, and every deletion is recorded without content."""
+exactly the configured archives stay, and every deletion is recorded without content; the
+workspace-wide ``memorylab purge --older-than ... [--dry-run]``; files stay private under any
+umask; the first creation of a memory is disclosed once, in the log."""
 
 from __future__ import annotations
 
 import json
 import logging
+import os
+import stat
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -14,6 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memorylab import Conversation, InvalidSetting, StoreError
+from memorylab.cli import main
 from memorylab.memory.format import archive_name
 from memorylab.memory.paths import agent_paths
 from memorylab.memory.retention import (
@@ -213,3 +219,118 @@ def test_delete_archives_primitive(isolated_workspace: Path) -> None:
     last = store.records()[-1]
     assert last["kind"] == "user" and last["archive"] == names[0] and last["reason"] == "asked"
     assert conv.memory_md_path is not None and conv.memory_md_path.is_file()
+
+
+def test_max_age_deletions_are_recorded_without_content(isolated_workspace: Path) -> None:
+    conv = Conversation(
+        agent_name="Aged",
+        retention=RetentionPolicy(max_age="1h"),
+        clock=_stepping_clock(NOW, timedelta(minutes=20)),
+    )
+    made = []
+    for i in range(5):
+        conv.add("User", f"private detail {i}")
+        made.append(str(conv.compact(f"summary of private detail {i}").archive))
+    kept = {p.name for p in agent_paths("Aged").archives()}
+    records = [
+        json.loads(line) for line in agent_paths("Aged").compactions.read_text().splitlines()
+    ]
+    deletions = [r for r in records if r["kind"] == "retention"]
+    assert sorted(r["archive"] for r in deletions) == sorted(set(made) - kept) != []
+    for record in deletions:
+        assert set(record) == {"kind", "archive", "time", "reason", "agent"}
+        assert record["reason"].startswith("retention max_age=1h: archived ")
+        assert datetime.fromisoformat(record["time"]).tzinfo is not None
+        assert "private detail" not in json.dumps(record)
+
+
+# -- purge from the command line --------------------------------------------------------------
+
+
+def _age(folder: Path, days: float) -> None:
+    when = time.time() - days * 86_400
+    for item in [folder, *folder.rglob("*")]:
+        os.utime(item, (when, when), follow_symlinks=False)
+
+
+def test_cli_purge_dry_run_lists_then_purge_removes(
+    isolated_workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    start = datetime.now(UTC) - timedelta(days=60)
+    active = Conversation(agent_name="Active", clock=_stepping_clock(start, timedelta(days=1)))
+    for i in range(3):  # archives named 60, 59, 58 days ago; MEMORY.md written just now
+        active.add("User", f"old secret plan {i}")
+        active.compact(f"summary {i}")
+    old_archives = [p.name for p in agent_paths("Active").archives()]
+    idle = Conversation(agent_name="Idle")
+    idle.add("User", "hello")
+    _age(agent_paths("Idle").folder, 45)
+    recent = Conversation(agent_name="Recent")
+    recent.add("User", "hi")
+    recent.compact("s")
+    before = sorted(p.relative_to(isolated_workspace) for p in isolated_workspace.rglob("*"))
+
+    assert main(["purge", "--older-than", "30d", "--dry-run"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == "would remove 4 item(s)"
+    assert [line.split(":", 1)[0] for line in out[:-1]] == ["Active"] * 3 + ["Idle"]
+    assert all(name in "\n".join(out) for name in old_archives)
+    assert "Idle: the whole agent" in out[3] and "purge older_than=30d" in out[3]
+    assert (
+        sorted(p.relative_to(isolated_workspace) for p in isolated_workspace.rglob("*")) == before
+    )
+
+    assert main(["purge", "--older-than", "30d"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "removed 4 item(s)"
+    assert agent_paths("Active").archives() == [] and not agent_paths("Idle").folder.exists()
+    assert len(agent_paths("Recent").archives()) == 1
+    records = MemoryStore(agent_paths("Active").memory_md).records()
+    purged = [r for r in records if r["kind"] == "purge"]
+    assert sorted(r["archive"] for r in purged) == sorted(old_archives)
+    assert "old secret plan" not in json.dumps(purged)
+    assert main(["purge", "--older-than", "30d", "--dry-run"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["would remove 0 item(s)"]
+    assert main(["purge", "--older-than", "thirty days"]) == 2
+    assert "duration" in capsys.readouterr().err
+
+
+# -- permissions and disclosure -----------------------------------------------------------------
+
+
+def test_memory_stays_private_under_a_permissive_umask(isolated_workspace: Path) -> None:
+    previous = os.umask(0)
+    try:
+        conv = Conversation(agent_name="Open", retention=RetentionPolicy(max_archives=1))
+        for i in range(3):
+            conv.add("User", f"m{i}")
+            conv.compact(f"s{i}")
+    finally:
+        os.umask(previous)
+    entries = [isolated_workspace, *isolated_workspace.rglob("*")]
+    assert {p.name for p in entries} >= {"MEMORY.md", "compactions.jsonl", "archive"}
+    for path in entries:
+        assert stat.S_IMODE(path.stat().st_mode) == (0o700 if path.is_dir() else 0o600), path
+
+
+def test_creating_a_memory_is_disclosed_once_in_the_log(
+    isolated_workspace: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def disclosures() -> list[str]:
+        return [
+            r.getMessage()
+            for r in caplog.records
+            if r.name.startswith("memorylab") and "storing this conversation" in r.getMessage()
+        ]
+
+    with caplog.at_level(logging.INFO, logger="memorylab"):
+        first = Conversation(agent_name="Told")
+        first.add("User", "hello")
+        Conversation(agent_name="Told").add("User", "again")  # the file exists: nothing new
+        Conversation(agent_name="Nowhere", memory_md_path=None).add("User", "not stored")
+    (message,) = disclosures()
+    assert first.memory_md_path is not None and str(first.memory_md_path) in message
+    assert "memory_md_path=None" in message and str(first.memory_md_path.parent) in message
+    assert capsys.readouterr() == ("", "")  # logged, never printed
+    with caplog.at_level(logging.INFO, logger="memorylab"):
+        Conversation(agent_name="Other")
+    assert len(disclosures()) == 2  # once per memory created

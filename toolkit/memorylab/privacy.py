@@ -11,12 +11,13 @@ from __future__ import annotations
 import contextlib
 import importlib
 import json
+import logging
 import os
 import stat
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from memorylab.config import resolve_workspace
 from memorylab.errors import (
@@ -28,9 +29,13 @@ from memorylab.errors import (
 )
 from memorylab.memory import format as fmt
 from memorylab.memory.paths import MemoryPaths, agent_paths, validate_agent_name
+from memorylab.memory.records import SUMMARY_PREFIX
 from memorylab.memory.retention import format_duration, parse_duration
 from memorylab.memory.retention import older_than as archives_older_than
 from memorylab.memory.store import MemoryStore, read_memory
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "EXPORT_VERSION",
@@ -40,8 +45,12 @@ __all__ = [
     "export_agent",
     "export_document",
     "forget",
+    "load_export",
     "purge",
+    "warn_permissions",
 ]
+
+logger = logging.getLogger(__name__)
 
 EXPORT_VERSION = 1
 """``memorylab_export`` in an export document: bumped when its layout changes."""
@@ -139,6 +148,10 @@ class PurgeItem:
     path: Path
     time: datetime
     reason: str
+
+    def __str__(self) -> str:
+        what = "the whole agent" if self.kind == "agent" else "archive"
+        return f"{self.agent}: {what} {self.path} ({self.reason})"
 
 
 def _last_change(folder: Path, lock: Path) -> datetime | None:
@@ -246,7 +259,9 @@ def export_document(
     header fields, ``continues`` (lineage), messages and format problems; ``lineage``: the
     chain of ``**Continues:**`` links from MEMORY.md back, oldest first (``missing_archives``:
     names on it whose file was deleted by retention or purge); ``records``: the lines of
-    ``compactions.jsonl`` (compactions and deletions).
+    ``compactions.jsonl`` (compactions and deletions); ``workspace``: the absolute workspace
+    folder it was exported from (what :func:`load_export` puts in its ``workspace`` and
+    ``file`` columns unless told another).
     """
     paths = _existing_agent(agent_name, workspace_dir)
     store = MemoryStore.for_agent(agent_name, workspace_dir)
@@ -273,6 +288,7 @@ def export_document(
         "memorylab_export": EXPORT_VERSION,
         "format_version": fmt.FORMAT_VERSION,
         "agent": agent_name,
+        "workspace": str(paths.folder.parent.parent),
         "exported_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "segments": segments,
         "lineage": lineage[::-1],
@@ -374,16 +390,191 @@ def _write_private(target: Path, data: bytes, *, overwrite: bool) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# Load an export back
+
+
+_HEADER_FIELDS = ("conversation_name", "created", "format_version", "continues", "extra_header")
+_PARQUET_MAGIC = b"PAR1"
+
+
+def _read_export(source: Path) -> dict[str, Any]:
+    """The export document of a json or parquet export (parquet rows back into segments)."""
+    try:
+        with source.open("rb") as handle:
+            magic = handle.read(4)
+    except FileNotFoundError:
+        raise StoreError(f"{source} does not exist") from None
+    if magic != _PARQUET_MAGIC:
+        try:
+            doc = json.loads(source.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise StoreError(
+                f"{source} is not a memorylab export (json or parquet): {exc}"
+            ) from None
+    else:
+        try:
+            pq: Any = importlib.import_module("pyarrow.parquet")
+        except ImportError:
+            raise PrerequisiteError(
+                f'reading the parquet export {source} needs pyarrow: pip install "memorylab[data]"'
+            ) from None
+        table = pq.read_table(source)
+        raw = (table.schema.metadata or {}).get(b"memorylab_export")
+        if raw is None:
+            raise StoreError(f"{source} is a parquet file without memorylab_export metadata")
+        doc = json.loads(raw)
+        messages: dict[int, list[dict[str, Any]]] = {}
+        columns = table.select(["segment", "role", "content", "timestamp"]).to_pydict()
+        for segment, role, content, timestamp in zip(
+            columns["segment"], columns["role"], columns["content"], columns["timestamp"],
+            strict=True,
+        ):  # fmt: skip
+            messages.setdefault(segment, []).append(
+                {"role": role, "content": content, "timestamp": timestamp}
+            )
+        if isinstance(doc, dict) and isinstance(doc.get("segments"), list):
+            for seg in doc["segments"]:
+                seg["messages"] = messages.get(seg["segment"], [])
+    if not isinstance(doc, dict) or "memorylab_export" not in doc:
+        raise StoreError(f"{source} is not a memorylab export (no memorylab_export field)")
+    if doc["memorylab_export"] != EXPORT_VERSION:
+        raise StoreError(
+            f"{source} is a memorylab export of version {doc['memorylab_export']!r}; this "
+            f"memorylab reads version {EXPORT_VERSION}"
+        )
+    return doc
+
+
+def _timeline(segments: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The segments in the order ``memory_df`` reads an agent folder, duplicates dropped.
+
+    The same rules as :mod:`memorylab.analysis` (its ``_sources`` docstring): the lineage chain
+    from MEMORY.md back, archives off the chain before it by name time; an archive that is the
+    start of the next file (the reference framework's crash leftover) is read once, from the
+    later file. The export already leaves out an uncommitted archive.
+    """
+    archives = [s for s in segments if s["kind"] == "archive"]
+    memory = next((s for s in segments if s["kind"] == "memory"), None)
+    by_name = {str(s["file"]).rsplit("/", 1)[-1]: s for s in archives}
+
+    def name_key(name: str) -> tuple[datetime, int, str]:
+        parsed = fmt.parse_archive_name(name)
+        when, attempt = parsed if parsed is not None else (datetime.min, 0)
+        return when, attempt, name
+
+    live = memory["continues"] if memory is not None else None
+    referenced = {s["continues"] for s in archives if s["continues"]} | ({live} if live else set())
+    start = live if live in by_name else None
+    if start is None:
+        heads = [name for name in by_name if name not in referenced]
+        start = max(heads, key=name_key) if heads else None
+    chain: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    while start is not None and start in by_name and start not in seen:
+        seen.add(start)
+        chain.append(by_name[start])
+        start = by_name[start]["continues"]
+    rest = [by_name[name] for name in sorted(set(by_name) - seen, key=name_key)]
+    ordered = [*rest, *reversed(chain), *([memory] if memory is not None else [])]
+    kept: list[dict[str, Any]] = []
+    for seg in ordered:
+        if kept and _starts(kept[-1], seg):
+            kept.pop()
+        kept.append(seg)
+    return kept
+
+
+def _starts(earlier: dict[str, Any], later: dict[str, Any]) -> bool:
+    """Whether the file of ``earlier`` is the beginning of the file of ``later``."""
+    head = [earlier.get(key) for key in _HEADER_FIELDS]
+    if head != [later.get(key) for key in _HEADER_FIELDS]:
+        return False
+    if not earlier["messages"] and earlier.get("conversation_name") is None:
+        return False  # an empty file is the start of nothing
+    count = len(earlier["messages"])
+    return bool(later["messages"][:count] == earlier["messages"])
+
+
+def load_export(
+    path: str | os.PathLike[str],
+    *,
+    workspace_dir: str | os.PathLike[str] | None = None,
+    tokens: str | None = None,
+    naive_tz: tzinfo | None = None,
+) -> pd.DataFrame:
+    """An export (json or parquet, as :func:`export_agent` writes it) as the DataFrame
+    :func:`memorylab.analysis.memory_df` gives for the agent folder it was exported from.
+
+    Same columns, dtypes, rows and order: segments in timeline order (lineage first),
+    ``segment`` 0 … n, ``position``, ``timeline``, ``role``, ``timestamp`` (UTC; naive stamps
+    read in ``naive_tz``, default local time, with ``naive_timestamp`` set), ``content``,
+    ``chars``, ``is_summary`` and ``tokens`` when ``tokens`` names a model. ``workspace`` and
+    ``file`` name where the memory was exported from (the export's ``workspace``), or
+    ``workspace_dir`` when given (after copying an export to another machine). The format is
+    read from the file, not its name. Parquet needs pyarrow (``pip install "memorylab[data]"``).
+    Logs a warning if group or others can read the file (see :func:`warn_permissions`).
+    """
+    import numpy as np
+    import pandas as pd
+
+    from memorylab.analysis._scan import convert_stamps
+
+    source = Path(path).expanduser()
+    doc = _read_export(source)
+    warn_permissions(source)
+    workspace = Path(workspace_dir if workspace_dir is not None else doc.get("workspace") or ".")
+    agent = str(doc["agent"])
+    folder = workspace.expanduser() / "agents" / agent
+    segments = _timeline(list(doc["segments"]))
+    messages = [m for seg in segments for m in seg["messages"]]
+    counts = [len(seg["messages"]) for seg in segments]
+    sizes = np.array(counts, dtype=np.int64)
+    stamps = [str(m["timestamp"]).encode("ascii") for m in messages]
+    converted = convert_stamps(stamps, naive_tz)
+    if converted is None:
+        raise StoreError(f"{source}: a message timestamp is not ISO-8601")
+    utc, naive = converted
+    contents = [str(m["content"]) for m in messages]
+
+    def repeated(labels: list[str]) -> Any:
+        categories = list(dict.fromkeys(labels))
+        index = {label: i for i, label in enumerate(categories)}
+        codes = np.repeat(np.array([index[label] for label in labels], dtype=np.int32), sizes)
+        return pd.Categorical.from_codes(codes, categories=pd.Index(categories, dtype=object))
+
+    total = len(messages)
+    offsets = np.repeat(np.cumsum(sizes) - sizes, sizes) if total else np.empty(0, np.int64)
+    columns: dict[str, Any] = {
+        "workspace": repeated([str(workspace)] * len(segments)),
+        "agent": repeated([agent] * len(segments)),
+        "file": repeated([str(folder / seg["file"]) for seg in segments]),
+        "kind": pd.Categorical.from_codes(
+            np.repeat(np.array([s["kind"] == "memory" for s in segments], dtype=np.int8), sizes),
+            categories=pd.Index(["archive", "memory"], dtype=object),
+        ),
+        "segment": np.repeat(np.arange(len(segments), dtype=np.int64), sizes),
+        "position": np.arange(total, dtype=np.int64) - offsets,
+        "timeline": np.arange(total, dtype=np.int64),
+        "role": pd.Categorical([str(m["role"]) for m in messages]),
+        "timestamp": pd.to_datetime(utc, unit="us", utc=True),
+        "naive_timestamp": naive,
+        "content": pd.array(contents, dtype=object),
+        "chars": np.fromiter(map(len, contents), dtype=np.int64, count=total),
+        "is_summary": np.array([c.startswith(SUMMARY_PREFIX) for c in contents], dtype=bool),
+    }
+    if tokens is not None:
+        from memorylab.compress.tokens import get_token_counter
+
+        columns["tokens"] = np.array(get_token_counter(tokens).count_batch(contents), np.int64)
+    return pd.DataFrame(columns, copy=False)
+
+
+# ---------------------------------------------------------------------------------------------
 # Permissions
 
 
-def check_permissions(path: str | os.PathLike[str]) -> list[str]:
-    """Memory files and folders under ``path`` (a file, an agent folder or a workspace) that
-    group or others can access, one warning each; ``[]`` when all are private.
-
-    memorylab creates folders 0o700 and files 0o600; files copied, unpacked or written by the
-    reference framework are often 0o644/0o755. Symlinks are not followed.
-    """
+def _not_private(path: str | os.PathLike[str]) -> list[tuple[Path, int]]:
+    """``(entry, mode)`` of each file or folder under ``path`` that group or others can access."""
     root = Path(path)
     try:
         os.lstat(root)
@@ -393,17 +584,66 @@ def check_permissions(path: str | os.PathLike[str]) -> list[str]:
     if root.is_dir() and not root.is_symlink():
         for top, dirs, files in os.walk(root):
             found += [Path(top, name) for name in sorted(dirs) + sorted(files)]
-    warnings = []
+    shared = []
     for entry in found:
         with contextlib.suppress(FileNotFoundError):
             mode = os.lstat(entry).st_mode
-            if stat.S_ISLNK(mode) or not mode & 0o077:
-                continue
-            who = " and ".join(w for w, bits in (("group", 0o70), ("others", 0o7)) if mode & bits)
-            can = "read" if mode & 0o044 else "access"
-            private = "700" if stat.S_ISDIR(mode) else "600"
-            warnings.append(
-                f"{entry}: {who} can {can} it (mode {stat.filemode(mode)}); memory may hold "
-                f"private conversations: chmod {private} '{entry}'"
-            )
+            if not stat.S_ISLNK(mode) and mode & 0o077:
+                shared.append((entry, mode))
+    return shared
+
+
+def check_permissions(path: str | os.PathLike[str]) -> list[str]:
+    """Memory files and folders under ``path`` (a file, an agent folder or a workspace) that
+    group or others can access, one warning each; ``[]`` when all are private.
+
+    memorylab creates folders 0o700 and files 0o600; files copied, unpacked or written by the
+    reference framework are often 0o644/0o755. Symlinks are not followed.
+    """
+    warnings = []
+    for entry, mode in _not_private(path):
+        who = " and ".join(w for w, bits in (("group", 0o70), ("others", 0o7)) if mode & bits)
+        can = "read" if mode & 0o044 else "access"
+        private = "700" if stat.S_ISDIR(mode) else "600"
+        warnings.append(
+            f"{entry}: {who} can {can} it (mode {stat.filemode(mode)}); memory may hold "
+            f"private conversations: chmod {private} '{entry}'"
+        )
     return warnings
+
+
+_WARNED: set[tuple[str, tuple[tuple[Path, int], ...]]] = set()
+_SHOWN = 3
+
+
+def warn_permissions(path: str | os.PathLike[str]) -> list[str]:
+    """Log one warning (logger ``memorylab.privacy``) when memory under ``path`` (a file, an
+    agent folder or a workspace) can be accessed by group or others, and return
+    :func:`check_permissions`'s list (``[]``: all private, or ``path`` does not exist).
+
+    For loaders: the same entries with the same modes are warned about once per process.
+    Logging, not ``warnings.warn``: a notebook reading a copied workspace should be told, not
+    stopped.
+    """
+    try:
+        shared = _not_private(path)
+    except StoreError:
+        return []
+    if not shared:
+        return []
+    key = (os.path.abspath(path), tuple(shared))
+    if key not in _WARNED:
+        _WARNED.add(key)
+        names = ", ".join(str(entry) for entry, _ in shared[:_SHOWN])
+        more = f" and {len(shared) - _SHOWN} more" if len(shared) > _SHOWN else ""
+        logger.warning(
+            "memorylab: %d memory file(s) or folder(s) under %s can be read by other users "
+            "(%s%s); memory may hold private conversations. Make them private with: "
+            "chmod -R go-rwx '%s'",
+            len(shared),
+            path,
+            names,
+            more,
+            path,
+        )
+    return check_permissions(path)
