@@ -488,11 +488,27 @@ def test_compaction_records_are_redacted(isolated_workspace: Path) -> None:
     assert line["summarizer_model"] == "fake" and line["archive"].startswith("history_")
 
 
-def test_every_credential_word_contains_a_stem() -> None:
-    # _keyword_before gives up on separator-heavy text without any stem: none may be missing.
-    from memorylab.memory.redact import _KEY_STEMS, _KEY_WORDS
+def test_every_credential_word_ends_with_a_tail_the_fast_path_looks_for() -> None:
+    # _keyword_before_separator finds only the tails: a keyword ending otherwise would be missed.
+    from memorylab.memory.redact import _KEY_TAILS, _KEY_WORDS
 
-    assert all(any(stem in word for stem in _KEY_STEMS) for word in _KEY_WORDS)
+    assert all(word.endswith(_KEY_TAILS) for word in _KEY_WORDS)
+    keyword_rules = [r for r in RULES if r.lower and r.category in SECRET_CATEGORIES]
+    assert {r.category for r in keyword_rules} == {
+        "aws_secret_key", "authorization", "password", "api_key", "secret",
+    }  # fmt: skip
+    for rule in keyword_rules:  # each rule's keyword, as written in its pattern, ends with a tail
+        for keyword in ("aws_secret_access_key", "authorization", "pwd", "x-api-key", "client_secret", "refresh_token"):
+            match = rule.pattern.search(f"{keyword}: Value12345678x")
+            if match is not None:
+                assert keyword.endswith(_KEY_TAILS)
+
+
+def test_code_with_separators_on_every_line_takes_the_fast_path() -> None:
+    code = "\n".join(f"config_{n} = load(path_{n})  # step {n}: ok" for n in range(40))
+    assert not may_hold_secret(code)
+    assert SECRETS(code) is code
+    assert may_hold_secret(code + "\nAPI_KEY = 'x'")  # a keyword late in the text is seen
 
 
 def test_separator_heavy_text_still_finds_a_late_password() -> None:
