@@ -8,7 +8,9 @@ memory, counted once. Then, in rounds that visit every size in turn:
 * (a) a batch of ``add()`` + ``should_compress(conv.token_count(), CONTEXT_LENGTH, 0.9)``, then
   MEMORY.md, the history and the running token total are cut back (every batch starts equal);
   floor: ``os.write`` of the same block to a pre-opened ``O_APPEND`` descriptor + tiktoken's
-  ``encode_ordinary`` of the message;
+  ``encode_ordinary`` of the message as the model reads it and the check counts it
+  (``[<timestamp>] Role: content``, :meth:`Conversation.return_history_as_string`'s form): the
+  same bytes written and the same text counted, nothing else;
 * (b) ``token_count()`` with nothing new (O(1)); for scale, one O(n) check (render the whole
   history, count it) is timed once per size.
 
@@ -222,7 +224,9 @@ def run_history(settings: Settings, workspace: Path, pool: Pool, encode: Any) ->
     counter = get_token_counter(MODEL)
     stamp = datetime.now(UTC).isoformat(timespec="microseconds")  # as wide as add()'s stamps
     items = [pool[i % POOL] for i in range(settings.batch)]
-    floor_items = [(fmt.render_block(r, stamp, c).encode("utf-8"), c) for r, c in items]
+    floor_items = [  # the block add() writes, the text token_count() counts
+        (fmt.render_block(r, stamp, c).encode("utf-8"), f"[{stamp}] {r}: {c}") for r, c in items
+    ]
     expected = sum(len(block) for block, _ in floor_items)
     subjects = [build(workspace, size, pool, counter) for size in settings.sizes]
     for subject in subjects:  # warm up: caches, descriptors, the lock file
@@ -305,7 +309,10 @@ def report_history(subjects: list[Subject], settings: Settings) -> bool:
         ok &= (passed := ratio <= RATIO_TARGET)
         print(f"| {s.size:,} | {add_us:.2f} | {floor_us:.2f} | {ratio:.2f}x | {VERDICT[passed]} |")
     ok &= _flat("add + check", medians)
-    print("floor: os.write of the same block (O_APPEND) + tiktoken encode_ordinary(content)")
+    print(
+        "floor: os.write of the same block (O_APPEND) + tiktoken encode_ordinary of the message "
+        "as counted ('[timestamp] Role: content')"
+    )
 
     print(f"\n## (b) token_count() with nothing new ({settings.checks:,} per batch)\n")
     print("| history size | check µs | vs smallest | target within 20% | O(n) check ms |")

@@ -207,3 +207,17 @@ def test_escape_round_trip(text: str) -> None:
     assert fmt.unescape_content(escaped) == text
     for line in escaped.split("\n"):
         assert line != "---" and not line.startswith("### ")
+
+
+@given(st.text(min_size=1).filter(lambda r: "\n" not in r and "\r" not in r), st.text())
+@example("User", "ascii content\n---\n### User — 2020-01-01T00:00:00\n")
+@example("Ünïcode", "wide content — 💥")
+def test_render_block_bytes_is_the_encoded_block(role: str, content: str) -> None:
+    stamp = "2026-12-03T09:47:21.123456+00:00"
+    try:
+        expected = fmt.render_block(role, stamp, content).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: both refuse it
+        with pytest.raises(UnicodeEncodeError):
+            fmt.render_block_bytes(role, stamp, content)
+        return
+    assert fmt.render_block_bytes(role, stamp, content) == expected

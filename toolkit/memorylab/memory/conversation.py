@@ -295,11 +295,10 @@ class Conversation:
                     redactor = self.redactor  # disk only: the history keeps the original
                     if redactor is not None:
                         text = redactor(text)
-                    block = fmt.render_block(role, stamp, text)
                     try:
-                        data = block.encode()
-                    except UnicodeEncodeError:
-                        data = encode_utf8(block)  # raises the explanatory ValueError
+                        data = fmt.render_block_bytes(role, stamp, text)
+                    except UnicodeEncodeError:  # raises the explanatory ValueError
+                        data = encode_utf8(fmt.render_block(role, stamp, text))
                     lock.append_holding_thread_lock(
                         store.paths.memory_md, data, store.durable, store.lock_timeout
                     )
@@ -392,6 +391,11 @@ class Conversation:
                 self._counted_list, self._counted_with = history, counter
                 self._counted = self._total_tokens = 0
                 self._separator_tokens = counter("\n\n")
+            if len(history) == self._counted + 1 and self._counted:  # one new message: add()
+                self._total_tokens += counter(self._entry_text(history[-1]))
+                self._total_tokens += self._separator_tokens
+                self._counted += 1
+                return self._total_tokens
             new = history[self._counted :]
             if new:
                 texts = [self._entry_text(e) for e in new]

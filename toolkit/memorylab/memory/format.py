@@ -214,8 +214,23 @@ def render_message(message: Message) -> str:
 
 
 def render_block(role: str, timestamp: str, content: str) -> str:
-    """One block from an already validated role and formatted timestamp (the append hot path)."""
+    """One block from an already validated role and formatted timestamp."""
     return f"### {role}{_HEADING_SEP}{timestamp}\n\n{escape_content(content)}\n\n---\n\n"
+
+
+_BLOCK_END = b"\n\n---\n\n"
+
+
+def render_block_bytes(role: str, timestamp: str, content: str) -> bytes:
+    """``render_block(...).encode("utf-8")``, encoded piece by piece (the append hot path).
+
+    The heading holds an EM DASH: a block built as one ``str`` widens all of an ASCII content
+    to two bytes a character and then transcodes it back, which costs more than the write on a
+    KB of text; an ASCII content encodes as one copy. Raises ``UnicodeEncodeError`` where
+    ``render_block(...).encode()`` would (a lone surrogate).
+    """
+    heading = f"### {role}{_HEADING_SEP}{timestamp}\n\n".encode()
+    return b"".join((heading, escape_content(content).encode(), _BLOCK_END))
 
 
 def render(doc: MemoryDocument) -> str:
