@@ -8,7 +8,10 @@ every size in turn (so drift on a busy machine hits all rows alike):
 * ``add()``: time a batch of N ``add()`` calls (``perf_counter_ns``), then cut MEMORY.md and
   the history back to the size, so every batch starts from the same state;
 * floor: time N ``os.write`` calls of the same rendered block bytes to a pre-opened ``O_APPEND``
-  descriptor on a copy of that MEMORY.md (also cut back after each batch).
+  descriptor on a copy of that MEMORY.md (also cut back after each batch);
+* locked floor (for scale, no target): the same write between ``flock(LOCK_EX)`` and
+  ``flock(LOCK_UN)`` on a lock file: the system calls any append that excludes other processes
+  per message must make, so ``add()`` over it is what memorylab's own work costs.
 
 Each row reports the median per-call time over the batches. Targets: ``add()`` within 5x the
 floor, and the largest history within 20% of the smallest (appending must not get slower as the
@@ -21,6 +24,7 @@ fails. No absolute time is asserted anywhere.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import gc
 import os
 import platform
@@ -66,6 +70,8 @@ class Subject:
     block: bytes
     add_ns: list[float]
     floor_ns: list[float]
+    locked_ns: list[float]
+    lock_fd: int
 
 
 def _label(size: int) -> str:
@@ -98,6 +104,8 @@ def build(workspace: Path, size: int) -> Subject:
         block=block,
         add_ns=[],
         floor_ns=[],
+        locked_ns=[],
+        lock_fd=os.open(memory_md.with_name("floor.lock"), os.O_RDWR | os.O_CREAT, 0o600),
     )
 
 
@@ -132,6 +140,22 @@ def time_floor(subject: Subject, n: int) -> float:
     return elapsed / n
 
 
+def time_locked_floor(subject: Subject, n: int) -> float:
+    fd, block, lock_fd = subject.floor_fd, subject.block, subject.lock_fd
+    gc.disable()
+    try:
+        start = time.perf_counter_ns()
+        for _ in range(n):
+            fcntl.flock(lock_fd, fcntl.LOCK_EX)
+            os.write(fd, block)
+            fcntl.flock(lock_fd, fcntl.LOCK_UN)
+        elapsed = time.perf_counter_ns() - start
+    finally:
+        gc.enable()
+    os.truncate(subject.floor_path, subject.base_bytes)
+    return elapsed / n
+
+
 def run(settings: Settings, workspace: Path) -> list[Subject]:
     subjects = [build(workspace, size) for size in settings.sizes]
     for subject in subjects:  # warm up: caches, descriptors, the lock file
@@ -141,6 +165,7 @@ def run(settings: Settings, workspace: Path) -> list[Subject]:
         for subject in subjects:
             subject.add_ns.append(time_adds(subject, settings.batch))
             subject.floor_ns.append(time_floor(subject, settings.batch))
+            subject.locked_ns.append(time_locked_floor(subject, settings.batch))
     return subjects
 
 
@@ -152,8 +177,11 @@ def report(subjects: list[Subject], settings: Settings, quick: bool) -> bool:
         f"{os.cpu_count()} cores; median of {settings.rounds} batches x {settings.batch} calls"
     )
     print()
-    print(f"| history size | add() µs | floor µs | ratio | target ratio <= {RATIO_TARGET:g}x |")
-    print("|---:|---:|---:|---:|:---:|")
+    print(
+        f"| history size | add() µs | floor µs | ratio | target ratio <= {RATIO_TARGET:g}x "
+        "| locked floor µs | add() / locked floor |"
+    )
+    print("|---:|---:|---:|---:|:---:|---:|---:|")
     ok = True
     medians: dict[int, float] = {}
     for s in subjects:
@@ -164,7 +192,11 @@ def report(subjects: list[Subject], settings: Settings, quick: bool) -> bool:
         passed = ratio <= RATIO_TARGET
         ok &= passed
         verdict = "PASS" if passed else "FAIL"
-        print(f"| {s.size:,} | {add_us:.2f} | {floor_us:.2f} | {ratio:.1f}x | {verdict} |")
+        locked_us = statistics.median(s.locked_ns) / 1000
+        print(
+            f"| {s.size:,} | {add_us:.2f} | {floor_us:.2f} | {ratio:.1f}x | {verdict} "
+            f"| {locked_us:.2f} | {add_us / locked_us:.1f}x |"
+        )
     print()
     small, large = min(medians), max(medians)
     flat = medians[large] / medians[small]
@@ -173,6 +205,10 @@ def report(subjects: list[Subject], settings: Settings, quick: bool) -> bool:
     print(
         f"flat: {_label(large)}/{_label(small)} = {flat:.2f} "
         f"(target within {FLAT_TARGET:.0%} of 1.00: {'PASS' if passed else 'FAIL'})"
+    )
+    print(
+        "locked floor: the same os.write between flock(LOCK_EX) and flock(LOCK_UN), the system "
+        "calls of a per-message cross-process lock (no target; for scale)"
     )
     print(REFERENCE)
     return ok
@@ -194,6 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         for subject in subjects:
             os.close(subject.floor_fd)
+            os.close(subject.lock_fd)
             subject.conv.store.close()  # type: ignore[union-attr]
         shutil.rmtree(root, ignore_errors=True)
     if not ok and not args.quick:
