@@ -13,7 +13,7 @@ data: emails, phone numbers, card numbers (Luhn check) and IBANs (mod-97 check).
 Only precompiled standard-library ``re`` patterns: no network, no model. Redaction is idempotent
 (``r(r(x)) == r(x)``): markers never match a rule, and the rules are applied until nothing changes.
 Ordinary text is returned after a few substring checks, without running any pattern: every
-secret rule needs one of ``sk-``, ``-----``, ``xox``, ``gh`` with ``_``, ``://`` with ``@``,
+secret rule needs one of ``sk-``, ``-----BEGIN``, ``xox``, ``gh`` with ``_``, ``://`` with ``@``,
 ``eyJ``, ``AKIA``/``ASIA``, ``earer`` (Bearer), or a word a credential keyword ends with
 (password, pwd, secret, token, authorization, key) right before a ``:`` or ``=``; every PII rule
 needs ``@`` or a digit.
@@ -109,7 +109,7 @@ def may_hold_secret(text: str) -> bool:
     checks that both agree, and that every rule is covered).
     """
     return (
-        ("-" in text and ("sk-" in text or "-----" in text))
+        ("-" in text and ("sk-" in text or "-----BEGIN" in text))
         or "xox" in text
         or ("_" in text and ("gh" in text or "github_pat_" in text))
         or ("@" in text and "://" in text)
@@ -488,7 +488,7 @@ class Redactor:
         """``text`` with every finding replaced by its marker (the same object when none)."""
         if self._maybe is may_hold_secret:  # may_hold_secret() written out: the hot path
             if not (
-                ("-" in text and ("sk-" in text or "-----" in text))
+                ("-" in text and ("sk-" in text or "-----BEGIN" in text))
                 or "xox" in text
                 or ("_" in text and ("gh" in text or "github_pat_" in text))
                 or ("@" in text and "://" in text)
