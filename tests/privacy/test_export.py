@@ -407,25 +407,18 @@ def test_warn_permissions_sums_up_a_workspace(
     assert f"chmod -R go-rwx '{isolated_workspace}'" in message
 
 
-_LOADERS_DO_NOT_WARN = (
-    "not wired yet: memory_df (memorylab/analysis/_sources.py) and the Conversation preload "
-    "(memorylab/memory/conversation.py, preload.py) should call memorylab.privacy."
-    "warn_permissions on what they read; drop this marker when they do"
-)
-
-
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=_LOADERS_DO_NOT_WARN)
 def test_memory_df_warns_about_memory_others_can_read(
     isolated_workspace: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     shutil.copytree(REFERENCE, isolated_workspace)
+    for path in [isolated_workspace, *isolated_workspace.rglob("*")]:
+        os.chmod(path, 0o700 if path.is_dir() else 0o600)  # private but for one file
     os.chmod(isolated_workspace / "agents" / "QuantAgent" / "MEMORY.md", 0o644)
     with caplog.at_level(logging.WARNING, logger="memorylab"):
         memory_df(isolated_workspace)
     assert any("QuantAgent" in message for message in _warnings(caplog))
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=_LOADERS_DO_NOT_WARN)
 def test_the_preload_warns_about_memory_others_can_read(
     isolated_workspace: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -435,3 +428,45 @@ def test_the_preload_warns_about_memory_others_can_read(
     with caplog.at_level(logging.WARNING, logger="memorylab"):
         Conversation(agent_name="Shared")
     assert any("MEMORY.md" in message for message in _warnings(caplog))
+
+
+def test_private_memory_gives_no_warning(
+    isolated_workspace: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    _history("Private", compactions=2)
+    Conversation(agent_name="Other").add("User", "hello")
+    assert check_permissions(isolated_workspace) == []  # as memorylab writes it: 0o700/0o600
+    with caplog.at_level(logging.WARNING, logger="memorylab"):
+        memory_df(isolated_workspace)
+        memory_df(isolated_workspace / "agents" / "Private" / "MEMORY.md")
+        Conversation(agent_name="Private")
+    assert _warnings(caplog) == []
+
+
+def test_the_preload_checks_only_the_file_it_loads(
+    isolated_workspace: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    _history("Shared", compactions=2)
+    folder = isolated_workspace / "agents" / "Shared"
+    archive = sorted((folder / "archive").iterdir())[0]
+    os.chmod(archive, 0o644)  # an archive, not the preloaded MEMORY.md, is readable by others
+    with caplog.at_level(logging.WARNING, logger="memorylab"):
+        Conversation(agent_name="Shared")
+        assert _warnings(caplog) == []
+        memory_df(folder)
+    (message,) = _warnings(caplog)
+    assert str(archive) in message and f"chmod -R go-rwx '{folder}'" in message
+
+
+def test_memory_df_warns_once_per_process_for_the_same_files(
+    isolated_workspace: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    conv = _history("Shared", compactions=1)
+    assert conv.memory_md_path is not None
+    os.chmod(conv.memory_md_path, 0o644)
+    with caplog.at_level(logging.WARNING, logger="memorylab"):
+        memory_df(isolated_workspace)
+        memory_df(isolated_workspace)
+        Conversation(agent_name="Shared")  # the file itself: a warning of its own, once
+        Conversation(agent_name="Shared")
+    assert len(_warnings(caplog)) == 2

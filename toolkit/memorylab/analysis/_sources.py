@@ -31,6 +31,7 @@ from pathlib import Path
 from memorylab.errors import StoreError
 from memorylab.memory import format as fmt
 from memorylab.memory.paths import MemoryPaths
+from memorylab.memory.permissions import warn_permissions
 from memorylab.memory.store import MemoryStore
 
 SourceLike = str | os.PathLike[str]
@@ -161,7 +162,12 @@ def _one(path: Path, notes: list[Note]) -> list[AgentFiles]:
 
 
 def resolve(source: Source) -> tuple[list[AgentFiles], list[Note]]:
-    """The agents a source names (merged by folder, in order of appearance) and notes."""
+    """The agents a source names (merged by folder, in order of appearance) and notes.
+
+    Each path given is checked for memory that group or others can read
+    (:func:`~memorylab.memory.permissions.warn_permissions`: one logged warning per path, once
+    per process for the same files and modes).
+    """
     items: Sequence[SourceLike]
     if isinstance(source, str | os.PathLike):
         items = [source]
@@ -174,10 +180,13 @@ def resolve(source: Source) -> tuple[list[AgentFiles], list[Note]]:
         )
     notes: list[Note] = []
     merged: dict[Path, AgentFiles] = {}
+    roots: dict[Path, None] = {}
     for item in items:
         if not isinstance(item, str | os.PathLike):
             raise TypeError(f"every source must be a path, not {type(item).__name__}")
-        for found in _one(Path(item).expanduser(), notes):
+        root = Path(item).expanduser()
+        roots[root] = None
+        for found in _one(root, notes):
             key = found.folder.absolute()
             known = merged.get(key)
             if known is None:
@@ -186,6 +195,8 @@ def resolve(source: Source) -> tuple[list[AgentFiles], list[Note]]:
             known.whole_folder |= found.whole_folder
             known.memory = known.memory or found.memory
             known.archives += [a for a in found.archives if a not in known.archives]
+    for root in roots:
+        warn_permissions(root)
     return list(merged.values()), notes
 
 

@@ -11,6 +11,9 @@ archive names that collide). With ``strict=True`` a file that does not parse rai
 ``(frame, problems)``, where ``problems`` is a DataFrame with ``file, line, kind, message`` that
 also lists what was skipped (duplicate and uncommitted archives, unknown files) and what looks
 missing. pandas is imported when a loader is called, not with :mod:`memorylab`.
+
+Both log a warning (logger ``memorylab.privacy``) when memory under a path they are given can be
+read by group or others (:func:`memorylab.memory.permissions.warn_permissions`).
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ from typing import Any
 from memorylab.errors import EmptySummary, InvalidSetting, LockTimeout
 from memorylab.memory import format as fmt
 from memorylab.memory._fsutil import encode_utf8
+from memorylab.memory.permissions import warn_permissions
 from memorylab.memory.preload import PreloadPlan, has_messages, plan_preload
 from memorylab.memory.records import PRELOAD_PREFIX, SUMMARY_PREFIX, CompactionEvent, Message
 from memorylab.memory.redact import SECRETS, redact_values, resolve_redactor
@@ -198,6 +199,7 @@ class Conversation:
     def _preload(self) -> None:
         assert self._store is not None
         text = self._store.read_text()
+        warn_permissions(self._store.path)  # the file only: one lstat
         if not has_messages(text):
             return  # a header without messages: nothing worth loading
         plan = plan_preload(text, max_tokens=self.preload_max_tokens, count=self.token_counter)
