@@ -419,6 +419,23 @@ def test_memory_df_warns_about_memory_others_can_read(
     assert any("QuantAgent" in message for message in _warnings(caplog))
 
 
+def test_the_bundled_sample_data_is_not_warned_about(
+    caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The bundled workspaces are synthetic and checked out 0o644 by git: the README's main job
+    (`memorylab report` on them) must not tell the user to chmod them."""
+    from memorylab.transcripts import bundled_workspace
+
+    sample = bundled_workspace("reference")
+    os.chmod(sample / "agents" / "QuantAgent" / "MEMORY.md", 0o644)
+    assert check_permissions(sample) != []  # readable by others, as git leaves it
+    with caplog.at_level(logging.WARNING, logger="memorylab"):
+        memory_df(sample)
+        assert main(["stats", str(sample)]) == 0
+    assert _warnings(caplog) == []
+    assert "can be read by other users" not in capsys.readouterr().err
+
+
 def test_the_preload_warns_about_memory_others_can_read(
     isolated_workspace: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from memorylab.errors import StoreError
+from memorylab.errors import PrerequisiteError, StoreError
 from memorylab.memory import format as fmt
 from memorylab.memory.paths import MemoryPaths
 from memorylab.memory.permissions import warn_permissions
@@ -196,8 +196,21 @@ def resolve(source: Source) -> tuple[list[AgentFiles], list[Note]]:
             known.memory = known.memory or found.memory
             known.archives += [a for a in found.archives if a not in known.archives]
     for root in roots:
-        warn_permissions(root)
+        if not _is_bundled_sample(root):
+            warn_permissions(root)
     return list(merged.values()), notes
+
+
+def _is_bundled_sample(root: Path) -> bool:
+    """Whether ``root`` is in memorylab's bundled data: synthetic conversations that git checks
+    out readable by all, so a warning about them (on every `memorylab report`) would be noise."""
+    from memorylab.transcripts import bundled_data_dir
+
+    try:
+        data = bundled_data_dir().resolve()
+    except PrerequisiteError:
+        return False
+    return root.resolve().is_relative_to(data)
 
 
 def _name_key(path: Path) -> tuple[datetime, int, str]:
