@@ -712,8 +712,25 @@ def test_get_summarizer_dispatch() -> None:
     assert get_summarizer(scripted) is scripted
 
 
+def test_the_offline_baselines_are_selectable_by_name() -> None:
+    from memorylab.compress.baselines import HeadTailSummarizer, TruncateSummarizer
+    from memorylab.evaluate import baselines as old_home
+
+    truncate = get_summarizer("memorylab/truncate", max_tokens=64)
+    assert isinstance(truncate, TruncateSummarizer) and truncate.max_tokens == 64
+    head_tail = get_summarizer(" memorylab/head-tail ")
+    assert isinstance(head_tail, HeadTailSummarizer)
+    history = [{"role": "User", "content": f"step {i}: " + "word " * 40} for i in range(30)]
+    summary = head_tail.summarize(history)
+    assert summary.model == "memorylab/head-tail" and "step 0" in summary.text
+    assert "step 29" in summary.text and "omitted" in summary.text
+    assert old_home.TruncateSummarizer is TruncateSummarizer  # the evaluate import path stays
+
+
 def test_get_summarizer_errors() -> None:
-    with pytest.raises(InvalidSetting, match=re.escape("memorylab/extractive, memorylab/scripted")):
+    with pytest.raises(InvalidSetting, match=re.escape(
+        "memorylab/extractive, memorylab/truncate, memorylab/head-tail, memorylab/scripted"
+    )):
         get_summarizer("memorylab/abstractive")
     with pytest.raises(InvalidSetting):
         get_summarizer("")

@@ -501,16 +501,19 @@ class ScriptedSummarizer:
 
 # --------------------------------------------------------------------------- dispatch
 
-_BUILTIN = ("memorylab/extractive", "memorylab/scripted")
+_BUILTIN = (
+    "memorylab/extractive", "memorylab/truncate", "memorylab/head-tail", "memorylab/scripted",
+)  # fmt: skip
 
 
 def get_summarizer(spec: str | Summarizer | None = None, **kwargs: Any) -> Summarizer:
     """A summarizer from a spec.
 
     ``None`` or ``"memorylab/extractive"``: :class:`ExtractiveSummarizer` (offline);
-    ``"memorylab/scripted"``: :class:`ScriptedSummarizer`; any other string: a litellm model
-    for :class:`LiteLLMSummarizer`; a summarizer object is returned as is. ``kwargs`` go to the
-    constructor.
+    ``"memorylab/truncate"`` and ``"memorylab/head-tail"``: the offline baselines of
+    :mod:`memorylab.compress.baselines`; ``"memorylab/scripted"``: :class:`ScriptedSummarizer`;
+    any other string: a litellm model for :class:`LiteLLMSummarizer`; a summarizer object is
+    returned as is. ``kwargs`` go to the constructor.
     """
     if spec is None or spec == "memorylab/extractive":
         from memorylab.compress.extractive import ExtractiveSummarizer
@@ -520,6 +523,13 @@ def get_summarizer(spec: str | Summarizer | None = None, **kwargs: Any) -> Summa
         name = spec.strip()
         if name == "memorylab/scripted":
             return ScriptedSummarizer(**kwargs)
+        if name in ("memorylab/truncate", "memorylab/head-tail"):
+            from memorylab.compress import baselines
+
+            kind = baselines.TruncateSummarizer
+            if name == "memorylab/head-tail":
+                kind = baselines.HeadTailSummarizer
+            return kind(**kwargs)
         if name.lower().startswith("memorylab/"):
             raise InvalidSetting(
                 f"unknown memorylab summarizer {spec!r}; valid: {', '.join(_BUILTIN)} "

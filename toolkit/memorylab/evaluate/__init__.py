@@ -22,7 +22,7 @@ from memorylab.evaluate._llm_scorers import (
     ProbeQAScorer,
     parse_judge_reply,
 )
-from memorylab.evaluate.baselines import HeadTailSummarizer, TruncateSummarizer
+from memorylab.compress.baselines import HeadTailSummarizer, TruncateSummarizer
 from memorylab.evaluate.cases import (
     FACT_CATEGORIES,
     Case,

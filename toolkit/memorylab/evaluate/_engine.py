@@ -103,7 +103,7 @@ def _is_offline(summarizer: Any) -> bool:
     if isinstance(summarizer, LiteLLMSummarizer):
         return False
     from memorylab.compress.extractive import ExtractiveSummarizer
-    from memorylab.evaluate.baselines import HeadTailSummarizer, TruncateSummarizer
+    from memorylab.compress.baselines import HeadTailSummarizer, TruncateSummarizer
 
     if isinstance(summarizer, ExtractiveSummarizer | TruncateSummarizer | HeadTailSummarizer):
         return True

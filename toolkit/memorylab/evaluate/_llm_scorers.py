@@ -366,7 +366,7 @@ class JudgeScorer(BaseScorer):
         return False
 
     def _transcript(self, case: Case) -> tuple[str, bool]:
-        from memorylab.evaluate.baselines import HeadTailSummarizer
+        from memorylab.compress.baselines import HeadTailSummarizer
 
         text = case.history_text
         from memorylab.compress.tokens import get_token_counter

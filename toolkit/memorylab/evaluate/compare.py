@@ -94,20 +94,10 @@ def _resolve_one(spec: SummarizerSpec, options: Mapping[str, Any]) -> Any:
         name = spec.strip()
         if name == EXISTING:
             return ExistingSummaries()
-        if name == "memorylab/truncate":
-            from memorylab.evaluate.baselines import TruncateSummarizer
-
-            return TruncateSummarizer()
-        if name == "memorylab/head-tail":
-            from memorylab.evaluate.baselines import HeadTailSummarizer
-
-            return HeadTailSummarizer()
-        if name == "memorylab/extractive":
-            from memorylab.compress.extractive import ExtractiveSummarizer
-
-            return ExtractiveSummarizer()
         from memorylab.compress.summarizers import get_summarizer
 
+        if name in BASELINES:
+            return get_summarizer(name)
         if name.lower().startswith("memorylab/") and name != "memorylab/scripted":
             raise InvalidSetting(
                 f"unknown memorylab summarizer {spec!r}; built in: "

@@ -1,0 +1,181 @@
+"""Offline baselines: summaries any real summarizer should beat.
+
+Both render the history as a transcript (:func:`memorylab.compress.summarizers.render_message`
+blocks separated by blank lines), count tokens with
+:func:`memorylab.compress.tokens.get_token_counter` (``model=None``: the cl100k_base
+approximation) and keep whole messages while they fit; the message at the edge is cut at a token
+boundary. Deterministic, no model, no network, ``cost_usd=0.0``.
+
+* :class:`TruncateSummarizer` (``"memorylab/truncate"``) — the last ``max_tokens`` tokens of the
+  transcript: what an agent keeps when it simply drops its oldest messages (``keep="head"``:
+  the first tokens instead, the classic "lead" baseline).
+* :class:`HeadTailSummarizer` (``"memorylab/head-tail"``) — the first ``head_share`` of the
+  budget from the start (the original task) and the rest from the end (the latest state), with
+  an omission marker between them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from memorylab.compress.summarizers import Summary, offline_summary, render_message
+from memorylab.errors import EmptySummary, InvalidSetting
+from memorylab.memory.format import content_to_text
+
+if TYPE_CHECKING:
+    from memorylab.compress.tokens import TokenCounter
+
+__all__ = ["OMISSION_MARKER", "HeadTailSummarizer", "TruncateSummarizer"]
+
+OMISSION_MARKER = "[… {count} messages omitted …]"
+"""Put between the head and the tail by :class:`HeadTailSummarizer`."""
+
+_SEPARATOR = "\n\n"
+_MIN_BUDGET = 16
+
+
+def _check_budget(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < _MIN_BUDGET:
+        raise InvalidSetting(f"max_tokens must be an int >= {_MIN_BUDGET}, not {value!r}")
+    return value
+
+
+def _blocks(messages: Sequence[Mapping[str, Any]]) -> list[str]:
+    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
+        raise InvalidSetting("messages must be a sequence of {'role', 'content'} mappings")
+    if not any(content_to_text(m.get("content")).strip() for m in messages):
+        raise EmptySummary("nothing to summarize: the history is empty")
+    return [render_message(m) for m in messages]
+
+
+def _longest(text: str, limit: int, counter: TokenCounter, *, from_end: bool) -> str:
+    """The longest prefix (or suffix) of ``text`` within ``limit`` tokens (binary search)."""
+    if limit <= 0:
+        return ""
+    if counter.count(text) <= limit:
+        return text
+    low, high = 0, len(text)
+    while low < high:
+        mid = (low + high + 1) // 2
+        piece = text[len(text) - mid :] if from_end else text[:mid]
+        if counter.count(piece) <= limit:
+            low = mid
+        else:
+            high = mid - 1
+    return text[len(text) - low :] if from_end else text[:low]
+
+
+def _take(
+    blocks: Sequence[str], limit: int, counter: TokenCounter, *, from_end: bool
+) -> tuple[list[str], int]:
+    """Whole blocks from one end while they fit, then part of the next; and how many were used
+    (a partly kept block counts as used)."""
+    order = list(reversed(blocks)) if from_end else list(blocks)
+    kept: list[str] = []
+    used = 0
+    for block in order:
+        cost = counter.count(block) + (1 if kept else 0)
+        if used + cost <= limit:
+            kept.append(block)
+            used += cost
+            continue
+        room = limit - used - (1 if kept else 0)
+        part = _longest(block, room, counter, from_end=from_end).strip()
+        if part and room >= 4:
+            kept.append(("… " + part) if from_end else (part + " …"))
+        break
+    taken = len(kept)
+    if from_end:
+        kept.reverse()
+    return kept, taken
+
+
+class _Baseline:
+    name: str
+    max_tokens: int
+    model: str | None
+
+    def _text(self, blocks: list[str], budget: int, counter: TokenCounter) -> str:
+        raise NotImplementedError
+
+    def summarize(
+        self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
+    ) -> Summary:
+        started = time.perf_counter()
+        budget = _check_budget(self.max_tokens if max_tokens is None else max_tokens)
+        blocks = _blocks(messages)
+        from memorylab.compress.tokens import get_token_counter
+
+        counter = get_token_counter(self.model)
+        text = self._text(blocks, budget, counter).strip()
+        if not text:
+            raise EmptySummary(f"{self.name}: the budget of {budget} tokens kept nothing")
+        return offline_summary(self.name, text, messages, counter, started)
+
+    async def asummarize(
+        self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
+    ) -> Summary:
+        """Same as :meth:`summarize` (CPU work: compare runs it on a thread)."""
+        return self.summarize(messages, max_tokens=max_tokens)
+
+
+class TruncateSummarizer(_Baseline):
+    """The transcript cut to ``max_tokens`` tokens: its end (``keep="tail"``) or its start."""
+
+    def __init__(
+        self,
+        max_tokens: int = 1024,
+        *,
+        keep: Literal["tail", "head"] = "tail",
+        model: str | None = None,
+    ) -> None:
+        self.max_tokens = _check_budget(max_tokens)
+        if keep not in ("tail", "head"):
+            raise InvalidSetting(f"keep must be 'tail' or 'head', not {keep!r}")
+        self.keep = keep
+        self.model = model
+        self.name = "memorylab/truncate"
+
+    def __repr__(self) -> str:
+        return f"TruncateSummarizer(max_tokens={self.max_tokens}, keep={self.keep!r})"
+
+    def _text(self, blocks: list[str], budget: int, counter: TokenCounter) -> str:
+        kept, _ = _take(blocks, budget, counter, from_end=self.keep == "tail")
+        return _SEPARATOR.join(kept)
+
+
+class HeadTailSummarizer(_Baseline):
+    """The start and the end of the transcript within ``max_tokens`` tokens."""
+
+    def __init__(
+        self, max_tokens: int = 1024, *, head_share: float = 0.3, model: str | None = None
+    ) -> None:
+        self.max_tokens = _check_budget(max_tokens)
+        if (
+            isinstance(head_share, bool)
+            or not isinstance(head_share, int | float)
+            or not (0 < head_share < 1)
+        ):
+            raise InvalidSetting(f"head_share must be a number in (0, 1), not {head_share!r}")
+        self.head_share = float(head_share)
+        self.model = model
+        self.name = "memorylab/head-tail"
+
+    def __repr__(self) -> str:
+        return f"HeadTailSummarizer(max_tokens={self.max_tokens}, head_share={self.head_share})"
+
+    def _text(self, blocks: list[str], budget: int, counter: TokenCounter) -> str:
+        whole = _SEPARATOR.join(blocks)
+        if counter.count(whole) <= budget:
+            return whole
+        marker_cost = counter.count(OMISSION_MARKER.format(count=len(blocks))) + 2
+        room = budget - marker_cost
+        head, head_used = _take(blocks, int(room * self.head_share), counter, from_end=False)
+        head_cost = counter.count(_SEPARATOR.join(head)) + (1 if head else 0)
+        rest = blocks[head_used:]
+        tail, tail_used = _take(rest, room - head_cost, counter, from_end=True)
+        omitted = len(blocks) - head_used - tail_used
+        marker = OMISSION_MARKER.format(count=max(omitted, 0))
+        return _SEPARATOR.join([*head, marker, *tail])
