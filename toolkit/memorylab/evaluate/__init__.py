@@ -11,6 +11,7 @@
 pandas, matplotlib, litellm, rapidfuzz and the optional extras are imported only when used.
 """
 
+from memorylab.compress.baselines import HeadTailSummarizer, TruncateSummarizer
 from memorylab.evaluate._cache import LLMCache
 from memorylab.evaluate._llm_scorers import (
     JUDGE_PROMPT,
@@ -22,7 +23,6 @@ from memorylab.evaluate._llm_scorers import (
     ProbeQAScorer,
     parse_judge_reply,
 )
-from memorylab.compress.baselines import HeadTailSummarizer, TruncateSummarizer
 from memorylab.evaluate.cases import (
     FACT_CATEGORIES,
     Case,

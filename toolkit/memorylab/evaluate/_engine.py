@@ -102,8 +102,8 @@ class Context:
 def _is_offline(summarizer: Any) -> bool:
     if isinstance(summarizer, LiteLLMSummarizer):
         return False
-    from memorylab.compress.extractive import ExtractiveSummarizer
     from memorylab.compress.baselines import HeadTailSummarizer, TruncateSummarizer
+    from memorylab.compress.extractive import ExtractiveSummarizer
 
     if isinstance(summarizer, ExtractiveSummarizer | TruncateSummarizer | HeadTailSummarizer):
         return True
