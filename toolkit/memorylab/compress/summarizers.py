@@ -526,10 +526,9 @@ def get_summarizer(spec: str | Summarizer | None = None, **kwargs: Any) -> Summa
         if name in ("memorylab/truncate", "memorylab/head-tail"):
             from memorylab.compress import baselines
 
-            kind = baselines.TruncateSummarizer
             if name == "memorylab/head-tail":
-                kind = baselines.HeadTailSummarizer
-            return kind(**kwargs)
+                return baselines.HeadTailSummarizer(**kwargs)
+            return baselines.TruncateSummarizer(**kwargs)
         if name.lower().startswith("memorylab/"):
             raise InvalidSetting(
                 f"unknown memorylab summarizer {spec!r}; valid: {', '.join(_BUILTIN)} "
