@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import tzinfo
-from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memorylab.analysis._scan import FileRows, convert_or_parse, read_bytes, read_rows
+from memorylab.analysis._scan import (
+    FileRows,
+    Roles,
+    convert_or_parse,
+    decoded,
+    read_bytes,
+    read_rows,
+)
 from memorylab.analysis._sources import AgentFiles, Note, order
+from memorylab.analysis._stamps import convert_grid
 from memorylab.errors import StoreError
-from memorylab.memory.records import SUMMARY_PREFIX
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -64,25 +71,31 @@ class _Agent:
 
 
 def _convert_stamps(
-    agent: _Agent, notes: list[Note], *, strict: bool, naive_tz: tzinfo | None
+    agent: _Agent, notes: list[Note], *, strict: bool, naive_tz: tzinfo | None, roles: Roles
 ) -> None:
     """Convert the timestamps of all the agent's files at once (one numpy pass, not one per
     file); a file with a stamp that does not convert is read again by the parser."""
-    pending = [segment for segment in agent.segments if segment.rows.stamps]
+    pending = [segment.rows for segment in agent.segments if segment.rows.pending]
     if not pending:
         return
-    together = FileRows([], [], [s for seg in pending for s in seg.rows.stamps], None, None, [], 0)
-    if together.convert(naive_tz):
+    converted = convert_grid(
+        np.concatenate([rows.stamp_grid for rows in pending]),
+        np.concatenate([rows.stamp_lengths for rows in pending]),
+        naive_tz,
+    )
+    if converted is not None:
         start = 0
-        for segment in pending:
-            count = len(segment.rows.stamps)
-            segment.rows.utc_us = together.utc_us[start : start + count]
-            segment.rows.naive = together.naive[start : start + count]
-            segment.rows.stamps = []
+        for rows in pending:
+            count = len(rows)
+            rows.utc_us = converted[0][start : start + count]
+            rows.naive = converted[1][start : start + count]
+            rows.stamp_grid, rows.stamp_lengths = rows.stamp_grid[:0], rows.stamp_lengths[:0]
             start += count
         return
-    for segment in pending:
-        rows = convert_or_parse(segment.rows, segment.path, strict=strict, naive_tz=naive_tz)
+    for segment in agent.segments:
+        rows = convert_or_parse(
+            segment.rows, segment.path, strict=strict, naive_tz=naive_tz, roles=roles
+        )
         if rows is not segment.rows:
             notes += [Note(str(segment.path), p.line, p.kind, p.message) for p in rows.problems]
             segment.rows = rows
@@ -93,7 +106,7 @@ def read_agent(
     notes: list[Note],
     *,
     strict: bool,
-    roles_seen: dict[bytes, str],
+    roles: Roles,
     naive_tz: tzinfo | None,
 ) -> _Agent:
     agent = _Agent(files)
@@ -125,13 +138,13 @@ def read_agent(
         previous = _Signature.of(path, data)
         box = [data]
         del data
-        rows = read_rows(path, strict=strict, roles_seen=roles_seen, naive_tz=naive_tz, box=box)
+        rows = read_rows(path, strict=strict, roles=roles, naive_tz=naive_tz, box=box)
         notes += [Note(str(path), p.line, p.kind, p.message) for p in rows.problems]
         agent.segments.append(_Segment(path, kind, rows))
-    _convert_stamps(agent, notes, strict=strict, naive_tz=naive_tz)
+    _convert_stamps(agent, notes, strict=strict, naive_tz=naive_tz, roles=roles)
     if len(agent.segments) > 0:
         first = agent.segments[0]
-        if first.rows.contents and first.rows.contents[0].startswith(SUMMARY_PREFIX):
+        if len(first.rows) and first.rows.summary[0]:
             notes.append(
                 Note(
                     str(first.path),
@@ -169,7 +182,42 @@ def _categorical(labels: list[str], counts: list[int]) -> Any:
     return pd.Categorical.from_codes(codes, categories=pd.Index(categories, dtype=object))
 
 
-def build_frame(agents: list[_Agent], tokens: str | None) -> pd.DataFrame:
+def _role_column(parts: list[FileRows], roles: Roles) -> Any:
+    """``pd.Categorical(roles)`` (sorted categories, only those used) from the role codes."""
+    import pandas as pd
+
+    codes = np.concatenate([rows.role_codes for rows in parts] or [np.empty(0, np.int32)])
+    used = np.flatnonzero(np.bincount(codes, minlength=len(roles.names))).tolist()
+    order = sorted(used, key=roles.names.__getitem__)
+    remap = np.full(len(roles.names), -1, dtype=np.int32)
+    remap[order] = np.arange(len(order), dtype=np.int32)
+    categories = pd.Index([roles.names[code] for code in order])
+    return pd.Categorical.from_codes(remap[codes], categories=categories)
+
+
+def _content_column(parts: list[FileRows]) -> Any:
+    """The contents in the dtype pandas gives text. When that is pyarrow's (pandas 3), the
+    files' buffers become the column's chunks as they are: no ``str`` per row, no copy."""
+    import pandas as pd
+
+    dtype = pd.Series(["x"]).dtype
+    arrow = isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow"
+    if not arrow or not any(map(len, parts)):  # pandas infers no text dtype for no rows
+        return pd.array(decoded(parts), dtype=object)
+    pa: Any = importlib.import_module("pyarrow")  # pandas stores text with it: it is there
+    chunks = [
+        pa.Array.from_buffers(
+            pa.large_string(),
+            len(rows),
+            [None, pa.py_buffer(rows.offsets), pa.py_buffer(rows.text)],
+        )
+        for rows in parts
+        if len(rows)
+    ]
+    return pd.array(pa.chunked_array(chunks, type=pa.large_string()), dtype=dtype)
+
+
+def build_frame(agents: list[_Agent], tokens: str | None, roles: Roles) -> pd.DataFrame:
     import pandas as pd
 
     workspaces: list[str] = []
@@ -178,13 +226,9 @@ def build_frame(agents: list[_Agent], tokens: str | None) -> pd.DataFrame:
     kinds: list[str] = []
     counts: list[int] = []
     segment_ids: list[int] = []
-    roles: list[str] = []
-    contents: list[str] = []
-    stamps: list[np.ndarray] = []
-    naive: list[np.ndarray] = []
+    parts: list[FileRows] = []
     timeline: list[np.ndarray] = []
     for agent in agents:
-        start = 0
         for index, segment in enumerate(agent.segments):
             rows = segment.rows
             workspaces.append(str(agent.files.workspace))
@@ -193,17 +237,17 @@ def build_frame(agents: list[_Agent], tokens: str | None) -> pd.DataFrame:
             kinds.append(segment.kind)
             counts.append(len(rows))
             segment_ids.append(index)
-            roles += rows.roles
-            contents += rows.contents
-            stamps.append(rows.utc_us)
-            naive.append(rows.naive)
-            segment.rows = FileRows([], [], [], rows.continues, rows.format_version, [], rows.size)
+            parts.append(rows)
+            segment.rows = FileRows.empty(rows.continues, rows.format_version, [], rows.size)
         total = sum(counts[len(counts) - len(agent.segments) :])
-        timeline.append(np.arange(start, start + total, dtype=np.int64))
+        timeline.append(np.arange(total, dtype=np.int64))
     sizes = np.array(counts, dtype=np.int64)
     total_rows = int(sizes.sum()) if len(sizes) else 0
     offsets = np.repeat(np.cumsum(sizes) - sizes, sizes) if total_rows else np.empty(0, np.int64)
-    utc = np.concatenate(stamps) if stamps else np.empty(0, dtype=np.int64)
+
+    def joined(column: str, dtype: Any) -> np.ndarray:
+        return np.concatenate([getattr(rows, column) for rows in parts] or [np.empty(0, dtype)])
+
     columns: dict[str, Any] = {
         "workspace": _categorical(workspaces, counts),
         "agent": _categorical(names, counts),
@@ -215,19 +259,17 @@ def build_frame(agents: list[_Agent], tokens: str | None) -> pd.DataFrame:
         "segment": np.repeat(np.array(segment_ids, dtype=np.int64), sizes),
         "position": np.arange(total_rows, dtype=np.int64) - offsets,
         "timeline": np.concatenate(timeline) if timeline else np.empty(0, np.int64),
-        "role": pd.Categorical(roles),
-        "timestamp": pd.to_datetime(utc, unit="us", utc=True),
-        "naive_timestamp": np.concatenate(naive) if naive else np.empty(0, dtype=bool),
-        "content": pd.array(contents, dtype=object),
-        "chars": np.fromiter(map(len, contents), dtype=np.int64, count=len(contents)),
-        "is_summary": np.fromiter(
-            map(str.startswith, contents, repeat(SUMMARY_PREFIX)), bool, len(contents)
-        ),
+        "role": _role_column(parts, roles),
+        "timestamp": pd.to_datetime(joined("utc_us", np.int64), unit="us", utc=True),
+        "naive_timestamp": joined("naive", bool),
+        "content": _content_column(parts),
+        "chars": joined("chars", np.int64),
+        "is_summary": joined("summary", bool),
     }
     if tokens is not None:
         from memorylab.compress.tokens import get_token_counter
 
-        counts_ = get_token_counter(tokens).count_batch(contents)
+        counts_ = get_token_counter(tokens).count_batch(decoded(parts))
         columns["tokens"] = np.array(counts_, dtype=np.int64)
     return pd.DataFrame(columns, copy=False)
 
@@ -361,9 +403,10 @@ def compactions_frame(
         if records is not None:
             rows += [_record_row(files, record) for record in records]
             continue
-        agent = read_agent(files, notes, strict=False, roles_seen={}, naive_tz=naive_tz)
+        roles = Roles()
+        agent = read_agent(files, notes, strict=False, roles=roles, naive_tz=naive_tz)
         kinds = [(segment.path, segment.kind) for segment in agent.segments]
-        rows += _inferred(files, kinds, build_frame([agent], None), tokens)
+        rows += _inferred(files, kinds, build_frame([agent], None, roles), tokens)
     frame = pd.DataFrame(rows, columns=list(COMPACTION_COLUMNS))
     frame["time"] = pd.to_datetime(frame["time"], utc=True)
     frame["messages_archived"] = frame["messages_archived"].astype(np.int64)

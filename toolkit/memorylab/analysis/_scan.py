@@ -1,240 +1,195 @@
-"""Reading one memory file into column lists, fast (internal to :mod:`memorylab.analysis`).
+"""Reading one memory file into columns, fast (internal to :mod:`memorylab.analysis`).
 
-:func:`read_rows` returns a file's messages as parallel lists (roles, contents) and numpy arrays
-(UTC microseconds, naive flags), the shape :func:`memorylab.analysis.memory_df` builds its
-columns from. It gives exactly what :func:`memorylab.memory.format.parse` gives, by two routes:
+:func:`read_rows` returns a file's messages as columns (:class:`FileRows`): role codes, the
+contents as one UTF-8 buffer with offsets (what a pyarrow string column is made of, so
+:func:`memorylab.analysis.memory_df` wraps it without a copy), their lengths in characters,
+summary flags and UTC timestamps. It gives exactly what :func:`memorylab.memory.format.parse`
+gives, by two routes:
 
-* the fast route, for well-formed files: the file's bytes are cut at every
-  ``\\n\\n---\\n\\n### {heading}\\n\\n`` with one ``re.split`` (C), headings are split with
-  ``bytes.rpartition`` mapped over the list (no Python loop per message), contents are decoded
-  one by one (ASCII contents stay one byte per character, although the em dash of the headings
-  would make a whole-file ``str`` two bytes per character), and timestamps are checked against
-  fixed-width templates and converted with numpy;
-* the parser itself (:func:`memorylab.memory.format.parse`) for anything the fast route does not
-  recognise as certainly well formed: a BOM, ``\\r``, no header, a torn or unclosed block, a
-  ``---`` line or heading-like line in unescaped content, an unusual timestamp shape, invalid
-  UTF-8. The guards are conservative: when in doubt, the parser decides.
-
-Naive timestamps (the reference framework's) are read as wall-clock time in ``naive_tz``
-(``None``: this machine's local time zone) and converted to UTC, one zone lookup per distinct
-minute, so that daylight-saving changes are honoured.
+* the fast route, for well-formed files: numpy finds the structure in the file's bytes (the
+  separators ``\\n\\n---\\n\\n### `` among the line starts, each heading's line end and its
+  last `` — ``, the escaped lines, the non-ASCII bytes) with a few vectorised passes per file
+  and no Python work per message apart from slicing roles; the contents are copied once, from
+  the file's bytes into the buffer, leaving out the headings, separators and escaping
+  backslashes; only contents holding non-ASCII bytes are decoded (to check they are UTF-8);
+  the stamps are gathered into a grid for :mod:`memorylab.analysis._stamps`;
+* the parser itself for anything the fast route does not recognise as certainly well formed:
+  a BOM, ``\\r``, no header, a torn or unclosed block, a ``---`` line or heading-like line in
+  unescaped content, an unusual timestamp shape, invalid UTF-8. The guards are conservative:
+  when in doubt, the parser decides.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta, tzinfo
-from itertools import repeat
-from operator import methodcaller
+from datetime import tzinfo
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from memorylab.analysis._stamps import WIDTH, convert_grid, convert_stamps
 from memorylab.errors import MemoryFormatError, StoreError
 from memorylab.memory import format as fmt
-from memorylab.memory.records import MemoryDocument
+from memorylab.memory.records import SUMMARY_PREFIX, MemoryDocument
+
+__all__ = ["FileRows", "Roles", "convert_or_parse", "convert_stamps", "read_bytes", "read_rows"]
 
 _TITLE = b"# Agent Memory\n"
 _LOG = b"\n## Interaction Log\n"
 _SEP = b"\n\n---\n\n"
-# memorylab's files escape content, so every "\n### " line is a heading: split at each one and
-# capture what precedes it (the separator, for all but the first) and whether a blank line follows.
-_SPLIT_OWN = re.compile(rb"\n(\n---\n\n|\n|)### ([^\n]*)\n(\n?)")
-_AFTER_SEPARATOR = b"\n---\n\n"
-_OVERLAP = (b"---", b"\n---")
-# The reference's files do not escape: split where a separator is followed by "### " (where the
-# parser looks for the next heading) and capture whether a blank line follows the heading.
-_SPLIT_REFERENCE = re.compile(rb"\n\n---\n\n### ([^\n]*)\n(\n?)")
-_DASH = " \u2014 ".encode()
-_RPARTITION = methodcaller("rpartition", _DASH)
-# The timestamp grammar of memorylab.memory.format (ISO-8601 as Python writes it).
-_TS_RE = re.compile(
-    r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?"
-    r"(?:Z|[+-]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?)?\Z"
-)
-_EPOCH = np.datetime64(0, "us")
-_EPOCH_NAIVE = datetime(1970, 1, 1)
-_MINUTE_US = 60_000_000
-_NO_INTS: np.ndarray[Any, np.dtype[np.int64]] = np.empty(0, dtype=np.int64)
-_NO_BOOLS: np.ndarray[Any, np.dtype[np.bool_]] = np.empty(0, dtype=bool)
+# Where the parser splits blocks: a separator followed by the next heading.
+_SEP_HEAD = b"\n\n---\n\n### "
+_LINE_HEADING = b"\n### "
+_EM_DASH = "\u2014".encode()
+_SUMMARY = SUMMARY_PREFIX.encode()
+# What follows the backslashes of an escaped line (fmt._is_structural); "---" and "###" are
+# then followed by "\r"s and a line end, which a content's end is too (a "\n" follows it).
+_STRUCTURE = (b"### ", b"# Agent Memory", b"## Interaction Log")
+_WHOLE_LINE = (b"---", b"###")
+_COLUMNS = np.arange(WIDTH)
+Ints = np.ndarray[Any, np.dtype[np.int64]]
+
+
+class Roles:
+    """The distinct roles of one load, numbered in order of first appearance."""
+
+    def __init__(self) -> None:
+        self.code: dict[bytes, int] = {}
+        self.names: list[str] = []
+
+    def codes(self, raw: list[bytes]) -> np.ndarray | None:
+        """The code of each role (UTF-8), or None if one is not UTF-8."""
+        for role in set(raw).difference(self.code):
+            try:
+                name = role.decode("utf-8")
+            except UnicodeDecodeError:
+                return None
+            self.code[role] = len(self.names)
+            self.names.append(name)
+        return np.fromiter(map(self.code.__getitem__, raw), dtype=np.int32, count=len(raw))
+
+
+_NO_INTS: Ints = np.zeros(1, dtype=np.int64)
 
 
 @dataclass(slots=True)
 class FileRows:
     """The messages of one file as columns, and what its header says."""
 
-    roles: list[str]
-    contents: list[str]
-    stamps: list[bytes]  # as written in the headings, until converted
+    names: list[str]  # role names (shared by the files of one load)
+    role_codes: np.ndarray
+    text: bytes  # the contents, UTF-8, one after another
+    offsets: Ints  # content i is text[offsets[i]:offsets[i + 1]]
+    chars: Ints
+    summary: np.ndarray
     continues: str | None
     format_version: int | None
     problems: list[fmt.FormatProblem]
     size: int
-    utc_us: np.ndarray[Any, np.dtype[np.int64]] = field(default_factory=lambda: _NO_INTS)
-    naive: np.ndarray[Any, np.dtype[np.bool_]] = field(default_factory=lambda: _NO_BOOLS)
+    # Stamps as written in the headings (a grid, see _stamps), until converted.
+    stamp_grid: np.ndarray = field(default_factory=lambda: np.empty((0, WIDTH), np.uint8))
+    stamp_lengths: Ints = field(default_factory=lambda: np.empty(0, np.int64))
+    utc_us: Ints = field(default_factory=lambda: np.empty(0, np.int64))
+    naive: np.ndarray = field(default_factory=lambda: np.empty(0, bool))
+
+    @classmethod
+    def empty(
+        cls,
+        continues: str | None,
+        format_version: int | None,
+        problems: list[fmt.FormatProblem],
+        size: int,
+    ) -> FileRows:
+        """No messages (a header alone, or a file the parser could not read)."""
+        return cls(
+            [],
+            np.empty(0, np.int32),
+            b"",
+            _NO_INTS,
+            np.empty(0, np.int64),
+            np.empty(0, bool),
+            continues,
+            format_version,
+            problems,
+            size,
+        )
+
+    @property
+    def pending(self) -> bool:
+        """Whether the stamps still have to be converted."""
+        return len(self.stamp_lengths) > 0
 
     def convert(self, naive_tz: tzinfo | None) -> bool:
-        """Fill ``utc_us`` and ``naive`` from ``stamps``; False if one is not a timestamp."""
-        converted = convert_stamps(self.stamps, naive_tz)
+        """Fill ``utc_us`` and ``naive`` from the stamps; False if one is not a timestamp."""
+        converted = convert_grid(self.stamp_grid, self.stamp_lengths, naive_tz)
         if converted is None:
             return False
         self.utc_us, self.naive = converted
-        self.stamps = []
+        self.stamp_grid, self.stamp_lengths = self.stamp_grid[:0], self.stamp_lengths[:0]
         return True
 
+    @property
+    def roles(self) -> list[str]:
+        return [self.names[code] for code in self.role_codes.tolist()]
+
+    @property
+    def contents(self) -> list[str]:
+        """The contents as ``str`` (decoded from ``text``)."""
+        text = self.text.decode("utf-8")
+        if len(text) == len(self.text):  # ASCII: byte offsets are character offsets
+            bounds = self.offsets.tolist()
+        else:
+            bounds = [0, *np.cumsum(self.chars).tolist()]
+        return list(map(text.__getitem__, map(slice, bounds[:-1], bounds[1:])))
+
     def __len__(self) -> int:
-        return len(self.contents)
+        return len(self.chars)
 
 
-# --------------------------------------------------------------------------- timestamps
-
-# Fixed-width shapes: (length, wall-clock width, offset start or None).
-_SHAPES: dict[int, tuple[int, int | None]] = {
-    19: (19, None),
-    26: (26, None),
-    25: (19, 19),
-    32: (26, 26),
-}
+def _matching(a: np.ndarray, at: Ints, pattern: bytes) -> Ints:
+    """Indices ``i`` with ``pattern`` at ``a[at[i]:]`` (positions that leave no room: none)."""
+    keep = np.flatnonzero(at <= len(a) - len(pattern))
+    for k, byte in enumerate(pattern):
+        keep = keep[a[at[keep] + k] == byte]
+    return keep
 
 
-def _template(length: int) -> tuple[list[int], list[tuple[int, int]], int | None]:
-    """Digit positions, fixed characters and the sign position of one shape."""
-    wall, offset = _SHAPES[length]
-    fixed = [(4, ord("-")), (7, ord("-")), (10, ord("T")), (13, ord(":")), (16, ord(":"))]
-    digits = [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18]
-    if wall == 26:
-        fixed.append((19, ord(".")))
-        digits += list(range(20, 26))
-    if offset is not None:
-        fixed.append((offset + 3, ord(":")))
-        digits += [offset + 1, offset + 2, offset + 4, offset + 5]
-    return digits, fixed, offset
+def _where(a: np.ndarray, at: Ints, pattern: bytes) -> Ints:
+    return at[_matching(a, at, pattern)]
 
 
-_TEMPLATES = {length: _template(length) for length in _SHAPES}
-
-
-def _convert_shape(stamps: list[bytes], length: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """(UTC-or-wall microseconds, naive) for stamps of one fixed shape; None if one is off."""
-    digits, fixed, offset = _TEMPLATES[length]
-    wall = _SHAPES[length][0]
-    grid = np.frombuffer(b"".join(stamps), dtype=np.uint8).reshape(-1, length)
-    if not bool(((grid[:, digits] - 48) <= 9).all()):  # uint8 wraps below '0'
-        return None
-    if not bool((grid[:, :4] != ord("0")).any(axis=1).all()):  # year 0000 (numpy takes it)
-        return None
-    for position, char in fixed:
-        if not bool((grid[:, position] == char).all()):
-            return None
-    text = np.ascontiguousarray(grid[:, :wall]).view(f"S{wall}").ravel()
-    try:
-        micros = (text.astype("datetime64[us]") - _EPOCH).astype(np.int64)
-    except ValueError:  # e.g. month 13: not a timestamp
-        return None
-    if offset is None:
-        return micros, np.ones(len(stamps), dtype=bool)
-    sign = grid[:, offset]
-    if not bool(((sign == ord("+")) | (sign == ord("-"))).all()):
-        return None
-    num = grid.astype(np.int64) - 48
-    minutes = (num[:, offset + 1] * 10 + num[:, offset + 2]) * 60
-    minutes += num[:, offset + 4] * 10 + num[:, offset + 5]
-    minutes = np.where(sign == ord("-"), -minutes, minutes)
-    return micros - minutes * _MINUTE_US, np.zeros(len(stamps), dtype=bool)
-
-
-def _convert_one(stamp: bytes) -> tuple[int, bool] | None:
-    try:
-        text = stamp.decode("ascii")
-    except UnicodeDecodeError:
-        return None
-    if not _TS_RE.match(text):
-        return None
-    try:
-        value = datetime.fromisoformat(text)
-    except ValueError:  # shaped like a timestamp, out of range (month 13)
-        return None
-    if value.tzinfo is None:
-        return (value - _EPOCH_NAIVE) // timedelta(microseconds=1), True
-    return (value.astimezone(UTC).replace(tzinfo=None) - _EPOCH_NAIVE) // timedelta(
-        microseconds=1
-    ), False
-
-
-def _local_offsets_us(wall_us: np.ndarray, naive_tz: tzinfo | None) -> np.ndarray:
-    """UTC offset (µs) of each naive wall-clock time in ``naive_tz`` (None: local time)."""
-    minutes = wall_us // _MINUTE_US
-    unique, inverse = np.unique(minutes, return_inverse=True)
-    offsets = np.empty(len(unique), dtype=np.int64)
-    for i, minute in enumerate(unique.tolist()):
-        when = _EPOCH_NAIVE + timedelta(minutes=minute)
-        aware = when.astimezone() if naive_tz is None else when.replace(tzinfo=naive_tz)
-        delta = aware.utcoffset() or timedelta(0)
-        offsets[i] = delta // timedelta(microseconds=1)
-    return offsets[inverse]
-
-
-def convert_stamps(
-    stamps: list[bytes], naive_tz: tzinfo | None = None
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """UTC microseconds since the epoch and naive flags, or None if a stamp is not ISO-8601."""
-    count = len(stamps)
-    utc = np.empty(count, dtype=np.int64)
-    naive = np.empty(count, dtype=bool)
-    if count == 0:
-        return utc, naive
-    lengths = np.fromiter(map(len, stamps), dtype=np.int64, count=count)
-    for length in np.unique(lengths).tolist():
-        where = np.flatnonzero(lengths == length)
-        group = stamps if len(where) == count else [stamps[i] for i in where.tolist()]
-        converted = _convert_shape(group, length) if length in _SHAPES else None
-        if converted is None:
-            singles = [_convert_one(stamp) for stamp in group]
-            if any(single is None for single in singles):
-                return None
-            converted = (
-                np.array([s[0] for s in singles if s is not None], dtype=np.int64),
-                np.array([s[1] for s in singles if s is not None], dtype=bool),
-            )
-        utc[where], naive[where] = converted
-    if naive.any():
-        utc[naive] -= _local_offsets_us(utc[naive], naive_tz)
-    return utc, naive
-
-
-# --------------------------------------------------------------------------- unescaping
-
-
-def _structural(line: str) -> bool:
-    """:func:`memorylab.memory.format.unescape_content`'s test of a line (backslash removed)."""
-    core = line.lstrip("\\").rstrip("\r")
-    return (
-        core == fmt.SEPARATOR_LINE
-        or core.startswith("### ")
-        or core == "###"
-        or core.startswith(fmt.TITLE_LINE)
-        or core.startswith(fmt.LOG_LINE)
-    )
-
-
-# A line that starts with a backslash and, without its leading backslashes (and trailing "\r"),
-# is structure: the parser drops its first backslash.
-_ESCAPED_LINE = re.compile(
-    r"\n\\(?=\\*(?:(?:---|###)\r*(?:\n|\Z)|### |# Agent Memory|## Interaction Log))"
-)
+def _escapes(a: np.ndarray, line_starts: Ints) -> Ints:
+    """The backslashes that escape a line (fmt.unescape_content drops them), among lines that
+    start at ``line_starts``; every line must end with a "\\n"."""
+    first = _where(a, line_starts, b"\\")
+    after = first + 1
+    more = a[after] == 92  # further backslashes belong to the content
+    while more.any():
+        after = after + more
+        more = a[after] == 92
+    hits = [_where(a, after, pattern) for pattern in _STRUCTURE]
+    for pattern in _WHOLE_LINE:
+        found = _where(a, after, pattern)
+        end = found + len(pattern)
+        more = a[end] == 13
+        while more.any():
+            end = end + more
+            more = a[end] == 13
+        hits.append(found[a[end] == 10])
+    structural = np.sort(np.concatenate(hits))
+    return first[np.searchsorted(after, structural)]
 
 
 def unescape(text: str) -> str:
-    """Exactly :func:`memorylab.memory.format.unescape_content`, with one regex pass over the
-    lines that start with a backslash (the parser's version visits every line)."""
-    if "\\" not in text:
-        return text
-    if text.startswith("\\") and _structural(text[1:].partition("\n")[0]):
-        text = text[1:]  # the first line has no "\n" before it: the pattern leaves it alone
-    return _ESCAPED_LINE.sub("\n", text)
+    """:func:`memorylab.memory.format.unescape_content`, by the fast route's own code."""
+    data = ("\n" + text + "\n").encode("utf-8", "surrogatepass")
+    a = np.frombuffer(data, dtype=np.uint8)
+    escapes = _escapes(a, np.flatnonzero(a[:-1] == 10) + 1)
+    keep = np.ones(len(a), dtype=bool)
+    keep[escapes] = False
+    return a[keep][1:-1].tobytes().decode("utf-8", "surrogatepass")
 
 
 # --------------------------------------------------------------------------- files
@@ -247,16 +202,57 @@ def _header(head: str, strict: bool, path: Path) -> tuple[MemoryDocument, list[A
     return fmt.parse(head, strict=False, path=str(path))
 
 
-def _fast(
-    box: list[bytes], path: Path, strict: bool, roles_seen: dict[bytes, str]
-) -> FileRows | None:
-    """The fast route (module docstring), or None when the parser has to decide.
+@dataclass(slots=True)
+class _Blocks:
+    role_at: Ints  # where each heading's role starts
+    dash_at: Ints  # where the em dash of its last " — " is
+    line_end: Ints  # the "\n" that ends the heading
+    body_start: Ints
+    body_end: Ints
 
-    ``box`` holds the file's bytes; they are dropped from it once they have been split, so that
-    the bytes, the split pieces and the decoded text are not all alive at once (the caller reads
-    the file again in the rare case that the parser has to decide after that point).
+
+def _blocks(a: np.ndarray, lines: Ints, high: Ints, start: int, own: bool) -> _Blocks | None:
+    """Where the blocks are, as the parser would cut them, or None when it has to decide.
+
+    ``a`` starts a heading at ``start`` and ends with a separator; ``lines`` are the
+    positions of its "\\n"s, ``high`` those of its non-ASCII bytes.
     """
-    data = box[0]
+    seps = _where(a, lines, _SEP_HEAD)
+    if len(seps) and seps[0] < start:
+        return None
+    role_at = np.concatenate(([start + 4], seps + len(_SEP_HEAD)))
+    # memorylab's files escape content: there every "\n### " line is a heading, and the parser
+    # cuts blocks at one that a separator does not precede (a torn block).
+    if own and len(_where(a, lines, _LINE_HEADING)) != len(role_at):
+        return None
+    line_end = lines[np.searchsorted(lines, role_at)]
+    body_start = line_end + 2
+    body_end = np.append(seps, len(a) - len(_SEP))
+    if not bool((a[line_end + 1] == 10).all()) or bool((body_start > body_end).any()):
+        return None  # no blank line after a heading, or a separator overlaps it
+    # A body starting with a "---" line: the parser would see a separator that overlaps the
+    # heading's blank line.
+    if len(_matching(a, body_start, b"---")) or len(_matching(a, body_start, b"\n---")):
+        return None
+    dashes = _where(a, high[a[high] == _EM_DASH[0]], _EM_DASH)
+    dashes = dashes[(a[dashes - 1] == 32) & (a[dashes + 3] == 32)]
+    # The last " — " of each heading (rpartition): it ends before the heading's line end.
+    last = np.searchsorted(dashes, line_end - 4, side="right") - 1
+    if bool((last < 0).any()):
+        return None
+    dash_at = dashes[last]
+    if bool((dash_at - 1 < role_at).any()):
+        return None  # that dash is in an earlier block: this heading has none
+    return _Blocks(role_at, dash_at, line_end, body_start, body_end)
+
+
+def _in_ranges(points: Ints, starts: Ints, ends: Ints) -> Ints:
+    """How many of the sorted ``points`` fall in each range [start, end)."""
+    return np.searchsorted(points, ends) - np.searchsorted(points, starts)
+
+
+def _fast(data: bytes, path: Path, strict: bool, roles: Roles) -> FileRows | None:
+    """The fast route (module docstring), or None when the parser has to decide."""
     if not data.startswith(_TITLE) or b"\r" in data:
         return None
     marker = data.find(_LOG)
@@ -270,68 +266,109 @@ def _fast(
     except UnicodeDecodeError:
         return None
     doc, problems = _header(head, strict, path)
-    own = doc.format_version is not None
     if start == len(data):
-        return FileRows([], [], [], doc.continues, doc.format_version, problems, len(data))
+        return FileRows.empty(doc.continues, doc.format_version, problems, len(data))
     if not data.startswith(b"### ", start) or not data.endswith(_SEP):
         return None
-    # The parser would split exactly where the pattern does, and see a heading and a blank line
-    # each time (else it decides): see the two patterns above.
-    if own:
-        parts = _SPLIT_OWN.split(data)
-        befores, heads, blanks, bodies = parts[1::4], parts[2::4], parts[3::4], parts[4::4]
-        if len(parts[0]) != start - 2 or befores[0] != b"\n":
+    a = np.frombuffer(data, dtype=np.uint8)
+    lines = np.flatnonzero(a == 10)
+    high = np.flatnonzero(a >= 0x80)
+    blocks = _blocks(a, lines, high, start, doc.format_version is not None)
+    if blocks is None:
+        return None
+    body_start, body_end = blocks.body_start, blocks.body_end
+    view = memoryview(data)
+    has_high = np.flatnonzero(_in_ranges(high, body_start, body_end))
+    if len(has_high):  # only these contents need decoding: are they UTF-8?
+        pieces = map(slice, body_start[has_high].tolist(), body_end[has_high].tolist())
+        try:
+            b"\n".join(map(view.__getitem__, pieces)).decode("utf-8")
+        except UnicodeDecodeError:
             return None
-        if befores.count(_AFTER_SEPARATOR) != len(befores) - 1:
-            return None
-    else:
-        parts = _SPLIT_REFERENCE.split(data)
-        first = parts[0]
-        line_end = first.find(b"\n", start)
-        if line_end < 0 or not first.startswith(b"\n\n", line_end):
-            return None
-        heads = [first[start + 4 : line_end], *parts[1::3]]
-        blanks = parts[2::3]
-        bodies = [first[line_end + 2 :], *parts[3::3]]
-        del first
-    del parts
-    if blanks.count(b"\n") != len(blanks):
+    role_bytes = list(map(data.__getitem__, map(slice, blocks.role_at.tolist(),
+                                                (blocks.dash_at - 1).tolist())))  # fmt: skip
+    codes = roles.codes(role_bytes)
+    if codes is None:
         return None
-    # A body starting with a "---" line would make the parser see a separator that overlaps the
-    # heading's blank line (the split above consumed it): let the parser decide.
-    if any(map(bytes.startswith, bodies, repeat(_OVERLAP))):
-        return None
-    if not bodies[-1].endswith(_SEP):
-        return None
-    bodies[-1] = bodies[-1][: -len(_SEP)]
-    role_bytes, dashes, stamps = zip(*map(_RPARTITION, heads), strict=True)
-    del heads
-    if b"" in dashes:
-        return None
-    try:
-        for raw in set(role_bytes).difference(roles_seen):
-            roles_seen[raw] = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-    backslash = b"\\" in data
-    size = len(data)
-    box.clear()
-    del data
-    try:
-        contents = list(map(bytes.decode, bodies))
-    except UnicodeDecodeError:
-        return None  # the caller reads the file again for the parser
-    del bodies
-    if backslash:
-        contents = [unescape(text) if "\\" in text else text for text in contents]
-    roles = list(map(roles_seen.__getitem__, role_bytes))
+    escapes = _escapes(a, lines[lines >= start - 1] + 1)
+    lengths = body_end - body_start
+    starts, ends = body_start, body_end
+    if len(escapes):
+        lengths = lengths - _in_ranges(escapes, body_start, body_end)
+        starts = np.sort(np.concatenate((body_start, escapes + 1)))
+        ends = np.sort(np.concatenate((escapes, body_end)))
+    text = b"".join(map(view.__getitem__, map(slice, starts.tolist(), ends.tolist())))
+    continuation = high[(a[high] & 0xC0) == 0x80]
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    stamp_at = blocks.dash_at + 4
     return FileRows(
-        roles, contents, list(stamps), doc.continues, doc.format_version, problems, size
+        roles.names,
+        codes,
+        text,
+        offsets,
+        lengths - _in_ranges(continuation, body_start, body_end),
+        _summaries(text, offsets),
+        doc.continues,
+        doc.format_version,
+        problems,
+        len(data),
+        a.take(stamp_at[:, None] + _COLUMNS, mode="clip"),
+        blocks.line_end - stamp_at,
     )
 
 
-def parsed(data: bytes, path: Path, strict: bool, naive_tz: tzinfo | None) -> FileRows:
+def _summaries(text: bytes, offsets: Ints) -> np.ndarray:
+    """Whether each content starts with the compaction summary's prefix."""
+    lengths = np.diff(offsets)
+    candidates = np.flatnonzero(lengths >= len(_SUMMARY))
+    hits = candidates[_matching(np.frombuffer(text, np.uint8), offsets[candidates], _SUMMARY)]
+    summary = np.zeros(len(lengths), dtype=bool)
+    summary[hits] = True
+    return summary
+
+
+def _from_messages(
+    doc: MemoryDocument,
+    problems: list[fmt.FormatProblem],
+    size: int,
+    roles: Roles,
+    naive_tz: tzinfo | None,
+) -> FileRows:
+    """The columns of a parsed document."""
+    messages = doc.messages
+    encoded = [m.content.encode("utf-8") for m in messages]
+    lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    text = b"".join(encoded)
+    codes = roles.codes([m.role.encode("utf-8") for m in messages])
+    assert codes is not None  # encoded from str
+    converted = convert_stamps(
+        [m.timestamp.isoformat().encode("ascii") for m in messages], naive_tz
+    )
+    assert converted is not None  # the parser only accepts valid timestamps
+    rows = FileRows(
+        roles.names,
+        codes,
+        text,
+        offsets,
+        np.fromiter((len(m.content) for m in messages), dtype=np.int64, count=len(messages)),
+        _summaries(text, offsets),
+        doc.continues,
+        doc.format_version,
+        problems,
+        size,
+    )
+    rows.utc_us, rows.naive = converted
+    return rows
+
+
+def parsed(
+    data: bytes, path: Path, strict: bool, naive_tz: tzinfo | None, roles: Roles | None = None
+) -> FileRows:
     """The parser's route: exactly :func:`memorylab.read_memory`, as columns."""
+    roles = Roles() if roles is None else roles
     problems: list[fmt.FormatProblem] = []
     try:
         text = data.decode("utf-8")
@@ -360,20 +397,8 @@ def parsed(data: bytes, path: Path, strict: bool, naive_tz: tzinfo | None) -> Fi
         problem = fmt.FormatProblem(1, "structure", f"unreadable timestamp in a heading: {exc}")
         if strict:
             raise MemoryFormatError(problem.message, path=path, problems=[problem]) from None
-        return FileRows([], [], [], None, None, [*problems, problem], len(data))
-    messages = doc.messages
-    rows = FileRows(
-        [m.role for m in messages],
-        [m.content for m in messages],
-        [m.timestamp.isoformat().encode("ascii") for m in messages],
-        doc.continues,
-        doc.format_version,
-        problems,
-        len(data),
-    )
-    converted = rows.convert(naive_tz)
-    assert converted  # the parser only accepts valid timestamps
-    return rows
+        return FileRows.empty(None, None, [*problems, problem], len(data))
+    return _from_messages(doc, problems, len(data), roles, naive_tz)
 
 
 def read_bytes(path: Path) -> bytes:
@@ -391,26 +416,25 @@ def read_rows(
     path: Path,
     *,
     strict: bool,
-    roles_seen: dict[bytes, str] | None = None,
+    roles: Roles | None = None,
     naive_tz: tzinfo | None = None,
     box: list[bytes] | None = None,
     reader: Callable[[Path], bytes] = read_bytes,
 ) -> FileRows:
     """One file's messages as columns (see the module docstring).
 
-    Timestamps are converted by the parser's route only; the fast route leaves them in
-    ``stamps`` so that a caller converts many files at once (:meth:`FileRows.convert`, and
-    :func:`parsed` for a file whose stamps turn out not to convert).
+    Timestamps are converted by the parser's route only; the fast route leaves them
+    ``pending`` so that a caller converts many files at once (:meth:`FileRows.convert`, and
+    :func:`convert_or_parse` for a file whose stamps turn out not to convert).
 
-    ``box``, when given, holds the file's bytes already read; it is emptied (the bytes are
-    released as soon as they are no longer needed).
+    ``box``, when given, holds the file's bytes already read; it is emptied.
     """
-    if box is None:
-        box = [reader(path)]
-    rows = _fast(box, path, strict, {} if roles_seen is None else roles_seen)
+    data = box.pop() if box else reader(path)
+    roles = Roles() if roles is None else roles
+    rows = _fast(data, path, strict, roles)
     if rows is not None:
         return rows
-    return parsed(box[0] if box else reader(path), path, strict, naive_tz)
+    return parsed(data, path, strict, naive_tz, roles)
 
 
 def convert_or_parse(
@@ -420,8 +444,14 @@ def convert_or_parse(
     strict: bool,
     naive_tz: tzinfo | None = None,
     reader: Callable[[Path], bytes] = read_bytes,
+    roles: Roles | None = None,
 ) -> FileRows:
     """``rows`` with its timestamps converted, or the parser's rows when one does not convert."""
-    if not rows.stamps or rows.convert(naive_tz):
+    if not rows.pending or rows.convert(naive_tz):
         return rows
-    return parsed(reader(path), path, strict, naive_tz)
+    return parsed(reader(path), path, strict, naive_tz, roles)
+
+
+def decoded(rows: list[FileRows]) -> list[str]:
+    """The contents of many files as one list of ``str``."""
+    return [content for one in rows for content in one.contents]

@@ -108,14 +108,15 @@ def memory_df(
     parse; ``strict=False`` returns ``(frame, problems)`` with what could be read.
     """
     from memorylab.analysis import _load
+    from memorylab.analysis._scan import Roles
 
     agent_files, notes = resolve(source)
-    roles_seen: dict[bytes, str] = {}
+    roles = Roles()
     agents = [
-        _load.read_agent(files, notes, strict=strict, roles_seen=roles_seen, naive_tz=naive_tz)
+        _load.read_agent(files, notes, strict=strict, roles=roles, naive_tz=naive_tz)
         for files in agent_files
     ]
-    frame = _load.build_frame(agents, tokens)
+    frame = _load.build_frame(agents, tokens, roles)
     if strict:
         return frame
     return frame, _load.problems_frame(notes)
