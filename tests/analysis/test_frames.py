@@ -66,6 +66,22 @@ def test_dtypes(own_workspace: Built) -> None:
     assert (df["chars"] == df["content"].str.len()).all()
 
 
+def test_content_column_with_and_without_pyarrow_storage(
+    own_workspace: Built, reference_workspace: Built, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With pyarrow storing text (pandas 3) the files' buffers become the column; otherwise
+    (pandas 2, or no pyarrow) a list of str: the same rows either way."""
+    from memorylab.analysis import _load
+
+    sources = [own_workspace.root, reference_workspace.root]
+    arrow = memory_df(sources)
+    monkeypatch.setattr(_load, "arrow_text_dtype", lambda: None)
+    plain = memory_df(sources)
+    assert arrow["content"].dtype == pd.Series(["x"]).dtype  # what pandas gives text
+    pd.testing.assert_frame_equal(plain, arrow, check_exact=True)
+    assert (arrow["chars"] == arrow["content"].str.len()).all()
+
+
 def test_timestamps_are_the_ones_written(own_workspace: Built) -> None:
     df = memory_df(own_workspace.root / "agents" / "gamma")
     expected = [START + timedelta(seconds=2 + i) for i in range(len(df))]  # 1 s per clock call

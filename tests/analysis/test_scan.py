@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from memorylab.analysis._scan import convert_or_parse, convert_stamps, read_rows, unescape
 from memorylab.memory import format as fmt
-from memorylab.memory.records import MemoryDocument, Message
+from memorylab.memory.records import SUMMARY_PREFIX, MemoryDocument, Message
 
 GOLDEN = sorted((Path(__file__).parent.parent / "data" / "golden").glob("*.md"))
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -49,6 +49,8 @@ def _same_as_parser(data: bytes) -> None:
             )
     assert rows.roles == [m.role for m in doc.messages]
     assert rows.contents == [m.content for m in doc.messages]
+    assert rows.chars.tolist() == [len(m.content) for m in doc.messages]
+    assert rows.summary.tolist() == [m.content.startswith(SUMMARY_PREFIX) for m in doc.messages]
     assert rows.utc_us.tolist() == [_micros(m.timestamp) for m in doc.messages]
     assert rows.naive.tolist() == [m.timestamp.tzinfo is None for m in doc.messages]
     assert [(p.line, p.kind, p.message) for p in rows.problems] == expected_problems
@@ -76,6 +78,7 @@ STRUCTURE = [
     "",
     "\r",
     "**Continues:** history_2020-01-01_00-00-00.md",
+    "[Compressed Memory Summary] earlier",
 ]
 roles = st.text(alphabet=st.sampled_from("aZé — #-🤖 \\x"), min_size=1, max_size=8).filter(
     lambda r: r.strip() != "" and "\n" not in r
@@ -120,6 +123,67 @@ def test_own_format(msgs: list[Message], continues: str | None) -> None:
 @given(messages)
 def test_reference_format(msgs: list[Message]) -> None:
     _same_as_parser(_reference(msgs))
+
+
+# Heading stamps in every shape the grammar takes (the fast route checks the usual lengths
+# with numpy and searches the others in Python).
+stamp_texts = st.builds(
+    lambda when, spec, zulu: when.isoformat(timespec=spec).replace(
+        "+00:00", "Z" if zulu else "+00:00"
+    ),
+    st.datetimes(
+        min_value=datetime(1990, 1, 1),
+        max_value=datetime(2090, 1, 1),
+        timezones=st.sampled_from(
+            [
+                None,
+                UTC,
+                timezone(timedelta(hours=5, minutes=30, seconds=15)),
+                timezone(-timedelta(hours=8)),
+            ]
+        ),
+    ),
+    st.sampled_from(["auto", "seconds", "milliseconds", "microseconds"]),
+    st.booleans(),
+)
+
+
+@given(st.lists(st.tuples(roles, contents, stamp_texts), max_size=6))
+def test_reference_format_with_any_stamp_shape(blocks: list[tuple[str, str, str]]) -> None:
+    head = "# Agent Memory\n\n**Conversation:** c\n**Created:** 2026-01-01T00:00:00\n\n---\n\n"
+    body = "".join(
+        f"### {role} — {stamp}\n\n{content}\n\n---\n\n" for role, content, stamp in blocks
+    )
+    _same_as_parser((head + "## Interaction Log\n\n" + body).encode("utf-8"))
+
+
+@pytest.mark.parametrize("reference", [False, True])
+def test_long_headings_and_dashes_in_roles(reference: bool) -> None:
+    """Headings longer than the fast route's windows, roles holding " — " and non-ASCII
+    contents (the fast route decodes only those)."""
+    when = datetime(2026, 1, 1, 12, 30, tzinfo=UTC)
+    msgs = [
+        Message("R — " * 100, "plain", when),
+        Message("x — 2026-01-01T00:00:00", "é — ü\n\\### not a heading", when),
+        Message("🤖" * 70, "ascii\n---\nafter a rule", when.replace(microsecond=5)),
+        Message("User", SUMMARY_PREFIX + " é", when),
+    ]
+    data = _reference(msgs) if reference else _own(msgs, None)
+    _same_as_parser(data)
+    rows = read_rows(Path("x.md"), strict=True, box=[data])
+    assert rows.pending  # the fast route read it
+    assert rows.convert(None)
+    assert rows.roles == [m.role for m in msgs]
+    if not reference:  # the reference does not escape: "\\###" is read back as "###"
+        assert rows.contents == [m.content for m in msgs]
+
+
+def test_fast_route_falls_back_on_invalid_utf8_in_a_content() -> None:
+    good = _own([Message("User", "café", datetime(2026, 1, 1, tzinfo=UTC))], None)
+    bad = good.replace("café".encode(), b"caf\xe9")  # Latin-1
+    rows = read_rows(Path("x.md"), strict=False, box=[bad])
+    assert not rows.pending and rows.problems[0].kind == "encoding"  # the parser's rows
+    _same_as_parser(bad)
 
 
 @given(messages, st.data())

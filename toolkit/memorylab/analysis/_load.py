@@ -195,14 +195,21 @@ def _role_column(parts: list[FileRows], roles: Roles) -> Any:
     return pd.Categorical.from_codes(remap[codes], categories=categories)
 
 
-def _content_column(parts: list[FileRows]) -> Any:
-    """The contents in the dtype pandas gives text. When that is pyarrow's (pandas 3), the
-    files' buffers become the column's chunks as they are: no ``str`` per row, no copy."""
+def arrow_text_dtype() -> Any:
+    """pandas' dtype for text when pyarrow stores it (pandas 3's default), else None."""
     import pandas as pd
 
     dtype = pd.Series(["x"]).dtype
-    arrow = isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow"
-    if not arrow or not any(map(len, parts)):  # pandas infers no text dtype for no rows
+    return dtype if isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow" else None
+
+
+def _content_column(parts: list[FileRows]) -> Any:
+    """The contents in the dtype pandas gives text. When pyarrow stores it, the files' buffers
+    become the column's chunks as they are: no ``str`` per row, no copy."""
+    import pandas as pd
+
+    dtype = arrow_text_dtype()
+    if dtype is None or not any(map(len, parts)):  # pandas infers no text dtype for no rows
         return pd.array(decoded(parts), dtype=object)
     pa: Any = importlib.import_module("pyarrow")  # pandas stores text with it: it is there
     chunks = [

@@ -6,13 +6,14 @@ contents as one UTF-8 buffer with offsets (what a pyarrow string column is made 
 summary flags and UTC timestamps. It gives exactly what :func:`memorylab.memory.format.parse`
 gives, by two routes:
 
-* the fast route, for well-formed files: numpy finds the structure in the file's bytes (the
-  separators ``\\n\\n---\\n\\n### `` among the line starts, each heading's line end and its
-  last `` — ``, the escaped lines, the non-ASCII bytes) with a few vectorised passes per file
-  and no Python work per message apart from slicing roles; the contents are copied once, from
-  the file's bytes into the buffer, leaving out the headings, separators and escaping
-  backslashes; only contents holding non-ASCII bytes are decoded (to check they are UTF-8);
-  the stamps are gathered into a grid for :mod:`memorylab.analysis._stamps`;
+* the fast route, for well-formed files: numpy finds the structure in the file's bytes with a
+  few vectorised passes (the ``### `` lines among the ``#`` at line starts and the separators
+  before them, each heading's line end and last `` — ``, the escaped lines among the
+  backslashes at line starts, a count of non-ASCII bytes); Python only slices the roles. The
+  contents are copied once, from the file's bytes into the buffer, without the headings,
+  separators and escaping backslashes; only contents holding non-ASCII bytes are decoded (to
+  check they are UTF-8); the stamps are gathered into a grid for
+  :mod:`memorylab.analysis._stamps`;
 * the parser itself for anything the fast route does not recognise as certainly well formed:
   a BOM, ``\\r``, no header, a torn or unclosed block, a ``---`` line or heading-like line in
   unescaped content, an unusual timestamp shape, invalid UTF-8. The guards are conservative:
@@ -39,8 +40,6 @@ __all__ = ["FileRows", "Roles", "convert_or_parse", "convert_stamps", "read_byte
 _TITLE = b"# Agent Memory\n"
 _LOG = b"\n## Interaction Log\n"
 _SEP = b"\n\n---\n\n"
-# Where the parser splits blocks: a separator followed by the next heading.
-_SEP_HEAD = b"\n\n---\n\n### "
 _LINE_HEADING = b"\n### "
 _EM_DASH = "\u2014".encode()
 _SUMMARY = SUMMARY_PREFIX.encode()
@@ -58,6 +57,7 @@ class Roles:
     def __init__(self) -> None:
         self.code: dict[bytes, int] = {}
         self.names: list[str] = []
+        self.high: list[int] = []  # non-ASCII bytes of each
 
     def codes(self, raw: list[bytes]) -> np.ndarray | None:
         """The code of each role (UTF-8), or None if one is not UTF-8."""
@@ -68,10 +68,8 @@ class Roles:
                 return None
             self.code[role] = len(self.names)
             self.names.append(name)
+            self.high.append(sum(byte >= 0x80 for byte in role))
         return np.fromiter(map(self.code.__getitem__, raw), dtype=np.int32, count=len(raw))
-
-
-_NO_INTS: Ints = np.zeros(1, dtype=np.int64)
 
 
 @dataclass(slots=True)
@@ -107,7 +105,7 @@ class FileRows:
             [],
             np.empty(0, np.int32),
             b"",
-            _NO_INTS,
+            np.zeros(1, np.int64),
             np.empty(0, np.int64),
             np.empty(0, bool),
             continues,
@@ -152,6 +150,8 @@ def _matching(a: np.ndarray, at: Ints, pattern: bytes) -> Ints:
     """Indices ``i`` with ``pattern`` at ``a[at[i]:]`` (positions that leave no room: none)."""
     keep = np.flatnonzero(at <= len(a) - len(pattern))
     for k, byte in enumerate(pattern):
+        if not len(keep):
+            break
         keep = keep[a[at[keep] + k] == byte]
     return keep
 
@@ -160,10 +160,9 @@ def _where(a: np.ndarray, at: Ints, pattern: bytes) -> Ints:
     return at[_matching(a, at, pattern)]
 
 
-def _escapes(a: np.ndarray, line_starts: Ints) -> Ints:
-    """The backslashes that escape a line (fmt.unescape_content drops them), among lines that
-    start at ``line_starts``; every line must end with a "\\n"."""
-    first = _where(a, line_starts, b"\\")
+def _escapes(a: np.ndarray, first: Ints) -> Ints:
+    """The backslashes that escape a line (fmt.unescape_content drops them), among the
+    backslashes ``first`` that start a line; every line must end with a "\\n"."""
     after = first + 1
     more = a[after] == 92  # further backslashes belong to the content
     while more.any():
@@ -182,11 +181,17 @@ def _escapes(a: np.ndarray, line_starts: Ints) -> Ints:
     return first[np.searchsorted(after, structural)]
 
 
+def _line_starts(a: np.ndarray, at: Ints) -> Ints:
+    """The positions of ``at`` (none of them 0) that start a line."""
+    starts: Ints = at[a[at - 1] == 10]
+    return starts
+
+
 def unescape(text: str) -> str:
     """:func:`memorylab.memory.format.unescape_content`, by the fast route's own code."""
     data = ("\n" + text + "\n").encode("utf-8", "surrogatepass")
     a = np.frombuffer(data, dtype=np.uint8)
-    escapes = _escapes(a, np.flatnonzero(a[:-1] == 10) + 1)
+    escapes = _escapes(a, _line_starts(a, np.flatnonzero(a[1:] == 92) + 1))
     keep = np.ones(len(a), dtype=bool)
     keep[escapes] = False
     return a[keep][1:-1].tobytes().decode("utf-8", "surrogatepass")
@@ -211,38 +216,74 @@ class _Blocks:
     body_end: Ints
 
 
-def _blocks(a: np.ndarray, lines: Ints, high: Ints, start: int, own: bool) -> _Blocks | None:
+_DASH_SEP = b" " + _EM_DASH + b" "
+_STAMP_LENGTHS = (32, 26, 25, 19)  # what isoformat() writes; longest first (see _last_dash)
+_LINE_WINDOWS = (np.arange(48), np.arange(48, 256))  # most headings fit in the first
+
+
+def _line_ends(data: bytes, a: np.ndarray, at: Ints) -> Ints:
+    """The first "\\n" at or after each position (there is one after each)."""
+    ends = np.full(len(at), -1, dtype=np.int64)
+    todo = np.arange(len(at))
+    for columns in _LINE_WINDOWS:
+        # clipped past the end: the last byte, a "\n" after the one looked for
+        window = a.take(at[todo, None] + columns, mode="clip") == 10
+        first = window.argmax(axis=1)
+        found = window[np.arange(len(todo)), first]
+        ends[todo[found]] = at[todo[found]] + columns[first[found]]
+        todo = todo[~found]
+    for i in todo.tolist():  # a long line
+        ends[i] = data.find(b"\n", int(at[i]))
+    return ends
+
+
+def _last_dash(data: bytes, a: np.ndarray, role_at: Ints, line_end: Ints) -> Ints | None:
+    """The em dash of the last " — " of each heading (``bytes.rpartition``), or None if one
+    has none. Stamps have a few lengths: where " — " ends one of them before the line end is
+    checked with numpy; a heading whose last " — " is elsewhere is searched in Python. (A
+    later " — " than the one found would sit in the stamp, which then is no timestamp.)"""
+    dash_at = np.full(len(role_at), -1, dtype=np.int64)
+    for length in _STAMP_LENGTHS:  # the shortest last: the last " — " wins
+        space = line_end - length - len(_DASH_SEP)
+        room = np.flatnonzero(space >= role_at)
+        found = room[_matching(a, space[room], _DASH_SEP)]
+        dash_at[found] = space[found] + 1
+    for i in np.flatnonzero(dash_at < 0).tolist():
+        found_at = data.rfind(_DASH_SEP, int(role_at[i]), int(line_end[i]))
+        if found_at < 0:
+            return None
+        dash_at[i] = found_at + 1
+    return dash_at
+
+
+def _blocks(data: bytes, a: np.ndarray, start: int, own: bool) -> _Blocks | None:
     """Where the blocks are, as the parser would cut them, or None when it has to decide.
 
-    ``a`` starts a heading at ``start`` and ends with a separator; ``lines`` are the
-    positions of its "\\n"s, ``high`` those of its non-ASCII bytes.
+    ``a`` (the bytes of ``data``) starts a heading at ``start`` and ends with a separator.
     """
-    seps = _where(a, lines, _SEP_HEAD)
-    if len(seps) and seps[0] < start:
+    if _LINE_HEADING in data[:start]:
         return None
-    role_at = np.concatenate(([start + 4], seps + len(_SEP_HEAD)))
+    hashes = np.flatnonzero(a[start:] == 35) + start
+    headings = _where(a, _line_starts(a, hashes), b"### ")  # headings[0] is start
+    # Where the parser cuts: a separator, then a heading.
+    cuts = _matching(a, headings - len(_SEP), _SEP)
     # memorylab's files escape content: there every "\n### " line is a heading, and the parser
     # cuts blocks at one that a separator does not precede (a torn block).
-    if own and len(_where(a, lines, _LINE_HEADING)) != len(role_at):
+    if own and len(cuts) != len(headings) - 1:
         return None
-    line_end = lines[np.searchsorted(lines, role_at)]
+    role_at = np.concatenate(([start + 4], headings[cuts] + 4))
+    line_end = _line_ends(data, a, role_at)
     body_start = line_end + 2
-    body_end = np.append(seps, len(a) - len(_SEP))
+    body_end = np.append(headings[cuts] - len(_SEP), len(a) - len(_SEP))
     if not bool((a[line_end + 1] == 10).all()) or bool((body_start > body_end).any()):
         return None  # no blank line after a heading, or a separator overlaps it
     # A body starting with a "---" line: the parser would see a separator that overlaps the
     # heading's blank line.
     if len(_matching(a, body_start, b"---")) or len(_matching(a, body_start, b"\n---")):
         return None
-    dashes = _where(a, high[a[high] == _EM_DASH[0]], _EM_DASH)
-    dashes = dashes[(a[dashes - 1] == 32) & (a[dashes + 3] == 32)]
-    # The last " — " of each heading (rpartition): it ends before the heading's line end.
-    last = np.searchsorted(dashes, line_end - 4, side="right") - 1
-    if bool((last < 0).any()):
+    dash_at = _last_dash(data, a, role_at, line_end)
+    if dash_at is None:
         return None
-    dash_at = dashes[last]
-    if bool((dash_at - 1 < role_at).any()):
-        return None  # that dash is in an earlier block: this heading has none
     return _Blocks(role_at, dash_at, line_end, body_start, body_end)
 
 
@@ -271,34 +312,41 @@ def _fast(data: bytes, path: Path, strict: bool, roles: Roles) -> FileRows | Non
     if not data.startswith(b"### ", start) or not data.endswith(_SEP):
         return None
     a = np.frombuffer(data, dtype=np.uint8)
-    lines = np.flatnonzero(a == 10)
-    high = np.flatnonzero(a >= 0x80)
-    blocks = _blocks(a, lines, high, start, doc.format_version is not None)
+    blocks = _blocks(data, a, start, doc.format_version is not None)
     if blocks is None:
         return None
     body_start, body_end = blocks.body_start, blocks.body_end
-    view = memoryview(data)
-    has_high = np.flatnonzero(_in_ranges(high, body_start, body_end))
-    if len(has_high):  # only these contents need decoding: are they UTF-8?
-        pieces = map(slice, body_start[has_high].tolist(), body_end[has_high].tolist())
-        try:
-            b"\n".join(map(view.__getitem__, pieces)).decode("utf-8")
-        except UnicodeDecodeError:
-            return None
     role_bytes = list(map(data.__getitem__, map(slice, blocks.role_at.tolist(),
                                                 (blocks.dash_at - 1).tolist())))  # fmt: skip
     codes = roles.codes(role_bytes)
     if codes is None:
         return None
-    escapes = _escapes(a, lines[lines >= start - 1] + 1)
+    view = memoryview(data)
     lengths = body_end - body_start
+    chars = lengths
+    # Non-ASCII bytes outside the header, roles and dashes are in contents (or stamps, which
+    # then do not convert): only contents holding some are decoded, to check they are UTF-8.
+    known = int(np.count_nonzero(a[:start] >= 0x80)) + len(_EM_DASH) * len(codes)
+    known += int(np.asarray(roles.high, dtype=np.int64)[codes].sum())
+    if int(np.count_nonzero(a >= 0x80)) != known:
+        high = np.flatnonzero(a >= 0x80)
+        has_high = np.flatnonzero(_in_ranges(high, body_start, body_end))
+        pieces = map(slice, body_start[has_high].tolist(), body_end[has_high].tolist())
+        try:
+            b"\n".join(map(view.__getitem__, pieces)).decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        continuation = high[(a[high] & 0xC0) == 0x80]
+        chars = lengths - _in_ranges(continuation, body_start, body_end)
+    slashes = np.flatnonzero(a[start:] == 92) + start
+    escapes = _escapes(a, _line_starts(a, slashes))
     starts, ends = body_start, body_end
     if len(escapes):
-        lengths = lengths - _in_ranges(escapes, body_start, body_end)
+        removed = _in_ranges(escapes, body_start, body_end)
+        lengths, chars = lengths - removed, chars - removed
         starts = np.sort(np.concatenate((body_start, escapes + 1)))
         ends = np.sort(np.concatenate((escapes, body_end)))
     text = b"".join(map(view.__getitem__, map(slice, starts.tolist(), ends.tolist())))
-    continuation = high[(a[high] & 0xC0) == 0x80]
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     stamp_at = blocks.dash_at + 4
@@ -307,7 +355,7 @@ def _fast(data: bytes, path: Path, strict: bool, roles: Roles) -> FileRows | Non
         codes,
         text,
         offsets,
-        lengths - _in_ranges(continuation, body_start, body_end),
+        chars,
         _summaries(text, offsets),
         doc.continues,
         doc.format_version,
