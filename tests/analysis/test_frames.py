@@ -82,6 +82,27 @@ def test_content_column_with_and_without_pyarrow_storage(
     assert (arrow["chars"] == arrow["content"].str.len()).all()
 
 
+@pytest.mark.parametrize("naive_tz", [None, ZoneInfo("Europe/Paris")])
+def test_fast_route_and_parser_give_the_same_frame(
+    own_workspace: Built,
+    reference_workspace: Built,
+    monkeypatch: pytest.MonkeyPatch,
+    naive_tz: ZoneInfo | None,
+) -> None:
+    """Files under ``SMALL_FILE`` bytes (all of these) go to the parser; the same workspaces
+    read by the fast route give the same frame and problems."""
+    from memorylab.analysis import _scan
+
+    sources = [own_workspace.root, reference_workspace.root]
+    monkeypatch.setattr(_scan, "SMALL_FILE", 1 << 40)
+    parser_frame, parser_problems = memory_df(sources, strict=False, naive_tz=naive_tz)
+    monkeypatch.setattr(_scan, "SMALL_FILE", 0)
+    fast_frame, fast_problems = memory_df(sources, strict=False, naive_tz=naive_tz)
+    pd.testing.assert_frame_equal(fast_frame, parser_frame, check_exact=True)
+    pd.testing.assert_frame_equal(fast_problems, parser_problems, check_exact=True)
+    assert len(fast_frame) > 50
+
+
 def test_timestamps_are_the_ones_written(own_workspace: Built) -> None:
     df = memory_df(own_workspace.root / "agents" / "gamma")
     expected = [START + timedelta(seconds=2 + i) for i in range(len(df))]  # 1 s per clock call

@@ -8,18 +8,24 @@ memorylab's and the reference's format, and on damaged ones.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memorylab.analysis._scan import convert_or_parse, convert_stamps, read_rows, unescape
+from memorylab.analysis import _scan
+from memorylab.analysis._layout import unescape
+from memorylab.analysis._scan import convert_or_parse, convert_stamps, read_rows
 from memorylab.memory import format as fmt
 from memorylab.memory.records import SUMMARY_PREFIX, MemoryDocument, Message
 
+SMALL_FILE = _scan.SMALL_FILE  # the size the loader uses (the tests below change it)
 GOLDEN = sorted((Path(__file__).parent.parent / "data" / "golden").glob("*.md"))
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -29,7 +35,31 @@ def _micros(when: datetime) -> int:
     return (aware - EPOCH) // timedelta(microseconds=1)
 
 
+@contextmanager
+def _small_files(size: int) -> Iterator[None]:
+    """Files below ``size`` bytes go to the parser (0: every file tries the fast route)."""
+    saved = _scan.SMALL_FILE
+    _scan.SMALL_FILE = size
+    try:
+        yield
+    finally:
+        _scan.SMALL_FILE = saved
+
+
+@pytest.fixture(autouse=True)
+def _fast_route_for_small_files() -> Iterator[None]:
+    """The files here are small: without this the parser would read them all."""
+    with _small_files(0):
+        yield
+
+
 def _same_as_parser(data: bytes) -> None:
+    _same_rows_as_parser(data)
+    with _small_files(len(data) + 1):
+        _same_rows_as_parser(data)
+
+
+def _same_rows_as_parser(data: bytes) -> None:
     path = Path("test.md")
     rows = read_rows(path, strict=False, box=[data], reader=lambda _: data)
     rows = convert_or_parse(rows, path, strict=False, reader=lambda _: data)
@@ -170,8 +200,9 @@ def test_long_headings_and_dashes_in_roles(reference: bool) -> None:
     ]
     data = _reference(msgs) if reference else _own(msgs, None)
     _same_as_parser(data)
-    rows = read_rows(Path("x.md"), strict=True, box=[data])
-    assert rows.pending  # the fast route read it
+    with mock.patch.object(_scan, "parsed", wraps=_scan.parsed) as parser:
+        rows = read_rows(Path("x.md"), strict=True, box=[data])
+    assert not parser.called  # the fast route read it
     assert rows.convert(None)
     assert rows.roles == [m.role for m in msgs]
     if not reference:  # the reference does not escape: "\\###" is read back as "###"
@@ -181,8 +212,9 @@ def test_long_headings_and_dashes_in_roles(reference: bool) -> None:
 def test_fast_route_falls_back_on_invalid_utf8_in_a_content() -> None:
     good = _own([Message("User", "café", datetime(2026, 1, 1, tzinfo=UTC))], None)
     bad = good.replace("café".encode(), b"caf\xe9")  # Latin-1
-    rows = read_rows(Path("x.md"), strict=False, box=[bad])
-    assert not rows.pending and rows.problems[0].kind == "encoding"  # the parser's rows
+    with mock.patch.object(_scan, "parsed", wraps=_scan.parsed) as parser:
+        rows = read_rows(Path("x.md"), strict=False, box=[bad])
+    assert parser.call_count == 1 and rows.problems[0].kind == "encoding"
     _same_as_parser(bad)
 
 
@@ -214,6 +246,18 @@ def test_damaged_files(msgs: list[Message], data: st.DataObject) -> None:
         at = data.draw(st.integers(0, len(raw) - 1))
         raw = raw[:at] + raw[at + 1 :]
     _same_as_parser(raw)
+
+
+def test_small_files_go_to_the_parser() -> None:
+    """Below ``SMALL_FILE`` bytes the parser is faster than the fast route's fixed cost."""
+    when = datetime(2026, 1, 1, tzinfo=UTC)
+    small = _own([Message("User", "hello", when)], None)
+    big = _own([Message("User", "x" * SMALL_FILE, when)], None)
+    with _small_files(SMALL_FILE), mock.patch.object(_scan, "parsed", wraps=_scan.parsed) as parser:
+        assert read_rows(Path("s.md"), strict=True, box=[small]).contents == ["hello"]
+        assert parser.call_count == 1
+        assert read_rows(Path("b.md"), strict=True, box=[big]).contents == ["x" * SMALL_FILE]
+        assert parser.call_count == 1
 
 
 def test_strict_mode_raises_like_the_parser() -> None:

@@ -138,7 +138,7 @@ def read_agent(
         previous = _Signature.of(path, data)
         box = [data]
         del data
-        rows = read_rows(path, strict=strict, roles=roles, naive_tz=naive_tz, box=box)
+        rows = read_rows(path, strict=strict, roles=roles, box=box)
         notes += [Note(str(path), p.line, p.kind, p.message) for p in rows.problems]
         agent.segments.append(_Segment(path, kind, rows))
     _convert_stamps(agent, notes, strict=strict, naive_tz=naive_tz, roles=roles)

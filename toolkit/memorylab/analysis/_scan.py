@@ -14,7 +14,8 @@ gives, by two routes:
   separators and escaping backslashes; only contents holding non-ASCII bytes are decoded (to
   check they are UTF-8); the stamps are gathered into a grid for
   :mod:`memorylab.analysis._stamps`;
-* the parser itself for anything the fast route does not recognise as certainly well formed:
+* the parser itself for small files (:data:`SMALL_FILE`: there it costs less than the fast
+  route's numpy calls) and for anything the fast route does not recognise as certainly well formed:
   a BOM, ``\\r``, no header, a torn or unclosed block, a ``---`` line or heading-like line in
   unescaped content, an unusual timestamp shape, invalid UTF-8. The guards are conservative:
   when in doubt, the parser decides.
@@ -30,7 +31,17 @@ from typing import Any
 
 import numpy as np
 
-from memorylab.analysis._stamps import WIDTH, convert_grid, convert_stamps
+from memorylab.analysis._layout import (
+    EM_DASH,
+    SEP,
+    Buffer,
+    Ints,
+    escaping_backslashes,
+    find_blocks,
+    in_ranges,
+    line_starts,
+)
+from memorylab.analysis._stamps import WIDTH, convert_grid, convert_stamps, grid_of
 from memorylab.errors import MemoryFormatError, StoreError
 from memorylab.memory import format as fmt
 from memorylab.memory.records import SUMMARY_PREFIX, MemoryDocument
@@ -39,16 +50,8 @@ __all__ = ["FileRows", "Roles", "convert_or_parse", "convert_stamps", "read_byte
 
 _TITLE = b"# Agent Memory\n"
 _LOG = b"\n## Interaction Log\n"
-_SEP = b"\n\n---\n\n"
-_LINE_HEADING = b"\n### "
-_EM_DASH = "\u2014".encode()
 _SUMMARY = SUMMARY_PREFIX.encode()
-# What follows the backslashes of an escaped line (fmt._is_structural); "---" and "###" are
-# then followed by "\r"s and a line end, which a content's end is too (a "\n" follows it).
-_STRUCTURE = (b"### ", b"# Agent Memory", b"## Interaction Log")
-_WHOLE_LINE = (b"---", b"###")
 _COLUMNS = np.arange(WIDTH)
-Ints = np.ndarray[Any, np.dtype[np.int64]]
 
 
 class Roles:
@@ -121,6 +124,8 @@ class FileRows:
 
     def convert(self, naive_tz: tzinfo | None) -> bool:
         """Fill ``utc_us`` and ``naive`` from the stamps; False if one is not a timestamp."""
+        if not self.pending:
+            return True
         converted = convert_grid(self.stamp_grid, self.stamp_lengths, naive_tz)
         if converted is None:
             return False
@@ -146,57 +151,6 @@ class FileRows:
         return len(self.chars)
 
 
-def _matching(a: np.ndarray, at: Ints, pattern: bytes) -> Ints:
-    """Indices ``i`` with ``pattern`` at ``a[at[i]:]`` (positions that leave no room: none)."""
-    keep = np.flatnonzero(at <= len(a) - len(pattern))
-    for k, byte in enumerate(pattern):
-        if not len(keep):
-            break
-        keep = keep[a[at[keep] + k] == byte]
-    return keep
-
-
-def _where(a: np.ndarray, at: Ints, pattern: bytes) -> Ints:
-    return at[_matching(a, at, pattern)]
-
-
-def _escapes(a: np.ndarray, first: Ints) -> Ints:
-    """The backslashes that escape a line (fmt.unescape_content drops them), among the
-    backslashes ``first`` that start a line; every line must end with a "\\n"."""
-    after = first + 1
-    more = a[after] == 92  # further backslashes belong to the content
-    while more.any():
-        after = after + more
-        more = a[after] == 92
-    hits = [_where(a, after, pattern) for pattern in _STRUCTURE]
-    for pattern in _WHOLE_LINE:
-        found = _where(a, after, pattern)
-        end = found + len(pattern)
-        more = a[end] == 13
-        while more.any():
-            end = end + more
-            more = a[end] == 13
-        hits.append(found[a[end] == 10])
-    structural = np.sort(np.concatenate(hits))
-    return first[np.searchsorted(after, structural)]
-
-
-def _line_starts(a: np.ndarray, at: Ints) -> Ints:
-    """The positions of ``at`` (none of them 0) that start a line."""
-    starts: Ints = at[a[at - 1] == 10]
-    return starts
-
-
-def unescape(text: str) -> str:
-    """:func:`memorylab.memory.format.unescape_content`, by the fast route's own code."""
-    data = ("\n" + text + "\n").encode("utf-8", "surrogatepass")
-    a = np.frombuffer(data, dtype=np.uint8)
-    escapes = _escapes(a, _line_starts(a, np.flatnonzero(a[1:] == 92) + 1))
-    keep = np.ones(len(a), dtype=bool)
-    keep[escapes] = False
-    return a[keep][1:-1].tobytes().decode("utf-8", "surrogatepass")
-
-
 # --------------------------------------------------------------------------- files
 
 
@@ -205,91 +159,6 @@ def _header(head: str, strict: bool, path: Path) -> tuple[MemoryDocument, list[A
     if strict:
         return fmt.parse(head, strict=True, path=str(path)), []
     return fmt.parse(head, strict=False, path=str(path))
-
-
-@dataclass(slots=True)
-class _Blocks:
-    role_at: Ints  # where each heading's role starts
-    dash_at: Ints  # where the em dash of its last " — " is
-    line_end: Ints  # the "\n" that ends the heading
-    body_start: Ints
-    body_end: Ints
-
-
-_DASH_SEP = b" " + _EM_DASH + b" "
-_STAMP_LENGTHS = (32, 26, 25, 19)  # what isoformat() writes; longest first (see _last_dash)
-_LINE_WINDOWS = (np.arange(48), np.arange(48, 256))  # most headings fit in the first
-
-
-def _line_ends(data: bytes, a: np.ndarray, at: Ints) -> Ints:
-    """The first "\\n" at or after each position (there is one after each)."""
-    ends = np.full(len(at), -1, dtype=np.int64)
-    todo = np.arange(len(at))
-    for columns in _LINE_WINDOWS:
-        # clipped past the end: the last byte, a "\n" after the one looked for
-        window = a.take(at[todo, None] + columns, mode="clip") == 10
-        first = window.argmax(axis=1)
-        found = window[np.arange(len(todo)), first]
-        ends[todo[found]] = at[todo[found]] + columns[first[found]]
-        todo = todo[~found]
-    for i in todo.tolist():  # a long line
-        ends[i] = data.find(b"\n", int(at[i]))
-    return ends
-
-
-def _last_dash(data: bytes, a: np.ndarray, role_at: Ints, line_end: Ints) -> Ints | None:
-    """The em dash of the last " — " of each heading (``bytes.rpartition``), or None if one
-    has none. Stamps have a few lengths: where " — " ends one of them before the line end is
-    checked with numpy; a heading whose last " — " is elsewhere is searched in Python. (A
-    later " — " than the one found would sit in the stamp, which then is no timestamp.)"""
-    dash_at = np.full(len(role_at), -1, dtype=np.int64)
-    for length in _STAMP_LENGTHS:  # the shortest last: the last " — " wins
-        space = line_end - length - len(_DASH_SEP)
-        room = np.flatnonzero(space >= role_at)
-        found = room[_matching(a, space[room], _DASH_SEP)]
-        dash_at[found] = space[found] + 1
-    for i in np.flatnonzero(dash_at < 0).tolist():
-        found_at = data.rfind(_DASH_SEP, int(role_at[i]), int(line_end[i]))
-        if found_at < 0:
-            return None
-        dash_at[i] = found_at + 1
-    return dash_at
-
-
-def _blocks(data: bytes, a: np.ndarray, start: int, own: bool) -> _Blocks | None:
-    """Where the blocks are, as the parser would cut them, or None when it has to decide.
-
-    ``a`` (the bytes of ``data``) starts a heading at ``start`` and ends with a separator.
-    """
-    if _LINE_HEADING in data[:start]:
-        return None
-    hashes = np.flatnonzero(a[start:] == 35) + start
-    headings = _where(a, _line_starts(a, hashes), b"### ")  # headings[0] is start
-    # Where the parser cuts: a separator, then a heading.
-    cuts = _matching(a, headings - len(_SEP), _SEP)
-    # memorylab's files escape content: there every "\n### " line is a heading, and the parser
-    # cuts blocks at one that a separator does not precede (a torn block).
-    if own and len(cuts) != len(headings) - 1:
-        return None
-    role_at = np.concatenate(([start + 4], headings[cuts] + 4))
-    line_end = _line_ends(data, a, role_at)
-    body_start = line_end + 2
-    body_end = np.append(headings[cuts] - len(_SEP), len(a) - len(_SEP))
-    if not bool((a[line_end + 1] == 10).all()) or bool((body_start > body_end).any()):
-        return None  # no blank line after a heading, or a separator overlaps it
-    # A body starting with a "---" line: the parser would see a separator that overlaps the
-    # heading's blank line.
-    if len(_matching(a, body_start, b"---")) or len(_matching(a, body_start, b"\n---")):
-        return None
-    dash_at = _last_dash(data, a, role_at, line_end)
-    if dash_at is None:
-        return None
-    return _Blocks(role_at, dash_at, line_end, body_start, body_end)
-
-
-def _in_ranges(points: Ints, starts: Ints, ends: Ints) -> Ints:
-    """How many of the sorted ``points`` fall in each range [start, end)."""
-    return np.searchsorted(points, ends) - np.searchsorted(points, starts)
 
 
 def _fast(data: bytes, path: Path, strict: bool, roles: Roles) -> FileRows | None:
@@ -309,10 +178,11 @@ def _fast(data: bytes, path: Path, strict: bool, roles: Roles) -> FileRows | Non
     doc, problems = _header(head, strict, path)
     if start == len(data):
         return FileRows.empty(doc.continues, doc.format_version, problems, len(data))
-    if not data.startswith(b"### ", start) or not data.endswith(_SEP):
+    if not data.startswith(b"### ", start) or not data.endswith(SEP):
         return None
-    a = np.frombuffer(data, dtype=np.uint8)
-    blocks = _blocks(data, a, start, doc.format_version is not None)
+    b = Buffer(data)
+    a = b.a
+    blocks = find_blocks(b, start, doc.format_version is not None)
     if blocks is None:
         return None
     body_start, body_end = blocks.body_start, blocks.body_end
@@ -326,23 +196,23 @@ def _fast(data: bytes, path: Path, strict: bool, roles: Roles) -> FileRows | Non
     chars = lengths
     # Non-ASCII bytes outside the header, roles and dashes are in contents (or stamps, which
     # then do not convert): only contents holding some are decoded, to check they are UTF-8.
-    known = int(np.count_nonzero(a[:start] >= 0x80)) + len(_EM_DASH) * len(codes)
+    known = int(np.count_nonzero(a[:start] >= 0x80)) + len(EM_DASH) * len(codes)
     known += int(np.asarray(roles.high, dtype=np.int64)[codes].sum())
     if int(np.count_nonzero(a >= 0x80)) != known:
         high = np.flatnonzero(a >= 0x80)
-        has_high = np.flatnonzero(_in_ranges(high, body_start, body_end))
+        has_high = np.flatnonzero(in_ranges(high, body_start, body_end))
         pieces = map(slice, body_start[has_high].tolist(), body_end[has_high].tolist())
         try:
             b"\n".join(map(view.__getitem__, pieces)).decode("utf-8")
         except UnicodeDecodeError:
             return None
         continuation = high[(a[high] & 0xC0) == 0x80]
-        chars = lengths - _in_ranges(continuation, body_start, body_end)
-    slashes = np.flatnonzero(a[start:] == 92) + start
-    escapes = _escapes(a, _line_starts(a, slashes))
+        chars = lengths - in_ranges(continuation, body_start, body_end)
+    slashes = (a[start:] == 92).nonzero()[0] + start
+    escapes = escaping_backslashes(b, line_starts(a, slashes))
     starts, ends = body_start, body_end
     if len(escapes):
-        removed = _in_ranges(escapes, body_start, body_end)
+        removed = in_ranges(escapes, body_start, body_end)
         lengths, chars = lengths - removed, chars - removed
         starts = np.sort(np.concatenate((body_start, escapes + 1)))
         ends = np.sort(np.concatenate((escapes, body_end)))
@@ -368,22 +238,19 @@ def _fast(data: bytes, path: Path, strict: bool, roles: Roles) -> FileRows | Non
 
 def _summaries(text: bytes, offsets: Ints) -> np.ndarray:
     """Whether each content starts with the compaction summary's prefix."""
-    lengths = np.diff(offsets)
-    candidates = np.flatnonzero(lengths >= len(_SUMMARY))
-    hits = candidates[_matching(np.frombuffer(text, np.uint8), offsets[candidates], _SUMMARY)]
-    summary = np.zeros(len(lengths), dtype=bool)
-    summary[hits] = True
+    starts = offsets[:-1]
+    candidates = (np.diff(offsets) >= len(_SUMMARY)).nonzero()[0]
+    a = np.frombuffer(text, np.uint8)
+    candidates = candidates[a[starts[candidates]] == _SUMMARY[0]]  # few: JSON starts so too
+    summary = np.zeros(len(starts), dtype=bool)
+    summary[candidates] = [text.startswith(_SUMMARY, p) for p in starts[candidates].tolist()]
     return summary
 
 
 def _from_messages(
-    doc: MemoryDocument,
-    problems: list[fmt.FormatProblem],
-    size: int,
-    roles: Roles,
-    naive_tz: tzinfo | None,
+    doc: MemoryDocument, problems: list[fmt.FormatProblem], size: int, roles: Roles
 ) -> FileRows:
-    """The columns of a parsed document."""
+    """The columns of a parsed document (the stamps, which the parser checked, pending)."""
     messages = doc.messages
     encoded = [m.content.encode("utf-8") for m in messages]
     lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
@@ -392,11 +259,7 @@ def _from_messages(
     text = b"".join(encoded)
     codes = roles.codes([m.role.encode("utf-8") for m in messages])
     assert codes is not None  # encoded from str
-    converted = convert_stamps(
-        [m.timestamp.isoformat().encode("ascii") for m in messages], naive_tz
-    )
-    assert converted is not None  # the parser only accepts valid timestamps
-    rows = FileRows(
+    return FileRows(
         roles.names,
         codes,
         text,
@@ -407,15 +270,13 @@ def _from_messages(
         doc.format_version,
         problems,
         size,
+        *grid_of([m.timestamp.isoformat().encode("ascii") for m in messages]),
     )
-    rows.utc_us, rows.naive = converted
-    return rows
 
 
-def parsed(
-    data: bytes, path: Path, strict: bool, naive_tz: tzinfo | None, roles: Roles | None = None
-) -> FileRows:
-    """The parser's route: exactly :func:`memorylab.read_memory`, as columns."""
+def parsed(data: bytes, path: Path, strict: bool, roles: Roles | None = None) -> FileRows:
+    """The parser's route: exactly :func:`memorylab.read_memory`, as columns (the stamps
+    pending, see :func:`read_rows`)."""
     roles = Roles() if roles is None else roles
     problems: list[fmt.FormatProblem] = []
     try:
@@ -446,7 +307,7 @@ def parsed(
         if strict:
             raise MemoryFormatError(problem.message, path=path, problems=[problem]) from None
         return FileRows.empty(None, None, [*problems, problem], len(data))
-    return _from_messages(doc, problems, len(data), roles, naive_tz)
+    return _from_messages(doc, problems, len(data), roles)
 
 
 def read_bytes(path: Path) -> bytes:
@@ -460,29 +321,29 @@ def read_bytes(path: Path) -> bytes:
         raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
 
 
+# Below this size the parser costs less than the fast route's numpy calls (about the same at
+# 16 KB of typical agent text; the parser's cost grows with the messages, the fast route's hardly).
+SMALL_FILE = 16_000
+
+
 def read_rows(
     path: Path,
     *,
     strict: bool,
     roles: Roles | None = None,
-    naive_tz: tzinfo | None = None,
     box: list[bytes] | None = None,
     reader: Callable[[Path], bytes] = read_bytes,
 ) -> FileRows:
     """One file's messages as columns (see the module docstring).
 
-    Timestamps are converted by the parser's route only; the fast route leaves them
-    ``pending`` so that a caller converts many files at once (:meth:`FileRows.convert`, and
-    :func:`convert_or_parse` for a file whose stamps turn out not to convert).
-
-    ``box``, when given, holds the file's bytes already read; it is emptied.
+    The timestamps are left ``pending``, so that a caller converts many files at once
+    (:meth:`FileRows.convert`; :func:`convert_or_parse` for a file whose stamps turn out not
+    to convert). ``box``, when given, holds the file's bytes already read; it is emptied.
     """
     data = box.pop() if box else reader(path)
     roles = Roles() if roles is None else roles
-    rows = _fast(data, path, strict, roles)
-    if rows is not None:
-        return rows
-    return parsed(data, path, strict, naive_tz, roles)
+    rows = _fast(data, path, strict, roles) if len(data) >= SMALL_FILE else None
+    return rows if rows is not None else parsed(data, path, strict, roles)
 
 
 def convert_or_parse(
@@ -495,9 +356,12 @@ def convert_or_parse(
     roles: Roles | None = None,
 ) -> FileRows:
     """``rows`` with its timestamps converted, or the parser's rows when one does not convert."""
-    if not rows.pending or rows.convert(naive_tz):
+    if rows.convert(naive_tz):
         return rows
-    return parsed(reader(path), path, strict, naive_tz, roles)
+    rows = parsed(reader(path), path, strict, roles)
+    converted = rows.convert(naive_tz)
+    assert converted  # the parser only accepts valid timestamps
+    return rows
 
 
 def decoded(rows: list[FileRows]) -> list[str]:

@@ -147,11 +147,13 @@ def convert_grid(
     return utc, naive
 
 
+def grid_of(stamps: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    """The grid and lengths of stamps given one by one (longer ones are cut: no timestamp is)."""
+    lengths = np.fromiter(map(len, stamps), dtype=np.int64, count=len(stamps))
+    padded = b"".join(stamp[:WIDTH].ljust(WIDTH, b"\0") for stamp in stamps)
+    return np.frombuffer(padded, dtype=np.uint8).reshape(len(stamps), WIDTH), lengths
+
+
 def convert_stamps(stamps: list[bytes], naive_tz: tzinfo | None = None) -> Converted | None:
     """:func:`convert_grid` for stamps given one by one."""
-    lengths = np.fromiter(map(len, stamps), dtype=np.int64, count=len(stamps))
-    if len(stamps) and int(lengths.max()) > WIDTH:
-        return None
-    padded = b"".join(stamp.ljust(WIDTH, b"\0") for stamp in stamps)
-    grid = np.frombuffer(padded, dtype=np.uint8).reshape(len(stamps), WIDTH)
-    return convert_grid(grid, lengths, naive_tz)
+    return convert_grid(*grid_of(stamps), naive_tz)
