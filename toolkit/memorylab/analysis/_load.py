@@ -212,15 +212,12 @@ def _content_column(parts: list[FileRows]) -> Any:
     if dtype is None or not any(map(len, parts)):  # pandas infers no text dtype for no rows
         return pd.array(decoded(parts), dtype=object)
     pa: Any = importlib.import_module("pyarrow")  # pandas stores text with it: it is there
-    chunks = [
-        pa.Array.from_buffers(
-            pa.large_string(),
-            len(rows),
-            [None, pa.py_buffer(rows.offsets), pa.py_buffer(rows.text)],
-        )
-        for rows in parts
-        if len(rows)
-    ]
+    chunks = []
+    for rows in parts:
+        if len(rows):
+            buffers = [None, pa.py_buffer(rows.offsets), pa.py_buffer(rows.text)]
+            chunks.append(pa.Array.from_buffers(pa.large_string(), len(rows), buffers))
+            chunks[-1].validate()  # offsets within the buffer (cheap; the text was checked)
     return pd.array(pa.chunked_array(chunks, type=pa.large_string()), dtype=dtype)
 
 
