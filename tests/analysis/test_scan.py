@@ -209,6 +209,18 @@ def test_long_headings_and_dashes_in_roles(reference: bool) -> None:
         assert rows.contents == [m.content for m in msgs]
 
 
+def test_heading_right_after_a_headings_blank_line() -> None:
+    """In memorylab's format the parser cuts a block at an unescaped heading that follows a
+    blank line (a torn block), also the first line of a content: the fast route must not
+    read it as content."""
+    when = datetime(2026, 1, 1, tzinfo=UTC)
+    data = _own([Message("User", "hello", when), Message("Agent", "reply", when)], None)
+    torn = data.replace(b"\n\nreply", "\n\n### A — 2020-01-01T00:00:00\n\nreply".encode())
+    assert torn != data
+    _same_as_parser(torn)
+    assert [m.role for m in fmt.parse(torn.decode(), strict=False)[0].messages][-1] == "A"
+
+
 def test_fast_route_falls_back_on_invalid_utf8_in_a_content() -> None:
     good = _own([Message("User", "café", datetime(2026, 1, 1, tzinfo=UTC))], None)
     bad = good.replace("café".encode(), b"caf\xe9")  # Latin-1
