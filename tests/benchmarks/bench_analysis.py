@@ -303,6 +303,12 @@ def report(quick: bool, settings: Settings, results: dict[str, tuple[object, ...
         f"{os.cpu_count()} cores; {settings.agents} agents x {settings.files} files x "
         f"{settings.messages:,} messages per workspace; medians of {settings.rounds} rounds"
     )
+    import pandas as pd
+
+    # The content column is built differently when pandas stores strings in pyarrow (the
+    # optional `data` extra): say which route this table measured.
+    storage = getattr(pd.Series(["x"], dtype="str").dtype, "storage", "python")
+    print(f"pandas {pd.__version__}, string storage: {storage}")
     print()
     print("| measure | subject | baseline | ratio | target | verdict |")
     print("|---|---:|---:|---:|---:|:---:|")
