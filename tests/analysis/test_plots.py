@@ -107,6 +107,10 @@ def test_compactions_plot(own_workspace: Built, reference_workspace: Built) -> N
     assert _legend(ax) == ["alpha", "beta"]
     assert ax.get_ylabel() == "messages archived"  # no token figures recorded
     assert len(ax.collections) == 2  # one set of bars per agent
+    bar_colors = [tuple(c.get_colors()[0]) for c in ax.collections]
+    assert bar_colors[0] != bar_colors[1]  # each agent in its own color, bars and markers alike
+    markers = [line.get_color() for line in ax.get_lines()]
+    assert [matplotlib.colors.to_rgba(m, alpha=0.6) for m in markers] == bar_colors
     counted = compactions_df(reference_workspace.root, tokens="gpt-4o")
     _, given = plt.subplots()
     ax2 = plot_compactions(counted, ax=given, title="reference")

@@ -144,12 +144,13 @@ def plot_compactions(
 ) -> Axes:
     """Each compaction of a :func:`compactions_df` frame: a bar from the tokens after to the
     tokens before (or the messages archived, when tokens are unknown), per agent over time."""
+    import matplotlib.dates as mdates
     import numpy as np
 
     _require(compactions, ("time", "agent", "messages_archived"), "plot_compactions")
     axes = _axes(ax)
     known = "tokens_before" in compactions.columns and compactions["tokens_before"].notna().any()
-    for label, part in _groups(compactions):
+    for index, (label, part) in enumerate(_groups(compactions)):
         when = part["time"]
         x: Any = when.dt.tz_convert(None) if getattr(when.dt, "tz", None) is not None else when
         x = x.to_numpy()
@@ -159,20 +160,14 @@ def plot_compactions(
         else:
             top = part["messages_archived"].to_numpy(dtype=float)
             bottom = np.zeros(len(part))
-        lines = axes.vlines(x, bottom, top, linewidth=3, alpha=0.6)
-        color = lines.get_color()
-        axes.plot(
-            x,
-            top,
-            linestyle="none",
-            marker="o",
-            color=color[0] if len(color) else None,
-            label=label or "compactions",
-        )
+        color = f"C{index % 10}"  # vlines does not advance the color cycle: one color per agent
+        axes.vlines(x, bottom, top, linewidth=3, alpha=0.6, color=color)
+        axes.plot(x, top, linestyle="none", marker="o", color=color, label=label or "compactions")
+    locator = mdates.AutoDateLocator()  # dates that do not overlap, also in a narrow axes
+    axes.xaxis.set_major_locator(locator)
+    axes.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
     axes.set_xlabel("time (UTC)")
     axes.set_ylabel("tokens before → after" if known else "messages archived")
     axes.set_title(title or "Compactions")
     axes.legend(loc="best", fontsize="small")
-    if ax is None:
-        axes.figure.autofmt_xdate()
     return axes
