@@ -163,9 +163,10 @@ def plot_compactions(
         color = f"C{index % 10}"  # vlines does not advance the color cycle: one color per agent
         axes.vlines(x, bottom, top, linewidth=3, alpha=0.6, color=color)
         axes.plot(x, top, linestyle="none", marker="o", color=color, label=label or "compactions")
-    locator = mdates.AutoDateLocator()  # dates that do not overlap, also in a narrow axes
+    # Dates that do not overlap, also in a narrow axes (matplotlib leaves these two untyped).
+    locator = mdates.AutoDateLocator()  # type: ignore[no-untyped-call]
     axes.xaxis.set_major_locator(locator)
-    axes.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    axes.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]
     axes.set_xlabel("time (UTC)")
     axes.set_ylabel("tokens before → after" if known else "messages archived")
     axes.set_title(title or "Compactions")
