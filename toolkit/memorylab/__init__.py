@@ -48,7 +48,14 @@ from memorylab.memory.records import ArchiveRef, CompactionEvent, MemoryDocument
 from memorylab.memory.redact import SECRETS, SECRETS_AND_PII, Redactor
 from memorylab.memory.retention import RetentionPolicy
 from memorylab.memory.store import MemoryStore, read_memory
-from memorylab.privacy import check_permissions, export_agent, forget, purge
+from memorylab.privacy import (
+    check_permissions,
+    export_agent,
+    forget,
+    load_export,
+    purge,
+    warn_permissions,
+)
 
 # Names whose modules need pandas, matplotlib or ipywidgets: imported on first use, so that
 # ``import memorylab`` stays fast.
@@ -140,6 +147,7 @@ __all__ = [
     "forget",
     "get_summarizer",
     "get_token_counter",
+    "load_export",
     "memory_df",
     "parse_memory",
     "plot_compactions",
@@ -156,4 +164,5 @@ __all__ = [
     "trigger_tokens",
     "validate_agent_name",
     "validate_threshold",
+    "warn_permissions",
 ]
