@@ -119,7 +119,7 @@ def test_something_left_behind_is_an_error(
     (isolated_workspace / "agents" / "Researcher" / "cache").mkdir()
     (isolated_workspace / "agents" / "Researcher" / "cache" / "x").write_text("x")
     with monkeypatch.context() as patched:
-        patched.setattr("memorylab.memory.store.shutil.rmtree", lambda path: None)
+        patched.setattr("memorylab.memory._store_deletion.shutil.rmtree", lambda path: None)
         with pytest.raises(StoreError, match=r"left .*cache/x.*run forget again"):
             forget("Researcher")
     forget("Researcher")  # running it again finishes the job
