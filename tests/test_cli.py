@@ -81,3 +81,16 @@ def test_export_purge_and_forget(workspace: Path, tmp_path: Path, capsys: pytest
     assert main(["forget", "alpha", "--yes"]) == 0
     assert not (workspace / "agents" / "alpha").exists()
     assert main(["forget", "alpha", "--yes"]) == 5  # unknown now
+
+
+def test_report_on_bundled_data_explains_a_replay_past_the_window() -> None:
+    from memorylab.report import build_report
+
+    sample = Path(__file__).resolve().parents[1] / "data" / "workspace"
+    text = build_report(sample)
+    # BugHunter restarted mid-segment with a bounded preload: the replay passes the window.
+    bughunter = text.split("<h2>BugHunter</h2>", 1)[1].split("<h2>", 1)[0]
+    assert "passes the context limit" in bughunter
+    assert text.count("passes the context limit") < text.count("<h2>") - 3  # not under every agent
+    assert "<th class=\"\">tokens before</th>" in text and "summarizer_model" not in text
+    assert text.count("<div class=wide><table>") == text.count("<table>")

@@ -31,11 +31,27 @@ img{max-width:100%;border:1px solid #d0d7de;border-radius:6px;margin:.5rem 0}
 white-space:pre-wrap;font-size:.9rem;max-height:16rem;overflow:auto}
 .cards{display:flex;gap:1rem;flex-wrap:wrap}.card{border:1px solid #d0d7de;border-radius:6px;
 padding:.6rem 1rem;min-width:9rem}.card b{display:block;font-size:1.5rem}
-.note{color:#57606a;font-size:.9rem}
+.note{color:#57606a;font-size:.9rem}.wide{overflow-x:auto}
 """
 
 
 _MAX_COMPACTION_ROWS = 10
+# Shown under a growth curve that passes the window: the curve is a replay, not what was sent.
+_REPLAY_NOTE = (
+    "<p class=note>This curve passes the context limit because it is replayed from the files as "
+    "one continuous session: every message since the last summary counts. An agent that "
+    "restarted in between preloaded only part of MEMORY.md (the bounded preload), so the "
+    "context it counted and sent was smaller: see <i>tokens before</i> in the table.</p>"
+)
+# Shorter headings keep the per-agent compaction table within the page's width.
+_COMPACTION_HEADINGS = {
+    "messages_archived": "archived",
+    "carried_over": "carried over",
+    "tokens_before": "tokens before",
+    "tokens_after": "tokens after",
+    "summarizer_model": "summarizer",
+    "latency_s": "latency (s)",
+}
 
 
 def _png(figure: Any) -> str:
@@ -57,7 +73,8 @@ def _table(frame: Any, *, text_columns: Sequence[str] = ()) -> str:
             css = "text" if column in text_columns else ""
             cells.append(f'<td class="{css}">{html.escape(_cell(value))}</td>')
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
+    # A table wider than the page scrolls inside its own box instead of widening the page.
+    return f"<div class=wide><table><tr>{head}</tr>{''.join(rows)}</table></div>"
 
 
 def _cell(value: Any) -> str:
@@ -143,6 +160,10 @@ def build_report(
         plot_token_growth(growth, ax=ax, title=f"{agent}: context tokens per message")
         parts.append(f"<h2>{html.escape(str(agent))}</h2>" + _png(figure))
         plt.close(figure)
+        if len(growth) and int(growth["context_tokens"].max()) > int(
+            growth["context_length"].iloc[0]
+        ):
+            parts.append(_REPLAY_NOTE)
         mine = compactions[compactions["agent"] == agent] if len(compactions) else compactions
         if len(mine) > _MAX_COMPACTION_ROWS:
             parts.append(
@@ -164,7 +185,8 @@ def build_report(
                 )
                 if c in mine.columns
             ]
-            parts.append(_table(mine[columns], text_columns=("archive", "summarizer_model")))
+            shown = mine[columns].rename(columns=_COMPACTION_HEADINGS)
+            parts.append(_table(shown, text_columns=("archive", "summarizer")))
         summaries = rows[rows["is_summary"]]
         if len(summaries):
             latest = str(summaries["content"].iloc[-1])

@@ -150,7 +150,8 @@ def plot_compactions(
     _require(compactions, ("time", "agent", "messages_archived"), "plot_compactions")
     axes = _axes(ax)
     known = "tokens_before" in compactions.columns and compactions["tokens_before"].notna().any()
-    for index, (label, part) in enumerate(_groups(compactions)):
+    groups = _groups(compactions)
+    for index, (label, part) in enumerate(groups):
         when = part["time"]
         x: Any = when.dt.tz_convert(None) if getattr(when.dt, "tz", None) is not None else when
         x = x.to_numpy()
@@ -170,5 +171,9 @@ def plot_compactions(
     axes.set_xlabel("time (UTC)")
     axes.set_ylabel("tokens before → after" if known else "messages archived")
     axes.set_title(title or "Compactions")
-    axes.legend(loc="best", fontsize="small")
+    # The bars fill the plot's width, so any corner legend covers some: one row above them.
+    highest = compactions["tokens_before" if known else "messages_archived"].max()
+    if np.isfinite(highest) and highest > 0:
+        axes.set_ylim(0, float(highest) * 1.3)
+    axes.legend(loc="upper center", ncol=max(1, min(len(groups), 4)), fontsize="small")
     return axes
