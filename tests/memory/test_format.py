@@ -209,6 +209,28 @@ def test_escape_round_trip(text: str) -> None:
         assert line != "---" and not line.startswith("### ")
 
 
+_STRUCTURE_HEAVY = st.lists(
+    st.sampled_from(["\n", "---", "###", "\\", " ", "x", fmt.TITLE_LINE, fmt.LOG_LINE, "\r"]),
+    max_size=12,
+).map("".join)
+
+
+@given(_STRUCTURE_HEAVY)
+def test_escape_round_trip_on_ascii_structure(text: str) -> None:
+    # ASCII text takes the stringzilla fast path, other text the regex: both must see structure.
+    escaped = fmt.escape_content(text)
+    assert fmt.unescape_content(escaped) == text
+    lines = text.split("\n")  # what the slow path does to every line
+    assert escaped == "\n".join("\\" + x if fmt._is_structural(x) else x for x in lines)
+    wide = fmt.escape_content(text + "\n\u00e9")  # the regex path
+    assert wide == escaped + "\n\u00e9"
+
+
+def test_escape_survives_a_lone_surrogate() -> None:
+    # stringzilla crashes on a lone surrogate: such text must take the regex path.
+    assert fmt.escape_content("a\ud800\n---") == "a\ud800\n\\---"
+
+
 @given(st.text(min_size=1).filter(lambda r: "\n" not in r and "\r" not in r), st.text())
 @example("User", "ascii content\n---\n### User — 2020-01-01T00:00:00\n")
 @example("Ünïcode", "wide content — 💥")

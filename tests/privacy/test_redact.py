@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import string
 from pathlib import Path
 from unittest import mock
 
@@ -402,8 +403,38 @@ def test_the_fast_path_never_skips_a_match(text: str) -> None:
         assert _scan(pii_rules, text) == []
 
 
+_ASCII_TEXT = st.lists(
+    st.one_of(_FRAGMENTS.filter(str.isascii), st.text(alphabet=string.printable, max_size=24)),
+    max_size=8,
+).map("".join)
+
+
+@given(_ASCII_TEXT, st.sampled_from(["", " " * 300, "word " * 60]))
+def test_the_long_ascii_fast_path_never_skips_a_match(text: str, padding: str) -> None:
+    # Long ASCII text is searched by stringzilla, the rest with `in`: both copies of the test
+    # must be necessary conditions.
+    from memorylab.memory.redact import _SIMD_MIN_CHARS, _long_ascii_may_hold_secret
+
+    secret_rules = tuple(r for r in RULES if r.category in SECRET_CATEGORIES)
+    for candidate in (padding + text, text + padding):
+        assert candidate.isascii()
+        if len(candidate) >= _SIMD_MIN_CHARS:
+            assert may_hold_secret(candidate) == _long_ascii_may_hold_secret(candidate)
+        if not _long_ascii_may_hold_secret(candidate):
+            assert _scan(secret_rules, candidate) == []
+        if not may_hold_secret(candidate):
+            assert _scan(secret_rules, candidate) == []
+
+
+def test_the_fast_path_survives_lone_surrogates() -> None:
+    # stringzilla crashes the interpreter on a lone surrogate: such text must never reach it.
+    text = "token: sk-proj-4fGh7Jk9Lm2Np5Qr8St1Uv3Wx6Yz0Ab \ud800\n---\n" + "x" * 300
+    assert may_hold_secret(text)
+    assert "[REDACTED:openai_key]" in SECRETS(text)
+
+
 @given(st.one_of(_TEXT, st.text(max_size=200)))
-def test_the_inlined_fast_path_agrees_with_may_hold_secret(text: str) -> None:
+def test_the_redactor_scans_exactly_when_the_fast_path_says_so(text: str) -> None:
     with mock.patch("memorylab.memory.redact._scan", return_value=[]) as scan:
         SECRETS(text)
     assert scan.called == may_hold_secret(text)
@@ -498,7 +529,14 @@ def test_every_credential_word_ends_with_a_tail_the_fast_path_looks_for() -> Non
         "aws_secret_key", "authorization", "password", "api_key", "secret",
     }  # fmt: skip
     for rule in keyword_rules:  # each rule's keyword, as written in its pattern, ends with a tail
-        for keyword in ("aws_secret_access_key", "authorization", "pwd", "x-api-key", "client_secret", "refresh_token"):
+        for keyword in (
+            "aws_secret_access_key",
+            "authorization",
+            "pwd",
+            "x-api-key",
+            "client_secret",
+            "refresh_token",
+        ):
             match = rule.pattern.search(f"{keyword}: Value12345678x")
             if match is not None:
                 assert keyword.endswith(_KEY_TAILS)

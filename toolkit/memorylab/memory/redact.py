@@ -29,6 +29,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from stringzilla import contains as _contains
+from stringzilla import find as _find
+
 from memorylab.memory._redact_rules import (
     ALL_CATEGORIES,
     PII_CATEGORIES,
@@ -107,14 +110,33 @@ def _tail_before_separator(lowered: str) -> bool:
     return False
 
 
+def _ascii_keyword_before_separator(lowered: str) -> bool:
+    """:func:`_tail_before_separator` for an ASCII ``lowered`` text, the tails found by
+    stringzilla (a few finds of a word cost less than looking behind each separator)."""
+    for tail in _KEY_TAILS:
+        at = _find(lowered, tail)
+        while at >= 0:
+            if _SEPARATOR_AFTER_KEY(lowered, at + len(tail)) is not None:
+                return True
+            at = _find(lowered, tail, at + 1)
+    return False
+
+
+_SIMD_MIN_CHARS = 256  # shorter text: ``in`` costs less than a call into stringzilla
+
+
 def may_hold_secret(text: str) -> bool:
     """False only when no secret rule can match ``text`` (the per-message fast path).
 
-    ``in`` tests only (no method call) unless the text has a ``:`` or ``=``, and then only when
-    the first one follows a letter a credential word ends with, or there is more than one. The
-    same test is written out in :meth:`Redactor.__call__`, to save a call per message (a test
-    checks that both agree, and that every rule is covered).
+    Substring tests only, unless the text has a ``:`` or ``=`` that could follow a credential
+    word (the first one follows a letter such a word ends with, or there is more than one).
+    Single characters are found with ``in`` (``memchr``). Longer needles in a long ASCII text
+    are found with stringzilla's SIMD search, ~8x faster than ``in`` on a KB: the same test,
+    written out twice (``in`` is an operator, not a call) and checked to agree by a test.
+    stringzilla reads UTF-8 and crashes on a lone surrogate, so other text keeps ``in``.
     """
+    if len(text) >= _SIMD_MIN_CHARS and text.isascii():
+        return _long_ascii_may_hold_secret(text)
     return (
         ("-" in text and ("sk-" in text or "-----BEGIN" in text))
         or "xox" in text
@@ -139,11 +161,35 @@ def may_hold_secret(text: str) -> bool:
     )
 
 
+def _long_ascii_may_hold_secret(text: str) -> bool:
+    has = _contains
+    return (
+        ("-" in text and (has(text, "sk-") or has(text, "-----BEGIN")))
+        or has(text, "xox")
+        or ("_" in text and (has(text, "gh") or has(text, "github_pat_")))
+        or ("@" in text and has(text, "://"))
+        or ("J" in text and has(text, "eyJ"))
+        or has(text, "earer")
+        or ("A" in text and (has(text, "AKIA") or has(text, "ASIA")))
+        or (
+            (
+                (
+                    (at := text.find(":")) >= 0
+                    and (text[at - 1] in _KEY_ENDS or text.find(":", at + 1) >= 0)
+                )
+                or (
+                    (at := text.find("=")) >= 0
+                    and (text[at - 1] in _KEY_ENDS or text.find("=", at + 1) >= 0)
+                )
+            )
+            and _ascii_keyword_before_separator(text.lower())
+        )
+    )
+
+
 def may_hold_pii(text: str) -> bool:
     """False only when no PII rule can match ``text``."""
     return "@" in text or has_digit(text) is not None
-
-
 
 
 def _scan(rules: tuple[Rule, ...], text: str) -> list[tuple[int, int, str]]:
@@ -237,31 +283,7 @@ class Redactor:
 
     def __call__(self, text: str) -> str:
         """``text`` with every finding replaced by its marker (the same object when none)."""
-        if self._maybe is may_hold_secret:  # may_hold_secret() written out: the hot path
-            if not (
-                ("-" in text and ("sk-" in text or "-----BEGIN" in text))
-                or "xox" in text
-                or ("_" in text and ("gh" in text or "github_pat_" in text))
-                or ("@" in text and "://" in text)
-                or ("J" in text and "eyJ" in text)
-                or "earer" in text
-                or ("A" in text and ("AKIA" in text or "ASIA" in text))
-                or (
-                    (
-                        (
-                            (at := text.find(":")) >= 0
-                            and (text[at - 1] in _KEY_ENDS or text.find(":", at + 1) >= 0)
-                        )
-                        or (
-                            (at := text.find("=")) >= 0
-                            and (text[at - 1] in _KEY_ENDS or text.find("=", at + 1) >= 0)
-                        )
-                    )
-                    and _keyword_before_separator(text)
-                )
-            ):
-                return text
-        elif not self._maybe(text):
+        if not self._maybe(text):
             return text
         for _ in range(_MAX_PASSES):  # a replacement can expose a match beside it (rare)
             spans = _scan(self._rules, text)
