@@ -18,17 +18,18 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from memorylab.errors import EmptySummary, InvalidSetting, LockTimeout
 from memorylab.memory import format as fmt
+from memorylab.memory._clock import utc_now, utc_stamp
 from memorylab.memory._fsutil import encode_utf8
+from memorylab.memory._provider import provider_messages
 from memorylab.memory.permissions import warn_permissions
 from memorylab.memory.preload import PreloadPlan, has_messages, plan_preload
 from memorylab.memory.records import PRELOAD_PREFIX, SUMMARY_PREFIX, CompactionEvent, Message
@@ -48,25 +49,6 @@ DEFAULT_PATH: Any = _Default()
 """Sentinel: ``memory_md_path`` follows ``agent_name`` (``<ws>/agents/<agent_name>/MEMORY.md``)."""
 
 _RECORD_KEYS = frozenset({"time", "agent", "archive", "kind"})  # structure: never redacted
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-_second_prefix: tuple[int, str] = (-1, "")
-
-
-def _utc_stamp() -> str:
-    """``_now().isoformat(timespec="microseconds")``, 5x faster: the seconds part is formatted
-    once per second (isoformat alone costs more than the write it stamps)."""
-    global _second_prefix
-    seconds, nanos = divmod(time.time_ns(), 1_000_000_000)
-    cached_second, prefix = _second_prefix
-    if cached_second != seconds:
-        prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
-        _second_prefix = (seconds, prefix)
-    return f"{prefix}.{str(1_000_000 + nanos // 1000)[1:]}+00:00"  # faster than :06d
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +111,7 @@ class Conversation:
         self.workspace_dir = workspace_dir
         self.durable = durable
         self.lock_timeout = lock_timeout
-        self.clock: Callable[[], datetime] = clock or _now
+        self.clock: Callable[[], datetime] = clock or utc_now
         self.redactor: Callable[[str], str] | None = resolve_redactor(redact)
         if retention is not None and not isinstance(retention, RetentionPolicy):
             raise InvalidSetting(f"retention must be a RetentionPolicy or None, got {retention!r}")
@@ -253,7 +235,7 @@ class Conversation:
     ) -> dict[str, Any]:
         fmt.validate_role(role)
         clock = self.clock
-        stamp = _utc_stamp() if clock is _now else clock().isoformat(timespec="microseconds")
+        stamp = utc_stamp() if clock is utc_now else clock().isoformat(timespec="microseconds")
         entry: dict[str, Any] = {"role": role, "content": content, "timestamp": stamp}
         if kind != "message":
             entry["kind"] = kind
@@ -273,7 +255,7 @@ class Conversation:
         if role not in fmt.VALID_ROLES_SEEN:
             fmt.validate_role(role)
         clock = self.clock
-        stamp = _utc_stamp() if clock is _now else clock().isoformat(timespec="microseconds")
+        stamp = utc_stamp() if clock is utc_now else clock().isoformat(timespec="microseconds")
         entry: dict[str, Any] = {"role": role, "content": content, "timestamp": stamp}
         if metadata:
             entry.update(metadata)
@@ -340,31 +322,7 @@ class Conversation:
         rows with a ``tool_call_id`` ``tool``; other tool-ish roles a ``user`` row tagged with the
         role; everything else (the agent's own name) ``assistant``.
         """
-        out: list[dict[str, Any]] = []
-        user_roles = {self.user.lower(), "user", "human"}
-        for entry in self.conversation_history:
-            role = str(entry["role"])
-            content = fmt.content_to_text(entry["content"])
-            lowered = role.lower()
-            message: dict[str, Any]
-            if entry.get("tool_call_id"):
-                message = {
-                    "role": "tool",
-                    "tool_call_id": entry["tool_call_id"],
-                    "content": content,
-                }
-            elif lowered == "system":
-                message = {"role": "system", "content": content}
-            elif lowered in user_roles:
-                message = {"role": "user", "content": content}
-            elif lowered in ("tool", "tool executor", "function", "tool result"):
-                message = {"role": "user", "content": f"[{role}]\n{content}"}
-            else:
-                message = {"role": "assistant", "content": content}
-                if entry.get("tool_calls"):
-                    message["tool_calls"] = entry["tool_calls"]
-            out.append(message)
-        return out
+        return provider_messages(self.conversation_history, self.user)
 
     def token_count(self, counter: Callable[[str], int] | None = None) -> int:
         """Tokens of the history as the model reads it (:meth:`return_history_as_string`).
