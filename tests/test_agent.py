@@ -14,7 +14,7 @@ from fakes.openai_server import FakeOpenAIServer, FakeRequest, HTTPError, ToolCa
 from memorylab import Conversation, read_memory
 from memorylab.agent import Agent, default_preload_max_tokens
 from memorylab.compress.compressor import ContextCompressor
-from memorylab.compress.summarizers import ScriptedSummarizer
+from memorylab.compress.scripted import ScriptedSummarizer
 from memorylab.errors import InvalidSetting, SummarizerAuthError, SummarizerUnavailable
 from memorylab.memory.records import PRELOAD_PREFIX
 

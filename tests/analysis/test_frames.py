@@ -401,7 +401,7 @@ def test_compactions_ignore_other_record_kinds(own_workspace: Built) -> None:
 
 def test_compactions_with_token_figures(tmp_path: Path) -> None:
     from memorylab.compress.compressor import ContextCompressor
-    from memorylab.compress.summarizers import ScriptedSummarizer
+    from memorylab.compress.scripted import ScriptedSummarizer
 
     counter = get_token_counter("gpt-4o")
     conv = Conversation(agent_name="a", workspace_dir=tmp_path, token_counter=counter)

@@ -20,7 +20,8 @@ from memorylab.analysis import memory_df, replay, sweep, token_growth
 from memorylab.analysis._fast import Prefix, simulate, unit_prices
 from memorylab.analysis._transcript import memo_counter
 from memorylab.compress.policy import trigger_tokens
-from memorylab.compress.summarizers import ScriptedSummarizer, Summary, render_message
+from memorylab.compress.scripted import ScriptedSummarizer
+from memorylab.compress.summarizers import Summary, render_message
 
 WORDS = [
     "alpha",

@@ -8,7 +8,7 @@ import pytest
 
 from memorylab.compress.compressor import ContextCompressor
 from memorylab.compress.policy import Backoff
-from memorylab.compress.summarizers import ScriptedSummarizer
+from memorylab.compress.scripted import ScriptedSummarizer
 from memorylab.compress.tokens import get_token_counter
 from memorylab.errors import CompressionFailed, InvalidSetting, SummarizerTimeout
 from memorylab.memory.conversation import Conversation
@@ -186,3 +186,12 @@ def test_the_summary_budget_keeps_the_fresh_context_below_the_threshold() -> Non
     assert event.tokens_after is not None and event.tokens_after < compressor.trigger_tokens(3000)
     # and the very next check does not fire again
     assert compressor.compress(conv, context_length=3000) is None
+
+
+def test_scripted_summarizer_is_still_importable_from_its_old_module() -> None:
+    from memorylab.compress import summarizers
+
+    assert summarizers.ScriptedSummarizer is ScriptedSummarizer
+    assert type(summarizers.get_summarizer("memorylab/scripted")) is ScriptedSummarizer
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        summarizers.Nope  # noqa: B018

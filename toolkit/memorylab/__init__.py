@@ -10,9 +10,9 @@ from memorylab.agent import Agent
 from memorylab.compress.compressor import ContextCompressor
 from memorylab.compress.extractive import ExtractiveSummarizer
 from memorylab.compress.policy import Backoff, should_compress, trigger_tokens, validate_threshold
+from memorylab.compress.scripted import ScriptedSummarizer
 from memorylab.compress.summarizers import (
     LiteLLMSummarizer,
-    ScriptedSummarizer,
     Summarizer,
     Summary,
     get_summarizer,
@@ -87,6 +87,7 @@ def __getattr__(name: str) -> object:
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
+
 
 __all__ = [
     "Agent",

@@ -10,7 +10,8 @@ through :mod:`memorylab.compress.llm`, the only module that talks to an LLM prov
   authentication or bad-request errors. litellm's exceptions become
   :class:`~memorylab.errors.SummarizerError` subclasses whose messages say what to do.
 * :class:`~memorylab.compress.extractive.ExtractiveSummarizer` — offline and deterministic.
-* :class:`ScriptedSummarizer` — canned replies and failures, for tests and teaching.
+* :class:`~memorylab.compress.scripted.ScriptedSummarizer` — canned replies and failures, for
+  tests and teaching.
 * :func:`get_summarizer` — a summarizer from a spec string.
 
 Chunking (the whole history, never silently cut)
@@ -31,7 +32,6 @@ counted). The plan itself is :func:`memorylab.compress._chunking.plan_calls`.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from memorylab.compress import llm
 from memorylab.compress._chunking import Plan, Prompts, plan_calls, token_counter
-from memorylab.errors import EmptySummary, InvalidSetting, SummarizerUnavailable
+from memorylab.errors import EmptySummary, InvalidSetting
 from memorylab.memory.format import content_to_text
 
 __all__ = [
@@ -49,7 +49,6 @@ __all__ = [
     "SUMMARY_PROMPT",
     "SUMMARY_SYSTEM_PROMPT",
     "LiteLLMSummarizer",
-    "ScriptedSummarizer",
     "Summarizer",
     "Summary",
     "get_summarizer",
@@ -412,93 +411,6 @@ def _request(prompt: str) -> _Request:
     ]
 
 
-# --------------------------------------------------------------------------- scripted
-
-
-class ScriptedSummarizer:
-    """Canned replies, in order and cycling, with scripted failures; records every call.
-
-    Call ``i`` (0-based, counting failures) raises ``error`` when ``i in fail_on`` (default
-    :class:`~memorylab.errors.SummarizerUnavailable`; a class is instantiated, an instance is
-    raised as is); a failed call does not use up a reply. A reply of ``None`` or a blank string
-    raises :class:`~memorylab.errors.EmptySummary`. ``delay`` seconds are slept per call.
-    ``.calls`` holds each call's messages (copied).
-    """
-
-    def __init__(
-        self,
-        replies: Sequence[str | None] = ("summary",),
-        *,
-        delay: float = 0.0,
-        fail_on: Sequence[int] = (),
-        error: BaseException | type[BaseException] | None = None,
-        name: str = "memorylab/scripted",
-    ) -> None:
-        if isinstance(replies, str):
-            replies = (replies,)
-        if not replies:
-            raise InvalidSetting("ScriptedSummarizer needs at least one reply")
-        if not isinstance(delay, int | float) or delay < 0:
-            raise InvalidSetting(f"delay must be a number of seconds >= 0, not {delay!r}")
-        self.replies: tuple[str | None, ...] = tuple(replies)
-        self.delay = float(delay)
-        self.fail_on = frozenset(int(i) for i in fail_on)
-        self.error = error
-        self.name = name
-        self.calls: list[list[dict[str, Any]]] = []
-        self._lock = threading.Lock()
-        self._next_reply = 0
-
-    def __repr__(self) -> str:
-        return f"ScriptedSummarizer({len(self.replies)} replies, calls={len(self.calls)})"
-
-    def _take(self, messages: Sequence[Mapping[str, Any]]) -> tuple[int, str | None, bool]:
-        with self._lock:
-            index = len(self.calls)
-            self.calls.append([dict(m) for m in messages])
-            if index in self.fail_on:
-                return index, None, True
-            reply = self.replies[self._next_reply % len(self.replies)]
-            self._next_reply += 1
-            return index, reply, False
-
-    def _finish(self, index: int, reply: str | None, fail: bool, started: float) -> Summary:
-        if fail:
-            error = self.error if self.error is not None else SummarizerUnavailable
-            if isinstance(error, type):
-                raise error(f"{self.name}: scripted failure on call {index}")
-            raise error
-        if reply is None or not str(reply).strip():
-            raise EmptySummary(f"{self.name}: scripted empty reply on call {index}")
-        return Summary(
-            text=str(reply),
-            model=self.name,
-            cost_usd=0.0,
-            latency_s=time.perf_counter() - started,
-            chunks=1,
-        )
-
-    def summarize(
-        self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
-    ) -> Summary:
-        started = time.perf_counter()
-        index, reply, fail = self._take(messages)
-        if self.delay:
-            time.sleep(self.delay)
-        return self._finish(index, reply, fail, started)
-
-    async def asummarize(
-        self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
-    ) -> Summary:
-        started = time.perf_counter()
-        index, reply, fail = self._take(messages)
-        if self.delay:
-            import asyncio
-
-            await asyncio.sleep(self.delay)
-        return self._finish(index, reply, fail, started)
-
-
 # --------------------------------------------------------------------------- dispatch
 
 _BUILTIN = (
@@ -506,14 +418,24 @@ _BUILTIN = (
 )  # fmt: skip
 
 
+def __getattr__(name: str) -> Any:
+    # ScriptedSummarizer lived here before compress/scripted.py: old imports keep working.
+    if name == "ScriptedSummarizer":
+        from memorylab.compress.scripted import ScriptedSummarizer
+
+        return ScriptedSummarizer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def get_summarizer(spec: str | Summarizer | None = None, **kwargs: Any) -> Summarizer:
     """A summarizer from a spec.
 
     ``None`` or ``"memorylab/extractive"``: :class:`ExtractiveSummarizer` (offline);
     ``"memorylab/truncate"`` and ``"memorylab/head-tail"``: the offline baselines of
-    :mod:`memorylab.compress.baselines`; ``"memorylab/scripted"``: :class:`ScriptedSummarizer`;
-    any other string: a litellm model for :class:`LiteLLMSummarizer`; a summarizer object is
-    returned as is. ``kwargs`` go to the constructor.
+    :mod:`memorylab.compress.baselines`; ``"memorylab/scripted"``:
+    :class:`~memorylab.compress.scripted.ScriptedSummarizer`; any other string: a litellm model
+    for :class:`LiteLLMSummarizer`; a summarizer object is returned as is. ``kwargs`` go to the
+    constructor.
     """
     if spec is None or spec == "memorylab/extractive":
         from memorylab.compress.extractive import ExtractiveSummarizer
@@ -522,6 +444,8 @@ def get_summarizer(spec: str | Summarizer | None = None, **kwargs: Any) -> Summa
     if isinstance(spec, str):
         name = spec.strip()
         if name == "memorylab/scripted":
+            from memorylab.compress.scripted import ScriptedSummarizer
+
             return ScriptedSummarizer(**kwargs)
         if name in ("memorylab/truncate", "memorylab/head-tail"):
             from memorylab.compress import baselines
