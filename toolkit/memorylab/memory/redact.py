@@ -10,7 +10,8 @@ data: emails, phone numbers, card numbers (Luhn check) and IBANs (mod-97 check).
 >>> SECRETS_AND_PII("write to ada@example.com")
 'write to [REDACTED:email]'
 
-Only precompiled standard-library ``re`` patterns: no network, no model. Redaction is idempotent
+The rules are precompiled standard-library ``re`` patterns: no network, no model (the substring
+pre-checks below use stringzilla on long ASCII text). Redaction is idempotent
 (``r(r(x)) == r(x)``): markers never match a rule, and the rules are applied until nothing changes.
 Ordinary text is returned after a few substring checks, without running any pattern: every
 secret rule needs one of ``sk-``, ``-----BEGIN``, ``xox``, ``gh`` with ``_``, ``://`` with ``@``,
