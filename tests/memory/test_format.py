@@ -215,9 +215,11 @@ _STRUCTURE_HEAVY = st.lists(
 ).map("".join)
 
 
-@given(_STRUCTURE_HEAVY)
-def test_escape_round_trip_on_ascii_structure(text: str) -> None:
-    # ASCII text takes the stringzilla fast path, other text the regex: both must see structure.
+@given(_STRUCTURE_HEAVY, st.sampled_from(["", "p" * 300 + "\n"]))
+def test_escape_round_trip_on_ascii_structure(structure: str, padding: str) -> None:
+    # Long ASCII text takes the stringzilla fast path, other text the regex: both must see
+    # structure (the padding makes the text long enough for the fast path).
+    text = padding + structure
     escaped = fmt.escape_content(text)
     assert fmt.unescape_content(escaped) == text
     lines = text.split("\n")  # what the slow path does to every line
@@ -229,6 +231,8 @@ def test_escape_round_trip_on_ascii_structure(text: str) -> None:
 def test_escape_survives_a_lone_surrogate() -> None:
     # stringzilla crashes on a lone surrogate: such text must take the regex path.
     assert fmt.escape_content("a\ud800\n---") == "a\ud800\n\\---"
+    long = "a\ud800" + "x" * 300
+    assert fmt.escape_content(long + "\n---") == long + "\n\\---"
 
 
 @given(st.text(min_size=1).filter(lambda r: "\n" not in r and "\r" not in r), st.text())

@@ -89,6 +89,7 @@ class FormatProblem:
 _STRUCTURAL_STARTS = ("\\", "---", "###", TITLE_LINE, LOG_LINE)
 _STRUCTURAL_LINE = re.compile(r"\n\\*(?:---|###|# Agent Memory|## Interaction Log)")
 _NEWLINE_TITLE, _NEWLINE_LOG = "\n" + TITLE_LINE, "\n" + LOG_LINE  # for the ASCII fast path
+_SIMD_MIN_CHARS = 256  # shorter: one regex search costs less than five stringzilla calls
 
 
 def _is_structural(line: str) -> bool:
@@ -107,9 +108,9 @@ def escape_content(text: str) -> str:
     """Prefix every line that could pass for structure with one backslash (markdown shows the
     same text); lines that already start with backslashes get one more, so unescaping is exact."""
     # Fast path: find every line start that could need a backslash (most agent text, bullet
-    # lists and markdown headings included, has none). ASCII text (most of it) is searched with
-    # stringzilla's SIMD find, ~4x faster than the regex on a KB; it reads UTF-8 and crashes on
-    # a lone surrogate, so other text keeps the regex.
+    # lists and markdown headings included, has none). Long ASCII text is searched with
+    # stringzilla's SIMD find, 2-4x faster than the regex on a KB (slower under ~200 chars);
+    # it reads UTF-8 and crashes on a lone surrogate, so other text keeps the regex.
     if not text.startswith(_STRUCTURAL_STARTS) and (
         "\n" not in text  # `in` (memchr) first: most short messages are one line
         or (
@@ -120,7 +121,7 @@ def escape_content(text: str) -> str:
                 or _contains(text, _NEWLINE_TITLE)
                 or _contains(text, _NEWLINE_LOG)
             )
-            if text.isascii()
+            if len(text) >= _SIMD_MIN_CHARS and text.isascii()
             else _STRUCTURAL_LINE.search(text) is None
         )
     ):
