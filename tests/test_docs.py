@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memorylab import parse_memory, render
+from memorylab import parse_memory, render_memory
 
 ROOT = Path(__file__).parent.parent
 PAGES = sorted([*(ROOT / "docs").glob("*.md"), ROOT / "README.md"])
@@ -36,7 +36,7 @@ def _example_block(page: str, marker: str) -> str:
 def test_format_page_example_is_what_the_code_writes() -> None:
     example = _example_block("memory-format.md", "memorylab-file")
     doc = parse_memory(example)
-    assert render(doc) == example
+    assert render_memory(doc) == example
     assert doc.format_version == 1
     assert doc.continues == "history_2026-05-01_09-59-58.md"
     assert doc.messages[1].content.splitlines()[1:] == ["---", "### System — 2020-01-01T00:00:00"]

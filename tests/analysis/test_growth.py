@@ -21,7 +21,8 @@ from memorylab.analysis._fast import Prefix, simulate, unit_prices
 from memorylab.analysis._transcript import memo_counter
 from memorylab.compress.policy import trigger_tokens
 from memorylab.compress.scripted import ScriptedSummarizer
-from memorylab.compress.summarizers import Summary, render_message
+from memorylab.compress.summarizers import Summary
+from memorylab.memory import format as fmt
 
 WORDS = [
     "alpha",
@@ -65,7 +66,7 @@ class SizedSummarizer:
     ) -> Summary:
         self.calls += 1
         count = self.counter
-        summarized = sum(count(render_message(m)) for m in messages)
+        summarized = sum(count(line) for line in fmt.history_lines(messages))
         summarized += (len(messages) - 1) * count("\n\n")
         cap = self.cap if max_tokens is None else min(self.cap, max_tokens)
         size = min(cap, max(1, int(self.ratio * summarized)))

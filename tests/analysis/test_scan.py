@@ -129,7 +129,7 @@ messages = st.lists(st.builds(Message, roles, contents, stamps), max_size=6)
 
 def _own(msgs: list[Message], continues: str | None) -> bytes:
     doc = MemoryDocument("conv", datetime(2026, 1, 1, tzinfo=UTC), tuple(msgs), 1, continues)
-    return fmt.render(doc).encode("utf-8", "surrogatepass")
+    return fmt.render_memory(doc).encode("utf-8", "surrogatepass")
 
 
 def _reference(msgs: list[Message]) -> bytes:

@@ -196,7 +196,7 @@ def build(root: Path, settings: Settings, reference: bool) -> list[Path]:
             else:
                 doc = MemoryDocument(f"{agent}_conversation", messages[0].timestamp,
                                      tuple(messages), 1, previous)  # fmt: skip
-                text = fmt.render(doc)
+                text = fmt.render_memory(doc)
             path.write_text(text, encoding="utf-8")
             files.append(path)
             previous = name

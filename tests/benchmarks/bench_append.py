@@ -88,11 +88,11 @@ def build(workspace: Path, size: int) -> Subject:
     ]
     with memory_md.open("a", encoding="utf-8") as handle:  # pre-write: much faster than add()
         for seed in seeds:
-            handle.write(fmt.render_message(Message(seed["role"], seed["content"], now)))
+            handle.write(fmt.render_block(Message(seed["role"], seed["content"], now)))
     conv = Conversation(agent_name=agent, workspace_dir=workspace, preload=False, messages=seeds)
     floor_path = memory_md.with_name("floor.md")
     shutil.copyfile(memory_md, floor_path)
-    block = fmt.render_message(Message("User", CONTENT.format(n=size), now)).encode("utf-8")
+    block = fmt.render_block(Message("User", CONTENT.format(n=size), now)).encode("utf-8")
     return Subject(
         size=size,
         conv=conv,

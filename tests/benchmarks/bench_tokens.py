@@ -146,7 +146,7 @@ def new_memory(workspace: Path, agent: str, pool: Pool, count: int) -> Path:
     Conversation(agent_name=agent, workspace_dir=workspace).store.close()  # type: ignore[union-attr]
     memory_md = workspace / "agents" / agent / "MEMORY.md"
     now = datetime.now().astimezone()
-    blocks = [fmt.render_message(Message(role, content, now)) for role, content in pool]
+    blocks = [fmt.render_block(Message(role, content, now)) for role, content in pool]
     body = "".join(blocks[n % POOL] for n in range(count))
     memory_md.write_text(fmt.render_header(f"{agent}_conversation", now) + body, encoding="utf-8")
     return memory_md

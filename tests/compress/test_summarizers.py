@@ -38,8 +38,6 @@ from memorylab.compress.summarizers import (
     Summarizer,
     Summary,
     get_summarizer,
-    render_message,
-    render_transcript,
 )
 from memorylab.compress.tokens import count_tokens, get_token_counter
 from memorylab.errors import (
@@ -89,21 +87,6 @@ def test_prompts_ask_for_what_must_survive() -> None:
     assert SUMMARY_PROMPT.format(transcript="T").endswith("<transcript>\nT\n</transcript>")
     assert "part 2 of 3" in CHUNK_PROMPT.format(part=2, total=3, transcript="")
     assert "3 summaries" in MERGE_PROMPT.format(count=3, summaries="")
-
-
-def test_render_message_and_transcript() -> None:
-    when = datetime(2026, 4, 20, 18, 33, 12, 123456, tzinfo=UTC)
-    assert render_message({"role": "User", "content": "hi", "timestamp": when}) == (
-        "[2026-04-20T18:33:12+00:00] User: hi"
-    )
-    assert render_message({"role": "Tool", "content": {"ok": True, "n": [1, 2]}}) == (
-        'Tool: {"ok": true, "n": [1, 2]}'
-    )
-    assert render_message({"role": "Agent", "content": 42}) == "Agent: 42"
-    assert render_message({"role": "Agent", "content": None}) == "Agent: "
-    assert render_transcript(HISTORY) == (
-        "[2026-04-20T10:00:00] User: Write a haiku about the sea.\n\nAgent: Waves fold into foam."
-    )
 
 
 def test_split_and_truncate_by_tokens() -> None:
@@ -544,7 +527,7 @@ def test_extractive_keeps_task_facts_and_previous_summary() -> None:
     assert summary.model == "memorylab/extractive" and summary.chunks == 1
     assert summary.cost_usd == 0.0
     assert summary.output_tokens == count_tokens(text)
-    assert summary.input_tokens == count_tokens(render_transcript(synthetic_history()))
+    assert summary.input_tokens == count_tokens(fmt.history_text(synthetic_history()))
 
 
 def test_extractive_is_deterministic() -> None:
@@ -590,7 +573,7 @@ def test_extractive_carries_summaries_out_of_a_preload() -> None:
             Message("User", "Original task: build the exporter.", when),
         ),
     )
-    preload = {"role": "System", "content": f"{PRELOAD_PREFIX}\n{fmt.render(doc)}"}
+    preload = {"role": "System", "content": f"{PRELOAD_PREFIX}\n{fmt.render_memory(doc)}"}
     history = [preload, {"role": "User", "content": "Also add a --dry-run flag."}]
     text = ExtractiveSummarizer().summarize(history).text
     assert "Old facts: the port is 8080." in text

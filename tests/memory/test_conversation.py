@@ -212,14 +212,13 @@ def test_summary_role_may_be_user_like_some_reference_versions() -> None:
     assert read_memory(conv.memory_md_path).messages[0].role == "user"  # type: ignore[arg-type]
 
 
-def test_the_fast_stamp_is_isoformat_of_now_in_utc() -> None:
+def test_messages_are_stamped_in_utc_with_microseconds() -> None:
     from datetime import UTC, datetime, timedelta
 
-    from memorylab.memory._clock import utc_now, utc_stamp
-
-    before = utc_now()
-    stamps = [utc_stamp() for _ in range(1000)]  # crosses a second now and then: the cache
-    after = utc_now()
+    conv = Conversation()  # memory only: the default clock
+    before = datetime.now(UTC)
+    stamps = [conv.add("User", str(i))["timestamp"] for i in range(100)]
+    after = datetime.now(UTC)
     for stamp in (stamps[0], stamps[-1]):
         parsed = datetime.fromisoformat(stamp)
         assert parsed.tzinfo == UTC and len(stamp) == len(before.isoformat(timespec="microseconds"))

@@ -11,7 +11,14 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from memorylab import MemoryDocument, MemoryFormatError, Message, parse_memory, read_memory, render
+from memorylab import (
+    MemoryDocument,
+    MemoryFormatError,
+    Message,
+    parse_memory,
+    read_memory,
+    render_memory,
+)
 from memorylab.memory import format as fmt
 
 GOLDEN = Path(__file__).parent.parent / "data" / "golden"
@@ -77,7 +84,7 @@ def test_own_file_escapes_are_undone() -> None:
     assert doc.messages[2].role == "ResearchAgent — v2"
     assert doc.messages[2].content == "  leading and trailing space  \n"
     assert doc.continues == "history_2026-05-01_10-00-00.md"
-    assert render(doc) == (GOLDEN / "memorylab_v1.md").read_text(encoding="utf-8")
+    assert render_memory(doc) == (GOLDEN / "memorylab_v1.md").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize(
@@ -113,7 +120,7 @@ def test_torn_block_salvage_keeps_the_partial_content() -> None:
 def test_torn_block_followed_by_more_appends_is_split_in_own_files() -> None:
     when = datetime(2026, 1, 1, tzinfo=UTC)
     head = fmt.render_header("c", when)
-    full = fmt.render_message(Message("User", "second", when))
+    full = fmt.render_block(Message("User", "second", when))
     text = head + "### User — 2026-01-01T00:00:00.000000+00:00\n\npartial wri\n" + full
     doc, problems = parse_memory(text, strict=False)
     assert [m.content for m in doc.messages] == ["partial wri", "second"]
@@ -129,7 +136,7 @@ def test_newer_format_version_is_refused_with_advice() -> None:
 @pytest.mark.parametrize("role", ["", "   ", "a\nb", "a\r", "x\u2028y"])
 def test_bad_roles_are_value_errors(role: str) -> None:
     with pytest.raises(ValueError, match="role"):
-        fmt.render_message(Message(role, "x", datetime(2026, 1, 1)))
+        fmt.render_block(Message(role, "x", datetime(2026, 1, 1)))
 
 
 def test_content_to_text() -> None:
@@ -198,7 +205,7 @@ def test_round_trip(
     name: str, created: datetime, messages: list[Message], continues: str | None
 ) -> None:
     doc = MemoryDocument(name, created, tuple(messages), fmt.FORMAT_VERSION, continues)
-    assert parse_memory(render(doc)) == doc
+    assert parse_memory(render_memory(doc)) == doc
 
 
 @given(st.text())
@@ -235,15 +242,17 @@ def test_escape_survives_a_lone_surrogate() -> None:
     assert fmt.escape_content(long + "\n---") == long + "\n\\---"
 
 
-@given(st.text(min_size=1).filter(lambda r: "\n" not in r and "\r" not in r), st.text())
-@example("User", "ascii content\n---\n### User — 2020-01-01T00:00:00\n")
-@example("Ünïcode", "wide content — 💥")
-def test_render_block_bytes_is_the_encoded_block(role: str, content: str) -> None:
-    stamp = "2026-12-03T09:47:21.123456+00:00"
-    try:
-        expected = fmt.render_block(role, stamp, content).encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate: both refuse it
-        with pytest.raises(UnicodeEncodeError):
-            fmt.render_block_bytes(role, stamp, content)
-        return
-    assert fmt.render_block_bytes(role, stamp, content) == expected
+def test_history_line_is_what_the_model_reads() -> None:
+    when = datetime(2026, 4, 20, 18, 33, 12, 123456, tzinfo=UTC)
+    assert fmt.history_line("User", "hi", when) == "[2026-04-20T18:33:12.123456+00:00] User: hi"
+    assert fmt.history_line("User", "hi", "2026-04-20T10:00:00") == "[2026-04-20T10:00:00] User: hi"
+    assert fmt.history_line("Tool", {"ok": True, "n": [1, 2]}) == 'Tool: {"ok": true, "n": [1, 2]}'
+    assert fmt.history_line("Agent", 42) == "Agent: 42"
+    assert fmt.history_line("Agent", None) == "Agent: "
+    history = [
+        {"role": "User", "content": "Write a haiku.", "timestamp": "2026-04-20T10:00:00"},
+        {"role": "Agent", "content": "Waves fold into foam."},
+    ]
+    assert fmt.history_text(history) == (
+        "[2026-04-20T10:00:00] User: Write a haiku.\n\nAgent: Waves fold into foam."
+    )

@@ -27,7 +27,7 @@ WHEN = datetime(2026, 4, 20, 14, 30, 45, tzinfo=UTC)
 
 
 def _block(text: str) -> str:
-    return fmt.render_message(Message("User", text, WHEN))
+    return fmt.render_block(Message("User", text, WHEN))
 
 
 @pytest.mark.parametrize(

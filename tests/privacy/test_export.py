@@ -28,7 +28,7 @@ from memorylab import (
     PrerequisiteError,
     StoreError,
     read_memory,
-    render,
+    render_memory,
 )
 from memorylab.analysis import memory_df
 from memorylab.cli import main
@@ -263,7 +263,7 @@ def test_the_cli_export_loads_back(
 
 def _write(path: Path, doc: MemoryDocument) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render(doc), encoding="utf-8")
+    path.write_text(render_memory(doc), encoding="utf-8")
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

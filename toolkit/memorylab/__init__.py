@@ -41,7 +41,7 @@ from memorylab.errors import (
     UnsafePath,
 )
 from memorylab.memory.conversation import CompactionTicket, Conversation
-from memorylab.memory.format import FORMAT_VERSION, FormatProblem, render
+from memorylab.memory.format import FORMAT_VERSION, FormatProblem, render_memory
 from memorylab.memory.format import parse as parse_memory
 from memorylab.memory.paths import MemoryPaths, agent_paths, validate_agent_name
 from memorylab.memory.records import ArchiveRef, CompactionEvent, MemoryDocument, Message
@@ -156,7 +156,7 @@ __all__ = [
     "plot_token_growth",
     "purge",
     "read_memory",
-    "render",
+    "render_memory",
     "replay",
     "resolve_workspace",
     "should_compress",

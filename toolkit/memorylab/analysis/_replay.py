@@ -15,13 +15,12 @@ from memorylab.analysis import _fast
 from memorylab.analysis._transcript import (
     Transcript,
     as_transcript,
-    entry_text,
     memo_counter,
     separator_tokens,
     summary_overhead,
 )
 from memorylab.compress.policy import Threshold, trigger_tokens
-from memorylab.compress.summarizers import Summarizer, Summary, get_summarizer, render_transcript
+from memorylab.compress.summarizers import Summarizer, Summary, get_summarizer
 from memorylab.errors import InvalidSetting
 from memorylab.memory import format as fmt
 
@@ -89,7 +88,7 @@ class _CachedSummarizer:
                     self.cache.popitem(last=False)
         elif isinstance(self.cache, OrderedDict):
             self.cache.move_to_end(key)
-        rendered = render_transcript(messages) if summary.input_tokens is None else ""
+        rendered = fmt.history_text(messages) if summary.input_tokens is None else ""
         self.made.append((summary, rendered))
         return summary
 
@@ -269,7 +268,9 @@ def run_sweep(
         stamps = data.stamps[:1] or ["2000-01-01T00:00:00.000000+00:00"]
         prefix = _fast.Prefix.of(data.tokens(counter), separator_tokens(counter))
         overhead = summary_overhead(counter, stamps[0])
-        static = counter(entry_text(stamps[0], "System", system_prompt)) if system_prompt else 0
+        static = 0
+        if system_prompt:
+            static = counter(fmt.history_line("System", system_prompt, stamps[0]))
         last = _last_mentions(data, wanted) if wanted else None
         priced = _summarizer_model(summarizer)
         for length, threshold, trigger in settings:

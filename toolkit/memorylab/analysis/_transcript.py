@@ -78,11 +78,6 @@ def stamp_text(when: datetime) -> str:
     return when.astimezone(UTC).isoformat(timespec="microseconds")
 
 
-def entry_text(stamp: str, role: str, content: str) -> str:
-    """What the model reads for one message (``Conversation.return_history_as_string``)."""
-    return f"[{stamp}] {role}: {content}"
-
-
 @dataclass
 class Transcript:
     """Messages in order: roles, contents, UTC timestamps (µs since the epoch) and stamps."""
@@ -104,7 +99,8 @@ class Transcript:
 
     def texts(self) -> list[str]:
         return [
-            entry_text(*parts) for parts in zip(self.stamps, self.roles, self.contents, strict=True)
+            fmt.history_line(role, content, stamp)
+            for stamp, role, content in zip(self.stamps, self.roles, self.contents, strict=True)
         ]
 
     def tokens(self, counter: MemoCounter) -> np.ndarray[Any, np.dtype[np.int64]]:
@@ -204,7 +200,7 @@ def as_transcript(transcript: Any) -> Transcript:
 
 def summary_overhead(counter: MemoCounter, stamp: str, role: str = "System") -> int:
     """Tokens a summary entry costs beyond its text (``[<ts>] System: [Compressed ...]``)."""
-    return counter(entry_text(stamp, role, SUMMARY_PREFIX))
+    return counter(fmt.history_line(role, SUMMARY_PREFIX, stamp))
 
 
 def separator_tokens(counter: MemoCounter) -> int:

@@ -1,6 +1,6 @@
 """Offline baselines: summaries any real summarizer should beat.
 
-Both render the history as a transcript (:func:`memorylab.compress.summarizers.render_message`
+Both render the history as a transcript (:func:`memorylab.memory.format.history_line`
 blocks separated by blank lines), count tokens with
 :func:`memorylab.compress.tokens.get_token_counter` (``model=None``: the cl100k_base
 approximation) and keep whole messages while they fit; the message at the edge is cut at a token
@@ -20,8 +20,9 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from memorylab.compress.summarizers import Summary, offline_summary, render_message
+from memorylab.compress.summarizers import Summary, offline_summary
 from memorylab.errors import EmptySummary, InvalidSetting
+from memorylab.memory import format as fmt
 from memorylab.memory.format import content_to_text
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ def _blocks(messages: Sequence[Mapping[str, Any]]) -> list[str]:
         raise InvalidSetting("messages must be a sequence of {'role', 'content'} mappings")
     if not any(content_to_text(m.get("content")).strip() for m in messages):
         raise EmptySummary("nothing to summarize: the history is empty")
-    return [render_message(m) for m in messages]
+    return fmt.history_lines(messages)
 
 
 def _longest(text: str, limit: int, counter: TokenCounter, *, from_end: bool) -> str:

@@ -35,12 +35,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from memorylab.compress import llm
 from memorylab.compress._chunking import Plan, Prompts, plan_calls, token_counter
 from memorylab.errors import EmptySummary, InvalidSetting
+from memorylab.memory import format as fmt
 from memorylab.memory.format import content_to_text
 
 __all__ = [
@@ -52,8 +52,6 @@ __all__ = [
     "Summarizer",
     "Summary",
     "get_summarizer",
-    "render_message",
-    "render_transcript",
 ]
 
 _KEEP = """Keep, specifically and without paraphrasing away details:
@@ -148,29 +146,6 @@ class Summarizer(Protocol):
 # --------------------------------------------------------------------------- rendering
 
 
-def _timestamp_text(value: Any) -> str:
-    if isinstance(value, datetime):
-        return value.isoformat(timespec="seconds")
-    return str(value)
-
-
-def render_message(message: Mapping[str, Any]) -> str:
-    """``[<timestamp>] <Role>: <content>`` (no timestamp part when it is missing).
-
-    Non-string content is rendered with JSON (dicts, lists) or ``str()``; ``None`` is ``""``.
-    """
-    role = str(message.get("role") or "unknown")
-    text = content_to_text(message.get("content"))
-    timestamp = message.get("timestamp")
-    prefix = f"[{_timestamp_text(timestamp)}] " if timestamp not in (None, "") else ""
-    return f"{prefix}{role}: {text}"
-
-
-def render_transcript(messages: Sequence[Mapping[str, Any]]) -> str:
-    """The messages as one transcript: :func:`render_message` blocks separated by blank lines."""
-    return "\n\n".join(render_message(m) for m in messages)
-
-
 def offline_summary(
     name: str,
     text: str,
@@ -182,7 +157,7 @@ def offline_summary(
     return Summary(
         text=text,
         model=name,
-        input_tokens=counter.count(render_transcript(messages)),
+        input_tokens=counter.count(fmt.history_text(messages)),
         output_tokens=counter.count(text),
         cost_usd=0.0,
         latency_s=time.perf_counter() - started,
@@ -320,7 +295,7 @@ class LiteLLMSummarizer:
         window = self.get_context_window()
         return (
             yield from plan_calls(
-                [render_message(m) for m in messages],
+                fmt.history_lines(messages),
                 [str(m.get("role") or "unknown") for m in messages],
                 name=self.model,
                 window=window,

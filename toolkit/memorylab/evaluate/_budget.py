@@ -19,6 +19,7 @@ from memorylab.evaluate._cache import LLMCache, RunStats
 from memorylab.evaluate._engine import Context, run_sync
 from memorylab.evaluate.cases import Case
 from memorylab.evaluate.scorers import Scorer
+from memorylab.memory import format as fmt
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -48,13 +49,12 @@ def _summary_calls(summarizer: LiteLLMSummarizer, case: Case, max_tokens: int | 
     from memorylab.compress.summarizers import (
         SUMMARY_PROMPT,
         SUMMARY_SYSTEM_PROMPT,
-        render_transcript,
     )
     from memorylab.compress.tokens import get_token_counter
 
     counter = get_token_counter(summarizer.model)
     out = max_tokens or summarizer.max_tokens
-    history = counter.count(render_transcript(case.messages))
+    history = counter.count(fmt.history_text(case.messages))
     overhead = counter.count(SUMMARY_SYSTEM_PROMPT + SUMMARY_PROMPT) + 16
     window = summarizer.get_context_window()
     budget = window - out - min(max(int(window * 0.1), 32), 2048)

@@ -113,9 +113,7 @@ class Case:
     @property
     def history_text(self) -> str:
         """The history as one transcript (what a summarizer sees, rendered)."""
-        from memorylab.compress.summarizers import render_transcript
-
-        return render_transcript(self.messages)
+        return fmt.history_text(self.messages)
 
 
 def _message(message: Mapping[str, Any]) -> dict[str, Any]:

@@ -4,9 +4,9 @@
 memory file per process, shared by every store on that file. The sidecar (not MEMORY.md itself)
 is locked because compaction replaces MEMORY.md, and a lock on a replaced file no longer excludes
 anyone. The sidecar's first 8 bytes, memory-mapped, count generations of MEMORY.md: whoever
-replaces or re-creates it bumps the count while holding the lock, so an appender learns that its
-open descriptor is stale from one memory read instead of an ``fstat`` per message (on this kind of
-machine an ``fstat`` costs more than the write it guards). Private to
+replaces, re-creates or deletes it bumps the count while holding the lock, so an appender learns
+that its open descriptor is stale from one memory read instead of a ``stat`` per message, and the
+lock file itself is re-checked only when the count moved. Private to
 :mod:`memorylab.memory.store`.
 """
 
@@ -30,16 +30,12 @@ except ImportError:  # pragma: no cover - Windows: fall back to filelock
     fcntl = None  # type: ignore[assignment]
 
 _GENERATION_BYTES = 8
-_EXCLUSIVE_NOWAIT = 0 if fcntl is None else fcntl.LOCK_EX | fcntl.LOCK_NB
-_UNLOCK = 0 if fcntl is None else fcntl.LOCK_UN
-_flock = None if fcntl is None else fcntl.flock
-_write = os.write
 
 
 class AgentLock:
-    __slots__ = (  # slots: the append path reads a dozen attributes per message
-        "append_fd", "append_generation", "counter", "depth", "fallback", "fd", "map", "path",
-        "thread_lock",
+    __slots__ = (
+        "append_fd", "append_generation", "checked_generation", "counter", "depth", "fallback",
+        "fd", "map", "path", "thread_lock",
     )  # fmt: skip
 
     def __init__(self, path: Path) -> None:
@@ -53,6 +49,7 @@ class AgentLock:
         self.fallback: Any = None
         self.append_fd: int | None = None
         self.append_generation = -1
+        self.checked_generation = -1
 
     def _open(self) -> int:
         if self.fd is None:
@@ -78,23 +75,6 @@ class AgentLock:
 
     # -- locking ----------------------------------------------------------------------------------
 
-    def _lock_os(self, timeout: float) -> None:
-        fd = self.fd
-        if fd is not None and fcntl is not None:
-            try:
-                fcntl.flock(fd, _EXCLUSIVE_NOWAIT)
-                return
-            except BlockingIOError:
-                pass
-        self._acquire_os(timeout)
-
-    def _unlock_os(self) -> None:
-        if fcntl is None:  # pragma: no cover
-            self.fallback.release()
-        else:
-            assert self.fd is not None
-            fcntl.flock(self.fd, _UNLOCK)
-
     def acquire(self, timeout: float) -> None:
         if not self.thread_lock.acquire(True, timeout):
             raise LockTimeout(f"another thread held {self.path} for more than {timeout:g}s")
@@ -102,9 +82,13 @@ class AgentLock:
             self.depth += 1
             return
         try:
-            self._lock_os(timeout)
+            self._acquire_os(timeout)
             try:
-                self._check_lock_file()
+                # Whoever deletes the memory (forget, purge) bumps the generation first, so the
+                # lock file needs checking only when the generation moved (not per message).
+                if self.generation() != self.checked_generation:
+                    self._check_lock_file()
+                    self.checked_generation = self.generation()
             except BaseException:
                 self._unlock_os()
                 raise
@@ -119,6 +103,13 @@ class AgentLock:
             self._unlock_os()
         self.thread_lock.release()
 
+    def _unlock_os(self) -> None:
+        if fcntl is None:  # pragma: no cover
+            self.fallback.release()
+        else:
+            assert self.fd is not None
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+
     def _acquire_os(self, timeout: float) -> None:
         if fcntl is None:  # pragma: no cover
             import filelock
@@ -130,13 +121,18 @@ class AgentLock:
                 raise LockTimeout(f"{self.path} stayed locked for {timeout:g}s") from exc
             return
         fd = self._open()
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            pass
         # Contended: poll with a short, growing sleep. filelock polls every 50 ms, far too
         # coarse when several writers take turns per message; this hands over in ~0.1 ms.
         deadline = time.monotonic() + timeout
         pause = 0.0001
         while True:
             try:
-                fcntl.flock(fd, _EXCLUSIVE_NOWAIT)
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 return
             except BlockingIOError:
                 if time.monotonic() >= deadline:
@@ -152,64 +148,20 @@ class AgentLock:
 
     def append(self, target: Path, data: bytes, durable: bool, timeout: float) -> None:
         """Write ``data`` to the end of ``target`` with one ``write``, holding the lock."""
-        thread_lock = self.thread_lock
-        if not thread_lock.acquire(True, timeout):
-            raise LockTimeout(f"another thread held {self.path} for more than {timeout:g}s")
-        try:
-            self.append_holding_thread_lock(target, data, durable, timeout)
-        finally:
-            thread_lock.release()
-
-    def append_holding_thread_lock(
-        self, target: Path, data: bytes, durable: bool, timeout: float
-    ) -> None:
-        """:meth:`append` for a caller that already holds :attr:`thread_lock`.
-
-        The per-message hot path (``Conversation.add`` holds the thread lock as its own guard,
-        so a message takes one ``RLock``, not two). The steps of :meth:`acquire` and
-        :meth:`release` are written out, module functions bound to names, because each call
-        saved is measurable next to the one ``write`` it guards.
-        """
-        if self.depth or _flock is None:  # nested in a compaction (or no flock): rare
-            self.acquire(timeout)
-            try:
-                self._write(target, data, durable)
-            finally:
-                self.release()
-            return
-        lock_fd = self.fd
-        if lock_fd is None:
-            self._acquire_os(timeout)
-        else:
-            try:
-                _flock(lock_fd, _EXCLUSIVE_NOWAIT)
-            except BlockingIOError:
-                self._acquire_os(timeout)
-        self.depth = 1
+        self.acquire(timeout)
         try:
             fd = self.append_fd
-            if fd is None or self.counter[0] != self.append_generation:  # type: ignore[index]
+            if fd is None or self.generation() != self.append_generation:
                 fd = self._reopen_append(target)
-            if _write(fd, data) != len(data):
+            if os.write(fd, data) != len(data):
                 raise StoreError(f"short write to {target} (disk full?)")
             if durable:
                 os.fsync(fd)
         finally:
-            self.depth = 0
-            _flock(self.fd, _UNLOCK)  # type: ignore[arg-type]
-
-    def _write(self, target: Path, data: bytes, durable: bool) -> None:
-        fd = self.append_fd
-        if fd is None or self.counter is None or self.counter[0] != self.append_generation:
-            fd = self._reopen_append(target)
-        if os.write(fd, data) != len(data):
-            raise StoreError(f"short write to {target} (disk full?)")
-        if durable:
-            os.fsync(fd)
+            self.release()
 
     def _reopen_append(self, target: Path) -> int:
         self.close_append()
-        self._check_lock_file()  # only here: MEMORY.md changed, perhaps forgotten
         generation = self.generation()
         try:
             fd = os.open(target, os.O_WRONLY | os.O_APPEND | NOFOLLOW | CLOEXEC)

@@ -21,15 +21,12 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memorylab.errors import EmptySummary, InvalidSetting, LockTimeout
+from memorylab.errors import EmptySummary, InvalidSetting
 from memorylab.memory import format as fmt
-from memorylab.memory._clock import utc_now, utc_stamp
-from memorylab.memory._fsutil import encode_utf8
-from memorylab.memory._provider import provider_messages
 from memorylab.memory.permissions import warn_permissions
 from memorylab.memory.preload import PreloadPlan, has_messages, plan_preload
 from memorylab.memory.records import PRELOAD_PREFIX, SUMMARY_PREFIX, CompactionEvent, Message
@@ -49,6 +46,12 @@ DEFAULT_PATH: Any = _Default()
 """Sentinel: ``memory_md_path`` follows ``agent_name`` (``<ws>/agents/<agent_name>/MEMORY.md``)."""
 
 _RECORD_KEYS = frozenset({"time", "agent", "archive", "kind"})  # structure: never redacted
+_TOOL_ROLES = ("tool", "tool executor", "function", "tool result")
+
+
+def _utc_now() -> datetime:
+    """The default clock: timezone-aware UTC (the reference wrote naive local time)."""
+    return datetime.now(UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,14 +114,14 @@ class Conversation:
         self.workspace_dir = workspace_dir
         self.durable = durable
         self.lock_timeout = lock_timeout
-        self.clock: Callable[[], datetime] = clock or utc_now
+        self.clock: Callable[[], datetime] = clock or _utc_now
         self.redactor: Callable[[str], str] | None = resolve_redactor(redact)
         if retention is not None and not isinstance(retention, RetentionPolicy):
             raise InvalidSetting(f"retention must be a RetentionPolicy or None, got {retention!r}")
         self.retention = retention
         self.conversation_history: list[dict[str, Any]] = []
         self._suppress_memory_md = False
-        self._own_guard = threading.RLock()
+        self._lock = threading.RLock()  # orders the history and its writes to the file
         self._store: MemoryStore | None = None
         self.memory_created = False
         self.token_counter = token_counter
@@ -149,7 +152,7 @@ class Conversation:
             if preload:
                 self._preload()
         for seed in messages or ():
-            self._append_history(str(seed["role"]), seed.get("content"), persist=False)
+            self._append(str(seed["role"]), seed.get("content"), persist=False)
 
     # -- construction helpers -----------------------------------------------------------------
 
@@ -163,7 +166,7 @@ class Conversation:
             (self.user, self.custom_rules_prompt),
         ):
             if text:
-                self._append_history(role, text, persist=False, kind="static")
+                self._append(role, text, persist=False, kind="static")
 
     def _ensure_file(self) -> None:
         assert self._store is not None
@@ -194,9 +197,7 @@ class Conversation:
                 self._store.path,
                 self.preload_max_tokens,
             )
-        self._append_history(
-            "System", f"{PRELOAD_PREFIX}\n{plan.text}", persist=False, kind="preload"
-        )
+        self._append("System", f"{PRELOAD_PREFIX}\n{plan.text}", persist=False, kind="preload")
 
     # -- properties -----------------------------------------------------------------------------
 
@@ -207,7 +208,7 @@ class Conversation:
 
     @memory_md_path.setter
     def memory_md_path(self, value: str | os.PathLike[str] | None) -> None:
-        with self._guard:
+        with self._lock:
             if self._store is not None:
                 self._store.close()
             if value is None:
@@ -220,28 +221,7 @@ class Conversation:
     def store(self) -> MemoryStore | None:
         return self._store
 
-    @property
-    def _guard(self) -> threading.RLock:
-        """What orders changes to the history: the memory file's per-process thread lock while
-        there is a file (so that ``add()`` takes one lock, not two; conversations on one file
-        share it), else the conversation's own."""
-        store = self._store
-        return self._own_guard if store is None else store.agent_lock().thread_lock
-
     # -- messages -------------------------------------------------------------------------------
-
-    def _append_history(
-        self, role: str, content: Any, *, persist: bool, kind: str = "message", **extra: Any
-    ) -> dict[str, Any]:
-        fmt.validate_role(role)
-        clock = self.clock
-        stamp = utc_stamp() if clock is utc_now else clock().isoformat(timespec="microseconds")
-        entry: dict[str, Any] = {"role": role, "content": content, "timestamp": stamp}
-        if kind != "message":
-            entry["kind"] = kind
-        if extra:
-            entry.update(extra)
-        return self._add_entry(entry, persist=persist)
 
     def add(self, role: str, content: Any, **metadata: Any) -> dict[str, Any]:
         """Append a message to the history and write it through to MEMORY.md.
@@ -250,58 +230,35 @@ class Conversation:
         (the history keeps the original object). ``metadata`` (e.g. ``tool_call_id``) is kept in
         the history entry only.
         """
-        # The per-message hot path: _append_history's work, written out (no kwargs, no kind),
-        # under the file's thread lock alone (see _guard), the block written by the lock itself.
-        if role not in fmt.VALID_ROLES_SEEN:
-            fmt.validate_role(role)
-        clock = self.clock
-        stamp = utc_stamp() if clock is utc_now else clock().isoformat(timespec="microseconds")
-        entry: dict[str, Any] = {"role": role, "content": content, "timestamp": stamp}
-        if metadata:
-            entry.update(metadata)
-        store = self._store
-        if store is None:
-            with self._own_guard:
-                if self._store is None:
-                    self.conversation_history.append(entry)
-                    return entry
-            return self._add_entry(entry)  # persistence was turned on meanwhile
-        lock = store._lock or store.agent_lock()
-        thread_lock = lock.thread_lock
-        if not thread_lock.acquire(True, store.lock_timeout):
-            raise LockTimeout(f"another thread held {store.path} for {store.lock_timeout:g}s")
-        try:
-            if self._store is not store:  # memory_md_path changed while we waited
-                return self._add_entry(entry)
-            if not self._suppress_memory_md:
-                text = content if type(content) is str else fmt.content_to_text(content)
-                if text:  # like the reference: empty content is kept in memory only
-                    redactor = self.redactor  # disk only: the history keeps the original
-                    if redactor is not None:
-                        text = redactor(text)
-                    try:
-                        data = fmt.render_block_bytes(role, stamp, text)
-                    except UnicodeEncodeError:  # raises the explanatory ValueError
-                        data = encode_utf8(fmt.render_block(role, stamp, text))
-                    lock.append_holding_thread_lock(
-                        store.paths.memory_md, data, store.durable, store.lock_timeout
-                    )
-            self.conversation_history.append(entry)
-        finally:
-            thread_lock.release()
-        return entry
+        return self._append(role, content, metadata)
 
-    def _add_entry(self, entry: dict[str, Any], *, persist: bool = True) -> dict[str, Any]:
-        """Append a ready ``entry`` to the history, writing it through when ``persist``."""
-        with self._guard:
+    def _append(
+        self,
+        role: str,
+        content: Any,
+        extra: Mapping[str, Any] | None = None,
+        *,
+        persist: bool = True,
+        kind: str | None = None,
+    ) -> dict[str, Any]:
+        """The one way an entry enters the history: stamped, written through to MEMORY.md when
+        ``persist`` (and persistence is on), then appended, under the conversation's lock so the
+        history and the file keep the same order."""
+        fmt.validate_role(role)
+        stamp = fmt.format_timestamp(self.clock())
+        entry: dict[str, Any] = {"role": role, "content": content, "timestamp": stamp}
+        if kind is not None:
+            entry["kind"] = kind
+        if extra:
+            entry.update(extra)
+        with self._lock:
             store = self._store
             if persist and store is not None and not self._suppress_memory_md:
-                content = entry["content"]
-                text = content if type(content) is str else fmt.content_to_text(content)
-                if text:
-                    if self.redactor is not None:
+                text = fmt.content_to_text(content)
+                if text:  # like the reference: empty content is kept in memory only
+                    if self.redactor is not None:  # disk only: the history keeps the original
                         text = self.redactor(text)
-                    store.append(fmt.render_block(entry["role"], entry["timestamp"], text))
+                    store.append(fmt.block_text(role, stamp, text))
             self.conversation_history.append(entry)
         return entry
 
@@ -310,10 +267,8 @@ class Conversation:
         return "\n\n".join(self._entry_text(e) for e in self.conversation_history)
 
     def _entry_text(self, entry: Mapping[str, Any]) -> str:
-        content = fmt.content_to_text(entry["content"])
-        if self.time_enabled:
-            return f"[{entry['timestamp']}] {entry['role']}: {content}"
-        return f"{entry['role']}: {content}"
+        stamp = entry["timestamp"] if self.time_enabled else None
+        return fmt.history_line(entry["role"], entry["content"], stamp)
 
     def to_messages(self) -> list[dict[str, Any]]:
         """Provider-ready ``{"role", "content"}`` messages, preloaded memory included.
@@ -322,7 +277,28 @@ class Conversation:
         rows with a ``tool_call_id`` ``tool``; other tool-ish roles a ``user`` row tagged with the
         role; everything else (the agent's own name) ``assistant``.
         """
-        return provider_messages(self.conversation_history, self.user)
+        out: list[dict[str, Any]] = []
+        user_roles = {self.user.lower(), "user", "human"}
+        for entry in self.conversation_history:
+            role = str(entry["role"])
+            content = fmt.content_to_text(entry["content"])
+            lowered = role.lower()
+            message: dict[str, Any]
+            if entry.get("tool_call_id"):
+                message = {"role": "tool", "tool_call_id": entry["tool_call_id"]}
+                message["content"] = content
+            elif lowered == "system":
+                message = {"role": "system", "content": content}
+            elif lowered in user_roles:
+                message = {"role": "user", "content": content}
+            elif lowered in _TOOL_ROLES:
+                message = {"role": "user", "content": f"[{role}]\n{content}"}
+            else:
+                message = {"role": "assistant", "content": content}
+                if entry.get("tool_calls"):
+                    message["tool_calls"] = entry["tool_calls"]
+            out.append(message)
+        return out
 
     def token_count(self, counter: Callable[[str], int] | None = None) -> int:
         """Tokens of the history as the model reads it (:meth:`return_history_as_string`).
@@ -341,7 +317,7 @@ class Conversation:
                 "token_count() needs a tokenizer: pass counter=memorylab.get_token_counter(model) "
                 "or construct the Conversation with token_counter=..."
             )
-        with self._guard:
+        with self._lock:
             history = self.conversation_history
             if (
                 history is not self._counted_list
@@ -375,7 +351,7 @@ class Conversation:
 
     def begin_compaction(self) -> CompactionTicket:
         """Mark what a summary will replace; messages added after this are carried over."""
-        with self._guard:
+        with self._lock:
             snapshot = self._store.snapshot() if self._store is not None else None
             return CompactionTicket(snapshot, len(self.conversation_history), self.clock())
 
@@ -400,7 +376,7 @@ class Conversation:
         fmt.validate_role(summary_role)
         text = str(summary)
         content = text if text.startswith(SUMMARY_PREFIX) else f"{SUMMARY_PREFIX} {text}"
-        with self._guard:
+        with self._lock:
             ticket = ticket or self.begin_compaction()
             now = self.clock()
             history = self.conversation_history

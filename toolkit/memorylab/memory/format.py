@@ -23,20 +23,19 @@ The spec is ``docs/memory-format.md``. In short, a file is a header followed by 
 The header and blocks are byte-identical to what the reference framework (swarms) writes, so it
 can keep preloading files memorylab wrote. Unlike the reference, content lines that could be read
 as structure are escaped with one leading backslash, which markdown renders as the same text; the
-parser removes it again, so ``parse(render(doc)) == doc`` for any role and content.
+parser removes it again, so ``parse(render_memory(doc)) == doc`` for any role and content.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, overload
-
-from stringzilla import contains as _contains
 
 from memorylab.errors import MemoryFormatError
 from memorylab.memory.records import MemoryDocument, Message
@@ -87,9 +86,9 @@ class FormatProblem:
 
 
 _STRUCTURAL_STARTS = ("\\", "---", "###", TITLE_LINE, LOG_LINE)
+# A line start that may need a backslash: most agent text (lists, markdown headings) has none,
+# so one search decides for the whole text and only texts with a hit are split into lines.
 _STRUCTURAL_LINE = re.compile(r"\n\\*(?:---|###|# Agent Memory|## Interaction Log)")
-_NEWLINE_TITLE, _NEWLINE_LOG = "\n" + TITLE_LINE, "\n" + LOG_LINE  # for the ASCII fast path
-_SIMD_MIN_CHARS = 256  # shorter: one regex search costs less than five stringzilla calls
 
 
 def _is_structural(line: str) -> bool:
@@ -107,24 +106,7 @@ def _is_structural(line: str) -> bool:
 def escape_content(text: str) -> str:
     """Prefix every line that could pass for structure with one backslash (markdown shows the
     same text); lines that already start with backslashes get one more, so unescaping is exact."""
-    # Fast path: find every line start that could need a backslash (most agent text, bullet
-    # lists and markdown headings included, has none). Long ASCII text is searched with
-    # stringzilla's SIMD find, 2-4x faster than the regex on a KB (slower under ~200 chars);
-    # it reads UTF-8 and crashes on a lone surrogate, so other text keeps the regex.
-    if not text.startswith(_STRUCTURAL_STARTS) and (
-        "\n" not in text  # `in` (memchr) first: most short messages are one line
-        or (
-            not (
-                _contains(text, "\n---")
-                or _contains(text, "\n###")
-                or _contains(text, "\n\\")
-                or _contains(text, _NEWLINE_TITLE)
-                or _contains(text, _NEWLINE_LOG)
-            )
-            if len(text) >= _SIMD_MIN_CHARS and text.isascii()
-            else _STRUCTURAL_LINE.search(text) is None
-        )
-    ):
+    if not text.startswith(_STRUCTURAL_STARTS) and _STRUCTURAL_LINE.search(text) is None:
         return text
     lines = text.split("\n")
     return "\n".join("\\" + line if _is_structural(line) else line for line in lines)
@@ -172,22 +154,19 @@ def parse_timestamp(text: str) -> datetime:
     return datetime.fromisoformat(text)
 
 
-VALID_ROLES_SEEN: set[str] = set()
-"""Roles already validated (roles repeat: each distinct one is checked once)."""
-
-
 def validate_role(role: str) -> str:
     """Return ``role`` if it can be a block heading: a non-blank single line."""
-    if role in VALID_ROLES_SEEN:
-        return role
     if not isinstance(role, str):
         raise ValueError(f"a role must be a string, got {type(role).__name__}")
+    return _checked_role(role)
+
+
+@functools.lru_cache(maxsize=4096)  # roles repeat: each distinct one is checked once
+def _checked_role(role: str) -> str:
     if not role.strip():
         raise ValueError("a role must not be empty or blank; use e.g. 'User', 'System' or a name")
     if role.splitlines() != [role]:
         raise ValueError(f"a role must be a single line without line breaks, got {role!r}")
-    if len(VALID_ROLES_SEEN) < 4096:
-        VALID_ROLES_SEEN.add(role)
     return role
 
 
@@ -224,33 +203,19 @@ def render_header(
     return "\n".join(lines)
 
 
-def render_message(message: Message) -> str:
+def render_block(message: Message) -> str:
     """One message block, ending with the separator and a blank line."""
-    role = validate_role(message.role)
-    return render_block(role, format_timestamp(message.timestamp), message.content)
+    return block_text(message.role, format_timestamp(message.timestamp), message.content)
 
 
-def render_block(role: str, timestamp: str, content: str) -> str:
-    """One block from an already validated role and formatted timestamp."""
+def block_text(role: str, timestamp: str, content: str) -> str:
+    """The block of ``content`` under a heading of ``role`` and the already formatted
+    ``timestamp`` (what an append writes; ``role`` is validated)."""
+    role = validate_role(role)
     return f"### {role}{_HEADING_SEP}{timestamp}\n\n{escape_content(content)}\n\n---\n\n"
 
 
-_BLOCK_END = b"\n\n---\n\n"
-
-
-def render_block_bytes(role: str, timestamp: str, content: str) -> bytes:
-    """``render_block(...).encode("utf-8")``, encoded piece by piece (the append hot path).
-
-    The heading holds an EM DASH: a block built as one ``str`` widens all of an ASCII content
-    to two bytes a character and then transcodes it back, which costs more than the write on a
-    KB of text; an ASCII content encodes as one copy. Raises ``UnicodeEncodeError`` where
-    ``render_block(...).encode()`` would (a lone surrogate).
-    """
-    heading = f"### {role}{_HEADING_SEP}{timestamp}\n\n".encode()
-    return b"".join((heading, escape_content(content).encode(), _BLOCK_END))
-
-
-def render(doc: MemoryDocument) -> str:
+def render_memory(doc: MemoryDocument) -> str:
     """The whole file for ``doc`` (it needs a header: ``conversation_name`` and ``created``)."""
     if doc.conversation_name is None or doc.created is None:
         raise ValueError(
@@ -264,7 +229,45 @@ def render(doc: MemoryDocument) -> str:
         continues=doc.continues,
         extra_header=doc.extra_header,
     )
-    return head + "".join(render_message(m) for m in doc.messages)
+    return head + "".join(render_block(m) for m in doc.messages)
+
+
+# ---------------------------------------------------------------------------------------------
+# History lines: the text the model reads (not the file format)
+
+
+def history_line(role: str, content: Any, timestamp: datetime | str | None = None) -> str:
+    """``[<timestamp>] <role>: <content>``, one entry of the history as the model reads it
+    (:meth:`memorylab.Conversation.return_history_as_string`); without a timestamp,
+    ``<role>: <content>``.
+
+    A ``datetime`` is written as memorylab stamps messages (:func:`format_timestamp`), a string
+    as it is; content goes through :func:`content_to_text`. Summarizers, token counts and
+    replays all read the history through this one function, so they count the same text.
+
+    >>> history_line("User", "hi", "2026-04-20T09:00:00.000000+00:00")
+    '[2026-04-20T09:00:00.000000+00:00] User: hi'
+    >>> history_line("Tool", {"rows": 3})
+    'Tool: {"rows": 3}'
+    """
+    text = content_to_text(content)
+    if timestamp is None or timestamp == "":
+        return f"{role}: {text}"
+    stamp = format_timestamp(timestamp) if isinstance(timestamp, datetime) else timestamp
+    return f"[{stamp}] {role}: {text}"
+
+
+def history_lines(entries: Iterable[Mapping[str, Any]]) -> list[str]:
+    """:func:`history_line` of each ``{"role", "content"[, "timestamp"]}`` entry."""
+    return [
+        history_line(str(e.get("role") or "unknown"), e.get("content"), e.get("timestamp"))
+        for e in entries
+    ]
+
+
+def history_text(entries: Iterable[Mapping[str, Any]]) -> str:
+    """The entries' :func:`history_lines`, separated by blank lines (a transcript)."""
+    return "\n\n".join(history_lines(entries))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -485,9 +488,6 @@ def parse(
     return doc, problems.items
 
 
-def messages_text(messages: Sequence[Message]) -> str:
-    """The blocks of ``messages`` without a header (what an append writes)."""
-    return "".join(render_message(m) for m in messages)
 
 
 # ---------------------------------------------------------------------------------------------

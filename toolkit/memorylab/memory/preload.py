@@ -58,13 +58,13 @@ def plan_preload(
     budget = max_tokens - count(header) - count(OMITTED_NOTE.format(omitted=0, chars=0, budget=0))
     kept: list[tuple[int, str]] = []
     if summary_index is not None:  # the latest summary stands for everything before it: keep it
-        block = fmt.render_message(messages[summary_index])
+        block = fmt.render_block(messages[summary_index])
         kept.append((summary_index, block))
         budget -= count(block)
     for index in range(len(messages) - 1, -1, -1):
         if index == summary_index:
             continue
-        block = fmt.render_message(messages[index])
+        block = fmt.render_block(messages[index])
         cost = count(block)
         if cost > budget:
             break

@@ -236,11 +236,6 @@ class MemoryStore(StoreDeletion):
         finally:
             os.close(fd)
 
-    def agent_lock(self) -> AgentLock:
-        """This process's lock object for the memory file (made, and the folders checked, on
-        first use). Its ``thread_lock`` is what ``Conversation`` orders its history with."""
-        return self._lock or self._agent_lock()
-
     def _agent_lock(self) -> AgentLock:
         lock = self._lock
         if lock is None:  # first use: make (and check) the folders once, not per append
@@ -250,12 +245,8 @@ class MemoryStore(StoreDeletion):
 
     def append(self, text: str) -> None:
         """Append rendered blocks with one write, under the lock."""
-        try:
-            data = text.encode("utf-8")
-        except UnicodeEncodeError:
-            data = encode_utf8(text)  # raises the explanatory ValueError
-        lock = self._lock or self._agent_lock()
-        lock.append(self.paths.memory_md, data, self.durable, self.lock_timeout)
+        data = encode_utf8(text)
+        self._agent_lock().append(self.paths.memory_md, data, self.durable, self.lock_timeout)
 
     def append_record(self, record: dict[str, Any]) -> None:
         """Append one JSON line to ``compactions.jsonl`` (fsync'd)."""
@@ -295,7 +286,7 @@ class MemoryStore(StoreDeletion):
     ) -> CompactionResult:
         """Archive ``snapshot``, re-seed MEMORY.md with ``summary`` and carry over every block
         appended after the snapshot (the steps and their crash behaviour: module docstring)."""
-        summary_block = fmt.render_message(summary)
+        summary_block = fmt.render_block(summary)
         with self.locked():
             self._recover()
             current = self.read_bytes()
