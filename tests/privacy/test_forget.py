@@ -15,7 +15,7 @@ import pytest
 
 from memorylab import AgentNotFound, Conversation, InvalidAgentName, StoreError, UnsafePath
 from memorylab.memory.paths import agent_paths
-from memorylab.memory.store import MemoryStore, read_memory
+from memorylab.memory.store import MemoryStore, read_memory, remove_memory
 from memorylab.privacy import check_permissions, forget, purge
 
 WRITER = Path(__file__).with_name("_writer.py")
@@ -119,7 +119,7 @@ def test_something_left_behind_is_an_error(
     (isolated_workspace / "agents" / "Researcher" / "cache").mkdir()
     (isolated_workspace / "agents" / "Researcher" / "cache" / "x").write_text("x")
     with monkeypatch.context() as patched:
-        patched.setattr("memorylab.memory._store_deletion.shutil.rmtree", lambda path: None)
+        patched.setattr("memorylab.memory.store.shutil.rmtree", lambda path: None)
         with pytest.raises(StoreError, match=r"left .*cache/x.*run forget again"):
             forget("Researcher")
     forget("Researcher")  # running it again finishes the job
@@ -133,7 +133,7 @@ def test_store_forget_of_an_explicit_path_keeps_other_files(tmp_path: Path) -> N
     conv.compact("summary")
     (folder / "my-notes.txt").write_text("not memory")
     assert conv.store is not None
-    removed = conv.store.forget()
+    removed = remove_memory(conv.store)
     assert {name for name, _ in removed} >= {"MEMORY.md", "compactions.jsonl"}
     assert _tree(folder) == ["my-notes.txt"]
 

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from memorylab import Conversation, InvalidSetting, StoreError
 from memorylab.cli import main
+from memorylab.memory import conversation as conversation_module
 from memorylab.memory.format import archive_name
 from memorylab.memory.paths import agent_paths
 from memorylab.memory.retention import (
@@ -29,7 +30,7 @@ from memorylab.memory.retention import (
     older_than,
     parse_duration,
 )
-from memorylab.memory.store import MemoryStore
+from memorylab.memory.store import MemoryStore, delete_archives
 
 NOW = datetime(2026, 4, 20, 12, 0, 0, tzinfo=UTC)
 
@@ -181,10 +182,10 @@ def test_a_failing_retention_does_not_fail_the_compaction(
 ) -> None:
     conv = Conversation(agent_name="Agent", retention=RetentionPolicy(max_archives=0))
 
-    def broken(self: MemoryStore, *args: object, **kwargs: object) -> list[str]:
+    def broken(store: MemoryStore, *args: object, **kwargs: object) -> list[str]:
         raise StoreError("disk on fire")
 
-    monkeypatch.setattr(MemoryStore, "apply_retention", broken)
+    monkeypatch.setattr(conversation_module, "apply_retention", broken)
     conv.add("User", "hello")
     with caplog.at_level(logging.WARNING, logger="memorylab"):
         event = conv.compact("summary")
@@ -208,10 +209,11 @@ def test_delete_archives_primitive(isolated_workspace: Path) -> None:
     store = conv.store
     assert store is not None
     with pytest.raises(InvalidSetting, match="not an archive name"):
-        store.delete_archives(["../MEMORY.md"], reason="nope")
+        delete_archives(store, ["../MEMORY.md"], reason="nope")
     with pytest.raises(InvalidSetting):
-        store.delete_archives(["MEMORY.md"], reason="nope")
-    gone = store.delete_archives(
+        delete_archives(store, ["MEMORY.md"], reason="nope")
+    gone = delete_archives(
+        store,
         [names[0], names[0], "history_2000-01-01_00-00-00.md"], reason="asked", kind="user"
     )
     assert gone == [names[0]]

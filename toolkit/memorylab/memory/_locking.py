@@ -239,6 +239,13 @@ def lock_for(path: Path) -> AgentLock:
         return lock
 
 
+def drop_lock(lock: AgentLock) -> None:
+    """Forget ``lock`` (its memory was deleted): this process's next store opens a fresh one."""
+    with _LOCKS_GUARD:
+        if _LOCKS.get(str(lock.path)) is lock:
+            del _LOCKS[str(lock.path)]
+
+
 def _forget_inherited_locks() -> None:
     # A forked child shares its parent's open file descriptions, and flock locks belong to those:
     # it must open its own lock files, or parent and child would not exclude each other.

@@ -32,7 +32,13 @@ from memorylab.memory.preload import PreloadPlan, has_messages, plan_preload
 from memorylab.memory.records import PRELOAD_PREFIX, SUMMARY_PREFIX, CompactionEvent, Message
 from memorylab.memory.redact import SECRETS, redact_values, resolve_redactor
 from memorylab.memory.retention import RetentionPolicy
-from memorylab.memory.store import CompactionResult, MemoryStore, Snapshot, agent_paths
+from memorylab.memory.store import (
+    CompactionResult,
+    MemoryStore,
+    Snapshot,
+    agent_paths,
+    apply_retention,
+)
 
 logger = logging.getLogger("memorylab")
 
@@ -442,7 +448,7 @@ class Conversation:
     def _apply_retention(self, now: datetime) -> None:
         assert self._store is not None and self.retention is not None
         try:
-            deleted = self._store.apply_retention(self.retention, now=now, agent=self.agent_name)
+            deleted = apply_retention(self._store, self.retention, now=now, agent=self.agent_name)
         except OSError as exc:  # the compaction itself is done: report, retry next time
             logger.warning(
                 "memorylab: retention (%s) after compacting %s failed: %s; the old archives "

@@ -19,7 +19,7 @@ from memorylab.errors import AgentNotFound, UnsafePath
 from memorylab.memory.paths import MemoryPaths, agent_paths, validate_agent_name
 from memorylab.memory.retention import format_duration, parse_duration
 from memorylab.memory.retention import older_than as archives_older_than
-from memorylab.memory.store import MemoryStore
+from memorylab.memory.store import MemoryStore, delete_archives, remove_memory
 
 __all__ = ["ForgetReport", "PurgeItem", "existing_agent", "forget", "purge"]
 
@@ -90,7 +90,7 @@ def forget(
     """
     paths = existing_agent(agent_name, workspace_dir)
     store = MemoryStore.for_agent(agent_name, workspace_dir, lock_timeout=lock_timeout)
-    removed = store.forget(whole_folder=True)
+    removed = remove_memory(store, whole_folder=True)
     return ForgetReport(
         agent=agent_name,
         folder=paths.folder,
@@ -180,8 +180,8 @@ def purge(
             gone = set()
             for deletion in doomed:
                 gone.update(
-                    store.delete_archives(
-                        [deletion.name], reason=deletion.reason, kind="purge", agent=agent
+                    delete_archives(
+                        store, [deletion.name], reason=deletion.reason, kind="purge", agent=agent
                     )
                 )
             doomed = [d for d in doomed if d.name in gone]
@@ -199,5 +199,5 @@ def _purge_agent(paths: MemoryPaths, agent: str, cutoff: datetime, lock_timeout:
         last = _last_change(paths.folder, paths.lock)
         if last is not None and last >= cutoff:
             return False
-        store.forget(whole_folder=True)
+        remove_memory(store, whole_folder=True)
     return True
