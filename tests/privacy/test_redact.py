@@ -410,24 +410,15 @@ _ASCII_TEXT = st.lists(
 
 
 @given(_ASCII_TEXT, st.sampled_from(["", " " * 300, "word " * 60]))
-def test_the_long_ascii_fast_path_never_skips_a_match(text: str, padding: str) -> None:
-    # Long ASCII text is searched by stringzilla, the rest with `in`: both copies of the test
-    # must be necessary conditions.
-    from memorylab.memory.redact import _SIMD_MIN_CHARS, _long_ascii_may_hold_secret
-
+def test_the_fast_path_never_skips_a_match_in_long_text(text: str, padding: str) -> None:
+    # Long text: past the first few separators the keyword check finds the keyword tails.
     secret_rules = tuple(r for r in RULES if r.category in SECRET_CATEGORIES)
     for candidate in (padding + text, text + padding):
-        assert candidate.isascii()
-        if len(candidate) >= _SIMD_MIN_CHARS:
-            assert may_hold_secret(candidate) == _long_ascii_may_hold_secret(candidate)
-        if not _long_ascii_may_hold_secret(candidate):
-            assert _scan(secret_rules, candidate) == []
         if not may_hold_secret(candidate):
             assert _scan(secret_rules, candidate) == []
 
 
 def test_the_fast_path_survives_lone_surrogates() -> None:
-    # stringzilla crashes the interpreter on a lone surrogate: such text must never reach it.
     text = "token: sk-proj-4fGh7Jk9Lm2Np5Qr8St1Uv3Wx6Yz0Ab \ud800\n---\n" + "x" * 300
     assert may_hold_secret(text)
     assert "[REDACTED:openai_key]" in SECRETS(text)
