@@ -1,11 +1,11 @@
-"""The pure rich-display functions of memorylab.memory._display."""
+"""The pure rich-display functions of memorylab.memory.display."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
 from memorylab import CompactionEvent, Conversation, MemoryDocument, Message, get_token_counter
-from memorylab.memory import _display
+from memorylab.memory import display
 
 WHEN = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
@@ -18,12 +18,12 @@ def test_conversation_html_and_text_show_the_history() -> None:
         token_counter=get_token_counter(None),
     )
     conv.add("User", "<script>alert(1)</script> port 5433")
-    html = _display.conversation_html(conv)
+    html = display.conversation_html(conv)
     assert "Conversation <code>demo</code>" in html
     assert "&lt;script&gt;" in html and "<script>" not in html
     assert "static" in html  # the system prompt is tagged
     assert "tokens" in html and "memory only" in html
-    text = _display.conversation_text(conv)
+    text = display.conversation_text(conv)
     assert text.startswith("Conversation 'demo': 2 messages, ")
     assert "User: <script>alert(1)</script> port 5433" in text
 
@@ -32,18 +32,18 @@ def test_long_histories_show_head_and_tail() -> None:
     conv = Conversation(name="long", memory_md_path=None)
     for i in range(40):
         conv.add("User", f"message number {i}")
-    html = _display.conversation_html(conv, limit=6)
+    html = display.conversation_html(conv, limit=6)
     assert "message number 0" in html and "message number 39" in html
     assert "message number 20" not in html
     assert "34 more messages" in html
-    assert "34 more messages" in _display.conversation_text(conv, limit=6)
+    assert "34 more messages" in display.conversation_text(conv, limit=6)
 
 
 def test_long_content_is_clipped() -> None:
     conv = Conversation(name="big", memory_md_path=None)
     conv.add("User", "x" * 5000)
-    html = _display.conversation_html(conv)
-    assert "x" * _display.MAX_CHARS not in html
+    html = display.conversation_html(conv)
+    assert "x" * display.MAX_CHARS not in html
     assert "…" in html
 
 
@@ -58,21 +58,21 @@ def test_document_html_marks_summaries_and_lineage() -> None:
         format_version=1,
         continues="history_2026-01-05_09-00-00.md",
     )
-    html = _display.document_html(doc)
+    html = display.document_html(doc)
     assert "2 messages, 1 summary" in html
     assert "history_2026-01-05_09-00-00.md" in html and "memorylab/1" in html
     assert "summary</span>" in html
-    text = _display.document_text(doc)
+    text = display.document_text(doc)
     assert text.startswith("MemoryDocument: 2 messages; conversation=agent_conversation")
     assert "System [summary]: [Compressed Memory Summary] the port is 5433" in text
 
 
 def test_reference_document_without_header() -> None:
     doc = MemoryDocument(conversation_name=None, created=None)
-    assert "reference (no version)" in _display.document_html(doc)
-    assert "(no messages)" in _display.document_html(doc)
+    assert "reference (no version)" in display.document_html(doc)
+    assert "(no messages)" in display.document_html(doc)
     assert (
-        _display.document_text(doc) == "MemoryDocument: 0 messages; format=reference (no version)"
+        display.document_text(doc) == "MemoryDocument: 0 messages; format=reference (no version)"
     )
 
 
@@ -91,15 +91,15 @@ def test_event_html_and_text() -> None:
         latency_s=0.0012,
         cost_usd=0.0,
     )
-    html = _display.event_html(event)
+    html = display.event_html(event)
     assert "CompactionEvent" in html and "522 → 139" in html and "memorylab/extractive" in html
-    text = _display.event_text(event)
+    text = display.event_text(event)
     assert text.splitlines()[0] == "CompactionEvent (compaction, ok)"
     assert "  tokens: 522 → 139" in text and "  summarizer: memorylab/extractive" in text
 
 
 def test_failed_event_shows_the_error() -> None:
     event = CompactionEvent(time=WHEN, error="SummarizerTimeout: <slow>", kind="failed")
-    assert "SummarizerTimeout: &lt;slow&gt;" in _display.event_html(event)
-    text = _display.event_text(event)
+    assert "SummarizerTimeout: &lt;slow&gt;" in display.event_html(event)
+    text = display.event_text(event)
     assert "FAILED" in text and "  error: SummarizerTimeout: <slow>" in text

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from memorylab.errors import EmptySummary, InvalidSetting
+from memorylab.memory import display
 from memorylab.memory import format as fmt
 from memorylab.memory.permissions import warn_permissions
 from memorylab.memory.preload import PreloadPlan, has_messages, plan_preload
@@ -467,9 +468,7 @@ class Conversation:
         return len(self.conversation_history)
 
     def _repr_html_(self) -> str:
-        from memorylab.memory._display import conversation_html
-
-        return conversation_html(self)
+        return display.conversation_html(self)
 
     def __repr__(self) -> str:
         where = self.memory_md_path or "memory only"

@@ -7,6 +7,8 @@ ISO-8601 strings), so they travel through ``compactions.jsonl``, caches and Data
 
 from __future__ import annotations
 
+import functools
+import html
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
@@ -14,6 +16,17 @@ from typing import Any
 
 SUMMARY_PREFIX = "[Compressed Memory Summary]"
 PRELOAD_PREFIX = "[Persistent Memory — MEMORY.md]"
+
+
+@functools.singledispatch
+def html_view(value: object) -> str:
+    """The HTML a notebook shows for a record (its ``_repr_html_``).
+
+    The views are :mod:`memorylab.memory.display`'s, registered when :mod:`memorylab.memory` is
+    imported: a record is a value and knows no HTML, and the display module, which reads
+    records, stays above them (no import circle).
+    """
+    return f"<pre>{html.escape(repr(value))}</pre>"
 
 
 def _dt_to_str(value: datetime | None) -> str | None:
@@ -73,9 +86,7 @@ class MemoryDocument:
     extra_header: tuple[tuple[str, str], ...] = ()
 
     def _repr_html_(self) -> str:
-        from memorylab.memory._display import document_html
-
-        return document_html(self)
+        return html_view(self)
 
     @property
     def summaries(self) -> tuple[Message, ...]:
@@ -152,9 +163,7 @@ class CompactionEvent:
         return self.error is None
 
     def _repr_html_(self) -> str:
-        from memorylab.memory._display import event_html
-
-        return event_html(self)
+        return html_view(self)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -21,9 +21,6 @@ from memorylab.memory.retention import format_duration, parse_duration
 from memorylab.memory.retention import older_than as archives_older_than
 from memorylab.memory.store import MemoryStore, delete_archives, remove_memory
 
-__all__ = ["ForgetReport", "PurgeItem", "existing_agent", "forget", "purge"]
-
-
 # ---------------------------------------------------------------------------------------------
 # Forget
 

@@ -21,17 +21,6 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = [
-    "PROVIDER_MODELS",
-    "View",
-    "figure_png",
-    "frame_html",
-    "import_widgets",
-    "legend_outside",
-    "new_axes",
-    "provider_model",
-    "status_html",
-]
 
 PROVIDER_MODELS = (
     ("OPENAI_API_KEY", "gpt-4o-mini"),

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from memorylab.compress.policy import DEFAULT_THRESHOLD, Threshold
 from memorylab.errors import InvalidSetting, MemorylabError
-from memorylab.memory._display import document_html
+from memorylab.memory.display import document_html
 from memorylab.widgets._common import (
     View,
     figure_png,

@@ -23,7 +23,7 @@ from typing import Any
 from memorylab.compress.policy import Threshold
 from memorylab.compress.summarizers import Summarizer
 from memorylab.errors import InvalidSetting
-from memorylab.memory._display import event_text, messages_html
+from memorylab.memory.display import event_text, messages_html
 from memorylab.memory.records import CompactionEvent
 from memorylab.widgets._common import View, import_widgets, status_html
 

@@ -24,7 +24,13 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memorylab.memory.format import content_to_text
-from memorylab.memory.records import PRELOAD_PREFIX, SUMMARY_PREFIX, CompactionEvent, MemoryDocument
+from memorylab.memory.records import (
+    PRELOAD_PREFIX,
+    SUMMARY_PREFIX,
+    CompactionEvent,
+    MemoryDocument,
+    html_view,
+)
 
 if TYPE_CHECKING:
     from memorylab.memory.conversation import Conversation
@@ -307,3 +313,7 @@ def event_text(event: CompactionEvent) -> str:
     lines = [f"CompactionEvent ({event.kind}, {state})"]
     lines += [f"  {key}: {_clip(value, 200)}" for key, value in _event_fields(event)]
     return "\n".join(lines)
+
+
+html_view.register(MemoryDocument, document_html)
+html_view.register(CompactionEvent, event_html)
