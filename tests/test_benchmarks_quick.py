@@ -25,6 +25,7 @@ def test_benchmarks_are_found() -> None:
     assert SCRIPTS, f"no bench_*.py in {BENCH_DIR}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("script", SCRIPTS, ids=[s.stem for s in SCRIPTS])
 def test_benchmark_quick_run(script: Path, tmp_path: Path) -> None:
     env = {**os.environ, "TMPDIR": str(tmp_path)}  # keep whatever a benchmark writes in here

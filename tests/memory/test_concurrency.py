@@ -113,6 +113,7 @@ def _reap(proc: subprocess.Popen[str]) -> None:
                 pipe.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("existing", [False, True], ids=["racing-to-create", "existing-file"])
 def test_processes_append_while_another_compacts(tmp_path: Path, existing: bool) -> None:
     workspace, agent, stop = tmp_path / "ws", "shared", tmp_path / "stop"

@@ -235,6 +235,7 @@ def run_trials(trials: int, seed: int, root: Path) -> Summary:
     return summary
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_instants_loses_nothing(tmp_path: Path) -> None:
     trials = int(os.environ.get("MEMORYLAB_CRASH_TRIALS", "50"))
     seed = int(os.environ.get("MEMORYLAB_CRASH_SEED", str(DEFAULT_SEED)))

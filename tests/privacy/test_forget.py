@@ -150,6 +150,7 @@ def _wait_for_blocks(path: Path, count: int, timeout: float = 30.0) -> None:
     raise AssertionError(f"the writer did not write {count} blocks in {timeout} s")
 
 
+@pytest.mark.slow
 def test_forget_while_another_process_appends(isolated_workspace: Path) -> None:
     agent = "Busy"
     child = subprocess.Popen(

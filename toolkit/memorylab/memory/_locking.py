@@ -82,16 +82,11 @@ class AgentLock:
             self.depth += 1
             return
         try:
-            self._acquire_os(timeout)
-            try:
-                # Whoever deletes the memory (forget, purge) bumps the generation first, so the
-                # lock file needs checking only when the generation moved (not per message).
-                if self.generation() != self.checked_generation:
-                    self._check_lock_file()
-                    self.checked_generation = self.generation()
-            except BaseException:
-                self._unlock_os()
-                raise
+            self._lock_os(timeout)
+            # Whoever deletes the memory (forget, purge) bumps the generation first, so the
+            # lock file needs checking only when the generation moved, not on every message.
+            if self.counter[0] != self.checked_generation:  # type: ignore[index]
+                self._check_lock_file()
         except BaseException:
             self.thread_lock.release()
             raise
@@ -103,38 +98,28 @@ class AgentLock:
             self._unlock_os()
         self.thread_lock.release()
 
-    def _unlock_os(self) -> None:
-        if fcntl is None:  # pragma: no cover
-            self.fallback.release()
-        else:
-            assert self.fd is not None
-            fcntl.flock(self.fd, fcntl.LOCK_UN)
-
-    def _acquire_os(self, timeout: float) -> None:
-        if fcntl is None:  # pragma: no cover
+    def _lock_os(self, timeout: float) -> None:
+        if fcntl is None:  # pragma: no cover - Windows
             import filelock
 
+            self._open()
             self.fallback = self.fallback or filelock.FileLock(str(self.path) + ".win")
             try:
                 self.fallback.acquire(timeout=timeout)
             except filelock.Timeout as exc:
                 raise LockTimeout(f"{self.path} stayed locked for {timeout:g}s") from exc
             return
-        fd = self._open()
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            pass
+        fd = self.fd if self.fd is not None else self._open()
         # Contended: poll with a short, growing sleep. filelock polls every 50 ms, far too
         # coarse when several writers take turns per message; this hands over in ~0.1 ms.
-        deadline = time.monotonic() + timeout
+        deadline = None
         pause = 0.0001
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 return
             except BlockingIOError:
+                deadline = deadline or time.monotonic() + timeout
                 if time.monotonic() >= deadline:
                     raise LockTimeout(
                         f"another process held {self.path} for more than {timeout:g}s; if no "
@@ -144,6 +129,12 @@ class AgentLock:
                 time.sleep(pause)
                 pause = min(pause * 2, 0.005)
 
+    def _unlock_os(self) -> None:
+        if fcntl is None:  # pragma: no cover - Windows
+            self.fallback.release()
+        else:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)  # type: ignore[arg-type]
+
     # -- appending --------------------------------------------------------------------------------
 
     def append(self, target: Path, data: bytes, durable: bool, timeout: float) -> None:
@@ -151,7 +142,7 @@ class AgentLock:
         self.acquire(timeout)
         try:
             fd = self.append_fd
-            if fd is None or self.generation() != self.append_generation:
+            if fd is None or self.counter[0] != self.append_generation:  # type: ignore[index]
                 fd = self._reopen_append(target)
             if os.write(fd, data) != len(data):
                 raise StoreError(f"short write to {target} (disk full?)")
@@ -193,11 +184,15 @@ class AgentLock:
         return (now.st_ino, now.st_dev) != (mine.st_ino, mine.st_dev)
 
     def _check_lock_file(self) -> None:
-        # Called with the flock held. Without it a writer whose agent was forgotten (its lock
-        # file deleted) would reopen MEMORY.md by path and write into a re-created agent's
-        # fresh file without holding that file's lock: resurrecting what was forgotten.
-        if self.is_stale():
-            raise StoreError(
+        # Called with the flock held (released here if the check fails). Without it a writer
+        # whose agent was forgotten (its lock file deleted) would reopen MEMORY.md by path and
+        # write into a re-created agent's fresh file without holding that file's lock:
+        # resurrecting what was forgotten.
+        if not self.is_stale():
+            self.checked_generation = self.generation()
+            return
+        self._unlock_os()
+        raise StoreError(
                 f"the memory guarded by {self.path} was deleted (memorylab forget or purge) or "
                 "its lock file replaced since this process opened it; nothing was written. "
                 "Create a new Conversation (or MemoryStore) to start a fresh memory"

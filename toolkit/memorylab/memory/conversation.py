@@ -71,20 +71,44 @@ class CompactionTicket:
 
 
 class Conversation:
-    """A message history that persists to ``MEMORY.md``.
+    """A message history that persists to ``MEMORY.md`` (the seed's ``Conversation``).
 
-    ``agent_name`` picks ``<workspace>/agents/<agent_name>/MEMORY.md`` (workspace: the
-    ``workspace_dir`` argument, else ``$WORKSPACE_DIR``, else ``./agent_workspace``). An explicit
-    ``memory_md_path`` overrides it; ``memory_md_path=None`` (or no ``agent_name``) keeps the
-    conversation in memory only. ``durable=True`` fsyncs every append.
+    Everything written to disk goes through the redactor, while ``conversation_history`` keeps
+    what was added, so this process's model sees the original and whatever is read back from
+    disk (the next process's preload) shows ``[REDACTED:...]`` markers.
 
-    ``redact`` (default :data:`~memorylab.memory.redact.SECRETS`; ``None``/``False`` turns it
-    off, any callable ``str -> str`` replaces it) is applied to everything written to disk —
-    messages, the compaction summary, compaction records — while ``conversation_history`` keeps
-    what was added, so the model of this process sees the original; whatever is read back from
-    disk (the preload of the next process) shows the ``[REDACTED:...]`` markers.
-    ``retention`` (a :class:`~memorylab.memory.retention.RetentionPolicy`, opt-in) deletes old
-    archives after every compaction and records each deletion in ``compactions.jsonl``.
+    Args:
+        name: The conversation's name, written in the header of a new MEMORY.md (default:
+            ``<agent_name>_conversation``, or a random one without an agent).
+        system_prompt: Static context: the first history entry, never written to disk.
+        rules: Static context after the system prompt (a ``user`` entry), never written.
+        custom_rules_prompt: More static context (skills), never written.
+        time_enabled: Whether :meth:`return_history_as_string` prefixes each entry with its
+            timestamp (``[<timestamp>] Role: content``).
+        agent_name: Picks ``<workspace>/agents/<agent_name>/MEMORY.md``; must be one safe
+            folder name. Without it (and without ``memory_md_path``) the conversation lives in
+            memory only.
+        workspace_dir: The workspace; default ``$WORKSPACE_DIR`` (read now), else
+            ``./agent_workspace``.
+        memory_md_path: An explicit memory file, overriding ``agent_name``; ``None`` keeps the
+            conversation in memory only.
+        user: The user's role name: it marks the rules and maps to ``user`` in
+            :meth:`to_messages`.
+        messages: Seed entries (``{"role", "content"}``) added to the history only, never to
+            the file.
+        durable: ``fsync`` every append (slower; survives a power loss, not just a crash).
+        preload: Load the existing MEMORY.md as one ``System`` entry (the seed's preload).
+        preload_max_tokens: A budget for the preload: the latest summary and the newest
+            messages that fit, with a note of what was left out (needs ``token_counter``).
+        token_counter: Counts tokens for :meth:`token_count` (e.g.
+            ``memorylab.compress.get_token_counter("gpt-4o")``).
+        lock_timeout: Seconds to wait for the agent's lock (other threads and processes).
+        clock: Returns the time that stamps messages and compactions (default: UTC now).
+        redact: What is removed before anything reaches disk: the default
+            :data:`~memorylab.memory.redact.SECRETS`, ``None``/``False`` for nothing, any
+            callable ``str -> str`` to replace the built-in rules.
+        retention: A :class:`~memorylab.memory.retention.RetentionPolicy` applied after every
+            compaction (opt-in); each deletion is recorded in ``compactions.jsonl``.
     """
 
     def __init__(
