@@ -36,6 +36,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 from memorylab import Conversation, MemoryDocument, read_memory
 from memorylab.memory import format as fmt
 from memorylab.memory.paths import MemoryPaths, agent_paths
