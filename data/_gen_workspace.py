@@ -6,6 +6,9 @@ given to ``Agent(tools=...)``, executed by the Agent), then a final answer that 
 results. Compression uses the offline ``memorylab/extractive`` summarizer with a small window, so
 it fires several times per agent. A step clock (``Agent(clock=...)``) makes every timestamp, and
 so every archive name, the same on every run.
+
+The three agents (DataEngineer, BugHunter, Researcher) are scripts below; what their tools know
+and the words their tasks pick from are the ``[agent]`` table of their domain file.
 """
 
 from __future__ import annotations
@@ -14,9 +17,10 @@ import functools
 import itertools
 import json
 import random
+import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -69,11 +73,12 @@ class Task:
 
 @dataclass(frozen=True)
 class AgentPlan:
+    """An agent to run: its tools and, per session, its tasks."""
+
     name: str
     system_prompt: str
     tools: Sequence[Callable[..., Any]]
     sessions: Sequence[Sequence[Task]]
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 class ScriptedModel:
@@ -190,9 +195,11 @@ def run_agent(plan: AgentPlan, workspace: Path, clock: StepClock) -> int:
 
 
 def build_workspace(
-    plans: Sequence[AgentPlan], workspace: Path, start: datetime, seed: int
+    agents: Sequence[Mapping[str, Any]], workspace: Path, start: datetime, seed: int
 ) -> dict[str, int]:
-    """Write the workspace; returns compactions per agent."""
+    """Write the workspace of the agents (the ``[agent]`` tables of the domain files, run in
+    this order, a week apart); returns compactions per agent."""
+    plans = [SCRIPTS[agent["name"]](agent, seed) for agent in agents]
     out: dict[str, int] = {}
     with steady_latency(random.Random(f"{seed}:latency")):
         for index, plan in enumerate(plans):
@@ -223,3 +230,450 @@ def describe(result: str, limit: int = 3) -> str:
         parts = ", ".join(f"{k} = {v}" for k, v in scalars)
         return f"Key figures: {parts}." if parts else "The result has no scalar fields."
     return f"The result is {data!r}."
+
+
+def _sessions(rng: random.Random, factories: Sequence[Callable[[], Task]]) -> list[list[Task]]:
+    """Five sessions of 9 to 13 tasks (a factory listed twice comes up twice as often)."""
+    return [[rng.choice(factories)() for _ in range(rng.randint(9, 13))] for _ in range(5)]
+
+
+# ----------------------------------------------------------------------------- DataEngineer
+
+
+def data_engineer(world: Mapping[str, Any], seed: int) -> AgentPlan:
+    """A data engineer's agent with row-count, file and SQL tools (the pipeline domain)."""
+    files: Mapping[str, str] = world["files"]
+
+    def row_counts(table: str, day: str) -> dict[str, object]:
+        """Row counts of a table for one day, in the old cron job and in the new DAG.
+
+        Args:
+            table: the table, e.g. events_daily
+            day: the partition day, YYYY-MM-DD
+        """
+        rng = random.Random(f"rows:{table}:{day}")
+        hourly = [rng.randint(8_000, 120_000) for _ in range(24)]
+        old = sum(hourly)
+        new = old + rng.randint(-300, 1500)
+        return {
+            "table": table,
+            "day": day,
+            "rows_old": old,
+            "rows_new": new,
+            "diff": new - old,
+            "diff_pct": round(100 * (new - old) / old, 4),
+            "hourly_new": hourly,
+        }
+
+    def read_file(path: str) -> str:
+        """Read a file of the pipeline repository.
+
+        Args:
+            path: path relative to the repository root
+        """
+        if path not in files:
+            raise FileNotFoundError(f"{path} does not exist; known files: {sorted(files)}")
+        return files[path]
+
+    def run_query(sql: str, limit: int = 12) -> dict[str, object]:
+        """Run a read-only SQL query on the warehouse replica.
+
+        Args:
+            sql: the query
+            limit: the most rows to return
+        """
+        rng = random.Random(zlib.crc32(sql.encode()))
+        rows = [
+            [f"{hour:02d}:00", rng.randint(40_000, 900_000), rng.randint(2_000, 60_000)]
+            for hour in range(min(limit, 24))
+        ]
+        return {
+            "columns": ["hour", "events", "distinct_users"],
+            "rows": rows,
+            "row_count": len(rows),
+            "elapsed_ms": rng.randint(40, 2500),
+        }
+
+    rng = random.Random(f"{seed}:de")
+    tables: Sequence[str] = world["tables"]
+    days: Sequence[str] = world["days"]
+
+    def counts() -> Task:
+        table, day = rng.choice(tables), rng.choice(days)
+
+        def answer(results: list[str]) -> str:
+            data = json.loads(results[0])
+            verdict = "within" if abs(float(data["diff_pct"])) < 0.5 else "outside"
+            late = (
+                "The extra rows are late events the old job never picked up."
+                if data["diff"] > 0
+                else "The new DAG is short: check the dedup window for that day."
+            )
+            return (
+                f"{table} on {day}: the new DAG differs from the cron job by {data['diff']:+d} "
+                f"rows ({data['diff_pct']:+}%), {verdict} the 0.5% tolerance from "
+                f"conf/pipeline.yaml. {late}"
+            )
+
+        return Task(
+            f"Compare the row counts of {table} for {day} between the old job and the new DAG.",
+            [[Call("row_counts", {"table": table, "day": day})]],
+            answer,
+            ["Checking both pipelines' counts."],
+        )
+
+    def two_tables() -> Task:
+        day = rng.choice(days)
+        calls = [Call("row_counts", {"table": t, "day": day}) for t in rng.sample(tables, 2)]
+
+        def answer(results: list[str]) -> str:
+            lines = [describe(r) for r in results]
+            return (
+                f"Both tables for {day}:\n- "
+                + "\n- ".join(lines)
+                + "\nNo gap larger than the tolerance; nothing to backfill."
+            )
+
+        return Task(
+            f"Check two tables for {day} at once, I want to close the ticket.", [calls], answer
+        )
+
+    def config() -> Task:
+        wrong = rng.choice(world["wrong_config_paths"])
+
+        def answer(results: list[str]) -> str:
+            return (
+                "The first path was wrong; the config is conf/pipeline.yaml. It schedules the "
+                "DAG at 02:30, writes 250000 rows per batch into analytics_core and sets the "
+                "deadline to 45 minutes. " + describe(results[-1])
+            )
+
+        return Task(
+            "What does the pipeline config say about the schedule and batch size?",
+            [
+                [Call("read_file", {"path": wrong})],
+                [Call("read_file", {"path": "conf/pipeline.yaml"})],
+            ],
+            answer,
+            ["Reading the config.", "Wrong path, trying conf/pipeline.yaml."],
+        )
+
+    def query() -> Task:
+        day = rng.choice(days)
+        sql = (
+            f"select to_char(event_ts, 'HH24:00') as hour, count(*), count(distinct user_id) "
+            f"from analytics_core.events_daily where event_date = '{day}' group by 1 order by 1"
+        )
+
+        def answer(results: list[str]) -> str:
+            data = json.loads(results[0])
+            peak = max(data["rows"], key=lambda row: row[1])
+            return (
+                f"Hourly volume on {day}: the peak is at {peak[0]} with {peak[1]} events from "
+                f"{peak[2]} users. The query took {data['elapsed_ms']} ms on the replica."
+            )
+
+        return Task(
+            f"When was the traffic peak on {day}? Use the replica.",
+            [[Call("run_query", {"sql": sql})]],
+            answer,
+        )
+
+    def dedup() -> Task:
+        def answer(results: list[str]) -> str:
+            return (
+                "The dedup keys on (user_id, event_id) and skips repeats; the DAG passes "
+                "window_hours=48. That matches what we decided, so the Monday spike is not "
+                "from duplicates."
+            )
+
+        return Task(
+            "Remind me how the dedup works and which window the DAG uses.",
+            [
+                [
+                    Call("read_file", {"path": "pipeline/transforms/dedup.py"}),
+                    Call("read_file", {"path": "dags/clickstream_daily.py"}),
+                ]
+            ],
+            answer,
+        )
+
+    def chat() -> Task:
+        text = rng.choice(world["chat_messages"])
+        reply = rng.choice(world["chat_replies"])
+        return Task(text, [], lambda results: reply)
+
+    return AgentPlan(
+        world["name"],
+        world["system_prompt"],
+        [row_counts, read_file, run_query],
+        _sessions(rng, [counts, counts, two_tables, config, query, dedup, chat]),
+    )
+
+
+# ----------------------------------------------------------------------------- BugHunter
+
+
+def bug_hunter(world: Mapping[str, Any], seed: int) -> AgentPlan:
+    """A debugging agent with log, HTTP probe and test tools (the webapp domain)."""
+    log_rng = random.Random("checkout-logs")
+    log = [
+        f"10:{minute:02d}:{second:02d} {level} {message}"
+        for minute in range(60)
+        for second, level, message in [
+            (
+                log_rng.randint(0, 59),
+                log_rng.choice(world["log_levels"]),
+                log_rng.choice(world["log_messages"]),
+            )
+        ]
+    ]
+
+    def grep_logs(pattern: str, minutes: int = 60) -> list[str]:
+        """Lines of the checkout service's log that contain ``pattern``.
+
+        Args:
+            pattern: text to look for
+            minutes: how far back to look
+        """
+        return [line for line in log[-minutes:] if pattern.lower() in line.lower()][:20]
+
+    def http_probe(url: str, times: int = 10) -> dict[str, object]:
+        """Request a URL several times and report status codes and timings.
+
+        Args:
+            url: the URL
+            times: how many requests
+        """
+        rng = random.Random(f"probe:{url}")
+        timings = [round(rng.lognormvariate(-1.5, 1.0), 3) for _ in range(times)]
+        statuses = [502 if t > 1.2 else 200 for t in timings]
+        return {"url": url, "statuses": statuses, "seconds": timings, "errors": statuses.count(502)}
+
+    def run_tests(selection: str) -> dict[str, object]:
+        """Run a selection of the test suite.
+
+        Args:
+            selection: a pytest selection, e.g. tests/checkout -k submit
+        """
+        rng = random.Random(f"tests:{selection}")
+        failed = [
+            f"tests/checkout/test_submit.py::test_double_submit[{i}]"
+            for i in range(rng.choice([0, 0, 1, 2]))
+        ]
+        return {
+            "selection": selection,
+            "passed": rng.randint(12, 80),
+            "failed": failed,
+            "duration_s": round(rng.uniform(3, 60), 2),
+        }
+
+    rng = random.Random(f"{seed}:bh")
+    urls: Sequence[str] = world["urls"]
+
+    def logs() -> Task:
+        pattern = rng.choice(world["patterns"])
+
+        def answer(results: list[str]) -> str:
+            lines = json.loads(results[0])
+            return (
+                f"{len(lines)} log lines mention '{pattern}' in the last hour. "
+                + (f"The latest: {lines[-1]}. " if lines else "")
+                + "The 502s line up with the slow tax lookups, as suspected."
+            )
+
+        return Task(
+            f"Grep the checkout logs for '{pattern}' in the last hour.",
+            [[Call("grep_logs", {"pattern": pattern, "minutes": 60})]],
+            answer,
+        )
+
+    def probe() -> Task:
+        url = rng.choice(urls)
+
+        def answer(results: list[str]) -> str:
+            data = json.loads(results[0])
+            slow = max(data["seconds"])
+            return (
+                f"{data['errors']} of {len(data['statuses'])} requests to {url} failed with "
+                f"502; the slowest took {slow} s. The failures are exactly the requests "
+                "above the upstream timeout."
+            )
+
+        return Task(
+            f"Probe {url} a few times, is it still flaky?",
+            [[Call("http_probe", {"url": url, "times": 12})]],
+            answer,
+            ["Probing the endpoint 12 times."],
+        )
+
+    def tests() -> Task:
+        selection = rng.choice(world["test_selections"])
+
+        def answer(results: list[str]) -> str:
+            data = json.loads(results[0])
+            failed = data["failed"]
+            status = f"{len(failed)} failed: {', '.join(failed)}" if failed else "all green"
+            return (
+                f"`pytest {selection}`: {data['passed']} passed, {status} "
+                f"({data['duration_s']} s). The double submit still races without the "
+                "idempotency key."
+            )
+
+        return Task(
+            f"Run `{selection}` and tell me what fails.",
+            [[Call("run_tests", {"selection": selection})]],
+            answer,
+        )
+
+    def both() -> Task:
+        def answer(results: list[str]) -> str:
+            return (
+                "Putting both together: "
+                + " ".join(describe(r) for r in results)
+                + " Decision stands: add an idempotency key to the submit endpoint instead "
+                "of relying on the disabled button."
+            )
+
+        return Task(
+            "Check the logs for worker timeouts and probe the health endpoint, then "
+            "tell me if the idempotency plan still makes sense.",
+            [
+                [Call("grep_logs", {"pattern": "worker timeout"})],
+                [Call("http_probe", {"url": urls[0], "times": 8})],
+            ],
+            answer,
+            ["Logs first.", "Now the endpoint."],
+        )
+
+    def chat() -> Task:
+        text = rng.choice(world["chat_messages"])
+        return Task(text, [], lambda results: world["chat_reply"])
+
+    return AgentPlan(
+        world["name"],
+        world["system_prompt"],
+        [grep_logs, http_probe, run_tests],
+        _sessions(rng, [logs, logs, probe, tests, both, chat]),
+    )
+
+
+# ----------------------------------------------------------------------------- Researcher
+
+
+def researcher(world: Mapping[str, Any], seed: int) -> AgentPlan:
+    """A literature-review agent with search and notes tools (the research domain)."""
+    papers: Sequence[Mapping[str, Any]] = world["papers"]
+    notes: Mapping[str, str] = world["notes"]
+
+    def search_papers(query: str, limit: int = 5) -> list[dict[str, object]]:
+        """Search the review's library by words in the title or mechanism.
+
+        Args:
+            query: search words
+            limit: the most results
+        """
+        words = set(query.lower().split())
+        scored = []
+        for paper in papers:
+            text = f"{paper['title']} {paper['mechanism']}".lower().replace(":", "")
+            score = len(words & set(text.split()))
+            if score:
+                scored.append((-score, paper["title"], {**paper, "score": score}))
+        return [item for _, _, item in sorted(scored)[:limit]]
+
+    def read_notes(name: str) -> str:
+        """Read one of the review's note files.
+
+        Args:
+            name: the note, e.g. criteria or taxonomy
+        """
+        if name not in notes:
+            raise KeyError(f"no note named {name!r}; notes: {sorted(notes)}")
+        return notes[name]
+
+    rng = random.Random(f"{seed}:rs")
+
+    def search() -> Task:
+        query = rng.choice(world["queries"])
+
+        def answer(results: list[str]) -> str:
+            found = json.loads(results[0])
+            titles = "; ".join(f"{p['title']} ({p['venue']} {p['year']})" for p in found)
+            return (
+                f"{len(found)} papers for '{query}': {titles}. All of them are already in the "
+                "Zotero collection agent-memory-2026."
+            )
+
+        return Task(
+            f"Search the library for '{query}'.",
+            [[Call("search_papers", {"query": query, "limit": 4})]],
+            answer,
+        )
+
+    def read() -> Task:
+        name = rng.choice(list(notes))
+
+        def answer(results: list[str]) -> str:
+            return (
+                f"From the {name} notes: {results[0]} So the paper you mention fits under "
+                "Type-S if it replaces old turns with a summary."
+            )
+
+        return Task(
+            f"What do our {name} notes say? I need it for the methods section.",
+            [[Call("read_notes", {"name": name})]],
+            answer,
+        )
+
+    def compare() -> Task:
+        def answer(results: list[str]) -> str:
+            return (
+                "The rolling-summary papers and the token-pruning papers do not measure the "
+                "same thing: "
+                + " ".join(describe(r) for r in results)
+                + " We report token-level compression ratios for both."
+            )
+
+        return Task(
+            "Compare the rolling-summary papers with the prompt compression ones.",
+            [
+                [
+                    Call("search_papers", {"query": "rolling summary"}),
+                    Call("search_papers", {"query": "compressing prompts"}),
+                ]
+            ],
+            answer,
+        )
+
+    def missing() -> Task:
+        def answer(results: list[str]) -> str:
+            return (
+                "There is no 'deadlines' note; " + describe(results[0]) + " The workshop "
+                "limit is 9 pages plus references, per your message last week."
+            )
+
+        return Task(
+            "What was our deadline note again?",
+            [[Call("read_notes", {"name": "deadlines"})]],  # no such note: the call fails
+            answer,
+        )
+
+    def chat() -> Task:
+        text = rng.choice(world["chat_messages"])
+        return Task(text, [], lambda results: world["chat_reply"])
+
+    return AgentPlan(
+        world["name"],
+        world["system_prompt"],
+        [search_papers, read_notes],
+        _sessions(rng, [search, search, read, compare, missing, chat]),
+    )
+
+
+SCRIPTS: dict[str, Callable[[Mapping[str, Any], int], AgentPlan]] = {
+    "DataEngineer": data_engineer,
+    "BugHunter": bug_hunter,
+    "Researcher": researcher,
+}
+"""The agent scripts, by the ``name`` of a domain file's ``[agent]`` table."""

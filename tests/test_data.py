@@ -1,17 +1,20 @@
 """The bundled data (data/): up to date with its generator, transcripts that keep their promises,
-workspaces that parse, and the transcript format's loader and errors."""
+workspaces that parse, the transcript format's loader and errors, and the package data."""
 
 from __future__ import annotations
 
+import importlib.resources
 import importlib.util
 import itertools
 import json
 import re
 import sys
+import tomllib
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -32,7 +35,8 @@ from memorylab.transcripts import (
     save_transcript,
 )
 
-DATA = Path(__file__).resolve().parent.parent / "data"
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "data"
 
 
 @pytest.fixture(autouse=True)
@@ -71,6 +75,10 @@ def test_differences_names_missing_extra_and_changed_files(tmp_path: Path) -> No
         "differs: transcripts/b.jsonl",
         "not generated any more: transcripts/c.jsonl",
     ]
+
+
+def test_every_domain_file_is_generated() -> None:
+    assert sorted(_make_data().DOMAINS) == sorted(p.stem for p in (DATA / "domains").glob("*.toml"))
 
 
 def test_data_folder_is_small() -> None:
@@ -429,3 +437,48 @@ def test_data_dir_from_the_environment(tmp_path: Path, monkeypatch: pytest.Monke
         bundled_transcripts()
     with pytest.raises(PrerequisiteError, match=r"make_data\.py"):
         bundled_workspace()
+
+
+def test_bundled_data_dir_says_when_the_data_package_is_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def not_installed(package: str) -> Path:
+        raise ModuleNotFoundError(f"No module named {package!r}")
+
+    monkeypatch.setattr(importlib.resources, "files", not_installed)
+    with pytest.raises(PrerequisiteError, match=r"memorylab\._data.*pip install -e \."):
+        bundled_data_dir()
+
+
+# ------------------------------------------------------------------------------ packaging
+# data/ is installed as the package memorylab._data (tests/test_wheel.py builds the wheel).
+
+
+def _setuptools_config() -> dict[str, Any]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    setuptools: dict[str, Any] = config["tool"]["setuptools"]
+    return setuptools
+
+
+def test_pyproject_lists_every_package_and_the_data() -> None:
+    config = _setuptools_config()
+    toolkit = ROOT / "toolkit"
+    found = {
+        ".".join(init.parent.relative_to(toolkit).parts)
+        for init in toolkit.glob("memorylab/**/__init__.py")
+    }
+    assert sorted(config["packages"]) == sorted(found | {"memorylab._data"})
+    assert config["package-dir"] == {"": "toolkit", "memorylab._data": "data"}
+
+
+def test_package_data_holds_every_generated_file_and_the_domains() -> None:
+    patterns = _setuptools_config()["package-data"]["memorylab._data"]
+    shipped = {path for pattern in patterns for path in DATA.glob(pattern) if path.is_file()}
+    wanted = {
+        path
+        for name in _make_data().GENERATED
+        for path in (DATA / name).rglob("*")
+        if path.is_file() and not path.name.startswith(".")  # lock files are per machine
+    }
+    assert wanted - shipped == set()
+    assert set(DATA.glob("domains/*.toml")) <= shipped

@@ -20,6 +20,7 @@ naming the file and line of the first problem. The repository ships three genera
 
 from __future__ import annotations
 
+import importlib.resources
 import json
 import os
 from collections.abc import Mapping
@@ -48,6 +49,9 @@ FACT_CATEGORIES = ("number", "path", "command", "name", "decision")
 """The kinds of planted facts, in the order the docs list them."""
 
 DATA_DIR_ENV = "MEMORYLAB_DATA_DIR"
+_DATA_PACKAGE = "memorylab._data"
+"""The package the bundled data is installed as: pyproject.toml maps the repository's data/ onto
+it, so an editable install reads data/ itself and a wheel carries a copy."""
 _WORKSPACES = {"memorylab": "workspace", "reference": "reference_workspace"}
 
 
@@ -360,18 +364,32 @@ def save_transcript(transcript: Transcript, path: str | os.PathLike[str]) -> Pat
 
 
 def bundled_data_dir() -> Path:
-    """The folder of bundled data: ``$MEMORYLAB_DATA_DIR`` if set, else the repository's
-    ``data/`` (next to ``toolkit/``)."""
+    """The folder of bundled data: ``$MEMORYLAB_DATA_DIR`` if set, else the one installed with
+    memorylab (the package ``memorylab._data``: the repository's ``data/`` in an editable
+    install, a copy of it in a wheel)."""
     configured = os.environ.get(DATA_DIR_ENV)
-    folder = Path(configured) if configured else Path(__file__).resolve().parents[2] / "data"
-    if not folder.is_dir():
-        origin = f"${DATA_DIR_ENV} names {folder}" if configured else f"looked in {folder}"
+    if configured:
+        folder = Path(configured)
+        if not folder.is_dir():
+            raise PrerequisiteError(
+                f"${DATA_DIR_ENV} names {folder}, which is not a folder: point it at a copy of "
+                "memorylab's data/ folder, or unset it to use the data installed with memorylab."
+            )
+        return folder
+    try:
+        installed = importlib.resources.files(_DATA_PACKAGE)
+    except ModuleNotFoundError:
         raise PrerequisiteError(
-            f"memorylab's bundled data was not found ({origin}). It lives in the data/ folder "
-            "of a memorylab checkout and is not part of an installed package: set "
-            f"{DATA_DIR_ENV} to that folder, or regenerate it with `python data/make_data.py`."
+            f"memorylab's bundled data is not installed (no package {_DATA_PACKAGE}). An "
+            "editable install made before the data became package data needs `pip install -e .` "
+            f"again; or set ${DATA_DIR_ENV} to a copy of the repository's data/ folder."
+        ) from None
+    if not isinstance(installed, Path):  # a zip import, say: the files are read as plain files
+        raise PrerequisiteError(
+            f"memorylab's bundled data is installed but not as a folder ({installed}): install "
+            f"memorylab unpacked (pip does), or set ${DATA_DIR_ENV} to a copy of the data."
         )
-    return folder
+    return installed
 
 
 def bundled_transcripts() -> list[Path]:
