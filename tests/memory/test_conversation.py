@@ -224,3 +224,19 @@ def test_messages_are_stamped_in_utc_with_microseconds() -> None:
         assert parsed.tzinfo == UTC and len(stamp) == len(before.isoformat(timespec="microseconds"))
         assert before - timedelta(milliseconds=1) <= parsed <= after + timedelta(milliseconds=1)
     assert stamps == sorted(stamps)
+
+
+def test_the_default_stamp_is_format_timestamp_of_utc_now() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from memorylab.memory import conversation as conversation_module
+    from memorylab.memory.format import format_timestamp
+
+    before = datetime.now(UTC)
+    stamps = [conversation_module._utc_stamp() for _ in range(2000)]  # crosses a second or not
+    after = datetime.now(UTC)
+    for stamp in stamps:
+        parsed = datetime.fromisoformat(stamp)
+        assert format_timestamp(parsed) == stamp  # the same text the datetime formats to
+        assert before - timedelta(milliseconds=1) <= parsed <= after + timedelta(milliseconds=1)
+    assert stamps == sorted(stamps)

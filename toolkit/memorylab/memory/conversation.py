@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -59,6 +60,21 @@ _TOOL_ROLES = ("tool", "tool executor", "function", "tool result")
 def _utc_now() -> datetime:
     """The default clock: timezone-aware UTC (the reference wrote naive local time)."""
     return datetime.now(UTC)
+
+
+_second_text: tuple[int, str] = (-1, "")
+
+
+def _utc_stamp() -> str:
+    """``format_timestamp(_utc_now())``, with each second's text formatted once: for a short
+    message the datetime and its ``isoformat`` cost more than the write they stamp."""
+    global _second_text
+    seconds, nanos = divmod(time.time_ns(), 1_000_000_000)
+    cached, text = _second_text
+    if cached != seconds:
+        text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
+        _second_text = (seconds, text)
+    return f"{text}.{nanos // 1000:06d}+00:00"
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,7 +292,8 @@ class Conversation:
         ``persist`` (and persistence is on), then appended, under the conversation's lock so the
         history and the file keep the same order."""
         fmt.validate_role(role)
-        stamp = fmt.format_timestamp(self.clock())
+        clock = self.clock
+        stamp = _utc_stamp() if clock is _utc_now else fmt.format_timestamp(clock())
         entry: dict[str, Any] = {"role": role, "content": content, "timestamp": stamp}
         if kind is not None:
             entry["kind"] = kind
