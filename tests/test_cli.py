@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from memorylab import ContextCompressor, Conversation, get_token_counter
+from memorylab import ContextCompressor, Conversation
 from memorylab.cli import main
+from memorylab.compress import get_token_counter
 
 
 @pytest.fixture

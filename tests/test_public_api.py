@@ -1,36 +1,118 @@
-"""The curated public surface: sorted, complete, importable, fast."""
+"""The curated public surface: every public ``__all__`` sorted, complete, importable, nothing
+private leaking; private modules have none; the old top-level names warn; importing is fast."""
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import subprocess
 import sys
+import types
+import warnings
+
+import pytest
 
 import memorylab
 
-
-def test_all_is_sorted_and_unique() -> None:
-    assert memorylab.__all__ == sorted(set(memorylab.__all__))
+TOP_LEVEL_LIMIT = 22  # "about 20": the seed's nouns and the verbs a notebook starts with
 
 
-def test_every_name_in_all_exists() -> None:
-    missing = [name for name in memorylab.__all__ if not hasattr(memorylab, name)]
+def _module_names() -> list[str]:
+    found = ["memorylab"]
+    for info in pkgutil.walk_packages(memorylab.__path__, "memorylab."):
+        if not info.name.startswith("memorylab._data"):  # the bundled data and its generator
+            found.append(info.name)
+    return sorted(found)
+
+
+def _is_private(name: str) -> bool:
+    return any(part.startswith("_") for part in name.split(".")[1:])
+
+
+PUBLIC = [n for n in _module_names() if not _is_private(n) and n != "memorylab.__main__"]
+PRIVATE = [n for n in _module_names() if _is_private(n) and n != "memorylab.__main__"]
+PACKAGES = [n for n in PUBLIC if hasattr(importlib.import_module(n), "__path__")]
+
+
+def test_the_walk_finds_the_house() -> None:
+    assert {"memorylab.memory", "memorylab.compress", "memorylab.llm", "memorylab.errors"} <= set(
+        PUBLIC
+    )
+    assert "memorylab.memory._locking" in PRIVATE
+
+
+def test_top_level_is_small() -> None:
+    assert len(memorylab.__all__) <= TOP_LEVEL_LIMIT
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_every_public_package_has_an_all(name: str) -> None:
+    assert isinstance(getattr(importlib.import_module(name), "__all__", None), list)
+
+
+@pytest.mark.parametrize("name", PUBLIC)
+def test_all_is_sorted_unique_and_exists(name: str) -> None:
+    module = importlib.import_module(name)
+    exported = getattr(module, "__all__", None)
+    if exported is None:
+        pytest.skip(f"{name} has no __all__")
+    assert exported == sorted(set(exported))
+    missing = [item for item in exported if not hasattr(module, item)]
     assert missing == []
+    assert [item for item in exported if item.startswith("_") and item != "__version__"] == []
 
 
-def test_every_public_attribute_is_in_all() -> None:
-    public = {
-        name
-        for name, value in vars(memorylab).items()
-        if not name.startswith("_") and not isinstance(value, type(sys))
-    } | set(memorylab._LAZY)
-    assert public - set(memorylab.__all__) == set()
+@pytest.mark.parametrize("name", PUBLIC)
+def test_all_is_complete(name: str) -> None:
+    """Every public class and function defined in a module (or a package's public names) is
+    in its ``__all__``; a package exports nothing from a private module unless it says so."""
+    module = importlib.import_module(name)
+    exported = set(getattr(module, "__all__", ()))
+    if not exported:
+        pytest.skip(f"{name} has no __all__")
+    is_package = hasattr(module, "__path__")
+    unlisted = []
+    for attr, value in vars(module).items():
+        if attr.startswith("_") or isinstance(value, types.ModuleType) or attr in exported:
+            continue
+        defined_here = getattr(value, "__module__", None) == name
+        if (is_package and callable(value)) or (
+            defined_here and (isinstance(value, type) or callable(value))
+        ):
+            unlisted.append(attr)
+    assert unlisted == []
+
+
+@pytest.mark.parametrize("name", PRIVATE)
+def test_private_modules_have_no_all(name: str) -> None:
+    assert not hasattr(importlib.import_module(name), "__all__")
+
+
+def test_old_top_level_names_warn_and_still_work() -> None:
+    from memorylab.errors import StoreError
+
+    with pytest.warns(DeprecationWarning, match=r"from memorylab\.errors import StoreError"):
+        assert memorylab.StoreError is StoreError
+    with pytest.warns(DeprecationWarning, match="render_memory"):
+        assert memorylab.render is memorylab.render_memory
+    for name in memorylab._MOVED:  # every moved name resolves where the warning says
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            value = getattr(memorylab, name)
+        assert getattr(importlib.import_module(memorylab._MOVED[name]), name) is value
+    assert set(memorylab._MOVED).isdisjoint(memorylab.__all__)
+
+
+def test_unknown_names_are_attribute_errors() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        _ = memorylab.nope  # type: ignore[attr-defined]
 
 
 def test_import_does_not_pull_heavy_libraries() -> None:
     code = (
         "import sys, memorylab; "
-        "heavy = [m for m in ('litellm', 'pandas', 'matplotlib', 'ipywidgets', 'tiktoken') "
-        "if m in sys.modules]; print(heavy)"
+        "heavy = [m for m in ('litellm', 'pandas', 'matplotlib', 'ipywidgets', 'tiktoken', "
+        "'numpy') if m in sys.modules]; print(heavy)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

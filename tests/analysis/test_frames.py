@@ -16,10 +16,11 @@ import pandas as pd
 import pytest
 from analysis_support import START, Built, Clock, block, build_own, reference_file
 
-from memorylab import Conversation, MemoryFormatError, StoreError, read_memory
+from memorylab import Conversation, read_memory
 from memorylab.analysis import compactions_df, memory_df
 from memorylab.analysis.frames import COMPACTION_COLUMNS, MEMORY_COLUMNS, PROBLEM_COLUMNS
 from memorylab.compress.tokens import get_token_counter
+from memorylab.errors import MemoryFormatError, StoreError
 
 
 def _pairs(frame: pd.DataFrame) -> list[tuple[str, str]]:

@@ -13,7 +13,6 @@ import pytest
 from analysis_support import Built
 from matplotlib.axes import Axes
 
-from memorylab import InvalidSetting
 from memorylab.analysis import (
     compactions_df,
     memory_df,
@@ -24,6 +23,7 @@ from memorylab.analysis import (
     sweep,
     token_growth,
 )
+from memorylab.errors import InvalidSetting
 
 
 @pytest.fixture(autouse=True)

@@ -6,7 +6,8 @@ import asyncio
 
 import pytest
 
-from memorylab import Summarizer, get_token_counter
+from memorylab import Summarizer
+from memorylab.compress import get_token_counter
 from memorylab.errors import EmptySummary, InvalidSetting
 from memorylab.evaluate import HeadTailSummarizer, TruncateSummarizer
 

@@ -12,7 +12,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from memorylab import Conversation, ExtractiveSummarizer, ScriptedSummarizer, Summary
+from memorylab import Conversation
+from memorylab.compress import ExtractiveSummarizer, ScriptedSummarizer, Summary
 from memorylab.errors import InvalidSetting, SummarizerUnavailable
 from memorylab.evaluate import (
     BASELINES,

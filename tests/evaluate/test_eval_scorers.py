@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from memorylab import Summary
+from memorylab.compress import Summary
 from memorylab.errors import InvalidSetting, PrerequisiteError
 from memorylab.evaluate import (
     Case,

@@ -25,7 +25,8 @@ from typing import Any
 
 import pytest
 
-from memorylab import CompactionConflict, Conversation, MemoryDocument, read_memory
+from memorylab import Conversation, MemoryDocument, read_memory
+from memorylab.errors import CompactionConflict
 from memorylab.memory.paths import MemoryPaths, agent_paths
 
 WORKERS = Path(__file__).with_name("_workers.py")

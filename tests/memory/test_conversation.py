@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from memorylab import Conversation, EmptySummary, read_memory
+from memorylab import Conversation, read_memory
+from memorylab.errors import EmptySummary
 from memorylab.memory.records import PRELOAD_PREFIX, SUMMARY_PREFIX
 
 GOLDEN = Path(__file__).parent.parent / "data" / "golden"

@@ -11,14 +11,8 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from memorylab import (
-    MemoryDocument,
-    MemoryFormatError,
-    Message,
-    parse_memory,
-    read_memory,
-    render_memory,
-)
+from memorylab import MemoryDocument, Message, parse_memory, read_memory, render_memory
+from memorylab.errors import MemoryFormatError
 from memorylab.memory import format as fmt
 
 GOLDEN = Path(__file__).parent.parent / "data" / "golden"

@@ -10,17 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from memorylab import (
-    CompactionConflict,
-    InvalidAgentName,
-    MemoryStore,
-    Message,
-    UnsafePath,
-    agent_paths,
-    read_memory,
-    resolve_workspace,
-    validate_agent_name,
-)
+from memorylab import Message, read_memory
+from memorylab.config import resolve_workspace
+from memorylab.errors import CompactionConflict, InvalidAgentName, UnsafePath
+from memorylab.memory import MemoryStore, agent_paths, validate_agent_name
 from memorylab.memory import format as fmt
 
 WHEN = datetime(2026, 4, 20, 14, 30, 45, tzinfo=UTC)

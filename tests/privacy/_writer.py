@@ -13,7 +13,8 @@ from __future__ import annotations
 import sys
 import time
 
-from memorylab import Conversation, StoreError
+from memorylab import Conversation
+from memorylab.errors import StoreError
 
 
 def main(workspace: str, agent: str, every: int) -> None:

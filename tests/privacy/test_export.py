@@ -20,18 +20,10 @@ from typing import Any, Literal
 import pandas as pd
 import pytest
 
-from memorylab import (
-    AgentNotFound,
-    Conversation,
-    InvalidSetting,
-    MemoryDocument,
-    PrerequisiteError,
-    StoreError,
-    read_memory,
-    render_memory,
-)
+from memorylab import Conversation, MemoryDocument, read_memory, render_memory
 from memorylab.analysis import memory_df
 from memorylab.cli import main
+from memorylab.errors import AgentNotFound, InvalidSetting, PrerequisiteError, StoreError
 from memorylab.memory.paths import agent_paths
 from memorylab.memory.records import Message
 from memorylab.memory.retention import RetentionPolicy

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from memorylab import AgentNotFound, Conversation, InvalidAgentName, StoreError, UnsafePath
+from memorylab import Conversation
+from memorylab.errors import AgentNotFound, InvalidAgentName, StoreError, UnsafePath
 from memorylab.memory.paths import agent_paths
 from memorylab.memory.store import MemoryStore, read_memory, remove_memory
 from memorylab.privacy import check_permissions, forget, purge

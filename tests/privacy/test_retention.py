@@ -18,8 +18,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memorylab import Conversation, InvalidSetting, StoreError
+from memorylab import Conversation
 from memorylab.cli import main
+from memorylab.errors import InvalidSetting, StoreError
 from memorylab.memory import conversation as conversation_module
 from memorylab.memory.format import archive_name
 from memorylab.memory.paths import agent_paths

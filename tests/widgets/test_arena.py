@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from memorylab import ScriptedSummarizer
+from memorylab.compress import ScriptedSummarizer
 from memorylab.evaluate import Case, Fact, cases_from_messages, compare_summarizers
 from memorylab.widgets import SummarizerArena, comparison_html
 from memorylab.widgets.arena import lost_facts

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from memorylab import CompactionEvent, Conversation, MemoryDocument, Message, get_token_counter
+from memorylab import CompactionEvent, Conversation, MemoryDocument, Message
+from memorylab.compress import get_token_counter
 from memorylab.memory import display
 
 WHEN = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memorylab import InvalidSetting
+from memorylab.errors import InvalidSetting
 from memorylab.widgets import MemoryExplorer
 from memorylab.widgets.explorer import ALL, MESSAGE_COLUMNS
 

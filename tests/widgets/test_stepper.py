@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from memorylab import InvalidSetting, ScriptedSummarizer
+from memorylab.compress import ScriptedSummarizer
+from memorylab.errors import InvalidSetting
 from memorylab.widgets import CompactionStepper
 from memorylab.widgets.stepper import DEMO_SCRIPT
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from memorylab import Agent, Conversation
-from memorylab.compress.llm import ChatReply
+from memorylab.llm import ChatReply
 from memorylab.transcripts import Fact, Transcript, TranscriptMessage, save_transcript
 from memorylab.widgets import ThresholdTuner
 

@@ -1,169 +1,134 @@
 """memorylab: persistent agent memory (swarms-compatible MEMORY.md) and tools to study it.
 
-The public API is what ``__all__`` lists; everything else is internal. Heavy libraries
+The top level holds the seed's nouns and the verbs a notebook starts with; everything else lives
+in a subpackage with its own ``__all__``: :mod:`memorylab.memory` (records, format, store),
+:mod:`memorylab.compress` (tokens, thresholds, summarizers), :mod:`memorylab.llm` (the gateway to
+LLM providers), :mod:`memorylab.analysis`, :mod:`memorylab.evaluate`, :mod:`memorylab.widgets`,
+:mod:`memorylab.privacy`, and the exceptions in :mod:`memorylab.errors`. Heavy libraries
 (litellm, pandas, matplotlib, ipywidgets) are imported only by the functions that need them, so
 ``import memorylab`` stays fast.
 """
 
+import importlib
+import warnings
+
 from memorylab._version import __version__
 from memorylab.agent import Agent
-from memorylab.compress.compressor import ContextCompressor
-from memorylab.compress.extractive import ExtractiveSummarizer
-from memorylab.compress.policy import Backoff, should_compress, trigger_tokens, validate_threshold
-from memorylab.compress.scripted import ScriptedSummarizer
-from memorylab.compress.summarizers import (
-    LiteLLMSummarizer,
-    Summarizer,
-    Summary,
-    get_summarizer,
-)
-from memorylab.compress.tokens import TokenCounter, count_tokens, get_token_counter
-from memorylab.config import resolve_workspace
-from memorylab.errors import (
-    AgentNotFound,
-    BudgetExceeded,
-    CompactionConflict,
-    CompressionFailed,
-    EmptySummary,
-    InvalidAgentName,
-    InvalidSetting,
-    LockTimeout,
-    MemoryFormatError,
-    MemorylabError,
-    PrerequisiteError,
-    StoreError,
-    SummarizerAuthError,
-    SummarizerBadRequest,
-    SummarizerError,
-    SummarizerRateLimited,
-    SummarizerTimeout,
-    SummarizerUnavailable,
-    UnsafePath,
-)
-from memorylab.memory.conversation import CompactionTicket, Conversation
-from memorylab.memory.format import FORMAT_VERSION, FormatProblem, render_memory
-from memorylab.memory.format import parse as parse_memory
-from memorylab.memory.paths import MemoryPaths, agent_paths, validate_agent_name
-from memorylab.memory.records import ArchiveRef, CompactionEvent, MemoryDocument, Message
-from memorylab.memory.redact import SECRETS, SECRETS_AND_PII, Redactor
-from memorylab.memory.retention import RetentionPolicy
-from memorylab.memory.store import MemoryStore, read_memory
-from memorylab.privacy import (
-    check_permissions,
-    export_agent,
-    forget,
-    load_export,
-    purge,
-    warn_permissions,
+from memorylab.compress import ContextCompressor, LiteLLMSummarizer, Summarizer, get_summarizer
+from memorylab.memory import (
+    CompactionEvent,
+    Conversation,
+    MemoryDocument,
+    Message,
+    RetentionPolicy,
+    parse_memory,
+    read_memory,
+    render_memory,
 )
 
-# Names whose modules need pandas, matplotlib or ipywidgets: imported on first use, so that
-# ``import memorylab`` stays fast.
+# Names whose modules need pandas or matplotlib: imported on first use.
 _LAZY = {
-    "memory_df": "memorylab.analysis",
     "compactions_df": "memorylab.analysis",
-    "token_growth": "memorylab.analysis",
+    "compare_summarizers": "memorylab.evaluate",
+    "memory_df": "memorylab.analysis",
     "replay": "memorylab.analysis",
     "sweep": "memorylab.analysis",
-    "plot_token_growth": "memorylab.analysis",
-    "plot_sweep": "memorylab.analysis",
-    "plot_compactions": "memorylab.analysis",
-    "compare_summarizers": "memorylab.evaluate",
-    "cases_from_transcripts": "memorylab.evaluate",
-    "cases_from_workspace": "memorylab.evaluate",
-    "MemoryExplorer": "memorylab.widgets",
-    "ThresholdTuner": "memorylab.widgets",
-    "SummarizerArena": "memorylab.widgets",
-    "CompactionStepper": "memorylab.widgets",
+    "token_growth": "memorylab.analysis",
 }
+
+# Names this package exported before 0.2, and where they live now (see CHANGELOG.md). They
+# still work, with a DeprecationWarning naming the new import.
+_MOVED = {
+    **dict.fromkeys(
+        (
+            "AgentNotFound", "BudgetExceeded", "CompactionConflict", "CompressionFailed",
+            "EmptySummary", "InvalidAgentName", "InvalidSetting", "LockTimeout",
+            "MemoryFormatError", "MemorylabError", "PrerequisiteError", "StoreError",
+            "SummarizerAuthError", "SummarizerBadRequest", "SummarizerError",
+            "SummarizerRateLimited", "SummarizerTimeout", "SummarizerUnavailable", "UnsafePath",
+        ),
+        "memorylab.errors",
+    ),
+    **dict.fromkeys(
+        (
+            "ArchiveRef", "CompactionTicket", "FORMAT_VERSION", "FormatProblem", "MemoryPaths",
+            "MemoryStore", "Redactor", "SECRETS", "SECRETS_AND_PII", "agent_paths",
+            "validate_agent_name",
+        ),
+        "memorylab.memory",
+    ),
+    **dict.fromkeys(
+        (
+            "Backoff", "ExtractiveSummarizer", "ScriptedSummarizer", "Summary", "TokenCounter",
+            "count_tokens", "get_token_counter", "should_compress", "trigger_tokens",
+            "validate_threshold",
+        ),
+        "memorylab.compress",
+    ),
+    **dict.fromkeys(("plot_compactions", "plot_sweep", "plot_token_growth"), "memorylab.analysis"),
+    **dict.fromkeys(("cases_from_transcripts", "cases_from_workspace"), "memorylab.evaluate"),
+    **dict.fromkeys(
+        ("CompactionStepper", "MemoryExplorer", "SummarizerArena", "ThresholdTuner"),
+        "memorylab.widgets",
+    ),
+    **dict.fromkeys(
+        (
+            "check_permissions", "export_agent", "forget", "load_export", "purge",
+            "warn_permissions",
+        ),
+        "memorylab.privacy",
+    ),
+    "resolve_workspace": "memorylab.config",
+}  # fmt: skip
+_RENAMED = {"render": "render_memory"}
 
 
 def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'memorylab' has no attribute {name!r}")
-    import importlib
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    if name in _RENAMED:
+        warnings.warn(
+            f"memorylab.{name} is now memorylab.{_RENAMED[name]}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return globals()[_RENAMED[name]]
+    if name in _MOVED:
+        warnings.warn(
+            f"memorylab.{name} has moved: import it from {_MOVED[name]} "
+            f"(from {_MOVED[name]} import {name})",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module(_MOVED[name]), name)
+    raise AttributeError(f"module 'memorylab' has no attribute {name!r}")
 
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
 
 
 __all__ = [
     "Agent",
-    "AgentNotFound",
-    "ArchiveRef",
-    "Backoff",
-    "BudgetExceeded",
-    "CompactionConflict",
     "CompactionEvent",
-    "CompactionStepper",
-    "CompactionTicket",
-    "CompressionFailed",
     "ContextCompressor",
     "Conversation",
-    "EmptySummary",
-    "ExtractiveSummarizer",
-    "FORMAT_VERSION",
-    "FormatProblem",
-    "InvalidAgentName",
-    "InvalidSetting",
     "LiteLLMSummarizer",
-    "LockTimeout",
     "MemoryDocument",
-    "MemoryExplorer",
-    "MemoryFormatError",
-    "MemoryPaths",
-    "MemoryStore",
-    "MemorylabError",
     "Message",
-    "PrerequisiteError",
-    "Redactor",
     "RetentionPolicy",
-    "SECRETS",
-    "SECRETS_AND_PII",
-    "ScriptedSummarizer",
-    "StoreError",
     "Summarizer",
-    "SummarizerArena",
-    "SummarizerAuthError",
-    "SummarizerBadRequest",
-    "SummarizerError",
-    "SummarizerRateLimited",
-    "SummarizerTimeout",
-    "SummarizerUnavailable",
-    "Summary",
-    "ThresholdTuner",
-    "TokenCounter",
-    "UnsafePath",
     "__version__",
-    "agent_paths",
-    "cases_from_transcripts",
-    "cases_from_workspace",
-    "check_permissions",
     "compactions_df",
     "compare_summarizers",
-    "count_tokens",
-    "export_agent",
-    "forget",
     "get_summarizer",
-    "get_token_counter",
-    "load_export",
     "memory_df",
     "parse_memory",
-    "plot_compactions",
-    "plot_sweep",
-    "plot_token_growth",
-    "purge",
     "read_memory",
     "render_memory",
     "replay",
-    "resolve_workspace",
-    "should_compress",
     "sweep",
     "token_growth",
-    "trigger_tokens",
-    "validate_agent_name",
-    "validate_threshold",
-    "warn_permissions",
 ]

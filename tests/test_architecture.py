@@ -1,0 +1,214 @@
+"""The house rules of docs/architecture.md, checked on the source: no import circles (lazy
+imports included), and no floor importing a floor above it."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent / "toolkit"
+
+# What each part of the package may never import (its floor and the floors above it).
+FORBIDDEN: dict[str, tuple[str, ...]] = {
+    "memorylab.errors": ("memorylab.",),
+    "memorylab.config": ("memorylab.memory", "memorylab.compress", "memorylab.analysis"),
+    "memorylab.memory": (
+        "memorylab.compress",
+        "memorylab.llm",
+        "memorylab.agent",
+        "memorylab.analysis",
+        "memorylab.evaluate",
+        "memorylab.widgets",
+        "memorylab.privacy",
+        "memorylab.report",
+        "memorylab.cli",
+    ),
+    "memorylab.llm": (
+        "memorylab.compress",
+        "memorylab.agent",
+        "memorylab.analysis",
+        "memorylab.evaluate",
+        "memorylab.widgets",
+        "memorylab.privacy",
+        "memorylab.report",
+        "memorylab.cli",
+    ),
+    "memorylab.compress": (
+        "memorylab.agent",
+        "memorylab.analysis",
+        "memorylab.evaluate",
+        "memorylab.widgets",
+        "memorylab.privacy",
+        "memorylab.report",
+        "memorylab.cli",
+    ),
+    "memorylab.analysis": ("memorylab.widgets", "memorylab.report", "memorylab.cli"),
+    "memorylab.evaluate": ("memorylab.widgets", "memorylab.report", "memorylab.cli"),
+    "memorylab.privacy": ("memorylab.widgets", "memorylab.report", "memorylab.cli"),
+    "memorylab.widgets": ("memorylab.report", "memorylab.cli"),
+}
+
+# PURE modules: no I/O, no clock, no environment (they are tested with golden files and
+# property tests). They may import only these standard-library modules and memorylab's own pure
+# modules.
+PURE = {
+    "memorylab.memory.records",
+    "memorylab.memory.format",
+    "memorylab.memory.preload",
+    "memorylab.memory.retention",
+    "memorylab.memory.redact",
+    "memorylab.compress.policy",
+}
+PURE_STDLIB = {
+    "__future__",
+    "bisect",
+    "collections",
+    "dataclasses",
+    "datetime",
+    "fractions",
+    "functools",
+    "html",
+    "itertools",
+    "json",
+    "math",
+    "numbers",
+    "re",
+    "typing",
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE_ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted((PACKAGE_ROOT / "memorylab").rglob("*.py"))}
+
+
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    """Nodes under ``if TYPE_CHECKING:`` (annotations only: never executed)."""
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.body:
+                skipped.update(id(n) for n in ast.walk(child))
+    return skipped
+
+
+def _imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """Every module ``name`` imports, at its top or inside a function (a lazy import)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skipped = _type_checking_nodes(tree)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                module = node.module or ""
+            submodules = {f"{module}.{a.name}" for a in node.names} & known
+            found |= submodules  # ``from package import submodule`` needs the submodule only
+            if len(submodules) < len(node.names):
+                found.add(module)
+    return found
+
+
+@functools.cache
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    known = set(modules)
+    return {name: _imports(name, path, known) for name, path in modules.items()}
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in edges.get(node, ()):
+            if target not in edges:
+                continue
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in edges:
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_there_are_modules_to_check() -> None:
+    graph = _graph()
+    assert {"memorylab", "memorylab.memory.store", "memorylab.compress.policy"} <= set(graph)
+
+
+def test_no_import_circles_lazy_imports_included() -> None:
+    assert _cycles(_graph()) == []
+
+
+def test_the_circle_finder_finds_a_lazy_circle() -> None:
+    edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycles(edges) == [["a", "b", "c"]]
+
+
+@pytest.mark.parametrize("floor", sorted(FORBIDDEN))
+def test_no_floor_imports_a_floor_above_it(floor: str) -> None:
+    wrong = sorted(
+        f"{module} imports {target}"
+        for module, targets in _graph().items()
+        if module == floor or module.startswith(floor + ".")
+        for target in targets
+        if any(target == f or target.startswith(f) for f in FORBIDDEN[floor])
+        and not target.startswith(floor)
+    )
+    assert wrong == []
+
+
+@pytest.mark.parametrize("module", sorted(PURE))
+def test_pure_modules_do_no_io(module: str) -> None:
+    targets = _graph()[module]
+    wrong = sorted(
+        t
+        for t in targets
+        if not (t in PURE or t == "memorylab.errors" or t.split(".")[0] in PURE_STDLIB)
+    )
+    assert wrong == []
+
+
+def test_only_the_gateway_imports_litellm() -> None:
+    importers = sorted(
+        m for m, targets in _graph().items() if any(t.split(".")[0] == "litellm" for t in targets)
+    )
+    assert importers == ["memorylab.llm"]
