@@ -28,7 +28,7 @@ from unittest import mock
 
 from memorylab import Agent, ContextCompressor
 from memorylab.compress import compressor as compressor_module
-from memorylab.compress.llm import ChatReply
+from memorylab.llm import ChatReply
 
 CONTEXT_LENGTH = 3000
 THRESHOLD = 0.85

@@ -15,7 +15,7 @@ from memorylab import Conversation, read_memory
 from memorylab.agent import Agent, default_preload_max_tokens
 from memorylab.compress.compressor import ContextCompressor
 from memorylab.compress.scripted import ScriptedSummarizer
-from memorylab.errors import InvalidSetting, SummarizerAuthError, SummarizerUnavailable
+from memorylab.errors import InvalidSetting, ModelAuthError, ModelUnavailable
 from memorylab.memory.records import PRELOAD_PREFIX
 
 
@@ -154,7 +154,7 @@ def test_summarizer_failure_leaves_memory_unchanged_and_the_run_goes_on() -> Non
         agent = _agent(server, context_length=400, compression_threshold=0.5)
         agent.context_compressor = ContextCompressor(
             threshold=0.5,
-            summarizer=ScriptedSummarizer(fail_on=range(10), error=SummarizerUnavailable),
+            summarizer=ScriptedSummarizer(fail_on=range(10), error=ModelUnavailable),
         )
         agent.short_memory.add("User", "x " * 300)
         folder = agent.short_memory.memory_md_path.parent  # type: ignore[union-attr]
@@ -182,7 +182,7 @@ def test_bounded_preload_does_not_force_a_compaction_on_the_first_loop() -> None
 def test_llm_errors_surface_clearly() -> None:
     with (
         FakeOpenAIServer(HTTPError(401)) as server,
-        pytest.raises(SummarizerAuthError, match="OPENAI_API_KEY"),
+        pytest.raises(ModelAuthError, match="OPENAI_API_KEY"),
     ):
         _agent(server).run("hi")
 

@@ -5,7 +5,7 @@ the client for the GIL) and answers every chat completion after ``latency`` seco
 row, N distinct one-message cases are summarized by one ``LiteLLMSummarizer`` pointed at it:
 
 * ideal: ``ceil(N / c) * latency`` — c requests in flight at every instant, no overhead;
-* floor: the same N requests sent straight through ``memorylab.compress.llm.achat`` under an
+* floor: the same N requests sent straight through ``memorylab.llm.achat`` under an
   ``asyncio.Semaphore(c)``, measured in the same run (what litellm itself costs);
 * compare: ``compare_summarizers(cases, [summarizer], ["latency"], concurrency=c,
   cache_dir=<empty folder>)`` — the whole engine: planning, semaphore, retries, the cache
@@ -40,8 +40,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 TESTS = Path(__file__).resolve().parents[1]
 
-from memorylab import LiteLLMSummarizer  # noqa: E402
-from memorylab.compress import llm  # noqa: E402
+from memorylab import LiteLLMSummarizer, llm  # noqa: E402
 from memorylab.evaluate import Case, compare_summarizers  # noqa: E402
 
 TARGET = 1.3
@@ -109,7 +108,8 @@ async def floor_run(row: Row, base_url: str, tag: str) -> None:
     async def one(i: int) -> None:
         async with semaphore:
             await llm.achat("openai/bench", [{"role": "user", "content": f"{tag} floor {i}"}],
-                            api_base=base_url, api_key="x", retries=0, timeout=60)  # fmt: skip
+                            api_base=base_url, api_key="x",
+                            retry=llm.RetryPolicy(timeout=60, retries=0))  # fmt: skip
 
     await asyncio.gather(*(one(i) for i in range(row.n)))
 

@@ -10,7 +10,7 @@ from memorylab.compress.compressor import ContextCompressor
 from memorylab.compress.policy import Backoff
 from memorylab.compress.scripted import ScriptedSummarizer
 from memorylab.compress.tokens import get_token_counter
-from memorylab.errors import CompressionFailed, InvalidSetting, SummarizerTimeout
+from memorylab.errors import CompressionFailed, InvalidSetting, ModelTimeout
 from memorylab.memory.conversation import Conversation
 from memorylab.memory.store import read_memory
 
@@ -81,7 +81,7 @@ def test_threshold_validation(bad: object) -> None:
     [
         (ScriptedSummarizer([None]), "EmptySummary"),
         (ScriptedSummarizer(["   "]), "EmptySummary"),
-        (ScriptedSummarizer(fail_on=[0], error=SummarizerTimeout), "SummarizerTimeout"),
+        (ScriptedSummarizer(fail_on=[0], error=ModelTimeout), "ModelTimeout"),
         (
             ScriptedSummarizer(fail_on=[0], error=RuntimeError("bug in a custom summarizer")),
             "RuntimeError",

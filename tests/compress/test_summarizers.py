@@ -25,31 +25,34 @@ from fakes import (
     ToolCallReply,
     closed_base_url,
 )
-from memorylab.compress._chunking import split_by_tokens, truncate_to_tokens
-from memorylab.compress.extractive import ExtractiveSummarizer
-from memorylab.compress.llm import ChatReply, achat, chat, model_context_length
-from memorylab.compress.summarizers import (
+from memorylab.compress import (
     CHUNK_PROMPT,
     MERGE_PROMPT,
     SUMMARY_PROMPT,
     SUMMARY_SYSTEM_PROMPT,
+    ExtractiveSummarizer,
+    HeadTailSummarizer,
     LiteLLMSummarizer,
     ScriptedSummarizer,
     Summarizer,
     Summary,
+    TruncateSummarizer,
+    count_tokens,
     get_summarizer,
+    get_token_counter,
 )
-from memorylab.compress.tokens import count_tokens, get_token_counter
+from memorylab.compress._chunking import split_by_tokens, truncate_to_tokens
 from memorylab.errors import (
+    ContextWindowExceeded,
     EmptySummary,
     InvalidSetting,
-    SummarizerAuthError,
-    SummarizerBadRequest,
-    SummarizerError,
-    SummarizerRateLimited,
-    SummarizerTimeout,
-    SummarizerUnavailable,
+    ModelAuthError,
+    ModelBadRequest,
+    ModelRateLimited,
+    ModelTimeout,
+    ModelUnavailable,
 )
+from memorylab.llm import ChatReply, RetryPolicy, achat, chat, model_context_length
 from memorylab.memory import format as fmt
 from memorylab.memory.records import PRELOAD_PREFIX, SUMMARY_PREFIX, MemoryDocument, Message
 
@@ -59,13 +62,20 @@ HISTORY = [
 ]
 
 
-def fake(url: str, **options: Any) -> LiteLLMSummarizer:
+def fast(retries: int = 3, timeout: float = 5.0, backoff_max: float = 0.05) -> RetryPolicy:
+    """A retry policy with short waits."""
+    return RetryPolicy(timeout=timeout, retries=retries, backoff_base=0.01, backoff_max=backoff_max)
+
+
+def fake(
+    url: str, *, retries: int = 3, timeout: float = 5.0, backoff_max: float = 0.05, **options: Any
+) -> LiteLLMSummarizer:
     """A summarizer for the fake server, with fast backoff."""
-    options.setdefault("backoff_base", 0.01)
-    options.setdefault("backoff_max", 0.05)
-    options.setdefault("timeout", 5.0)
     return LiteLLMSummarizer(
-        "openai/fake-model", llm_args={"api_base": url, "api_key": "x"}, **options
+        "openai/fake-model",
+        llm_args={"api_base": url, "api_key": "x"},
+        retry=fast(retries, timeout, backoff_max),
+        **options,
     )
 
 
@@ -138,12 +148,9 @@ def test_unmapped_model_has_no_cost_and_default_window() -> None:
 
 def test_mock_rate_limit_is_retried_then_reported() -> None:
     summarizer = LiteLLMSummarizer(
-        "gpt-4o-mini",
-        retries=2,
-        backoff_base=0.01,
-        llm_args={"mock_response": "litellm.RateLimitError"},
+        "gpt-4o-mini", retry=fast(retries=2), llm_args={"mock_response": "litellm.RateLimitError"}
     )
-    with pytest.raises(SummarizerRateLimited, match="Gave up after 3 attempts") as caught:
+    with pytest.raises(ModelRateLimited, match="Gave up after 3 attempts") as caught:
         summarizer.summarize(HISTORY)
     assert "rate" in str(caught.value).lower()
 
@@ -151,23 +158,24 @@ def test_mock_rate_limit_is_retried_then_reported() -> None:
 def test_mock_context_window_exceeded_is_not_retried() -> None:
     summarizer = LiteLLMSummarizer(
         "gpt-4o-mini",
-        retries=3,
-        backoff_base=5.0,  # a retry would make this test slow
+        retry=RetryPolicy(retries=3, backoff_base=5.0),  # a retry would make this test slow
         llm_args={"mock_response": "litellm.ContextWindowExceededError"},
     )
     started = time.perf_counter()
-    with pytest.raises(SummarizerBadRequest, match="context_window"):
+    with pytest.raises(ContextWindowExceeded, match="context_window") as caught:
         summarizer.summarize(HISTORY)
     assert time.perf_counter() - started < 3
+    assert isinstance(caught.value, ModelBadRequest) and not caught.value.retryable
 
 
 def test_mock_timeout() -> None:
     summarizer = LiteLLMSummarizer(
         "gpt-4o-mini", timeout=0.05, retries=0, llm_args={"mock_timeout": True}
     )
-    with pytest.raises(SummarizerTimeout, match="timeout=") as caught:
+    with pytest.raises(ModelTimeout, match=re.escape("RetryPolicy(timeout=...)")) as caught:
         summarizer.summarize(HISTORY)
     assert isinstance(caught.value, TimeoutError)
+    assert summarizer.retry == RetryPolicy(timeout=0.05, retries=0)  # the shortcuts
 
 
 def test_asummarize_with_mock_response() -> None:
@@ -188,12 +196,13 @@ def test_invalid_settings() -> None:
         {"max_tokens": 0},
         {"retries": -1},
         {"timeout": 0},
-        {"backoff_base": -1},
+        {"retry": {"timeout": 5}},
         {"context_window": 1},
         {"temperature": 5},
         {"llm_args": {"model": "x"}},
         {"llm_args": {"timeout": 1}},
         {"llm_args": {"num_retries": 2}},
+        {"llm_args": {"backoff_max": 2}},
     ):
         with pytest.raises(InvalidSetting):
             LiteLLMSummarizer("gpt-4o-mini", **bad)
@@ -236,14 +245,14 @@ def test_rate_limit_then_success_is_retried() -> None:
 def test_retry_after_is_honoured() -> None:
     with FakeOpenAIServer([HTTPError(429, retry_after=0.3), "ok"]) as server:
         started = time.perf_counter()
-        fake(server.base_url, backoff_base=0.01, backoff_max=2.0).summarize(HISTORY)
+        fake(server.base_url, backoff_max=2.0).summarize(HISTORY)
         assert time.perf_counter() - started >= 0.3
         assert server.request_count == 2
 
 
 def test_rate_limit_after_all_retries() -> None:
     with FakeOpenAIServer(HTTPError(429, retry_after=0)) as server:
-        with pytest.raises(SummarizerRateLimited, match="Gave up after 3 attempts"):
+        with pytest.raises(ModelRateLimited, match="Gave up after 3 attempts"):
             fake(server.base_url, retries=2).summarize(HISTORY)
         assert server.request_count == 3
 
@@ -253,7 +262,7 @@ def test_server_error_always_is_unavailable_after_retries(retries: int) -> None:
     """One HTTP request per attempt: no hidden SDK retries."""
     with FakeOpenAIServer(HTTPError(500)) as server:
         with pytest.raises(
-            SummarizerUnavailable, match=re.escape("api_base=http://127.0.0.1")
+            ModelUnavailable, match=re.escape("api_base=http://127.0.0.1")
         ) as caught:
             fake(server.base_url, retries=retries).summarize(HISTORY)
         assert server.request_count == retries + 1
@@ -268,7 +277,7 @@ def test_503_is_retried() -> None:
 
 def test_auth_error_is_not_retried() -> None:
     with FakeOpenAIServer(HTTPError(401, "Incorrect API key provided")) as server:
-        with pytest.raises(SummarizerAuthError, match="api_key") as caught:
+        with pytest.raises(ModelAuthError, match="api_key") as caught:
             fake(server.base_url, retries=3).summarize(HISTORY)
         assert server.request_count == 1
     assert "OPENAI_API_KEY" in str(caught.value)
@@ -277,7 +286,7 @@ def test_auth_error_is_not_retried() -> None:
 @pytest.mark.parametrize("status", [400, 404, 422])
 def test_bad_request_is_not_retried(status: int) -> None:
     with FakeOpenAIServer(HTTPError(status, "no such thing")) as server:
-        with pytest.raises(SummarizerBadRequest):
+        with pytest.raises(ModelBadRequest):
             fake(server.base_url, retries=3).summarize(HISTORY)
         assert server.request_count == 1
 
@@ -285,7 +294,7 @@ def test_bad_request_is_not_retried(status: int) -> None:
 def test_slow_reply_times_out() -> None:
     with FakeOpenAIServer(Reply("too late", delay=3)) as server:
         started = time.perf_counter()
-        with pytest.raises(SummarizerTimeout, match=re.escape("0.3 s")):
+        with pytest.raises(ModelTimeout, match=re.escape("0.3 s")):
             fake(server.base_url, timeout=0.3, retries=1).summarize(HISTORY)
         assert time.perf_counter() - started < 2.5
         assert server.request_count == 2
@@ -293,7 +302,7 @@ def test_slow_reply_times_out() -> None:
 
 def test_connection_refused_is_unavailable() -> None:
     started = time.perf_counter()
-    with pytest.raises(SummarizerUnavailable, match="Gave up after 2 attempts"):
+    with pytest.raises(ModelUnavailable, match="Gave up after 2 attempts"):
         fake(closed_base_url(), retries=1).summarize(HISTORY)
     assert time.perf_counter() - started < 5
 
@@ -312,16 +321,23 @@ def test_empty_reply_cut_by_length_says_so() -> None:
         fake(server.base_url).summarize(HISTORY)
 
 
-def test_errors_are_summarizer_errors() -> None:
-    for cls in (
-        EmptySummary,
-        SummarizerAuthError,
-        SummarizerBadRequest,
-        SummarizerRateLimited,
-        SummarizerTimeout,
-        SummarizerUnavailable,
+def test_the_old_error_names_are_the_new_classes() -> None:
+    from memorylab import errors
+
+    for old, new in (
+        ("SummarizerError", "ModelError"),
+        ("SummarizerTimeout", "ModelTimeout"),
+        ("SummarizerRateLimited", "ModelRateLimited"),
+        ("SummarizerAuthError", "ModelAuthError"),
+        ("SummarizerUnavailable", "ModelUnavailable"),
+        ("SummarizerBadRequest", "ModelBadRequest"),
     ):
-        assert issubclass(cls, SummarizerError)
+        assert getattr(errors, old) is getattr(errors, new)
+    try:
+        raise ModelTimeout("slow")
+    except errors.SummarizerTimeout as caught:  # an old except clause still catches
+        assert isinstance(caught, errors.SummarizerError) and isinstance(caught, TimeoutError)
+    assert issubclass(EmptySummary, ValueError) and not issubclass(EmptySummary, errors.ModelError)
 
 
 def test_asummarize_through_the_fake_server() -> None:
@@ -336,11 +352,11 @@ def test_asummarize_through_the_fake_server() -> None:
 
 def test_asummarize_errors_match_summarize() -> None:
     with FakeOpenAIServer(HTTPError(401)) as server:
-        with pytest.raises(SummarizerAuthError):
+        with pytest.raises(ModelAuthError):
             asyncio.run(fake(server.base_url).asummarize(HISTORY))
         assert server.request_count == 1
     with FakeOpenAIServer(HTTPError(500)) as server:
-        with pytest.raises(SummarizerUnavailable):
+        with pytest.raises(ModelUnavailable):
             asyncio.run(fake(server.base_url, retries=1).asummarize(HISTORY))
         assert server.request_count == 2
 
@@ -645,17 +661,17 @@ def test_scripted_order_cycling_and_calls() -> None:
 def test_scripted_fail_on_and_error() -> None:
     scripted = ScriptedSummarizer(("ok", "fine"), fail_on=(1, 2))
     assert scripted.summarize(HISTORY).text == "ok"
-    with pytest.raises(SummarizerUnavailable, match="call 1"):
+    with pytest.raises(ModelUnavailable, match="call 1"):
         scripted.summarize(HISTORY)
-    with pytest.raises(SummarizerUnavailable, match="call 2"):
+    with pytest.raises(ModelUnavailable, match="call 2"):
         scripted.summarize(HISTORY)
     assert scripted.summarize(HISTORY).text == "fine"  # failures use up no reply
     assert len(scripted.calls) == 4
-    custom = ScriptedSummarizer(fail_on=(0,), error=SummarizerTimeout("too slow"))
-    with pytest.raises(SummarizerTimeout, match="too slow"):
+    custom = ScriptedSummarizer(fail_on=(0,), error=ModelTimeout("too slow"))
+    with pytest.raises(ModelTimeout, match="too slow"):
         custom.summarize(HISTORY)
-    by_class = ScriptedSummarizer(fail_on=(0,), error=SummarizerRateLimited)
-    with pytest.raises(SummarizerRateLimited):
+    by_class = ScriptedSummarizer(fail_on=(0,), error=ModelRateLimited)
+    with pytest.raises(ModelRateLimited):
         by_class.summarize(HISTORY)
 
 
@@ -696,9 +712,6 @@ def test_get_summarizer_dispatch() -> None:
 
 
 def test_the_offline_baselines_are_selectable_by_name() -> None:
-    from memorylab.compress.baselines import HeadTailSummarizer, TruncateSummarizer
-    from memorylab.evaluate import baselines as old_home
-
     truncate = get_summarizer("memorylab/truncate", max_tokens=64)
     assert isinstance(truncate, TruncateSummarizer) and truncate.max_tokens == 64
     head_tail = get_summarizer(" memorylab/head-tail ")
@@ -707,7 +720,6 @@ def test_the_offline_baselines_are_selectable_by_name() -> None:
     summary = head_tail.summarize(history)
     assert summary.model == "memorylab/head-tail" and "step 0" in summary.text
     assert "step 29" in summary.text and "omitted" in summary.text
-    assert old_home.TruncateSummarizer is TruncateSummarizer  # the evaluate import path stays
 
 
 def test_get_summarizer_errors() -> None:
@@ -725,7 +737,7 @@ def test_get_summarizer_errors() -> None:
 
 # --------------------------------------------------------------------------- agent calls: chat()
 
-FAST = {"timeout": 5.0, "backoff_base": 0.01, "backoff_max": 0.05, "api_key": "x"}
+FAST = {"api_key": "x", "retry": fast(retries=2)}
 
 
 def test_chat_text_reply_through_the_fake_server() -> None:
@@ -763,8 +775,8 @@ def test_chat_tool_calls_and_retries() -> None:
             [{"role": "user", "content": "1+2?"}],
             tools=tools,
             api_base=server.base_url,
-            retries=1,
-            **FAST,
+            api_key="x",
+            retry=fast(retries=1),
         )
         assert server.request_count == 2
         assert server.requests[1]["tools"] == tools
@@ -776,13 +788,16 @@ def test_chat_tool_calls_and_retries() -> None:
 
 def test_chat_errors_and_options() -> None:
     with FakeOpenAIServer(HTTPError(401)) as server:
-        with pytest.raises(SummarizerAuthError):
-            chat("openai/fake-model", HISTORY, api_base=server.base_url, retries=3, **FAST)
+        with pytest.raises(ModelAuthError):
+            chat("openai/fake-model", HISTORY, api_base=server.base_url, api_key="x",
+                 retry=fast(retries=3))  # fmt: skip
         assert server.request_count == 1
-    with pytest.raises(SummarizerUnavailable, match="Gave up after 2 attempts"):
-        chat("openai/fake-model", HISTORY, api_base=closed_base_url(), retries=1, **FAST)
-    with pytest.raises(InvalidSetting):
-        chat("gpt-4o-mini", HISTORY, num_retries=3)
+    with pytest.raises(ModelUnavailable, match="Gave up after 2 attempts"):
+        chat("openai/fake-model", HISTORY, api_base=closed_base_url(), api_key="x",
+             retry=fast(retries=1))  # fmt: skip
+    for forbidden in ({"num_retries": 3}, {"timeout": 5}, {"retries": 1}):
+        with pytest.raises(InvalidSetting, match="RetryPolicy"):
+            chat("gpt-4o-mini", HISTORY, **forbidden)
 
 
 def test_chat_with_mock_response_and_achat() -> None:

@@ -7,9 +7,8 @@ import asyncio
 import pytest
 
 from memorylab import Summarizer
-from memorylab.compress import get_token_counter
+from memorylab.compress import HeadTailSummarizer, TruncateSummarizer, get_token_counter
 from memorylab.errors import EmptySummary, InvalidSetting
-from memorylab.evaluate import HeadTailSummarizer, TruncateSummarizer
 
 HISTORY = [{"role": "user" if i % 2 else "assistant", "content": f"message number {i}: " + "word " * 20}
            for i in range(40)]  # fmt: skip

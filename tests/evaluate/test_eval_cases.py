@@ -85,7 +85,7 @@ def test_case_normalizes_messages_and_repr() -> None:
 
 def test_cases_from_messages() -> None:
     [case] = cases_from_messages([{"role": "user", "content": "x"}], id="one",
-                                 facts=[Fact("f", "name", "x")], probes=[Probe("p", "q", "a")])  # fmt: skip
+                                 facts=[Fact("f", "name", "x")], probes=[Probe("p", None, "q", "a")])  # fmt: skip
     assert case.id == "one" and len(case.facts) == 1 and len(case.probes) == 1
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from memorylab import Conversation
 from memorylab.compress import ExtractiveSummarizer, ScriptedSummarizer, Summary
-from memorylab.errors import InvalidSetting, SummarizerUnavailable
+from memorylab.errors import InvalidSetting, ModelUnavailable
 from memorylab.evaluate import (
     BASELINES,
     EXISTING,
@@ -72,7 +72,7 @@ def test_baselines_and_long_form_columns() -> None:
 
 def test_failures_become_rows_and_the_rest_goes_on() -> None:
     flaky = ScriptedSummarizer(["config /srv/api/config.yaml"], fail_on=[1],
-                               error=SummarizerUnavailable, name="flaky")  # fmt: skip
+                               error=ModelUnavailable, name="flaky")  # fmt: skip
 
     def broken(sample: Any) -> float:
         raise RuntimeError("scorer bug")
@@ -82,7 +82,7 @@ def test_failures_become_rows_and_the_rest_goes_on() -> None:
     errors = df[df.metric == "error"]
     summarize_errors = errors[errors.scorer == "summarize"]
     assert len(summarize_errors) == 1
-    assert summarize_errors.error.iloc[0].startswith("SummarizerUnavailable: flaky: scripted")
+    assert summarize_errors.error.iloc[0].startswith("ModelUnavailable: flaky: scripted")
     assert len(errors[errors.scorer == "broken"]) == 5  # 6 summaries, one failed
     assert errors[errors.scorer == "broken"].error.str.contains("RuntimeError: scorer bug").all()
     table = summary_table(df)
@@ -104,7 +104,7 @@ def test_summarizer_specs() -> None:
     with pytest.raises(InvalidSetting):
         resolve_summarizers([])
     model = resolve_summarizers("gpt-4o-mini", {"timeout": 5})["gpt-4o-mini"]
-    assert model.timeout == 5
+    assert model.retry.timeout == 5
 
 
 def test_a_sync_summarizer_and_a_budget() -> None:

@@ -26,6 +26,7 @@ from memorylab.evaluate import (
     summary_table,
 )
 from memorylab.evaluate._cache import LLMCache
+from memorylab.llm import RetryPolicy
 
 HISTORY = (
     {"role": "user", "content": "Deploy the API. Config: /srv/api/config.yaml"},
@@ -36,7 +37,7 @@ FACTS = (
     Fact("f2", "number", "port 8443", 1),
     Fact("f3", "decision", "use blue-green deploys", 1),
 )
-PROBES = (Probe("p1", "Which port does staging listen on?", "8443", "f2"),)
+PROBES = (Probe("p1", "f2", "Which port does staging listen on?", "8443"),)
 
 
 def cases(n: int = 4) -> list[Case]:
@@ -46,13 +47,11 @@ def cases(n: int = 4) -> list[Case]:
     ]
 
 
-def summarizer(model: str, server: FakeOpenAIServer, **options: Any) -> LiteLLMSummarizer:
-    options.setdefault("retries", 2)
-    options.setdefault("backoff_base", 0.01)
-    options.setdefault("backoff_max", 0.05)
-    options.setdefault("timeout", 5)
+def summarizer(model: str, server: FakeOpenAIServer, *, retries: int = 2, timeout: float = 5,
+               **options: Any) -> LiteLLMSummarizer:  # fmt: skip
+    fast = RetryPolicy(timeout=timeout, retries=retries, backoff_base=0.01, backoff_max=0.05)
     return LiteLLMSummarizer(model, llm_args={"api_base": server.base_url, "api_key": "x"},
-                             **options)  # fmt: skip
+                             retry=fast, **options)  # fmt: skip
 
 
 @pytest.fixture
@@ -105,7 +104,7 @@ def test_several_models_with_different_replies_and_failures(
     assert value(df, "flaky", "fact_recall", "overall") == 1.0  # the 429 was retried
     errors = df[df.metric == "error"]
     assert set(errors.summarizer) == {"dead"} and len(errors) == 4
-    assert errors.error.str.contains("SummarizerUnavailable").all()
+    assert errors.error.str.contains("ModelUnavailable").all()
     assert value(df, "good", "cost", "usd") > 0  # gpt-4o-mini has a litellm price
     assert pd.isna(value(df, "lossy", "cost", "usd"))  # an unmapped model: NaN, not a crash
     table = summary_table(df)
@@ -253,4 +252,4 @@ def test_timeouts_retry_then_become_rows(tmp_path: Path) -> None:
                                  progress=False)  # fmt: skip
         assert server.request_count == 4
     assert set(df.metric) == {"error"}
-    assert df.error.str.contains("SummarizerTimeout").all()
+    assert df.error.str.contains("ModelTimeout").all()

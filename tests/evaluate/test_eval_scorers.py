@@ -40,8 +40,8 @@ FACTS = (
     Fact("a1", "name", "Amara Okafor", 2),
 )
 PROBES = (
-    Probe("q1", "How large is the replica lag?", "250 ms", "n2"),
-    Probe("q2", "Who is the migration owner?", "Amara Okafor", "a1"),
+    Probe("q1", "n2", "How large is the replica lag?", "250 ms"),
+    Probe("q2", "a1", "Who is the migration owner?", "Amara Okafor"),
 )
 CASE = Case("billing", HISTORY, FACTS, PROBES)
 FULL = (

@@ -21,9 +21,10 @@ from typing import Any, Literal
 
 from memorylab.compress import policy
 from memorylab.compress.compressor import ContextCompressor
-from memorylab.compress.llm import ChatReply, chat, model_context_length
+from memorylab.compress.summarizers import summarizer_names
 from memorylab.compress.tokens import get_token_counter
 from memorylab.errors import InvalidSetting
+from memorylab.llm import ChatReply, RetryPolicy, chat, model_context_length, retry_policy
 from memorylab.memory.conversation import DEFAULT_PATH, Conversation
 from memorylab.memory.records import CompactionEvent
 from memorylab.tools import Tool, as_tools
@@ -43,12 +44,44 @@ def default_preload_max_tokens(context_length: int, threshold: policy.Threshold)
 class Agent:
     """An LLM agent whose memory persists in ``$WORKSPACE_DIR/agents/{agent_name}/MEMORY.md``.
 
-    ``context_length`` defaults to litellm's ``max_input_tokens`` for ``model_name``, or
-    :data:`memorylab.compress.llm.DEFAULT_CONTEXT_WINDOW` (8192) when litellm does not
-    know the model. ``llm_args`` go to ``litellm.completion`` unchanged (``mock_response``,
-    ``api_base``, ``api_key`` ...) for the agent's calls, and for the summarizer too when it is
-    the agent's own model. ``summarizer_model=None`` summarizes with ``model_name`` (as the
-    seed does); ``"memorylab/extractive"`` works offline.
+    Args:
+        agent_name: the agent's name: the folder of its memory and the role of its replies.
+        model_name: the litellm model the agent calls.
+        system_prompt: static context sent first on every call (never compressed).
+        rules: more static context, after the system prompt.
+        max_loops: iterations per :meth:`run` (ending early at ``stop_token``), or ``"auto"``:
+            model calls until a reply uses no tool or says ``stop_token``.
+        context_compression: check compression before every model call.
+        context_length: the window compression is measured against; ``None``: litellm's
+            ``max_input_tokens`` for ``model_name``, else
+            :data:`memorylab.llm.DEFAULT_CONTEXT_WINDOW` (8192).
+        compression_threshold: a fraction of ``context_length`` (float) or a token count (int).
+        summarizer_model: ``None`` summarizes with ``model_name`` (as the seed does); a
+            summarizer name such as ``"memorylab/extractive"`` (offline) or another model.
+        persistent_memory: keep MEMORY.md on disk (False: in the process only).
+        workspace_dir: the workspace; ``None``: ``$WORKSPACE_DIR``, else ``./agent_workspace``.
+        tools: plain functions (or :class:`~memorylab.tools.Tool`) the model may call.
+        llm_args: go to ``litellm.completion`` unchanged (``mock_response``, ``api_base``,
+            ``api_key`` ...) for the agent's calls, and for the summarizer's when it is a model.
+        custom_rules_prompt: more static context (skills), after the rules.
+        preload_max_tokens: the most MEMORY.md may take when preloaded; default a quarter of
+            the window and at most half of the compression trigger
+            (:func:`default_preload_max_tokens`); ``None``: no bound.
+        temperature: the model's temperature (``None``: the provider's default).
+        max_tokens: the most tokens of one reply (``None``: the provider's default).
+        retry: timeout and retries of each model call (default ``RetryPolicy()``: 60 s, 2
+            retries).
+        timeout: shortcut that replaces ``retry.timeout``; also the summarizer's timeout.
+        retries: shortcut that replaces ``retry.retries``.
+        max_tool_rounds: model calls per iteration that may follow tool results.
+        auto_loop_cap: the most model calls of a ``max_loops="auto"`` run.
+        stop_token: a reply containing it ends the run.
+        user_name: the role of the task in the history.
+        tool_role: the role of tool results in the history.
+        durable: ``fsync`` every append (slower; survives a power loss, not just a crash).
+        completion: replaces :func:`memorylab.llm.chat` (a function returning a
+            :class:`~memorylab.llm.ChatReply`), e.g. a scripted model for offline runs.
+        clock: the time source of message timestamps (tests and generated data).
     """
 
     def __init__(
@@ -71,8 +104,9 @@ class Agent:
         preload_max_tokens: int | None = _DEFAULT,
         temperature: float | None = None,
         max_tokens: int | None = None,
-        timeout: float = 60.0,
-        retries: int = 2,
+        retry: RetryPolicy | None = None,
+        timeout: float | None = None,
+        retries: int | None = None,
         max_tool_rounds: int = 8,
         auto_loop_cap: int = AUTO_LOOP_CAP,
         stop_token: str = STOP_TOKEN,
@@ -89,8 +123,7 @@ class Agent:
         self.llm_args = dict(llm_args or {})
         self.temperature = temperature
         self.max_tokens = max_tokens
-        self.timeout = timeout
-        self.retries = retries
+        self.retry = retry_policy(retry, RetryPolicy(), timeout=timeout, retries=retries)
         self.max_tool_rounds = max_tool_rounds
         self.auto_loop_cap = auto_loop_cap
         self.stop_token = stop_token
@@ -122,8 +155,8 @@ class Agent:
             clock=clock,
         )
         summarizer_args: dict[str, Any] = {}
-        if summarizer_model is None or not summarizer_model.startswith("memorylab/"):
-            summarizer_args = {"llm_args": self.llm_args, "timeout": timeout}
+        if summarizer_model is None or summarizer_model.strip() not in summarizer_names():
+            summarizer_args = {"llm_args": self.llm_args, "timeout": self.retry.timeout}
         self.context_compressor = ContextCompressor(
             threshold=threshold,
             summarizer_model=summarizer_model,
@@ -163,8 +196,7 @@ class Agent:
             self.model_name,
             self.short_memory.to_messages(),
             tools=[t.schema() for t in self.tools.values()] or None,
-            timeout=self.timeout,
-            retries=self.retries,
+            retry=self.retry,
             **options,
         )
 
@@ -231,4 +263,9 @@ def _check_loops(value: object) -> int | Literal["auto"]:
     return value
 
 
-__all__ = ["AUTO_LOOP_CAP", "STOP_TOKEN", "Agent", "default_preload_max_tokens"]
+__all__ = [
+    "AUTO_LOOP_CAP",
+    "Agent",
+    "STOP_TOKEN",
+    "default_preload_max_tokens",
+]

@@ -15,18 +15,26 @@ builtin (``ValueError`` for bad arguments, ``OSError`` for the filesystem, ``Tim
     │   ├── LockTimeout            (TimeoutError) another process held the agent's lock too long
     │   ├── UnsafePath                            a symlink or special file on the way
     │   └── CompactionConflict                    memory changed under a compaction; nothing written
-    ├── SummarizerError                           a summary could not be produced
-    │   ├── EmptySummary           (ValueError)   the summarizer answered nothing usable
-    │   ├── SummarizerTimeout      (TimeoutError)
-    │   ├── SummarizerRateLimited
-    │   ├── SummarizerAuthError
-    │   ├── SummarizerUnavailable                 network/server errors, after retries
-    │   └── SummarizerBadRequest                  the provider rejected the request
+    ├── ModelError                                a model call failed (after retries, if retried)
+    │   ├── ModelTimeout           (TimeoutError) no answer within the timeout
+    │   ├── ModelRateLimited                      the provider rate-limited the calls (HTTP 429)
+    │   ├── ModelAuthError                        missing or refused credentials (HTTP 401/403)
+    │   ├── ModelUnavailable                      connection or server errors (HTTP 5xx)
+    │   └── ModelBadRequest                       the provider rejected the request (HTTP 4xx)
+    │       └── ContextWindowExceeded             the request is larger than the model's window
+    ├── EmptySummary               (ValueError)   a summarizer produced nothing usable
     ├── CompressionFailed                         compression kept failing; memory left unchanged
     ├── BudgetExceeded                            an estimated cost is above the configured limit
     └── PrerequisiteError          (ImportError)  an optional extra is not installed
 
-Messages say what happened and what to do next.
+Messages say what happened and what to do next. Which model errors are retried is decided by
+the table that maps provider exceptions to these classes (:mod:`memorylab.llm`); the error carries
+it as ``retryable``.
+
+The names of the previous release stay importable for one more release: ``SummarizerError`` is
+:class:`ModelError`, and ``SummarizerTimeout``, ``SummarizerRateLimited``, ``SummarizerAuthError``,
+``SummarizerUnavailable`` and ``SummarizerBadRequest`` are the ``Model*`` class of the same
+suffix. ``EmptySummary`` is no longer a ``SummarizerError``.
 """
 
 from __future__ import annotations
@@ -98,32 +106,42 @@ class CompactionConflict(StoreError):
     """
 
 
-class SummarizerError(MemorylabError):
-    """A summary could not be produced."""
+class ModelError(MemorylabError):
+    """A call to a language model failed.
+
+    ``retryable`` is True when trying again may help; :mod:`memorylab.llm`'s error table sets it
+    for each provider exception it maps.
+    """
+
+    retryable: bool = False
 
 
-class EmptySummary(SummarizerError, ValueError):
-    """The summarizer returned an empty, blank or ``None`` summary."""
+class ModelTimeout(ModelError, TimeoutError):
+    """The model did not answer within its timeout."""
 
 
-class SummarizerTimeout(SummarizerError, TimeoutError):
-    """The summarizer did not answer within its timeout."""
+class ModelRateLimited(ModelError):
+    """The provider rate-limited the calls (HTTP 429)."""
 
 
-class SummarizerRateLimited(SummarizerError):
-    """The provider rate-limited the summarizer (HTTP 429), also after retries."""
+class ModelAuthError(ModelError):
+    """The provider refused the credentials (missing or wrong API key, no access)."""
 
 
-class SummarizerAuthError(SummarizerError):
-    """The provider refused the credentials (missing or wrong API key)."""
+class ModelUnavailable(ModelError):
+    """The provider could not be reached or failed (connection, HTTP 5xx)."""
 
 
-class SummarizerUnavailable(SummarizerError):
-    """The provider could not be reached or failed (connection, HTTP 5xx), also after retries."""
+class ModelBadRequest(ModelError):
+    """The provider rejected the request (unknown model, bad parameters, content policy ...)."""
 
 
-class SummarizerBadRequest(SummarizerError):
-    """The provider rejected the request (unknown model, context window exceeded ...)."""
+class ContextWindowExceeded(ModelBadRequest):
+    """The request is larger than the model's context window."""
+
+
+class EmptySummary(MemorylabError, ValueError):
+    """A summarizer produced an empty, blank or ``None`` summary, or had nothing to summarize."""
 
 
 class CompressionFailed(MemorylabError):
@@ -136,3 +154,12 @@ class BudgetExceeded(MemorylabError):
 
 class PrerequisiteError(MemorylabError, ImportError):
     """An optional dependency is missing; the message names the ``pip install`` that fixes it."""
+
+
+# The names of the previous release, for one more release.
+SummarizerError = ModelError
+SummarizerTimeout = ModelTimeout
+SummarizerRateLimited = ModelRateLimited
+SummarizerAuthError = ModelAuthError
+SummarizerUnavailable = ModelUnavailable
+SummarizerBadRequest = ModelBadRequest

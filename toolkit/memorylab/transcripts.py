@@ -71,20 +71,33 @@ class TranscriptMessage:
 
 @dataclass(frozen=True, slots=True)
 class Fact:
-    """A planted fact: ``text`` appears verbatim in ``messages[message_index].content``."""
+    """A detail a summary should keep: its ``text`` (the value as written, verbatim in the
+    message that states it), its category (one of :data:`FACT_CATEGORIES`) and the index of
+    that message (``None``: unknown; a transcript's facts always have one)."""
 
     id: str
     category: str
     text: str
-    message_index: int
+    message_index: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.category not in FACT_CATEGORIES:
+            raise InvalidSetting(
+                f"fact {self.id!r}: category must be one of {', '.join(FACT_CATEGORIES)}, "
+                f"not {self.category!r}"
+            )
+        if not isinstance(self.text, str) or not self.text.strip():
+            raise InvalidSetting(f"fact {self.id!r}: text must be a non-empty string")
 
 
 @dataclass(frozen=True, slots=True)
 class Probe:
-    """A question about one fact, with a short exact answer."""
+    """A question the summary alone should let a reader answer, with its short exact answer;
+    ``fact_id`` names the fact it asks about (``None``: no fact; a transcript's probes always
+    name one)."""
 
     id: str
-    fact_id: str
+    fact_id: str | None
     question: str
     answer: str
 
@@ -118,6 +131,8 @@ class Transcript:
 
     def message_of(self, fact: Fact) -> TranscriptMessage:
         """The message a fact was planted in."""
+        if fact.message_index is None:
+            raise InvalidSetting(f"fact {fact.id!r} names no message (message_index=None)")
         return self.messages[fact.message_index]
 
 
@@ -270,7 +285,7 @@ def load_transcript(path: str | os.PathLike[str]) -> Transcript:
         if fact.id in fact_ids:
             raise line.fail(f"duplicate fact id {fact.id!r}")
         fact_ids.add(fact.id)
-        if not 0 <= fact.message_index < len(messages):
+        if fact.message_index is None or not 0 <= fact.message_index < len(messages):
             raise line.fail(
                 f"message_index {fact.message_index} is out of range (there are "
                 f"{len(messages)} messages, numbered from 0)"

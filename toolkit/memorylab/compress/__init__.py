@@ -1,0 +1,77 @@
+"""Deciding when to compress and summarizing: tokens, thresholds, summarizers, the compressor.
+
+* :mod:`~memorylab.compress.tokens` — token counting that works offline.
+* :mod:`~memorylab.compress.policy` — the threshold convention and the back-off after failures.
+* :mod:`~memorylab.compress.base` — :class:`Summary`, the :class:`Summarizer` protocol and
+  :class:`BaseSummarizer`; each strategy has its own module: :mod:`.litellm_summarizer`,
+  :mod:`.extractive`, :mod:`.baselines`, :mod:`.scripted`.
+* :mod:`~memorylab.compress.summarizers` — summarizers by name (:func:`get_summarizer`,
+  :func:`register_summarizer`).
+* :mod:`~memorylab.compress.compressor` — :class:`ContextCompressor`.
+
+Importing this package imports neither litellm nor tiktoken; the first model call or token
+count does.
+"""
+
+from memorylab.compress.base import BaseSummarizer, Summarizer, Summary
+from memorylab.compress.baselines import OMISSION_MARKER, HeadTailSummarizer, TruncateSummarizer
+from memorylab.compress.compressor import MIN_SUMMARY_TOKENS, ContextCompressor
+from memorylab.compress.extractive import ExtractiveSummarizer
+from memorylab.compress.litellm_summarizer import (
+    CHUNK_PROMPT,
+    MERGE_PROMPT,
+    SUMMARIZER_RETRY,
+    SUMMARY_PROMPT,
+    SUMMARY_SYSTEM_PROMPT,
+    LiteLLMSummarizer,
+)
+from memorylab.compress.policy import (
+    DEFAULT_THRESHOLD,
+    THRESHOLD_CONVENTION,
+    Backoff,
+    Threshold,
+    should_compress,
+    trigger_tokens,
+    validate_threshold,
+)
+from memorylab.compress.scripted import ScriptedSummarizer
+from memorylab.compress.summarizers import (
+    DEFAULT_SUMMARIZER,
+    get_summarizer,
+    register_summarizer,
+    summarizer_names,
+)
+from memorylab.compress.tokens import TokenCounter, count_tokens, get_token_counter
+
+__all__ = [
+    "Backoff",
+    "BaseSummarizer",
+    "CHUNK_PROMPT",
+    "ContextCompressor",
+    "DEFAULT_SUMMARIZER",
+    "DEFAULT_THRESHOLD",
+    "ExtractiveSummarizer",
+    "HeadTailSummarizer",
+    "LiteLLMSummarizer",
+    "MERGE_PROMPT",
+    "MIN_SUMMARY_TOKENS",
+    "OMISSION_MARKER",
+    "SUMMARIZER_RETRY",
+    "SUMMARY_PROMPT",
+    "SUMMARY_SYSTEM_PROMPT",
+    "ScriptedSummarizer",
+    "Summarizer",
+    "Summary",
+    "THRESHOLD_CONVENTION",
+    "Threshold",
+    "TokenCounter",
+    "TruncateSummarizer",
+    "count_tokens",
+    "get_summarizer",
+    "get_token_counter",
+    "register_summarizer",
+    "should_compress",
+    "summarizer_names",
+    "trigger_tokens",
+    "validate_threshold",
+]

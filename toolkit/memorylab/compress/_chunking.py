@@ -1,7 +1,7 @@
 """Chunk planning and token helpers: cut, truncate and pack text by tokens, nothing lost.
 
 Private to :mod:`memorylab.compress`. :func:`plan_calls` is the map-reduce plan of
-:class:`~memorylab.compress.summarizers.LiteLLMSummarizer` (described in that module's
+:class:`~memorylab.compress.litellm_summarizer.LiteLLMSummarizer` (described in that module's
 docstring): a generator that yields each call's prompt and receives its reply, so it makes no
 call itself. :func:`truncate_to_tokens` also serves
 :class:`~memorylab.compress.extractive.ExtractiveSummarizer`. Tokens are counted with
@@ -18,15 +18,6 @@ from memorylab.errors import EmptySummary, InvalidSetting
 
 if TYPE_CHECKING:
     from memorylab.compress.tokens import TokenCounter
-
-__all__ = [
-    "Plan",
-    "Prompts",
-    "plan_calls",
-    "split_by_tokens",
-    "token_counter",
-    "truncate_to_tokens",
-]
 
 _FRAMING_TOKENS = 16  # chat-format overhead of a system + user message, rounded up
 _LABEL_TOKENS = 24  # room for the "[... part i/n]" label of a split message

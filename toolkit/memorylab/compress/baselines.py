@@ -20,15 +20,14 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from memorylab.compress.summarizers import Summary, offline_summary
+from memorylab.compress._chunking import token_counter
+from memorylab.compress.base import BaseSummarizer, Summary, check_history, local_summary
 from memorylab.errors import EmptySummary, InvalidSetting
+from memorylab.llm import check_int
 from memorylab.memory import format as fmt
-from memorylab.memory.format import content_to_text
 
 if TYPE_CHECKING:
     from memorylab.compress.tokens import TokenCounter
-
-__all__ = ["OMISSION_MARKER", "HeadTailSummarizer", "TruncateSummarizer"]
 
 OMISSION_MARKER = "[… {count} messages omitted …]"
 """Put between the head and the tail by :class:`HeadTailSummarizer`."""
@@ -38,17 +37,7 @@ _MIN_BUDGET = 16
 
 
 def _check_budget(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < _MIN_BUDGET:
-        raise InvalidSetting(f"max_tokens must be an int >= {_MIN_BUDGET}, not {value!r}")
-    return value
-
-
-def _blocks(messages: Sequence[Mapping[str, Any]]) -> list[str]:
-    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
-        raise InvalidSetting("messages must be a sequence of {'role', 'content'} mappings")
-    if not any(content_to_text(m.get("content")).strip() for m in messages):
-        raise EmptySummary("nothing to summarize: the history is empty")
-    return fmt.history_lines(messages)
+    return check_int("max_tokens", value, _MIN_BUDGET)
 
 
 def _longest(text: str, limit: int, counter: TokenCounter, *, from_end: bool) -> str:
@@ -93,8 +82,7 @@ def _take(
     return kept, taken
 
 
-class _Baseline:
-    name: str
+class _Baseline(BaseSummarizer):
     max_tokens: int
     model: str | None
 
@@ -106,24 +94,18 @@ class _Baseline:
     ) -> Summary:
         started = time.perf_counter()
         budget = _check_budget(self.max_tokens if max_tokens is None else max_tokens)
-        blocks = _blocks(messages)
-        from memorylab.compress.tokens import get_token_counter
-
-        counter = get_token_counter(self.model)
-        text = self._text(blocks, budget, counter).strip()
+        check_history(messages)
+        counter = token_counter(self.model)
+        text = self._text(fmt.history_lines(messages), budget, counter).strip()
         if not text:
             raise EmptySummary(f"{self.name}: the budget of {budget} tokens kept nothing")
-        return offline_summary(self.name, text, messages, counter, started)
-
-    async def asummarize(
-        self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
-    ) -> Summary:
-        """Same as :meth:`summarize` (CPU work: compare runs it on a thread)."""
-        return self.summarize(messages, max_tokens=max_tokens)
+        return local_summary(self.name, text, messages, counter, started)
 
 
 class TruncateSummarizer(_Baseline):
     """The transcript cut to ``max_tokens`` tokens: its end (``keep="tail"``) or its start."""
+
+    name = "memorylab/truncate"
 
     def __init__(
         self,
@@ -137,7 +119,6 @@ class TruncateSummarizer(_Baseline):
             raise InvalidSetting(f"keep must be 'tail' or 'head', not {keep!r}")
         self.keep = keep
         self.model = model
-        self.name = "memorylab/truncate"
 
     def __repr__(self) -> str:
         return f"TruncateSummarizer(max_tokens={self.max_tokens}, keep={self.keep!r})"
@@ -149,6 +130,8 @@ class TruncateSummarizer(_Baseline):
 
 class HeadTailSummarizer(_Baseline):
     """The start and the end of the transcript within ``max_tokens`` tokens."""
+
+    name = "memorylab/head-tail"
 
     def __init__(
         self, max_tokens: int = 1024, *, head_share: float = 0.3, model: str | None = None
@@ -162,7 +145,6 @@ class HeadTailSummarizer(_Baseline):
             raise InvalidSetting(f"head_share must be a number in (0, 1), not {head_share!r}")
         self.head_share = float(head_share)
         self.model = model
-        self.name = "memorylab/head-tail"
 
     def __repr__(self) -> str:
         return f"HeadTailSummarizer(max_tokens={self.max_tokens}, head_share={self.head_share})"

@@ -23,8 +23,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memorylab.compress import policy
+from memorylab.compress.base import Summarizer, Summary
 from memorylab.compress.policy import Backoff, Threshold
-from memorylab.compress.summarizers import Summarizer, Summary, get_summarizer
+from memorylab.compress.summarizers import DEFAULT_SUMMARIZER, get_summarizer, summarizer_names
 from memorylab.errors import CompactionConflict, CompressionFailed, InvalidSetting
 from memorylab.memory.conversation import Conversation
 from memorylab.memory.records import CompactionEvent
@@ -34,18 +35,27 @@ logger = logging.getLogger("memorylab")
 MIN_SUMMARY_TOKENS = 64
 """The smallest summary budget the compressor asks for, however small the window."""
 
-DEFAULT_SUMMARIZER = "memorylab/extractive"
-"""Used when neither ``summarizer`` nor ``summarizer_model`` is given (offline, no key)."""
-
 
 class ContextCompressor:
     """Decides when to compress a :class:`~memorylab.Conversation` and does it.
 
-    ``summarizer`` (an object) wins over ``summarizer_model`` (a litellm model name or
-    ``"memorylab/extractive"``). With neither, the :class:`~memorylab.Agent` uses its own
-    ``model_name`` (as the seed does) and a standalone compressor uses the offline extractive
-    summarizer. ``summarizer_args`` go to the summarizer's constructor (e.g. ``llm_args``,
-    ``timeout``).
+    Args:
+        threshold: when to compress: a float in (0, 1] is a fraction of the context length, an
+            int an absolute token count (:mod:`memorylab.compress.policy`).
+        summarizer_model: a summarizer name (``"memorylab/extractive"`` or any registered one)
+            or a litellm model name. ``None``: the :class:`~memorylab.Agent` uses its own
+            ``model_name`` (as the seed does), a standalone compressor the offline extractive
+            summarizer.
+        summarizer_temperature: the temperature of a litellm model summarizer.
+        summarizer_max_tokens: the largest summary to ask for (it is also kept under half of
+            the trigger: :meth:`summary_budget`).
+        summarizer: a summarizer object; wins over ``summarizer_model``.
+        backoff: how many checks to skip after a failed summary, and when to give up
+            (:class:`~memorylab.compress.policy.Backoff`).
+        summarizer_args: options for the summarizer's constructor when it is built from
+            ``summarizer_model`` (``llm_args``, ``retry``, ``timeout`` ...).
+        timer: measures ``latency_s`` (default ``time.perf_counter``); injectable for
+            reproducible records.
     """
 
     def __init__(
@@ -70,7 +80,6 @@ class ContextCompressor:
         self.summarizer_max_tokens = summarizer_max_tokens
         self.summarizer_args = dict(summarizer_args or {})
         self.backoff = backoff or Backoff()
-        # Measures latency_s (default time.perf_counter); injectable for reproducible records.
         self.timer = timer or time.perf_counter
         self.events: list[CompactionEvent] = []
         self.failures = 0
@@ -80,14 +89,20 @@ class ContextCompressor:
     # -- the summarizer -------------------------------------------------------------------------
 
     def summarizer_for(self, default_model: str | None = None) -> Summarizer:
-        """The summarizer to use; built once from ``summarizer_model`` (or ``default_model``)."""
+        """The summarizer to use; built once from ``summarizer_model`` (or ``default_model``).
+
+        A litellm model name is given ``summarizer_temperature`` and ``summarizer_max_tokens``;
+        every summarizer is given ``summarizer_args``.
+        """
         if self._summarizer is None:
             spec = self.summarizer_model or default_model or DEFAULT_SUMMARIZER
-            options: dict[str, Any] = {"max_tokens": self.summarizer_max_tokens}
-            if not spec.startswith("memorylab/"):
-                options["temperature"] = self.summarizer_temperature
-            options.update(self.summarizer_args)
-            self._summarizer = get_summarizer(spec, **options)
+            options: dict[str, Any] = {}
+            if spec.strip() not in summarizer_names():
+                options = {
+                    "max_tokens": self.summarizer_max_tokens,
+                    "temperature": self.summarizer_temperature,
+                }
+            self._summarizer = get_summarizer(spec, **{**options, **self.summarizer_args})
         return self._summarizer
 
     # -- deciding -------------------------------------------------------------------------------
@@ -213,4 +228,4 @@ def _usage(summary: Summary) -> dict[str, Any]:
     }
 
 
-__all__ = ["DEFAULT_SUMMARIZER", "MIN_SUMMARY_TOKENS", "ContextCompressor"]
+__all__ = ["ContextCompressor", "MIN_SUMMARY_TOKENS"]

@@ -30,16 +30,15 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from memorylab.compress._chunking import truncate_to_tokens
-from memorylab.compress.summarizers import Summary, offline_summary
-from memorylab.errors import EmptySummary, InvalidSetting, MemoryFormatError
+from memorylab.compress._chunking import token_counter, truncate_to_tokens
+from memorylab.compress.base import BaseSummarizer, Summary, check_history, local_summary
+from memorylab.errors import EmptySummary, MemoryFormatError
+from memorylab.llm import check_int
 from memorylab.memory import format as fmt
 from memorylab.memory.records import PRELOAD_PREFIX, SUMMARY_PREFIX
 
 if TYPE_CHECKING:
     from memorylab.compress.tokens import TokenCounter
-
-__all__ = ["ExtractiveSummarizer"]
 
 _DECISION = re.compile(
     r"\b(?:decided|decides?|decision|agreed|agrees?|will use|we'll use|going with|go with|"
@@ -205,21 +204,18 @@ def _carry_forward(previous: Sequence[str]) -> tuple[str, str | None]:
     return "\n".join(lines), task
 
 
-class ExtractiveSummarizer:
+class ExtractiveSummarizer(BaseSummarizer):
     """Offline, deterministic summarizer (see the module docstring); name ``memorylab/extractive``.
 
     ``max_tokens`` is the budget of the summary, counted with ``get_token_counter(model)``
     (``model=None``: the cl100k_base approximation).
     """
 
+    name = "memorylab/extractive"
+
     def __init__(self, max_tokens: int = 1024, model: str | None = None) -> None:
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
-            raise InvalidSetting(f"max_tokens must be an int, not {max_tokens!r}")
-        if max_tokens < _MIN_BUDGET:
-            raise InvalidSetting(f"max_tokens must be >= {_MIN_BUDGET}, not {max_tokens}")
-        self.max_tokens = max_tokens
+        self.max_tokens = check_int("max_tokens", max_tokens, _MIN_BUDGET)
         self.model = model
-        self.name = "memorylab/extractive"
 
     def __repr__(self) -> str:
         return f"ExtractiveSummarizer(max_tokens={self.max_tokens}, model={self.model!r})"
@@ -229,28 +225,16 @@ class ExtractiveSummarizer:
     ) -> Summary:
         """The extractive summary of ``messages`` in at most ``max_tokens`` tokens."""
         started = time.perf_counter()
-        budget = self.max_tokens if max_tokens is None else max_tokens
-        if isinstance(budget, bool) or not isinstance(budget, int) or budget < _MIN_BUDGET:
-            raise InvalidSetting(f"max_tokens must be an int >= {_MIN_BUDGET}, not {budget!r}")
-        if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
-            raise InvalidSetting("messages must be a sequence of {'role', 'content'} mappings")
+        budget = check_int("max_tokens", self.max_tokens if max_tokens is None else max_tokens,
+                           _MIN_BUDGET)  # fmt: skip
+        check_history(messages)
         history = _expand(messages)
         if not any(m.text.strip() for m in history):
             raise EmptySummary("nothing to summarize: the history is empty")
-
-        from memorylab.compress.tokens import get_token_counter
-
-        counter = get_token_counter(self.model)
-        text = self._build(history, budget, counter)
-        if not text.strip():  # cannot happen with a non-empty history; never return it
-            raise EmptySummary("the extractive summary came out empty")
-        return offline_summary(self.name, text, messages, counter, started)
-
-    async def asummarize(
-        self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
-    ) -> Summary:
-        """Same as :meth:`summarize` (pure CPU work; for symmetry with LLM summarizers)."""
-        return self.summarize(messages, max_tokens=max_tokens)
+        counter = token_counter(self.model)
+        return local_summary(
+            self.name, self._build(history, budget, counter), messages, counter, started
+        )
 
     # -- the work ------------------------------------------------------------------------------
     def _build(self, history: list[_Msg], budget: int, counter: TokenCounter) -> str:

@@ -43,9 +43,9 @@ from typing import TypeGuard
 from memorylab.errors import InvalidSetting
 
 __all__ = [
+    "Backoff",
     "DEFAULT_THRESHOLD",
     "THRESHOLD_CONVENTION",
-    "Backoff",
     "Threshold",
     "should_compress",
     "trigger_tokens",

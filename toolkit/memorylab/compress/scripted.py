@@ -7,17 +7,15 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memorylab.compress.summarizers import Summary
-from memorylab.errors import EmptySummary, InvalidSetting, SummarizerUnavailable
-
-__all__ = ["ScriptedSummarizer"]
+from memorylab.compress.base import BaseSummarizer, Summary
+from memorylab.errors import EmptySummary, InvalidSetting, ModelUnavailable
 
 
-class ScriptedSummarizer:
+class ScriptedSummarizer(BaseSummarizer):
     """Canned replies, in order and cycling, with scripted failures; records every call.
 
     Call ``i`` (0-based, counting failures) raises ``error`` when ``i in fail_on`` (default
-    :class:`~memorylab.errors.SummarizerUnavailable`; a class is instantiated, an instance is
+    :class:`~memorylab.errors.ModelUnavailable`; a class is instantiated, an instance is
     raised as is); a failed call does not use up a reply. A reply of ``None`` or a blank string
     raises :class:`~memorylab.errors.EmptySummary`. ``delay`` seconds are slept per call.
     ``.calls`` holds each call's messages (copied).
@@ -50,19 +48,20 @@ class ScriptedSummarizer:
     def __repr__(self) -> str:
         return f"ScriptedSummarizer({len(self.replies)} replies, calls={len(self.calls)})"
 
-    def _take(self, messages: Sequence[Mapping[str, Any]]) -> tuple[int, str | None, bool]:
+    def summarize(
+        self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
+    ) -> Summary:
+        started = time.perf_counter()
         with self._lock:
             index = len(self.calls)
             self.calls.append([dict(m) for m in messages])
-            if index in self.fail_on:
-                return index, None, True
-            reply = self.replies[self._next_reply % len(self.replies)]
-            self._next_reply += 1
-            return index, reply, False
-
-    def _finish(self, index: int, reply: str | None, fail: bool, started: float) -> Summary:
+            fail = index in self.fail_on
+            reply = None if fail else self.replies[self._next_reply % len(self.replies)]
+            self._next_reply += 0 if fail else 1
+        if self.delay:
+            time.sleep(self.delay)
         if fail:
-            error = self.error if self.error is not None else SummarizerUnavailable
+            error = self.error if self.error is not None else ModelUnavailable
             if isinstance(error, type):
                 raise error(f"{self.name}: scripted failure on call {index}")
             raise error
@@ -75,23 +74,3 @@ class ScriptedSummarizer:
             latency_s=time.perf_counter() - started,
             chunks=1,
         )
-
-    def summarize(
-        self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
-    ) -> Summary:
-        started = time.perf_counter()
-        index, reply, fail = self._take(messages)
-        if self.delay:
-            time.sleep(self.delay)
-        return self._finish(index, reply, fail, started)
-
-    async def asummarize(
-        self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
-    ) -> Summary:
-        started = time.perf_counter()
-        index, reply, fail = self._take(messages)
-        if self.delay:
-            import asyncio
-
-            await asyncio.sleep(self.delay)
-        return self._finish(index, reply, fail, started)

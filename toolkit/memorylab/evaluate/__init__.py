@@ -2,18 +2,22 @@
 
 * :mod:`~memorylab.evaluate.cases` — :class:`Case` (a history, reference facts and probes, an
   existing summary); :func:`cases_from_transcripts`, :func:`cases_from_workspace`.
-* :mod:`~memorylab.evaluate.scorers` — :class:`Score`, scorers by name (:func:`get_scorer`).
+* :mod:`~memorylab.evaluate.base` — :class:`Score`, :class:`Sample`, the :class:`Scorer`
+  protocol and :class:`BaseScorer`; :mod:`~memorylab.evaluate.scorers` — scorers by name
+  (:func:`get_scorer`, :func:`register_scorer`).
 * :mod:`~memorylab.evaluate.compare` — :func:`compare_summarizers` (long-form DataFrame),
   :func:`summary_table`, :func:`fact_survival_table`, :func:`estimate_cost`.
-* :mod:`~memorylab.evaluate.baselines` — offline floors: truncate and head+tail.
 * :mod:`~memorylab.evaluate.plots` — ``plot_*(df, ax=None) -> Axes``.
 
 pandas, matplotlib, litellm, rapidfuzz and the optional extras are imported only when used.
 """
 
-from memorylab.compress.baselines import HeadTailSummarizer, TruncateSummarizer
+import warnings
+
 from memorylab.evaluate._cache import LLMCache
+from memorylab.evaluate._extras import RougeScorer, SimilarityScorer
 from memorylab.evaluate._llm_scorers import (
+    JUDGE_CRITERIA,
     JUDGE_PROMPT,
     JUDGE_SYSTEM_PROMPT,
     LOOKUP_READER,
@@ -21,8 +25,11 @@ from memorylab.evaluate._llm_scorers import (
     READER_SYSTEM_PROMPT,
     JudgeScorer,
     ProbeQAScorer,
+    grade_answer,
+    lookup_answer,
     parse_judge_reply,
 )
+from memorylab.evaluate.base import BaseScorer, FunctionScorer, Sample, Score, Scorer
 from memorylab.evaluate.cases import (
     FACT_CATEGORIES,
     Case,
@@ -46,37 +53,58 @@ from memorylab.evaluate.compare import (
 from memorylab.evaluate.facts import extract_facts, fact_kept
 from memorylab.evaluate.plots import plot_cost_quality, plot_latency, plot_quality
 from memorylab.evaluate.scorers import (
-    BaseScorer,
-    Sample,
-    Score,
-    Scorer,
+    CompressionScorer,
+    CostScorer,
+    FactRecallScorer,
+    LatencyScorer,
     get_scorer,
     register_scorer,
     scorer_names,
 )
 
+
+def __getattr__(name: str) -> object:
+    # The baselines were importable from here; they are summarizers of memorylab.compress.
+    if name not in ("HeadTailSummarizer", "TruncateSummarizer"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(
+        f"memorylab.evaluate.{name} has moved: import it from memorylab.compress",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    from memorylab.compress import baselines
+
+    return getattr(baselines, name)
+
+
 __all__ = [
     "BASELINES",
     "BaseScorer",
     "Case",
+    "CompressionScorer",
+    "CostScorer",
     "DEFAULT_SCORERS",
     "EXISTING",
     "FACT_CATEGORIES",
     "Fact",
-    "HeadTailSummarizer",
+    "FactRecallScorer",
+    "FunctionScorer",
+    "JUDGE_CRITERIA",
     "JUDGE_PROMPT",
     "JUDGE_SYSTEM_PROMPT",
     "JudgeScorer",
     "LLMCache",
     "LOOKUP_READER",
+    "LatencyScorer",
     "Probe",
     "ProbeQAScorer",
     "READER_PROMPT",
     "READER_SYSTEM_PROMPT",
+    "RougeScorer",
     "Sample",
     "Score",
     "Scorer",
-    "TruncateSummarizer",
+    "SimilarityScorer",
     "cases_from_messages",
     "cases_from_transcripts",
     "cases_from_workspace",
@@ -87,6 +115,8 @@ __all__ = [
     "fact_kept",
     "fact_survival_table",
     "get_scorer",
+    "grade_answer",
+    "lookup_answer",
     "markdown_table",
     "parse_judge_reply",
     "plot_cost_quality",

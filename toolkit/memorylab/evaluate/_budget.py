@@ -10,78 +10,31 @@ tokenizer, the prompt included) and output tokens at their bound, priced with li
 from __future__ import annotations
 
 import asyncio
-import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from memorylab.compress.summarizers import LiteLLMSummarizer
+from memorylab import llm
 from memorylab.evaluate._cache import LLMCache, RunStats
-from memorylab.evaluate._engine import Context, run_sync
+from memorylab.evaluate._engine import Context, summarize
+from memorylab.evaluate.base import Sample, Scorer, run_sync
 from memorylab.evaluate.cases import Case
-from memorylab.evaluate.scorers import Scorer
-from memorylab.memory import format as fmt
 
 if TYPE_CHECKING:
     import pandas as pd
-
-def _price(model: str) -> tuple[float, float] | None:
-    """USD per input and per output token from litellm's price map, or ``None``."""
-    from memorylab.compress import llm
-
-    try:
-        million = 1_000_000
-        cost_in, _ = llm.import_litellm().cost_per_token(
-            model=model, prompt_tokens=million, completion_tokens=0
-        )
-        _, cost_out = llm.import_litellm().cost_per_token(
-            model=model, prompt_tokens=0, completion_tokens=million
-        )
-    except Exception:  # ModelNotMappedError and friends: no price
-        return None
-    return float(cost_in) / million, float(cost_out) / million
-
-
-def _summary_calls(summarizer: LiteLLMSummarizer, case: Case, max_tokens: int | None
-                   ) -> list[tuple[int, int]]:  # fmt: skip
-    """``(input, output)`` tokens of the calls a LiteLLM summary of ``case`` makes (the output
-    bound by max_tokens; chunks and one merge round when the history is larger than the
-    window)."""
-    from memorylab.compress.summarizers import (
-        SUMMARY_PROMPT,
-        SUMMARY_SYSTEM_PROMPT,
-    )
-    from memorylab.compress.tokens import get_token_counter
-
-    counter = get_token_counter(summarizer.model)
-    out = max_tokens or summarizer.max_tokens
-    history = counter.count(fmt.history_text(case.messages))
-    overhead = counter.count(SUMMARY_SYSTEM_PROMPT + SUMMARY_PROMPT) + 16
-    window = summarizer.get_context_window()
-    budget = window - out - min(max(int(window * 0.1), 32), 2048)
-    if history + overhead <= budget or budget <= overhead:
-        return [(history + overhead, out)]
-    chunks = math.ceil(history / (budget - overhead))
-    calls = [(history // chunks + overhead, out)] * chunks
-    merges = max(1, math.ceil(chunks * out / (budget - overhead)))
-    calls += [(chunks * out // merges + overhead, out)] * merges
-    return calls
 
 
 def _replay(units: list[tuple[Case, Any]], scorers: list[Scorer], cache: LLMCache | None,
             max_tokens: int | None) -> list[tuple[Any, set[str]]]:  # fmt: skip
     """For each (case, summarizer): the summary when it can be made from the cache alone (or
-    offline), and the names of the model scorers whose calls on it are all cached."""
-    from memorylab.evaluate._engine import summarize
-    from memorylab.evaluate.scorers import BaseScorer, Sample
-
-    needs_model = [s for s in scorers if not (isinstance(s, BaseScorer) and s.offline)]
+    locally), and the names of the model scorers whose calls on it are all cached."""
+    needs_model = [s for s in scorers if not getattr(s, "offline", False)]
     nothing: tuple[Any, set[str]] = (None, set())
     if cache is None:
         return [nothing] * len(units)
     ctx = Context(cache, RunStats(), 8, max_tokens, cache_only=True)
 
     async def replay(case: Case, summarizer: Any) -> tuple[Any, set[str]]:
-        if not isinstance(summarizer, LiteLLMSummarizer) and not needs_model:
+        if getattr(summarizer, "local", True) and not needs_model:
             return nothing
         try:
             summary, _ = await summarize(summarizer, case, ctx)
@@ -127,22 +80,24 @@ def estimate_units(
         entry[2] += sum(c[0] for c in calls)
         entry[3] += sum(c[1] for c in calls)
 
+    def add_calls(calls: list[tuple[str, int, int]], cached: bool) -> None:
+        for model in dict.fromkeys(m for m, _, _ in calls):
+            add(model, [(i, o) for m, i, o in calls if m == model], cached)
+
     units = [(case, summarizer) for case in items for summarizer in resolved.values()]
     replayed = _replay(units, scorer_list, cache, max_tokens)
     for (case, summarizer), (summary, cached) in zip(units, replayed, strict=True):
         summary_tokens = max_tokens or int(getattr(summarizer, "max_tokens", 1024) or 1024)
-        if isinstance(summarizer, LiteLLMSummarizer):
-            add(summarizer.model, _summary_calls(summarizer, case, max_tokens),
-                summary is not None)  # fmt: skip
+        estimate = getattr(summarizer, "estimate", None)
+        if callable(estimate):
+            add_calls(estimate(case.messages, max_tokens), summary is not None)
         for scorer in scorer_list:
             estimate = getattr(scorer, "estimate", None)
-            calls = estimate(case, summary_tokens) if callable(estimate) else []
-            for model in {m for m, _, _ in calls}:
-                mine = [(i, o) for m, i, o in calls if m == model]
-                add(model, mine, scorer.name in cached)
+            add_calls(estimate(case, summary_tokens) if callable(estimate) else [],
+                      scorer.name in cached)  # fmt: skip
     rows = []
     for model, (calls, cached_calls, tokens_in, tokens_out) in sorted(totals.items()):
-        price = _price(model)
+        price = llm.token_prices(model)
         usd = 0.0 if price is None else tokens_in * price[0] + tokens_out * price[1]
         rows.append((model, int(calls), int(cached_calls), int(tokens_in), int(tokens_out), usd,
                      price is not None))  # fmt: skip

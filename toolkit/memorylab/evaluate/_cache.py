@@ -14,9 +14,9 @@ rename wins (both entries are valid). There is no fsync (it would stall the even
 call): after a power loss an entry may be empty or torn; an entry that does not parse is treated
 as missing and rewritten, so the worst case is one repeated call.
 
-Model calls themselves go through :class:`memorylab.compress.llm.Caller` (timeouts, retries
-with backoff on rate limits and timeouts, mapped errors): :class:`CachingCaller` wraps a
-``Caller``; :class:`CachedLLM` is the reader/judge client of the scorers.
+Model calls themselves go through :class:`memorylab.llm.Caller` (timeouts, retries with backoff
+on rate limits and timeouts, mapped errors): :class:`CachingCaller` is a ``Caller`` that looks in
+the cache first; :class:`CachedLLM` is the reader/judge client of the scorers.
 """
 
 from __future__ import annotations
@@ -33,20 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from memorylab.compress import llm
-from memorylab.errors import BudgetExceeded, EmptySummary, SummarizerBadRequest
+from memorylab import llm
+from memorylab.errors import BudgetExceeded, ModelError
 from memorylab.memory.format import content_to_text
-
-__all__ = [
-    "TRANSPORT_KEYS",
-    "CacheMiss",
-    "CachedLLM",
-    "CachingCaller",
-    "Completion",
-    "LLMCache",
-    "RunStats",
-    "request_key",
-]
 
 _T = TypeVar("_T")
 
@@ -200,13 +189,12 @@ def _rebuild(data: Mapping[str, Any]) -> Any:
     return llm.import_litellm().ModelResponse(**data)
 
 
-class CachingCaller:
-    """A :class:`memorylab.compress.llm.Caller` whose calls are served from an :class:`LLMCache`.
+class CachingCaller(llm.Caller):
+    """A copy of a :class:`memorylab.llm.Caller` whose calls are served from an :class:`LLMCache`.
 
     Every call (hit or miss) adds its latency — the original call's, for a hit — to
     ``latency_s``, so a re-run reports the numbers of the first. ``cache_only=True`` raises
     :class:`CacheMiss` instead of calling the model (used to estimate what a run will cost).
-    The interface is the part of ``Caller`` that the summarizers use.
     """
 
     def __init__(
@@ -218,7 +206,7 @@ class CachingCaller:
         cache_only: bool = False,
         inflight: dict[str, Any] | None = None,
     ) -> None:
-        self.inner = inner
+        self.__dict__.update(inner.__dict__)  # model, retry, llm_args, too_long_hint
         self.cache = cache
         self.stats = stats if stats is not None else RunStats()
         self.cache_only = cache_only
@@ -226,15 +214,6 @@ class CachingCaller:
         self.latency_s = 0.0
         self.hits = 0
         self.misses = 0
-
-    def __getattr__(self, name: str) -> Any:  # model, timeout, retries, llm_args ...
-        return getattr(self.inner, name)
-
-    def kwargs(self, defaults: Mapping[str, Any], forced: Mapping[str, Any]) -> dict[str, Any]:
-        return self.inner.kwargs(defaults, forced)
-
-    def map_error(self, exc: Exception, what: str) -> Any:
-        return self.inner.map_error(exc, what)
 
     def _lookup(self, kwargs: Mapping[str, Any], check: Callable[[Any], _T]) -> tuple[str, Any]:
         key = request_key(kwargs)
@@ -289,7 +268,7 @@ class CachingCaller:
         self.stats.check_budget()
         store, done = self._storing(key, kwargs, check)
         try:
-            return self.inner.call(kwargs, what, store)
+            return super().call(kwargs, what, store)
         finally:
             done()
 
@@ -314,7 +293,7 @@ class CachingCaller:
             mine = asyncio.get_running_loop().create_future()
             self.inflight[key] = mine
         try:
-            return await self.inner.acall(kwargs, what, store)
+            return await super().acall(kwargs, what, store)
         finally:
             done()
             if mine is not None and self.inflight is not None:
@@ -339,10 +318,12 @@ def _completion_check(model: str) -> Callable[[Any], Completion]:
         try:
             content = response.choices[0].message.content
         except (AttributeError, IndexError, TypeError):
-            raise SummarizerBadRequest(f"{model}: the provider answered without choices") from None
+            raise ModelError(
+                f"{model}: the provider answered without choices; check the model and api_base"
+            ) from None
         text = content if isinstance(content, str) else content_to_text(content)
         if not text or not text.strip():
-            raise EmptySummary(f"{model} returned an empty answer")
+            raise ModelError(f"{model} returned an empty answer; check the prompt and max_tokens")
         prompt_tokens, completion_tokens = llm.response_usage(response)
         cost = llm.response_cost(response)
         return Completion(text.strip(), prompt_tokens, completion_tokens, cost, 0.0, False)
@@ -351,12 +332,7 @@ def _completion_check(model: str) -> Callable[[Any], Completion]:
 
 
 class CachedLLM:
-    """Chat completions for scorers (a reader, a judge): cached, retried, under a semaphore.
-
-    ``options`` are as for :func:`memorylab.compress.llm.chat`: ``timeout`` (60 s), ``retries``
-    (2), ``backoff_base`` (1 s), ``backoff_max`` (30 s); the rest goes to litellm
-    (``temperature``, ``max_tokens``, ``api_base``, ``api_key``, ``mock_response`` ...).
-    """
+    """Chat completions for scorers (a reader, a judge): cached, retried, under a semaphore."""
 
     def __init__(
         self,
@@ -374,16 +350,20 @@ class CachedLLM:
         self.inflight = inflight
 
     async def acomplete(
-        self, model: str, messages: Sequence[Mapping[str, Any]], **options: Any
+        self,
+        model: str,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        retry: llm.RetryPolicy | None = None,
+        **llm_args: Any,
     ) -> Completion:
-        options = dict(options)
+        """One reply of ``model``; ``llm_args`` go to litellm (``temperature``, ``max_tokens``,
+        ``api_base``, ``api_key``, ``mock_response`` ...), ``retry`` defaults to
+        ``RetryPolicy()``."""
         inner = llm.Caller(
             model,
-            timeout=options.pop("timeout", 60.0),
-            retries=options.pop("retries", 2),
-            backoff_base=options.pop("backoff_base", 1.0),
-            backoff_max=options.pop("backoff_max", 30.0),
-            llm_args=options,
+            retry=llm.retry_policy(retry, llm.RetryPolicy()),
+            llm_args=llm_args,
             too_long_hint="Use a model with a larger context window or a shorter history.",
         )
         caller = CachingCaller(

@@ -2,10 +2,13 @@
 
 One unit summarizes one case with one summarizer, under the comparison's semaphore, then runs
 every scorer on the summary (model calls of scorers take the semaphore again, one call at a
-time, so a unit never holds a slot while it waits for another). Offline work — the built-in
-baselines, the extractive summarizer, offline scorers — runs on worker threads, so the event
-loop keeps the model calls of other units going. Any exception of a summarizer or a scorer
-becomes an error row; nothing is lost.
+time, so a unit never holds a slot while it waits for another). Offline work — a summarizer's
+``asummarize`` runs ``summarize`` on a worker thread unless it awaits model calls, a summarizer
+without ``asummarize`` is run on one, offline scorers too — so the event loop keeps the model
+calls of other units going. A summarizer's model calls go through the run's cache when it has
+``with_caller`` (:class:`memorylab.compress.BaseSummarizer`). Nothing here knows the built-in
+summarizers or scorers by type. Any exception of a summarizer or a scorer becomes an error row;
+nothing is lost.
 
 With an ``executor`` every unit is a job (:func:`run_unit_job`) that runs its own event loop;
 its arguments are pickled by process-based executors (Dask, ``ProcessPoolExecutor``).
@@ -14,20 +17,18 @@ its arguments are pickled by process-based executors (Dask, ``ProcessPoolExecuto
 from __future__ import annotations
 
 import asyncio
-import copy
 import dataclasses
 import math
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
-from memorylab.compress.summarizers import LiteLLMSummarizer, Summary
+from memorylab.compress.base import Summary
 from memorylab.errors import InvalidSetting
 from memorylab.evaluate._cache import CachedLLM, CacheMiss, CachingCaller, LLMCache, RunStats
+from memorylab.evaluate.base import Sample, Scorer, run_sync
 from memorylab.evaluate.cases import Case
-from memorylab.evaluate.scorers import BaseScorer, Sample, Scorer
-
-_T = TypeVar("_T")
+from memorylab.llm import Caller
 
 EXISTING = "memorylab/existing"
 
@@ -53,33 +54,29 @@ class ExistingSummaries:
             "summarize new messages"
         )
 
-    async def asummarize(
-        self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
-    ) -> Summary:
-        return self.summarize(messages, max_tokens=max_tokens)
+    @staticmethod
+    def summary_of_case(case: Case) -> Summary:
+        """The summary ``case`` already has, with the cost and latency its record gives."""
+        if not case.summary:
+            raise InvalidSetting(
+                f"case {case.id!r} has no existing summary; {EXISTING} scores the summaries of "
+                "cases_from_workspace() cases"
+            )
+        meta = case.metadata
 
+        def number(key: str) -> float | None:
+            value = meta.get(key)
+            return float(value) if isinstance(value, int | float) else None
 
-def existing_summary(case: Case) -> Summary:
-    if not case.summary:
-        raise InvalidSetting(
-            f"case {case.id!r} has no existing summary; {EXISTING} scores the summaries of "
-            "cases_from_workspace() cases"
+        tokens = meta.get("summary_tokens")
+        return Summary(
+            text=case.summary,
+            model=str(meta.get("summarizer_model") or EXISTING),
+            output_tokens=tokens if isinstance(tokens, int) else None,
+            cost_usd=number("cost_usd"),
+            latency_s=number("latency_s"),  # type: ignore[arg-type]
+            chunks=1,
         )
-    meta = case.metadata
-
-    def number(key: str) -> float | None:
-        value = meta.get(key)
-        return float(value) if isinstance(value, int | float) else None
-
-    tokens = meta.get("summary_tokens")
-    return Summary(
-        text=case.summary,
-        model=str(meta.get("summarizer_model") or EXISTING),
-        output_tokens=tokens if isinstance(tokens, int) else None,
-        cost_usd=number("cost_usd"),
-        latency_s=number("latency_s"),  # type: ignore[arg-type]
-        chunks=1,
-    )
 
 
 @dataclass
@@ -99,41 +96,36 @@ class Context:
                          inflight=self.inflight)  # fmt: skip
 
 
-def _is_offline(summarizer: Any) -> bool:
-    if isinstance(summarizer, LiteLLMSummarizer):
-        return False
-    from memorylab.compress.baselines import HeadTailSummarizer, TruncateSummarizer
-    from memorylab.compress.extractive import ExtractiveSummarizer
-
-    if isinstance(summarizer, ExtractiveSummarizer | TruncateSummarizer | HeadTailSummarizer):
-        return True
-    method = getattr(summarizer, "asummarize", None)
-    return method is None or not asyncio.iscoroutinefunction(method)
-
-
 async def summarize(summarizer: Any, case: Case, ctx: Context) -> tuple[Summary, bool]:
-    """The summary of ``case`` and whether it came whole from the cache."""
+    """The summary of ``case`` and whether it came whole from the cache.
+
+    A summarizer with ``summary_of_case(case)`` (:data:`EXISTING`) gives the case's own summary.
+    """
+    of_case = getattr(summarizer, "summary_of_case", None)
+    if callable(of_case):
+        summary: Summary = of_case(case)
+        return summary, False
+    callers: list[CachingCaller] = []
+
+    def through_cache(inner: Caller) -> Caller:
+        caller = CachingCaller(inner, ctx.cache, ctx.stats, cache_only=ctx.cache_only,
+                               inflight=ctx.inflight)  # fmt: skip
+        callers.append(caller)
+        return caller
+
+    with_caller = getattr(summarizer, "with_caller", None)
+    bound = with_caller(through_cache) if callable(with_caller) else summarizer
     messages = list(case.messages)
-    if isinstance(summarizer, ExistingSummaries):
-        return existing_summary(case), False
-    if isinstance(summarizer, LiteLLMSummarizer):
-        summarizer.get_context_window()  # resolved once, on the original, not on every copy
-        bound = copy.copy(summarizer)
-        caller = CachingCaller(
-            summarizer._caller, ctx.cache, ctx.stats, cache_only=ctx.cache_only,
-            inflight=ctx.inflight,
-        )
-        bound._caller = caller  # type: ignore[assignment]
-        summary = await bound.asummarize(messages, max_tokens=ctx.max_tokens)
-        if caller.hits or caller.misses:
-            summary = dataclasses.replace(summary, latency_s=caller.latency_s)
-        return summary, caller.hits > 0 and caller.misses == 0
-    if _is_offline(summarizer):
-        done: Summary = await asyncio.to_thread(
-            summarizer.summarize, messages, max_tokens=ctx.max_tokens
-        )
-        return done, False
-    return await summarizer.asummarize(messages, max_tokens=ctx.max_tokens), False
+    method = getattr(bound, "asummarize", None)
+    if method is not None and asyncio.iscoroutinefunction(method):
+        summary = await method(messages, max_tokens=ctx.max_tokens)
+    else:
+        summary = await asyncio.to_thread(bound.summarize, messages, max_tokens=ctx.max_tokens)
+    hits = sum(c.hits for c in callers)
+    misses = sum(c.misses for c in callers)
+    if hits or misses:
+        summary = dataclasses.replace(summary, latency_s=sum(c.latency_s for c in callers))
+    return summary, hits > 0 and misses == 0
 
 
 def _error_text(exc: BaseException) -> str:
@@ -149,8 +141,9 @@ def _row(case: str, label: str, scorer: str, metric: str, value: float, n: Any,
 async def _score(scorer: Scorer, sample: Sample, ctx: Context) -> list[dict[str, Any]]:
     case, label = sample.case.id, sample.summarizer
     try:
-        if isinstance(scorer, BaseScorer) and scorer.offline:
-            scores = await asyncio.to_thread(scorer.score, sample)
+        score = getattr(scorer, "score", None)
+        if getattr(scorer, "offline", False) and callable(score):
+            scores = await asyncio.to_thread(score, sample)
         else:
             scores = await scorer.ascore(sample, ctx.llm())
     except CacheMiss:
@@ -196,19 +189,6 @@ async def run_unit(
     results = await asyncio.gather(*(_score(s, sample, ctx) for s in scorers))
     rows = [row for group in results for row in group]
     return rows, _summary_record(case, label, summary, cached, None)
-
-
-def run_sync(factory: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
-    """``asyncio.run(factory())``, on a worker thread when this thread already runs a loop
-    (a notebook cell)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(factory())
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memorylab-compare") as pool:
-        return pool.submit(lambda: asyncio.run(factory())).result()
 
 
 def run_unit_job(

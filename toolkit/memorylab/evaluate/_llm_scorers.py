@@ -14,26 +14,15 @@ import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from memorylab.compress.baselines import HeadTailSummarizer
+from memorylab.compress.tokens import get_token_counter
 from memorylab.errors import InvalidSetting
-from memorylab.evaluate.scorers import NAN, BaseScorer, Sample, Score
+from memorylab.evaluate.base import NAN, BaseScorer, Sample, Score
 
 if TYPE_CHECKING:
     from memorylab.evaluate._cache import CachedLLM
     from memorylab.evaluate.cases import Case
-
-__all__ = [
-    "JUDGE_CRITERIA",
-    "JUDGE_PROMPT",
-    "JUDGE_SYSTEM_PROMPT",
-    "LOOKUP_READER",
-    "READER_PROMPT",
-    "READER_SYSTEM_PROMPT",
-    "JudgeScorer",
-    "ProbeQAScorer",
-    "grade_answer",
-    "lookup_answer",
-    "parse_judge_reply",
-]
+    from memorylab.llm import RetryPolicy
 
 READER_SYSTEM_PROMPT = (
     "You answer questions about an AI agent's earlier work using only the notes you are "
@@ -142,10 +131,10 @@ class ProbeQAScorer(BaseScorer):
     """A reader answers each probe of the case from the summary alone.
 
     ``reader``: a litellm model name (called through the comparison's cache, with
-    ``llm_args`` such as ``api_base``/``api_key``), :data:`LOOKUP_READER` (the default, offline:
-    :func:`lookup_answer`) or a function ``(question, summary) -> answer``. Metrics ``exact``
-    and ``fuzzy`` (see :func:`grade_answer`) are shares of the case's probes (NaN without
-    probes).
+    ``llm_args`` such as ``api_base``/``api_key`` and the ``retry`` policy), :data:`LOOKUP_READER`
+    (the default, offline: :func:`lookup_answer`) or a function ``(question, summary) -> answer``.
+    Metrics ``exact`` and ``fuzzy`` (see :func:`grade_answer`) are shares of the case's probes
+    (NaN without probes).
     """
 
     name = "probe_qa"
@@ -156,12 +145,14 @@ class ProbeQAScorer(BaseScorer):
         *,
         llm_args: Mapping[str, Any] | None = None,
         max_tokens: int = 64,
+        retry: RetryPolicy | None = None,
     ) -> None:
         if not (callable(reader) or (isinstance(reader, str) and reader.strip())):
             raise InvalidSetting(f"reader must be a model name or a function, not {reader!r}")
         self.reader = reader
         self.llm_args = dict(llm_args or {})
         self.max_tokens = max_tokens
+        self.retry = retry
 
     def __repr__(self) -> str:
         return f"ProbeQAScorer(reader={self.reader!r})"
@@ -188,7 +179,8 @@ class ProbeQAScorer(BaseScorer):
         if callable(self.reader):
             return str(self.reader(question, summary)), 0.0
         options = {"temperature": 0.0, "max_tokens": self.max_tokens, **self.llm_args}
-        reply = await llm.acomplete(self.reader, self._messages(question, summary), **options)
+        messages = self._messages(question, summary)
+        reply = await llm.acomplete(self.reader, messages, retry=self.retry, **options)
         return reply.text, reply.cost_usd if reply.cost_usd is not None else NAN
 
     def score(self, sample: Sample) -> Mapping[str, Score]:
@@ -335,7 +327,8 @@ class JudgeScorer(BaseScorer):
 
     Metrics: each criterion of :data:`JUDGE_CRITERIA` as ``(rating - 1) / 4`` in [0, 1] and
     their mean ``overall``. A history longer than ``max_history_tokens`` is shown to the judge
-    as its head and tail (noted in the explanation). ``llm_args`` go to litellm.
+    as its head and tail (noted in the explanation). ``llm_args`` go to litellm; ``retry`` is
+    the calls' :class:`~memorylab.llm.RetryPolicy`.
     """
 
     name = "judge"
@@ -347,6 +340,7 @@ class JudgeScorer(BaseScorer):
         llm_args: Mapping[str, Any] | None = None,
         max_history_tokens: int = 12_000,
         max_tokens: int = 300,
+        retry: RetryPolicy | None = None,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise InvalidSetting(
@@ -357,6 +351,7 @@ class JudgeScorer(BaseScorer):
         self.llm_args = dict(llm_args or {})
         self.max_history_tokens = max_history_tokens
         self.max_tokens = max_tokens
+        self.retry = retry
 
     def __repr__(self) -> str:
         return f"JudgeScorer({self.model!r})"
@@ -366,19 +361,13 @@ class JudgeScorer(BaseScorer):
         return False
 
     def _transcript(self, case: Case) -> tuple[str, bool]:
-        from memorylab.compress.baselines import HeadTailSummarizer
-
         text = case.history_text
-        from memorylab.compress.tokens import get_token_counter
-
         if get_token_counter(None).count(text) <= self.max_history_tokens:
             return text, False
         cut = HeadTailSummarizer(self.max_history_tokens, head_share=0.5)
         return cut.summarize(case.messages).text, True
 
     def estimate(self, case: Case, summary_tokens: int) -> list[tuple[str, int, int]]:
-        from memorylab.compress.tokens import get_token_counter
-
         history = min(get_token_counter(None).count(case.history_text), self.max_history_tokens)
         return [(self.model, history + summary_tokens + 400, self.max_tokens)]
 
@@ -392,7 +381,7 @@ class JudgeScorer(BaseScorer):
             },
         ]
         options = {"temperature": 0.0, "max_tokens": self.max_tokens, **self.llm_args}
-        reply = await llm.acomplete(self.model, messages, **options)
+        reply = await llm.acomplete(self.model, messages, retry=self.retry, **options)
         ratings, explanation = parse_judge_reply(reply.text)
         note = " (the judge saw the head and tail of a long history)" if cut else ""
         meta = {"ratings": ratings, "cost_usd": reply.cost_usd, "judge": self.model}

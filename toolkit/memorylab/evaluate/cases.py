@@ -32,10 +32,11 @@ from typing import Any, Literal
 from memorylab.errors import InvalidSetting, MemoryFormatError, StoreError
 from memorylab.memory import format as fmt
 from memorylab.memory.records import SUMMARY_PREFIX, MemoryDocument
+from memorylab.transcripts import FACT_CATEGORIES, Fact, Probe, load_transcript
 
 __all__ = [
-    "FACT_CATEGORIES",
     "Case",
+    "FACT_CATEGORIES",
     "Fact",
     "Probe",
     "cases_from_messages",
@@ -43,40 +44,7 @@ __all__ = [
     "cases_from_workspace",
 ]
 
-FACT_CATEGORIES = ("number", "path", "command", "name", "decision")
-"""The categories of facts, in the order tables show them."""
-
 Split = Literal["whole", "session", "window"]
-
-
-@dataclass(frozen=True, slots=True)
-class Fact:
-    """A detail a summary should keep: its ``text`` (the value as written), its category and
-    the index of the message (in the case's history) that states it (``None``: unknown)."""
-
-    id: str
-    category: str
-    text: str
-    message_index: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.category not in FACT_CATEGORIES:
-            raise InvalidSetting(
-                f"fact {self.id!r}: category must be one of {', '.join(FACT_CATEGORIES)}, "
-                f"not {self.category!r}"
-            )
-        if not isinstance(self.text, str) or not self.text.strip():
-            raise InvalidSetting(f"fact {self.id!r}: text must be a non-empty string")
-
-
-@dataclass(frozen=True, slots=True)
-class Probe:
-    """A question that the summary alone should let a reader answer, with the expected answer."""
-
-    id: str
-    question: str
-    answer: str
-    fact_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,8 +134,6 @@ def _windows(
 
 
 def _transcript_cases(path: Path, split: Split, window: int) -> list[Case]:
-    from memorylab.transcripts import load_transcript
-
     transcript = load_transcript(path)
     stem = path.name.removesuffix(".jsonl")
     cases = []
@@ -177,13 +143,13 @@ def _transcript_cases(path: Path, split: Split, window: int) -> list[Case]:
             for m in transcript.messages[start:end]
         )
         facts = tuple(
-            Fact(f.id, f.category, f.text, f.message_index - start)
+            dataclasses.replace(f, message_index=f.message_index - start)
             for f in transcript.facts
             if f.message_index is not None and start <= f.message_index < end
         )
         kept = {f.id for f in facts}
         probes = tuple(
-            Probe(p.id, p.question, p.answer, p.fact_id)
+            p
             for p in transcript.probes
             if p.fact_id in kept or (p.fact_id is None and split == "whole")
         )

@@ -9,7 +9,7 @@ built-in offline ones — ``"memorylab/extractive"``, ``"memorylab/truncate"``,
 
 * Concurrency: asyncio, at most ``concurrency`` summaries or model calls at a time; offline
   work runs on threads. Rate limits, timeouts and 5xx are retried with exponential backoff by
-  :class:`memorylab.compress.llm.Caller`; what still fails is a row with ``metric="error"``.
+  :class:`memorylab.llm.Caller`; what still fails is a row with ``metric="error"``.
 * Cache: every model call (summaries, chunks, merges, reader and judge calls) is stored under
   ``cache_dir`` keyed by the SHA-256 of its model, parameters and prompt
   (:mod:`memorylab.evaluate._cache`); a re-run sends no request and reports the same numbers,
@@ -34,7 +34,8 @@ from concurrent.futures import Executor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from memorylab.compress.summarizers import Summarizer
+from memorylab.compress.base import Summarizer
+from memorylab.compress.summarizers import get_summarizer, summarizer_names
 from memorylab.errors import BudgetExceeded, InvalidSetting
 from memorylab.evaluate._cache import LLMCache, RunStats
 from memorylab.evaluate._engine import (
@@ -43,12 +44,12 @@ from memorylab.evaluate._engine import (
     SUMMARY_COLUMNS,
     Context,
     ExistingSummaries,
-    run_sync,
     run_unit,
     run_unit_job,
 )
+from memorylab.evaluate.base import Scorer, run_sync
 from memorylab.evaluate.cases import Case
-from memorylab.evaluate.scorers import Scorer, get_scorer
+from memorylab.evaluate.scorers import get_scorer
 from memorylab.evaluate.tables import fact_survival_table, markdown_table, summary_table
 
 if TYPE_CHECKING:
@@ -94,19 +95,10 @@ def _resolve_one(spec: SummarizerSpec, options: Mapping[str, Any]) -> Any:
         name = spec.strip()
         if name == EXISTING:
             return ExistingSummaries()
-        from memorylab.compress.summarizers import get_summarizer
-
-        if name in BASELINES:
-            return get_summarizer(name)
-        if name.lower().startswith("memorylab/") and name != "memorylab/scripted":
-            raise InvalidSetting(
-                f"unknown memorylab summarizer {spec!r}; built in: "
-                f"{', '.join((*BASELINES, EXISTING, 'memorylab/scripted'))}"
-            )
-        return get_summarizer(name, **(options if name != "memorylab/scripted" else {}))
+        return get_summarizer(name, **(options if name not in summarizer_names() else {}))
     if not callable(getattr(spec, "summarize", None)):
         raise InvalidSetting(
-            f"a summarizer is a litellm model name, a built-in name or a Summarizer object, "
+            f"a summarizer is a litellm model name, a registered name or a Summarizer object, "
             f"not {type(spec).__name__}"
         )
     return spec
@@ -118,7 +110,8 @@ def resolve_summarizers(
 ) -> dict[str, Any]:
     """``{label: summarizer}``: a mapping keeps its labels; otherwise the summarizer's
     ``name`` (a model name for LiteLLM). ``summarizer_args`` go to LiteLLMSummarizer for model
-    names (``{"llm_args": {"api_base": ...}, "timeout": 30}``)."""
+    names (``{"llm_args": {"api_base": ...}, "retry": RetryPolicy(timeout=30)}``); registered
+    names are built with their defaults."""
     options = dict(summarizer_args or {})
     if isinstance(summarizers, str) or not isinstance(summarizers, Sequence | Mapping):
         summarizers = [summarizers]
@@ -302,17 +295,35 @@ def compare_summarizers(
 ) -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame]:
     """Summarize every case with every summarizer, score the summaries (module docstring).
 
-    Returns the long-form scores, one row per (case, summarizer, scorer, metric) with columns
-    ``case, summarizer, scorer, metric, value, n, explanation, error`` (``n``: how many facts
-    or probes the value averages over; a failure is a row with ``metric="error"``, NaN value
-    and the ``error`` text). ``df.attrs["run"]`` holds the run's counters: model ``requests``
-    sent (retries not counted), ``cache_hits``, ``spent_usd``, ``estimate_usd``,
-    ``unpriced_models``. With ``with_summaries=True`` also a frame of the summaries (text,
-    model, tokens, cost, latency, whether they came whole from the cache, error).
+    Args:
+        cases: a :class:`~memorylab.evaluate.cases.Case` or several (``cases_from_*``).
+        summarizers: names (registered or litellm models), :class:`~memorylab.Summarizer`
+            objects, a list of them, or a dict ``{label: summarizer}`` that chooses the labels.
+        scorers: scorer names, :class:`~memorylab.evaluate.base.Scorer` objects or functions
+            ``sample -> float``; default :data:`DEFAULT_SCORERS` (all offline).
+        concurrency: the most summaries and model calls in flight at a time.
+        cache_dir: where model calls are cached: ``True`` (:func:`default_cache_dir`), a
+            folder, or ``None``/``False`` for no cache.
+        max_cost_usd: the cost guard: estimate first and raise
+            :class:`~memorylab.errors.BudgetExceeded` above it; stop sending at it.
+        executor: a :class:`concurrent.futures.Executor` that runs each (case, summarizer) as
+            a job (Dask's ``client.get_executor()``, a process pool).
+        progress: show a progress bar.
+        max_tokens: the summary budget given to every summarizer (``None``: each one's
+            default).
+        summarizer_args: options for summarizers given as litellm model names (``llm_args``,
+            ``retry`` ...).
+        with_summaries: also return the frame of the summaries.
 
-    ``cache_dir``: ``True`` (:func:`default_cache_dir`), a folder, or ``None``/``False`` for
-    no cache. ``max_tokens``: the summary budget given to every summarizer (``None``: each
-    one's default). ``summarizer_args``: options for summarizers given as model names.
+    Returns:
+        The long-form scores, one row per (case, summarizer, scorer, metric) with columns
+        ``case, summarizer, scorer, metric, value, n, explanation, error`` (``n``: how many
+        facts or probes the value averages over; a failure is a row with ``metric="error"``,
+        NaN value and the ``error`` text). ``df.attrs["run"]`` holds the run's counters: model
+        ``requests`` sent (retries not counted), ``cache_hits``, ``spent_usd``,
+        ``estimate_usd``, ``unpriced_models``. With ``with_summaries=True``, also a frame of
+        the summaries (text, model, tokens, cost, latency, whether they came whole from the
+        cache, error).
     """
     _check_settings(concurrency, max_cost_usd, max_tokens)
     items = _resolve_cases(cases)

@@ -64,10 +64,10 @@ from memorylab.memory.format import content_to_text
 __all__ = [
     "DECISION_CUES",
     "DECISION_THRESHOLD",
+    "FactMatch",
     "NUMBER_WINDOW",
     "PROGRAMS",
     "UNITS",
-    "FactMatch",
     "extract_facts",
     "fact_kept",
     "normalize",

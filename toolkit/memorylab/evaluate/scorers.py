@@ -1,7 +1,7 @@
-"""Scores of a summary: the :class:`Score` record, the scorer protocol and scorers by name.
+"""Scorers by name: the table :func:`get_scorer` reads, and the built-in scorers that need nothing.
 
-A scorer looks at one :class:`Sample` (a case, the summary a summarizer made of it, the
-summarizer's name) and returns ``{metric: Score}``. Registered scorers (:func:`get_scorer`):
+A scorer looks at one :class:`~memorylab.evaluate.base.Sample` and returns ``{metric: Score}``
+(the types are in :mod:`memorylab.evaluate.base`). Registered scorers (:func:`get_scorer`):
 
 =================  =================================================================  ==========
 name               metrics                                                            needs
@@ -22,164 +22,35 @@ name               metrics                                                      
 
 A metric that does not apply (no facts of a category, no probes) is NaN, not 0. Scores that
 average over items carry ``metadata["n"]`` (facts, probes), which comparisons use as weights.
-Any callable ``sample -> float | Score | {metric: float | Score}`` is a scorer too.
+Any callable ``sample -> float | Score | {metric: float | Score}`` is a scorer too. A scorer of
+your own is added by name the same way as these: ``register_scorer("mine", MyScorer)``, or
+``@register_scorer("mine")`` on the class.
 """
 
 from __future__ import annotations
 
-import asyncio
-import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, TypeVar
 
+from memorylab.compress.tokens import get_token_counter
 from memorylab.errors import InvalidSetting
+from memorylab.evaluate._extras import RougeScorer, SimilarityScorer
+from memorylab.evaluate._llm_scorers import JudgeScorer, ProbeQAScorer
+from memorylab.evaluate.base import NAN, BaseScorer, FunctionScorer, Sample, Score, Scorer
 from memorylab.evaluate.cases import FACT_CATEGORIES, Case, Fact
-
-if TYPE_CHECKING:
-    from memorylab.compress.summarizers import Summary
-    from memorylab.evaluate._cache import CachedLLM
+from memorylab.evaluate.facts import extract_facts, fact_kept
 
 __all__ = [
-    "NAN",
-    "BaseScorer",
     "CompressionScorer",
     "CostScorer",
     "FactRecallScorer",
-    "FunctionScorer",
     "LatencyScorer",
-    "Sample",
-    "Score",
-    "Scorer",
     "get_scorer",
     "register_scorer",
     "scorer_names",
 ]
 
-NAN = float("nan")
-
-
-@dataclass(frozen=True, slots=True)
-class Score:
-    """One number with why: ``value`` (NaN when it does not apply), a human ``explanation`` and
-    ``metadata`` (``n``: how many items it averages over; lost facts; raw judge scores ...)."""
-
-    value: float
-    explanation: str = ""
-    metadata: Mapping[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        value = self.value
-        if value is None:
-            value = NAN
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise InvalidSetting(f"a Score value must be a number, not {value!r}")
-        object.__setattr__(self, "value", float(value))
-
-
-@dataclass(frozen=True, slots=True)
-class Sample:
-    """What a scorer sees: the case, the summary made of it and who made it."""
-
-    case: Case
-    summary: Summary
-    summarizer: str
-
-    @property
-    def text(self) -> str:
-        """The summary's text."""
-        return self.summary.text
-
-
-@runtime_checkable
-class Scorer(Protocol):
-    """A named scorer; :func:`memorylab.evaluate.compare_summarizers` awaits ``ascore``."""
-
-    name: str
-
-    async def ascore(self, sample: Sample, llm: CachedLLM) -> Mapping[str, Score]: ...
-
-
-class BaseScorer:
-    """Base class: override :meth:`score` (offline) or :meth:`ascore` (model calls).
-
-    :meth:`estimate` lists the model calls a scorer will make for a case, as
-    ``(model, input_tokens, output_tokens)``, for the cost guard (``summary_tokens`` is an
-    upper bound of the summary's size).
-    """
-
-    name = "scorer"
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}()"
-
-    def score(self, sample: Sample) -> Mapping[str, Score]:
-        """Score one sample (offline scorers implement this; model scorers run :meth:`ascore`)."""
-        from memorylab.evaluate._cache import CachedLLM
-
-        coroutine = self.ascore(sample, CachedLLM())
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(coroutine)
-        result: Mapping[str, Score] = _in_thread(lambda: asyncio.run(coroutine))
-        return result
-
-    async def ascore(self, sample: Sample, llm: CachedLLM) -> Mapping[str, Score]:
-        return self.score(sample)
-
-    def estimate(self, case: Case, summary_tokens: int) -> list[tuple[str, int, int]]:
-        return []
-
-    @property
-    def offline(self) -> bool:
-        """True when :meth:`score` does CPU work only (it is then run on a worker thread)."""
-        return type(self).ascore is BaseScorer.ascore
-
-
-def _in_thread(call: Callable[[], Any]) -> Any:
-    """``call()`` on a short-lived thread (for sync use from inside a running event loop)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memorylab-score") as pool:
-        return pool.submit(call).result()
-
-
-def _as_scores(result: Any, name: str) -> dict[str, Score]:
-    if isinstance(result, Score):
-        return {"value": result}
-    if isinstance(result, Mapping):
-        return {
-            str(k): (v if isinstance(v, Score) else Score(float(v))) for k, v in result.items()
-        }
-    if isinstance(result, int | float) and not isinstance(result, bool):
-        return {"value": Score(float(result))}
-    raise InvalidSetting(
-        f"scorer {name!r} returned {type(result).__name__}; return a float, a Score or a "
-        "mapping of metric names to them"
-    )
-
-
-class FunctionScorer(BaseScorer):
-    """A plain function ``sample -> float | Score | {metric: ...}`` as a scorer."""
-
-    def __init__(self, function: Callable[[Sample], Any], name: str | None = None) -> None:
-        if not callable(function):
-            raise InvalidSetting(f"a scorer function must be callable, not {function!r}")
-        self.function = function
-        self.name = name or str(getattr(function, "__name__", "function"))
-
-    def __repr__(self) -> str:
-        return f"FunctionScorer({self.name!r})"
-
-    def score(self, sample: Sample) -> Mapping[str, Score]:
-        return _as_scores(self.function(sample), self.name)
-
-
-def _counter(model: str | None) -> Any:
-    from memorylab.compress.tokens import get_token_counter
-
-    return get_token_counter(model)
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 class CompressionScorer(BaseScorer):
@@ -191,7 +62,7 @@ class CompressionScorer(BaseScorer):
         self.model = model
 
     def score(self, sample: Sample) -> Mapping[str, Score]:
-        counter = _counter(self.model)
+        counter = get_token_counter(self.model)
         history = counter.count(sample.case.history_text)
         summary = counter.count(sample.text)
         ratio = history / summary if summary else NAN
@@ -258,15 +129,11 @@ class FactRecallScorer(BaseScorer):
         known = self._extracted.get(id(case))
         if known is not None and known[0] is case:
             return known[1]
-        from memorylab.evaluate.facts import extract_facts
-
         found = tuple(extract_facts(case.messages))
         self._extracted[id(case)] = (case, found)
         return found
 
     def score(self, sample: Sample) -> Mapping[str, Score]:
-        from memorylab.evaluate.facts import fact_kept
-
         facts = self.facts(sample.case)
         source = "reference" if sample.case.facts else "extracted"
         kept: dict[str, list[Fact]] = {c: [] for c in FACT_CATEGORIES}
@@ -299,50 +166,34 @@ class FactRecallScorer(BaseScorer):
 
 # --------------------------------------------------------------------------- the registry
 
-
-def _probe_qa(**options: Any) -> BaseScorer:
-    from memorylab.evaluate._llm_scorers import ProbeQAScorer
-
-    return ProbeQAScorer(**options)
-
-
-def _judge(**options: Any) -> BaseScorer:
-    from memorylab.evaluate._llm_scorers import JudgeScorer
-
-    return JudgeScorer(**options)
-
-
-def _rouge(**options: Any) -> BaseScorer:
-    from memorylab.evaluate._extras import RougeScorer
-
-    return RougeScorer(**options)
-
-
-def _similarity(**options: Any) -> BaseScorer:
-    from memorylab.evaluate._extras import SimilarityScorer
-
-    return SimilarityScorer(**options)
-
-
 _REGISTRY: dict[str, Callable[..., Any]] = {
     "compression": CompressionScorer,
     "latency": LatencyScorer,
     "cost": CostScorer,
     "fact_recall": FactRecallScorer,
-    "probe_qa": _probe_qa,
-    "judge": _judge,
-    "rouge": _rouge,
-    "similarity": _similarity,
+    "probe_qa": ProbeQAScorer,
+    "judge": JudgeScorer,
+    "rouge": RougeScorer,
+    "similarity": SimilarityScorer,
 }
 
 
-def register_scorer(name: str, factory: Callable[..., Any]) -> None:
-    """Make ``get_scorer(name, **options)`` return ``factory(**options)`` (replaces a name)."""
+def register_scorer(name: str, factory: Callable[..., Any] | None = None) -> Callable[[_F], _F]:
+    """Make ``get_scorer(name, **options)`` return ``factory(**options)`` (a scorer class, or a
+    function returning a scorer or a ``sample -> float`` function; a name already taken is
+    replaced). Used as a decorator when ``factory`` is not given."""
     if not isinstance(name, str) or not name.strip():
         raise InvalidSetting("a scorer name must be a non-empty string")
-    if not callable(factory):
-        raise InvalidSetting(f"the factory of scorer {name!r} must be callable")
-    _REGISTRY[name] = factory
+
+    def add(item: _F) -> _F:
+        if not callable(item):
+            raise InvalidSetting(f"the factory of scorer {name!r} must be callable")
+        _REGISTRY[name] = item
+        return item
+
+    if factory is not None:
+        add(factory)
+    return add
 
 
 def scorer_names() -> list[str]:
@@ -372,7 +223,3 @@ def get_scorer(spec: str | Scorer | Callable[[Sample], Any], **options: Any) -> 
     raise InvalidSetting(
         f"a scorer is a name, a Scorer or a function, not {type(spec).__name__}"
     )
-
-
-def is_nan(value: float) -> bool:
-    return isinstance(value, float) and math.isnan(value)

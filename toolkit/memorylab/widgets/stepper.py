@@ -20,8 +20,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from memorylab.compress.base import Summarizer
 from memorylab.compress.policy import Threshold
-from memorylab.compress.summarizers import Summarizer
 from memorylab.errors import InvalidSetting
 from memorylab.memory.display import event_text, messages_html
 from memorylab.memory.records import CompactionEvent

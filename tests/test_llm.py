@@ -1,0 +1,161 @@
+"""memorylab.llm: the error table covers every exception litellm exports, one RetryPolicy, and the
+old import path."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import pytest
+
+from memorylab.errors import (
+    ContextWindowExceeded,
+    InvalidSetting,
+    ModelAuthError,
+    ModelBadRequest,
+    ModelError,
+    ModelRateLimited,
+    ModelTimeout,
+    ModelUnavailable,
+)
+from memorylab.llm import Caller, RetryPolicy, error_rule, import_litellm, retry_policy
+
+GENERIC = {
+    # Base classes that say nothing by themselves: their HTTP status decides.
+    "openai.OpenAIError",
+    "openai.APIError",
+    "openai.APIStatusError",
+    "litellm.exceptions.OpenAIError",
+    "litellm.exceptions.APIError",
+    "litellm.exceptions.MockException",
+    # openai's helpers for structured output, webhooks and realtime sockets: litellm's
+    # completion never raises them, so they keep the generic rule.
+    "openai.ContentFilterFinishReasonError",
+    "openai.LengthFinishReasonError",
+    "openai.InvalidWebhookSignatureError",
+    "openai.WebSocketConnectionClosedError",
+    "openai.WebSocketQueueFullError",
+}
+
+
+def provider_exceptions() -> dict[str, type[BaseException]]:
+    import openai
+
+    found: dict[str, type[BaseException]] = {}
+    for module in (import_litellm().exceptions, openai):
+        for name, value in list(vars(module).items()):
+            if inspect.isclass(value) and issubclass(value, Exception) and not name.startswith("_"):
+                found.setdefault(f"{module.__name__}.{name}", value)
+    return found
+
+
+def test_every_exported_exception_has_a_specific_rule() -> None:
+    exceptions = provider_exceptions()
+    assert len(exceptions) > 40  # litellm's and openai's, not an empty walk
+    assert set(exceptions) >= GENERIC, "a deliberately generic class is no longer exported"
+    generic = error_rule(Exception)
+    assert generic.error is ModelError
+    unmapped = [
+        name
+        for name, cls in exceptions.items()
+        if name not in GENERIC and error_rule(cls).error is ModelError
+    ]
+    assert unmapped == [], "map these in memorylab.llm._error_table (or list them in GENERIC)"
+    for name in GENERIC:
+        assert error_rule(exceptions[name]) == generic, name
+
+
+@pytest.mark.parametrize(
+    ("name", "error", "retryable"),
+    [
+        ("Timeout", ModelTimeout, True),
+        ("RateLimitError", ModelRateLimited, True),
+        ("InternalServerError", ModelUnavailable, True),
+        ("ServiceUnavailableError", ModelUnavailable, True),
+        ("APIConnectionError", ModelUnavailable, True),
+        ("AuthenticationError", ModelAuthError, False),
+        ("PermissionDeniedError", ModelAuthError, False),
+        ("BadRequestError", ModelBadRequest, False),
+        ("NotFoundError", ModelBadRequest, False),
+        ("ContextWindowExceededError", ContextWindowExceeded, False),
+        ("ContentPolicyViolationError", ModelBadRequest, False),
+        ("BudgetExceededError", ModelBadRequest, False),
+    ],
+)
+def test_the_rules_of_litellm_exceptions(
+    name: str, error: type[ModelError], retryable: bool
+) -> None:
+    rule = error_rule(getattr(import_litellm().exceptions, name))
+    assert (rule.error, rule.retryable) == (error, retryable)
+
+
+def test_a_generic_exception_goes_by_its_status() -> None:
+    api_error = import_litellm().exceptions.APIError
+    assert error_rule(api_error, 429).error is ModelRateLimited
+    assert error_rule(api_error, 401).error is ModelAuthError
+    assert error_rule(api_error, 422).error is ModelBadRequest
+    assert error_rule(api_error, 503).error is ModelUnavailable
+    assert error_rule(api_error, None).error is ModelError
+    assert error_rule(ConnectionRefusedError).error is ModelUnavailable
+    assert error_rule(TimeoutError).error is ModelTimeout
+
+
+def test_map_error_says_what_to_do() -> None:
+    litellm = import_litellm()
+    caller = Caller(
+        "openai/x", retry=RetryPolicy(timeout=7), llm_args={"api_base": "http://127.0.0.1:9/v1"}
+    )
+    cases: list[tuple[Any, type[ModelError], str]] = [
+        (litellm.Timeout("slow", model="x", llm_provider="openai"), ModelTimeout, "within 7 s"),
+        (
+            litellm.RateLimitError("429", llm_provider="openai", model="x"),
+            ModelRateLimited,
+            "RetryPolicy(retries=",
+        ),
+        (
+            litellm.InternalServerError("boom", llm_provider="openai", model="x"),
+            ModelUnavailable,
+            "api_base=http://127.0.0.1:9/v1",
+        ),
+        (ValueError("odd"), ModelError, "ValueError: odd"),
+    ]
+    for exc, error, hint in cases:
+        mapped = caller.map_error(exc, "chunk 1/2")
+        assert type(mapped) is error and hint in str(mapped), str(mapped)
+        assert str(mapped).startswith("openai/x (chunk 1/2)")
+        assert mapped.retryable == (error is not ModelError)
+
+
+def test_retry_policy_is_validated_in_one_place() -> None:
+    policy = RetryPolicy()
+    assert (policy.timeout, policy.retries, policy.attempts) == (60.0, 2, 3)
+    assert [RetryPolicy(backoff_base=1, backoff_max=5).delay(n) for n in (1, 2, 3, 4)] == [
+        1.0, 2.0, 4.0, 5.0,
+    ]  # fmt: skip
+    assert RetryPolicy(backoff_base=0.1).delay(1, retry_after=3.0) == 3.0  # Retry-After wins
+    for bad in (
+        {"timeout": 0},
+        {"timeout": "60"},
+        {"retries": -1},
+        {"retries": True},
+        {"backoff_base": -1},
+        {"backoff_base": 10, "backoff_max": 5},
+    ):
+        with pytest.raises(InvalidSetting, match="RetryPolicy"):
+            RetryPolicy(**bad)
+    with pytest.raises(AttributeError):
+        policy.timeout = 5  # type: ignore[misc]
+    assert retry_policy(None, policy, timeout=5) == RetryPolicy(timeout=5)
+    assert retry_policy(RetryPolicy(retries=4), policy, retries=0).retries == 0
+    with pytest.raises(InvalidSetting, match="RetryPolicy"):
+        retry_policy({"timeout": 5}, policy)  # type: ignore[arg-type]
+
+
+def test_the_old_module_path_warns_and_works() -> None:
+    from memorylab import llm
+    from memorylab.compress import llm as old
+
+    with pytest.warns(DeprecationWarning, match="import ChatReply from memorylab.llm"):
+        assert old.ChatReply is llm.ChatReply
+    with pytest.raises(AttributeError):
+        old.nope  # noqa: B018

@@ -1,0 +1,130 @@
+"""What every summarizer shares: the :class:`Summary` record, the :class:`Summarizer` protocol and
+:class:`BaseSummarizer`, the base class of the built-in ones.
+
+A summarizer is anything with a ``name`` and ``summarize(messages, *, max_tokens=None) ->
+Summary``. :class:`BaseSummarizer` adds what the rest of memorylab asks of a summarizer, with
+defaults for one that runs locally:
+
+* ``asummarize``: the same, awaitable; by default ``summarize`` on a worker thread, so an event
+  loop (a comparison) keeps other work going meanwhile;
+* ``local``: True when the summarizer runs on this machine and calls no model (no cost, nothing to
+  cache);
+* ``estimate(messages, max_tokens)``: the model calls a summary would make, as ``(model,
+  input_tokens, output_tokens)`` (none for a local one), for a comparison's cost guard;
+* ``with_caller(wrap)``: a copy whose model calls go through ``wrap(caller)`` (a comparison's
+  on-disk cache); a summarizer without model calls returns itself.
+
+A summarizer users write is registered by name like the built-in ones
+(:func:`memorylab.compress.register_summarizer`). Everything here imports only the floor below it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+
+from memorylab.errors import EmptySummary, InvalidSetting
+from memorylab.memory import format as fmt
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from memorylab.compress.tokens import TokenCounter
+    from memorylab.llm import Caller
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """A summary and what it cost to make.
+
+    ``input_tokens`` / ``output_tokens`` / ``cost_usd`` are ``None`` when unknown (a provider
+    that reports no usage, a model without a price). ``chunks`` is the number of LLM calls
+    (chunk summaries plus merges; 1 for a single call or a local summarizer's one pass).
+    """
+
+    text: str
+    model: str
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    latency_s: float = 0.0
+    chunks: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@runtime_checkable
+class Summarizer(Protocol):
+    """Anything with a ``name`` that turns messages into a :class:`Summary`.
+
+    Messages are mappings with ``"role"``, ``"content"`` (str or any object) and optionally
+    ``"timestamp"``. An empty, blank or ``None`` result raises
+    :class:`~memorylab.errors.EmptySummary`; it is never returned.
+    """
+
+    name: str
+
+    def summarize(
+        self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
+    ) -> Summary: ...
+
+
+class BaseSummarizer:
+    """Base class of summarizers: implement :meth:`summarize` (see the module docstring)."""
+
+    name: str = "summarizer"
+    local: ClassVar[bool] = True
+
+    def summarize(
+        self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
+    ) -> Summary:
+        raise NotImplementedError(f"{type(self).__name__} must implement summarize()")
+
+    async def asummarize(
+        self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
+    ) -> Summary:
+        """:meth:`summarize` on a worker thread."""
+        return await asyncio.to_thread(self.summarize, messages, max_tokens=max_tokens)
+
+    def estimate(
+        self, messages: Sequence[Mapping[str, Any]], max_tokens: int | None = None
+    ) -> list[tuple[str, int, int]]:
+        """The model calls a summary of ``messages`` makes: ``(model, input, output tokens)``."""
+        return []
+
+    def with_caller(self, wrap: Callable[[Caller], Caller]) -> Self:
+        """A copy whose model calls go through ``wrap(caller)``; ``self`` when it makes none."""
+        return self
+
+
+def check_history(messages: Sequence[Mapping[str, Any]]) -> None:
+    """Refuse what is not a list of messages, and a history with nothing to summarize."""
+    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
+        raise InvalidSetting("messages must be a sequence of {'role', 'content'} mappings")
+    if not any(fmt.content_to_text(m.get("content")).strip() for m in messages):
+        raise EmptySummary("nothing to summarize: the history is empty")
+
+
+def local_summary(
+    name: str,
+    text: str,
+    messages: Sequence[Mapping[str, Any]],
+    counter: TokenCounter,
+    started: float,
+) -> Summary:
+    """The :class:`Summary` of a summarizer that runs locally: one pass, no cost."""
+    if not text.strip():
+        raise EmptySummary(f"{name}: the summary came out empty")
+    return Summary(
+        text=text,
+        model=name,
+        input_tokens=counter.count(fmt.history_text(messages)),
+        output_tokens=counter.count(text),
+        cost_usd=0.0,
+        latency_s=time.perf_counter() - started,
+        chunks=1,
+    )

@@ -1,0 +1,643 @@
+"""The one module of memorylab that talks to an LLM provider (litellm, imported lazily).
+
+Everything that needs a model call goes through here: :class:`Caller` for the summarizers and
+scorers, :func:`chat` / :func:`achat` (a :class:`ChatReply` with text and tool calls) for the
+:class:`~memorylab.Agent`. Every call made here
+
+* passes an explicit ``timeout=`` and ``max_retries=0`` (the OpenAI SDK would otherwise retry
+  twice, invisibly; ``llm_args`` may not override either);
+* is retried deliberately, with tenacity, as one :class:`RetryPolicy` says: exponential backoff
+  (honouring ``Retry-After``) on the errors the error table marks retryable (rate limits,
+  timeouts, HTTP 5xx, connection errors), never on the others (credentials, bad requests);
+* maps the provider's exception to a :class:`~memorylab.errors.ModelError` subclass by a table
+  (:func:`error_rule`): exception class -> memorylab class, whether to retry, and a message that
+  says what to do next;
+* when synchronous and made from the main thread, runs litellm on a short-lived worker thread:
+  there, litellm's timing hook would install an event loop that nobody closes, and a later
+  ``asyncio.run()`` turns it into a ``ResourceWarning: unclosed event loop`` in unrelated code.
+
+:func:`model_context_length` is litellm's input window for a model, or
+:data:`DEFAULT_CONTEXT_WINDOW`; :func:`response_usage` / :func:`response_cost` read a reply's
+token usage and price. litellm is imported by :func:`import_litellm` on first use, never at
+module import.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import email.utils
+import functools
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from memorylab.errors import (
+    ContextWindowExceeded,
+    InvalidSetting,
+    ModelAuthError,
+    ModelBadRequest,
+    ModelError,
+    ModelRateLimited,
+    ModelTimeout,
+    ModelUnavailable,
+)
+from memorylab.memory.format import content_to_text
+
+if TYPE_CHECKING:
+    from tenacity import RetryCallState
+
+__all__ = [
+    "Caller",
+    "ChatReply",
+    "DEFAULT_CONTEXT_WINDOW",
+    "ErrorRule",
+    "RetryPolicy",
+    "achat",
+    "chat",
+    "check_int",
+    "error_rule",
+    "import_litellm",
+    "model_context_length",
+    "response_cost",
+    "response_usage",
+    "retry_policy",
+    "token_prices",
+]
+
+DEFAULT_CONTEXT_WINDOW = 8192
+"""Context window assumed for a model litellm has no information about."""
+
+_T = TypeVar("_T")
+
+
+@functools.cache
+def import_litellm() -> Any:
+    """Import litellm once, offline-friendly (local price map) and quiet."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.suppress_debug_info = True
+    return litellm
+
+
+# --------------------------------------------------------------------------- settings
+
+
+def check_int(label: str, value: Any, minimum: int) -> int:
+    """``value`` if it is an int >= ``minimum``, else :class:`~memorylab.errors.InvalidSetting`."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InvalidSetting(f"{label} must be an int >= {minimum}, not {value!r}")
+    return value
+
+
+def _seconds(label: str, value: Any, *, strict: bool) -> float:
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    if not ok or not (value > 0 if strict else value >= 0):
+        raise InvalidSetting(
+            f"RetryPolicy.{label} must be a number of seconds {'>' if strict else '>='} 0, "
+            f"not {value!r}"
+        )
+    return float(value)
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How long one model call may take and how it is retried.
+
+    ``timeout`` bounds each attempt (seconds). ``retries`` is the number of attempts after the
+    first one, made only for errors the error table marks retryable. The wait before retry ``n``
+    is ``backoff_base * 2**(n-1)`` seconds, at least the provider's ``Retry-After``, at most
+    ``backoff_max``.
+
+    >>> RetryPolicy(retries=3, backoff_base=0.5).delay(3)
+    2.0
+    >>> RetryPolicy(timeout=0)
+    Traceback (most recent call last):
+    ...
+    memorylab.errors.InvalidSetting: RetryPolicy.timeout must be a number of seconds > 0, not 0
+    """
+
+    timeout: float = 60.0
+    retries: int = 2
+    backoff_base: float = 1.0
+    backoff_max: float = 30.0
+
+    def __post_init__(self) -> None:
+        check_int("RetryPolicy.retries", self.retries, 0)
+        object.__setattr__(self, "timeout", _seconds("timeout", self.timeout, strict=True))
+        base = _seconds("backoff_base", self.backoff_base, strict=False)
+        ceiling = _seconds("backoff_max", self.backoff_max, strict=True)
+        if base > ceiling:
+            raise InvalidSetting(
+                f"RetryPolicy.backoff_base ({base:g} s) must not exceed backoff_max ({ceiling:g} s)"
+            )
+        object.__setattr__(self, "backoff_base", base)
+        object.__setattr__(self, "backoff_max", ceiling)
+
+    @property
+    def attempts(self) -> int:
+        """How many times a call is tried at most."""
+        return self.retries + 1
+
+    def delay(self, retry: int, retry_after: float | None = None) -> float:
+        """Seconds to wait before retry number ``retry`` (from 1)."""
+        wait = self.backoff_base * 2 ** (retry - 1)
+        if retry_after is not None:
+            wait = max(wait, retry_after)
+        return float(min(wait, self.backoff_max))
+
+
+def retry_policy(
+    retry: RetryPolicy | None,
+    default: RetryPolicy,
+    *,
+    timeout: float | None = None,
+    retries: int | None = None,
+) -> RetryPolicy:
+    """``retry`` (else ``default``) with the ``timeout=`` / ``retries=`` shortcuts applied."""
+    if retry is not None and not isinstance(retry, RetryPolicy):
+        raise InvalidSetting(
+            f"retry must be a memorylab.llm.RetryPolicy(timeout=..., retries=...), not {retry!r}"
+        )
+    policy = default if retry is None else retry
+    if timeout is not None:
+        policy = dataclasses.replace(policy, timeout=timeout)
+    if retries is not None:
+        policy = dataclasses.replace(policy, retries=retries)
+    return policy
+
+
+# --------------------------------------------------------------------------- the error table
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorRule:
+    """What a provider exception becomes: the memorylab class, whether a retry may help, and the
+    message (``{name}``, ``{timeout}``, ``{where}``, ``{keys}``, ``{too_long}`` and ``{detail}``
+    are filled in)."""
+
+    error: type[ModelError]
+    retryable: bool
+    message: str
+
+
+_TIMEOUT = ErrorRule(
+    ModelTimeout,
+    True,
+    "{name} did not answer within {timeout:g} s. Raise RetryPolicy(timeout=...), lower "
+    "max_tokens or use a faster model. ({detail})",
+)
+_RATE_LIMITED = ErrorRule(
+    ModelRateLimited,
+    True,
+    "{name} was rate-limited by the provider (HTTP 429). Lower the request rate or concurrency, "
+    "raise RetryPolicy(retries=..., backoff_max=...), or check the account's quota. ({detail})",
+)
+_AUTH = ErrorRule(
+    ModelAuthError,
+    False,
+    "{name}: the provider refused the credentials. {keys}, or pass llm_args={{'api_key': ...}}. "
+    "({detail})",
+)
+_UNAVAILABLE = ErrorRule(
+    ModelUnavailable,
+    True,
+    "{name}: the provider could not be reached or failed. Check {where}, the network and the "
+    "provider's status, or try again later. ({detail})",
+)
+_BAD_REQUEST = ErrorRule(
+    ModelBadRequest,
+    False,
+    "{name}: the provider rejected the request. Check the model name and llm_args. ({detail})",
+)
+_NOT_FOUND = ErrorRule(
+    ModelBadRequest,
+    False,
+    "{name}: model or endpoint not found. Check the model name (with its litellm provider "
+    "prefix, e.g. 'openai/gpt-4o-mini') and {where}. ({detail})",
+)
+_BLOCKED = ErrorRule(
+    ModelBadRequest,
+    False,
+    "{name}: a content policy, guardrail or budget of the provider or of litellm refused the "
+    "request. Change the content, or the guardrail or budget settings. ({detail})",
+)
+_GENERIC = ErrorRule(
+    ModelError, False, "{name}: litellm failed ({detail}). Check the model name and llm_args."
+)
+
+
+@functools.cache
+def _error_table() -> dict[type[BaseException], ErrorRule]:
+    """Provider exception class -> rule. A class not listed takes the rule of its nearest listed
+    base class; the generic bases (``openai.APIError`` ...) go by their HTTP status instead."""
+    import openai
+
+    ex = import_litellm().exceptions
+    return {
+        TimeoutError: _TIMEOUT,
+        ConnectionError: _UNAVAILABLE,
+        openai.APITimeoutError: _TIMEOUT,
+        openai.RateLimitError: _RATE_LIMITED,
+        openai.AuthenticationError: _AUTH,
+        openai.PermissionDeniedError: _AUTH,
+        openai.NotFoundError: _NOT_FOUND,
+        openai.BadRequestError: _BAD_REQUEST,
+        openai.ConflictError: _BAD_REQUEST,
+        openai.UnprocessableEntityError: _BAD_REQUEST,
+        openai.InternalServerError: _UNAVAILABLE,
+        openai.APIConnectionError: _UNAVAILABLE,
+        openai.APIResponseValidationError: _UNAVAILABLE,
+        ex.ServiceUnavailableError: _UNAVAILABLE,
+        ex.BadGatewayError: _UNAVAILABLE,
+        ex.ContextWindowExceededError: ErrorRule(
+            ContextWindowExceeded,
+            False,
+            "{name}: the request is larger than the model's context window. {too_long} "
+            "({detail})",
+        ),
+        ex.UnsupportedParamsError: ErrorRule(
+            ModelBadRequest,
+            False,
+            "{name}: the model does not take one of the parameters. Remove it from llm_args, or "
+            "pass llm_args={{'drop_params': True}}. ({detail})",
+        ),
+        ex.LiteLLMUnknownProvider: _NOT_FOUND,
+        ex.ModelNotMappedError: _NOT_FOUND,
+        ex.ContentPolicyViolationError: _BLOCKED,
+        ex.BudgetExceededError: _BLOCKED,
+        ex.BlockedPiiEntityError: _BLOCKED,
+        ex.GuardrailRaisedException: _BLOCKED,
+        ex.SensitiveDataRouteException: _BLOCKED,
+        ex.ModifyResponseException: _BLOCKED,
+    }
+
+
+def _status_rule(status: Any) -> ErrorRule:
+    if not isinstance(status, int) or isinstance(status, bool):
+        return _GENERIC
+    by_status = {401: _AUTH, 403: _AUTH, 404: _NOT_FOUND, 408: _TIMEOUT, 429: _RATE_LIMITED}
+    if status in by_status:
+        return by_status[status]
+    if 400 <= status < 500:
+        return _BAD_REQUEST
+    return _UNAVAILABLE if status >= 500 else _GENERIC
+
+
+def error_rule(kind: type[BaseException], status: int | None = None) -> ErrorRule:
+    """The rule for a provider exception class (``status``: its HTTP status, when it has one)."""
+    table = _error_table()
+    for cls in kind.__mro__:
+        rule = table.get(cls)
+        if rule is not None:
+            return rule
+    return _status_rule(status)
+
+
+def _retry_after(exc: BaseException | None) -> float | None:
+    """Seconds from a ``Retry-After``/``retry-after-ms`` header of the provider's answer."""
+    headers: Any = getattr(exc, "litellm_response_headers", None)
+    if headers is None:
+        headers = getattr(getattr(exc, "response", None), "headers", None)
+    if headers is None:
+        return None
+    try:
+        millis = headers.get("retry-after-ms")
+        if millis is not None:
+            return max(0.0, float(millis) / 1000)
+        value = headers.get("retry-after")
+        if value is None:
+            return None
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            when = email.utils.parsedate_to_datetime(str(value))
+            return max(0.0, when.timestamp() - time.time())
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+# --------------------------------------------------------------------------- calls
+
+
+def _run_in_worker_thread(call: Callable[[], _T]) -> _T:
+    """Run a blocking litellm call on a short-lived thread and return (or raise) its result.
+
+    litellm's synchronous HTTP path reports timings through ``asyncio.get_event_loop()``, which
+    on the main thread silently creates and installs an event loop that nobody closes; the next
+    ``asyncio.run()`` drops it and a ``ResourceWarning: unclosed event loop`` fires later, in
+    unrelated code. On any other thread that call raises and litellm uses ``asyncio.run``.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return call()
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as exc:  # re-raised on the caller's thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, name="memorylab-llm-call", daemon=True)
+    worker.start()
+    worker.join()
+    if "error" in box:
+        raise box["error"]
+    value: _T = box["value"]
+    return value
+
+
+_FORBIDDEN_LLM_ARGS = {
+    "model": "pass the model as the first argument",
+    "messages": "memorylab builds the messages",
+    "stream": "replies are not streamed",
+    "timeout": "use retry=RetryPolicy(timeout=...)",
+    "max_retries": "use retry=RetryPolicy(retries=...) (SDK retries are always off)",
+    "num_retries": "use retry=RetryPolicy(retries=...) (memorylab retries itself)",
+    "retries": "use retry=RetryPolicy(retries=...)",
+    "backoff_base": "use retry=RetryPolicy(backoff_base=...)",
+    "backoff_max": "use retry=RetryPolicy(backoff_max=...)",
+}
+
+
+class Caller:
+    """litellm calls for one model: a timeout, SDK retries off, tenacity retries, mapped errors.
+
+    ``llm_args`` go to litellm as they are, but may not hold the keys memorylab sets itself
+    (``model``, ``messages``, ``stream``, ``timeout``, ``max_retries``, ``num_retries``).
+    ``too_long_hint`` ends the message of a context-window error: what the caller's user can
+    change.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        retry: RetryPolicy,
+        llm_args: Mapping[str, Any] | None = None,
+        too_long_hint: str = "Use a model with a larger context window or a shorter input.",
+    ) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise InvalidSetting(f"model must be a litellm model name, not {model!r}")
+        self.retry = retry_policy(retry, RetryPolicy())
+        args = dict(llm_args or {})
+        for key, why in _FORBIDDEN_LLM_ARGS.items():
+            if key in args:
+                raise InvalidSetting(f"llm_args may not contain {key!r}: {why}")
+        self.model = model
+        self.llm_args = args
+        self.too_long_hint = too_long_hint
+
+    def kwargs(self, defaults: Mapping[str, Any], forced: Mapping[str, Any]) -> dict[str, Any]:
+        """``defaults`` < ``llm_args`` < ``forced`` < model, timeout and ``max_retries=0``."""
+        kwargs = {**defaults, **self.llm_args, **forced}
+        kwargs.update(model=self.model, timeout=self.retry.timeout, max_retries=0)
+        return kwargs
+
+    def _wait(self, state: RetryCallState) -> float:
+        outcome = state.outcome
+        error = outcome.exception() if outcome is not None else None
+        hinted = _retry_after(error.__cause__ if error is not None else None)
+        return self.retry.delay(state.attempt_number, hinted)
+
+    def _options(self) -> dict[str, Any]:
+        from tenacity import retry_if_exception, stop_after_attempt
+
+        return {
+            "stop": stop_after_attempt(self.retry.attempts),
+            "wait": self._wait,
+            "retry": retry_if_exception(lambda e: isinstance(e, ModelError) and e.retryable),
+            "reraise": True,
+        }
+
+    def _gave_up(self, error: ModelError) -> ModelError:
+        if not (error.retryable and self.retry.retries):
+            return error
+        again = type(error)(f"{error} Gave up after {self.retry.attempts} attempts.")
+        again.retryable = error.retryable
+        again.__cause__ = error.__cause__
+        return again
+
+    def call(self, kwargs: Mapping[str, Any], what: str, check: Callable[[Any], _T]) -> _T:
+        """``check(litellm.completion(**kwargs))``, retried; ``check`` raises for bad replies."""
+        from tenacity import Retrying
+
+        litellm = import_litellm()
+        try:
+            for trial in Retrying(**self._options()):
+                with trial:
+                    try:
+                        response = _run_in_worker_thread(lambda: litellm.completion(**kwargs))
+                    except Exception as exc:
+                        raise self.map_error(exc, what) from exc
+                    return check(response)
+        except ModelError as error:
+            raise self._gave_up(error) from error.__cause__
+        raise AssertionError("unreachable: tenacity re-raises the last error")
+
+    async def acall(self, kwargs: Mapping[str, Any], what: str, check: Callable[[Any], _T]) -> _T:
+        """:meth:`call` with ``litellm.acompletion``."""
+        import asyncio
+
+        from tenacity import AsyncRetrying
+
+        litellm = import_litellm()
+        try:
+            async for trial in AsyncRetrying(sleep=asyncio.sleep, **self._options()):
+                with trial:
+                    try:
+                        response = await litellm.acompletion(**kwargs)
+                    except Exception as exc:
+                        raise self.map_error(exc, what) from exc
+                    return check(response)
+        except ModelError as error:
+            raise self._gave_up(error) from error.__cause__
+        raise AssertionError("unreachable: tenacity re-raises the last error")
+
+    def _key_hint(self) -> str:
+        try:
+            missing = import_litellm().validate_environment(self.model).get("missing_keys") or []
+        except Exception:
+            missing = []
+        if missing:
+            return f"Set {' and '.join(missing)} in the environment"
+        return "Check the provider's API key environment variable (e.g. OPENAI_API_KEY)"
+
+    def map_error(self, exc: Exception, what: str) -> ModelError:
+        """The provider's exception as the :class:`~memorylab.errors.ModelError` its rule names."""
+        rule = error_rule(type(exc), getattr(exc, "status_code", None))
+        api_base = self.llm_args.get("api_base") or self.llm_args.get("base_url")
+        message = rule.message.format(
+            name=f"{self.model} ({what})" if what else self.model,
+            timeout=self.retry.timeout,
+            where=f"api_base={api_base}" if api_base else "the provider's default endpoint",
+            keys=self._key_hint() if rule.error is ModelAuthError else "",
+            too_long=self.too_long_hint,
+            detail=f"{type(exc).__name__}: {str(exc).strip()[:500]}",
+        )
+        error = rule.error(message)
+        error.retryable = rule.retryable
+        return error
+
+
+# --------------------------------------------------------------------------- replies
+
+
+def model_context_length(model: str) -> int:
+    """litellm's ``max_input_tokens`` for ``model``, or :data:`DEFAULT_CONTEXT_WINDOW`."""
+    try:
+        info = import_litellm().get_model_info(model)
+        window = info.get("max_input_tokens") or info.get("max_tokens")
+    except Exception:  # ModelNotMappedError and friends: litellm does not know the model
+        window = None
+    return int(window) if window else DEFAULT_CONTEXT_WINDOW
+
+
+@functools.lru_cache(maxsize=256)
+def token_prices(model: str) -> tuple[float, float] | None:
+    """litellm's list price of ``model`` in USD per input and per output token, or ``None``."""
+    litellm = import_litellm()
+    million = 1_000_000
+    try:
+        cost_in, _ = litellm.cost_per_token(model=model, prompt_tokens=million)
+        _, cost_out = litellm.cost_per_token(model=model, completion_tokens=million)
+    except Exception:  # ModelNotMappedError and friends: no price
+        return None
+    return float(cost_in) / million, float(cost_out) / million
+
+
+def response_cost(response: Any) -> float | None:
+    """litellm's price of a completion in USD, or ``None`` (an unmapped model has no price)."""
+    try:
+        cost = import_litellm().completion_cost(completion_response=response)
+    except Exception:  # an unmapped model has no price
+        return None
+    return None if cost is None else float(cost)
+
+
+def response_usage(response: Any) -> tuple[int | None, int | None]:
+    """``(prompt_tokens, completion_tokens)`` a provider reported, each ``None`` when missing."""
+    usage = getattr(response, "usage", None)
+    prompt = getattr(usage, "prompt_tokens", None)
+    completion = getattr(usage, "completion_tokens", None)
+    return (
+        prompt if isinstance(prompt, int) else None,
+        completion if isinstance(completion, int) else None,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ChatReply:
+    """One assistant reply from :func:`chat`: its text, its tool calls and what it cost.
+
+    ``tool_calls`` are ``{"id", "name", "arguments"}`` mappings, ``arguments`` being the JSON
+    text the model wrote. ``content`` is ``""`` when the model only called tools.
+    """
+
+    content: str = ""
+    tool_calls: Sequence[Mapping[str, str]] = ()
+    model: str = ""
+    finish_reason: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    latency_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["tool_calls"] = [dict(call) for call in self.tool_calls]
+        return data
+
+
+def _chat_reply(response: Any, model: str, started: float) -> ChatReply:
+    try:
+        choice = response.choices[0]
+        message = choice.message
+    except (AttributeError, IndexError, TypeError):
+        raise ModelError(
+            f"{model}: the provider answered without choices; check the model and api_base"
+        ) from None
+    content = message.content
+    text = content if isinstance(content, str) else content_to_text(content)
+    calls: list[dict[str, str]] = []
+    for index, call in enumerate(getattr(message, "tool_calls", None) or ()):
+        function = getattr(call, "function", None)
+        name = getattr(function, "name", None)
+        if not name:
+            continue
+        arguments = getattr(function, "arguments", None)
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments if arguments is not None else {})
+        calls.append({"id": str(getattr(call, "id", None) or f"call_{index}"), "name": name,
+                      "arguments": arguments})  # fmt: skip
+    prompt_tokens, completion_tokens = response_usage(response)
+    return ChatReply(
+        content=text,
+        tool_calls=tuple(calls),
+        model=model,
+        finish_reason=getattr(choice, "finish_reason", None),
+        input_tokens=prompt_tokens,
+        output_tokens=completion_tokens,
+        cost_usd=response_cost(response),
+        latency_s=time.perf_counter() - started,
+    )
+
+
+def _chat_call(
+    model: str,
+    messages: Sequence[Mapping[str, Any]],
+    tools: Sequence[Mapping[str, Any]] | None,
+    retry: RetryPolicy | None,
+    llm_args: Mapping[str, Any],
+) -> tuple[Caller, dict[str, Any], Callable[[Any], ChatReply]]:
+    caller = Caller(
+        model,
+        retry=retry_policy(retry, RetryPolicy()),
+        llm_args=llm_args,
+        too_long_hint="Compress earlier: lower the compression threshold or context_length.",
+    )
+    forced: dict[str, Any] = {"messages": [dict(m) for m in messages]}
+    if tools:
+        forced["tools"] = [dict(t) for t in tools]
+    import_litellm()
+    started = time.perf_counter()
+    return (
+        caller,
+        caller.kwargs({"drop_params": True}, forced),
+        lambda response: _chat_reply(response, model, started),
+    )
+
+
+def chat(
+    model: str,
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    retry: RetryPolicy | None = None,
+    **llm_args: Any,
+) -> ChatReply:
+    """One chat completion for the :class:`~memorylab.Agent`, retried as ``retry`` says.
+
+    ``llm_args`` go to ``litellm.completion`` (``temperature``, ``max_tokens``, ``api_base``,
+    ``api_key``, ``mock_response``, ``tool_choice`` ...). Errors are
+    :class:`~memorylab.errors.ModelError` subclasses (see the module docstring).
+    """
+    caller, kwargs, check = _chat_call(model, messages, tools, retry, llm_args)
+    return caller.call(kwargs, "", check)
+
+
+async def achat(
+    model: str,
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    retry: RetryPolicy | None = None,
+    **llm_args: Any,
+) -> ChatReply:
+    """:func:`chat` with ``litellm.acompletion``."""
+    caller, kwargs, check = _chat_call(model, messages, tools, retry, llm_args)
+    return await caller.acall(kwargs, "", check)
