@@ -155,7 +155,7 @@ def test_the_old_module_path_warns_and_works() -> None:
     from memorylab import llm
     from memorylab.compress import llm as old
 
-    with pytest.warns(DeprecationWarning, match="import ChatReply from memorylab.llm"):
+    with pytest.warns(DeprecationWarning, match="from memorylab.llm import ChatReply"):
         assert old.ChatReply is llm.ChatReply
     with pytest.raises(AttributeError):
         old.nope  # noqa: B018

@@ -735,6 +735,85 @@ def test_get_summarizer_errors() -> None:
         get_summarizer(42)  # type: ignore[arg-type]
 
 
+@pytest.fixture
+def registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Names registered by a test are gone after it."""
+    from memorylab.compress import summarizers
+
+    monkeypatch.setattr(summarizers, "_REGISTRY", dict(summarizers._REGISTRY))
+
+
+@pytest.mark.usefixtures("registry")
+def test_a_summarizer_of_your_own_is_registered_like_the_built_in_ones(tmp_path: Any) -> None:
+    from memorylab.compress import BaseSummarizer, ContextCompressor, register_summarizer
+    from memorylab.compress.summarizers import summarizer_names
+    from memorylab.memory import Conversation
+
+    @register_summarizer("test/first-words")
+    class FirstWords(BaseSummarizer):
+        name = "test/first-words"
+
+        def __init__(self, words: int = 3) -> None:
+            self.words = words
+
+        def summarize(
+            self, messages: Any, *, max_tokens: int | None = None
+        ) -> Summary:
+            text = " ".join(str(messages[0]["content"]).split()[: self.words])
+            return Summary(text, model=self.name, cost_usd=0.0)
+
+    assert "test/first-words" in summarizer_names()
+    made = get_summarizer("test/first-words", words=2)
+    assert isinstance(made, FirstWords) and made.words == 2
+    assert made.local and made.estimate(HISTORY) == [] and made.with_caller(lambda c: c) is made
+    assert asyncio.run(made.asummarize(HISTORY)).text == "Write a"  # summarize, on a thread
+    conv = Conversation(agent_name="Own", workspace_dir=tmp_path, token_counter=get_token_counter())
+    conv.add("User", "Write a haiku about the sea.")
+    compressor = ContextCompressor(summarizer_model="test/first-words")  # no temperature given
+    event = compressor.compress(conv, context_length=10_000, force=True)
+    assert event is not None and event.ok and event.summarizer_model == "test/first-words"
+    with pytest.raises(InvalidSetting, match="non-empty"):
+        register_summarizer(" ")
+    with pytest.raises(InvalidSetting, match="callable"):
+        register_summarizer("test/nothing", 42)  # type: ignore[arg-type]
+
+
+def test_the_old_import_paths_warn_and_work() -> None:
+    import memorylab.evaluate
+    from memorylab.compress import summarizers
+    from memorylab.evaluate import baselines
+
+    with pytest.warns(DeprecationWarning, match="import it from memorylab.compress"):
+        assert summarizers.SUMMARY_PROMPT is SUMMARY_PROMPT
+    with pytest.warns(DeprecationWarning, match="import it from memorylab.compress"):
+        assert summarizers.Summary is Summary
+    with pytest.warns(DeprecationWarning, match="from memorylab.compress import TruncateSummarizer"):
+        assert baselines.TruncateSummarizer is TruncateSummarizer
+    with pytest.warns(DeprecationWarning, match="memorylab.evaluate.HeadTailSummarizer"):
+        assert memorylab.evaluate.HeadTailSummarizer is HeadTailSummarizer
+    assert summarizers.LiteLLMSummarizer is LiteLLMSummarizer  # what the registry itself uses
+    for module in (summarizers, baselines, memorylab.evaluate):
+        with pytest.raises(AttributeError):
+            module.Nope  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_estimate_follows_the_plan_summarize_makes() -> None:
+    history = long_history(40)
+    with FakeOpenAIServer(scripted_replies) as server:
+        summarizer = fake(server.base_url, context_window=1500, max_tokens=100)
+        calls = summarizer.estimate(history)
+        summary = summarizer.summarize(history)
+        assert server.request_count == summary.chunks
+    assert len(calls) >= summary.chunks >= 4  # answers at the full budget: as many or more
+    assert all(model == "openai/fake-model" and out == 100 for model, _, out in calls)
+    assert all(0 < tokens <= 1500 - 100 for _, tokens, _ in calls)
+    whole = fake("http://127.0.0.1:9", context_window=100_000)
+    [(_, tokens, out)] = whole.estimate(history, max_tokens=50)
+    assert out == 50 and tokens > count_tokens(fmt.history_text(history), "openai/fake-model")
+    assert whole.estimate([]) == []  # the summary would fail before any call
+    assert not whole.local and ExtractiveSummarizer().estimate(history) == []
+
+
 # --------------------------------------------------------------------------- agent calls: chat()
 
 FAST = {"api_key": "x", "retry": fast(retries=2)}

@@ -242,3 +242,39 @@ def test_process_pool_executor_pickles_the_work() -> None:
         pooled = compare_summarizers(cases(2), list(BASELINES), ["compression", "fact_recall"],
                                      progress=False, cache_dir=False, executor=pool)  # fmt: skip
     pd.testing.assert_frame_equal(plain, pooled)
+
+
+def test_summarizers_and_scorers_of_your_own_go_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A registered name works wherever a built-in one does; nothing checks built-in types."""
+    import threading
+
+    from memorylab.compress import BaseSummarizer, register_summarizer, summarizers
+    from memorylab.evaluate import BaseScorer, Sample, register_scorer, scorers
+
+    monkeypatch.setattr(summarizers, "_REGISTRY", dict(summarizers._REGISTRY))
+    monkeypatch.setattr(scorers, "_REGISTRY", dict(scorers._REGISTRY))
+    threads: list[str] = []
+
+    @register_summarizer("test/first")
+    class First(BaseSummarizer):
+        name = "test/first"
+
+        def summarize(self, messages: Sequence[Mapping[str, Any]], *,
+                      max_tokens: int | None = None) -> Summary:  # fmt: skip
+            threads.append(threading.current_thread().name)
+            return Summary(str(messages[0]["content"]), model=self.name, cost_usd=0.0)
+
+    @register_scorer("test/length")
+    class Length(BaseScorer):
+        name = "test/length"
+
+        def score(self, sample: Sample) -> dict[str, Score]:
+            threads.append(threading.current_thread().name)
+            return {"chars": Score(len(sample.text))}
+
+    df = compare_summarizers(cases(2), ["test/first"], ["test/length", "fact_recall"],
+                             progress=False, cache_dir=False)  # fmt: skip
+    assert df.error.isna().all() and set(df.summarizer) == {"test/first"}
+    chars = df[df.metric == "chars"].value
+    assert list(chars) == [len(HISTORY[0]["content"])] * 2
+    assert len(threads) == 4 and threading.main_thread().name not in threads  # off the loop

@@ -24,6 +24,8 @@ module import.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import email.utils
 import functools
@@ -31,7 +33,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -422,40 +424,46 @@ class Caller:
         again.__cause__ = error.__cause__
         return again
 
+    @contextlib.contextmanager
+    def _mapped(self, what: str) -> Iterator[None]:
+        """The provider's exception as the ModelError its rule names."""
+        try:
+            yield
+        except Exception as exc:
+            raise self.map_error(exc, what) from exc
+
+    @contextlib.contextmanager
+    def _giving_up(self) -> Iterator[None]:
+        """The last error, saying how many attempts were made."""
+        try:
+            yield
+        except ModelError as error:
+            raise self._gave_up(error) from error.__cause__
+
     def call(self, kwargs: Mapping[str, Any], what: str, check: Callable[[Any], _T]) -> _T:
         """``check(litellm.completion(**kwargs))``, retried; ``check`` raises for bad replies."""
         from tenacity import Retrying
 
         litellm = import_litellm()
-        try:
+        with self._giving_up():
             for trial in Retrying(**self._options()):
                 with trial:
-                    try:
+                    with self._mapped(what):
                         response = _run_in_worker_thread(lambda: litellm.completion(**kwargs))
-                    except Exception as exc:
-                        raise self.map_error(exc, what) from exc
                     return check(response)
-        except ModelError as error:
-            raise self._gave_up(error) from error.__cause__
         raise AssertionError("unreachable: tenacity re-raises the last error")
 
     async def acall(self, kwargs: Mapping[str, Any], what: str, check: Callable[[Any], _T]) -> _T:
         """:meth:`call` with ``litellm.acompletion``."""
-        import asyncio
-
         from tenacity import AsyncRetrying
 
         litellm = import_litellm()
-        try:
+        with self._giving_up():
             async for trial in AsyncRetrying(sleep=asyncio.sleep, **self._options()):
                 with trial:
-                    try:
+                    with self._mapped(what):
                         response = await litellm.acompletion(**kwargs)
-                    except Exception as exc:
-                        raise self.map_error(exc, what) from exc
                     return check(response)
-        except ModelError as error:
-            raise self._gave_up(error) from error.__cause__
         raise AssertionError("unreachable: tenacity re-raises the last error")
 
     def _key_hint(self) -> str:

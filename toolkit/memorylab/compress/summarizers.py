@@ -23,10 +23,10 @@ summarizer name: ``ContextCompressor(summarizer_model=...)``, ``compare_summariz
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from memorylab._names import moved, register
 from memorylab.compress import base, litellm_summarizer
 from memorylab.compress.base import Summarizer
 from memorylab.compress.baselines import HeadTailSummarizer, TruncateSummarizer
@@ -61,18 +61,7 @@ def register_summarizer(
     """Make ``get_summarizer(name, **options)`` return ``factory(**options)`` (a class or a
     function; a name already taken is replaced). Used as a decorator when ``factory`` is not
     given."""
-    if not isinstance(name, str) or not name.strip() or name != name.strip():
-        raise InvalidSetting(f"a summarizer name must be a non-empty string, not {name!r}")
-
-    def add(item: _F) -> _F:
-        if not callable(item):
-            raise InvalidSetting(f"the factory of summarizer {name!r} must be callable")
-        _REGISTRY[name] = item
-        return item
-
-    if factory is not None:
-        add(factory)
-    return add
+    return register(_REGISTRY, "summarizer", name, factory)
 
 
 def summarizer_names() -> list[str]:
@@ -109,23 +98,15 @@ def get_summarizer(spec: str | Summarizer | None = None, **options: Any) -> Summ
     )
 
 
-_MOVED = {
-    "CHUNK_PROMPT": litellm_summarizer,
-    "MERGE_PROMPT": litellm_summarizer,
-    "SUMMARY_PROMPT": litellm_summarizer,
-    "SUMMARY_SYSTEM_PROMPT": litellm_summarizer,
-    "Summary": base,
-}
-
-
-def __getattr__(name: str) -> Any:
-    # Names this module held before it was only the registry: still there, with a warning.
-    module = _MOVED.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    warnings.warn(
-        f"memorylab.compress.summarizers.{name} has moved: import it from memorylab.compress",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return getattr(module, name)
+# Names this module held before it was only the registry: still there, with a warning.
+__getattr__ = moved(
+    __name__,
+    {
+        "CHUNK_PROMPT": litellm_summarizer,
+        "MERGE_PROMPT": litellm_summarizer,
+        "SUMMARY_PROMPT": litellm_summarizer,
+        "SUMMARY_SYSTEM_PROMPT": litellm_summarizer,
+        "Summary": base,
+    },
+    "memorylab.compress",
+)

@@ -30,10 +30,10 @@ has published no tokenizer for Claude 3 or 4.x, only the ``count_tokens`` API is
 ``token_counter`` uses this file for bare Claude names in its model map other than ``claude-3*``
 (so ``claude-sonnet-4-5`` yes, ``anthropic/claude-sonnet-4-5`` no). memorylab uses it for every
 Claude name, prefixed or not, and reports ``exact=False``: it counts the same as litellm for bare
-``claude-*-4-5`` names, and it gives more tokens than cl100k_base (about +5% on English prose, +10%
-on code, measured here), the direction Claude's newer tokenizers go, so a compression threshold
-errs on the early side. It loads offline with the ``tokenizers`` package litellm depends on
-(about 0.9 s once per process). Its five added tokens (``<EOT>``, ``<META>`` ...) are dropped
+``claude-*-4-5`` names, and it gives more tokens than cl100k_base (docs/performance.md has the
+numbers), the direction Claude's newer tokenizers go, so a compression threshold errs on the
+early side. It loads offline, once per process, with the ``tokenizers`` package litellm depends
+on. Its five added tokens (``<EOT>``, ``<META>`` ...) are dropped
 before loading, so that text in a message is always counted as ordinary text.
 
 Special-token text such as ``"<|endoftext|>"`` in user content is counted as ordinary text

@@ -12,8 +12,8 @@
 pandas, matplotlib, litellm, rapidfuzz and the optional extras are imported only when used.
 """
 
-import warnings
-
+from memorylab._names import moved as _moved
+from memorylab.compress import baselines as _baselines
 from memorylab.evaluate._cache import LLMCache
 from memorylab.evaluate._extras import RougeScorer, SimilarityScorer
 from memorylab.evaluate._llm_scorers import (
@@ -62,20 +62,12 @@ from memorylab.evaluate.scorers import (
     scorer_names,
 )
 
-
-def __getattr__(name: str) -> object:
-    # The baselines were importable from here; they are summarizers of memorylab.compress.
-    if name not in ("HeadTailSummarizer", "TruncateSummarizer"):
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    warnings.warn(
-        f"memorylab.evaluate.{name} has moved: import it from memorylab.compress",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    from memorylab.compress import baselines
-
-    return getattr(baselines, name)
-
+# The baselines were importable from here; they are summarizers of memorylab.compress.
+__getattr__ = _moved(
+    __name__,
+    dict.fromkeys(("HeadTailSummarizer", "TruncateSummarizer"), _baselines),
+    "memorylab.compress",
+)
 
 __all__ = [
     "BASELINES",

@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from memorylab._names import register
 from memorylab.compress.tokens import get_token_counter
 from memorylab.errors import InvalidSetting
 from memorylab.evaluate._extras import RougeScorer, SimilarityScorer
@@ -182,18 +183,7 @@ def register_scorer(name: str, factory: Callable[..., Any] | None = None) -> Cal
     """Make ``get_scorer(name, **options)`` return ``factory(**options)`` (a scorer class, or a
     function returning a scorer or a ``sample -> float`` function; a name already taken is
     replaced). Used as a decorator when ``factory`` is not given."""
-    if not isinstance(name, str) or not name.strip():
-        raise InvalidSetting("a scorer name must be a non-empty string")
-
-    def add(item: _F) -> _F:
-        if not callable(item):
-            raise InvalidSetting(f"the factory of scorer {name!r} must be callable")
-        _REGISTRY[name] = item
-        return item
-
-    if factory is not None:
-        add(factory)
-    return add
+    return register(_REGISTRY, "scorer", name, factory)
 
 
 def scorer_names() -> list[str]:

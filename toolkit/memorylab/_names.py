@@ -1,0 +1,57 @@
+"""Names looked up at run time: registries of summarizers and scorers, and names that moved.
+
+Private helpers of :mod:`memorylab.compress.summarizers`, :mod:`memorylab.evaluate.scorers` and
+the modules that keep an old import path working for a release.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping, MutableMapping
+from types import ModuleType
+from typing import Any, TypeVar
+
+from memorylab.errors import InvalidSetting
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def register(
+    table: MutableMapping[str, Callable[..., Any]],
+    kind: str,
+    name: str,
+    factory: Callable[..., Any] | None,
+) -> Callable[[_F], _F]:
+    """Add ``factory`` to ``table`` under ``name`` (a name already taken is replaced); without
+    ``factory``, a decorator that adds what it decorates."""
+    if not isinstance(name, str) or not name.strip() or name != name.strip():
+        raise InvalidSetting(f"a {kind} name must be a non-empty string, not {name!r}")
+
+    def add(item: _F) -> _F:
+        if not callable(item):
+            raise InvalidSetting(f"the factory of {kind} {name!r} must be callable, not {item!r}")
+        table[name] = item
+        return item
+
+    if factory is not None:
+        add(factory)
+    return add
+
+
+def moved(module: str, homes: Mapping[str, ModuleType], new_path: str) -> Callable[[str], Any]:
+    """A module ``__getattr__`` for names that moved: ``homes`` maps each name to the module that
+    holds it now; using one warns (``DeprecationWarning``) that it is imported from ``new_path``."""
+
+    def __getattr__(name: str) -> Any:
+        home = homes.get(name)
+        if home is None:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        warnings.warn(
+            f"{module}.{name} has moved: import it from {new_path} "
+            f"(from {new_path} import {name})",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(home, name)
+
+    return __getattr__
