@@ -24,7 +24,14 @@ from memorylab.compress.compressor import ContextCompressor
 from memorylab.compress.summarizers import summarizer_names
 from memorylab.compress.tokens import get_token_counter
 from memorylab.errors import InvalidSetting
-from memorylab.llm import ChatReply, RetryPolicy, chat, model_context_length, retry_policy
+from memorylab.llm import (
+    ChatReply,
+    RetryPolicy,
+    chat,
+    check_int,
+    model_context_length,
+    retry_policy,
+)
 from memorylab.memory.conversation import DEFAULT_PATH, Conversation
 from memorylab.memory.records import CompactionEvent
 from memorylab.tools import Tool, as_tools
@@ -134,8 +141,7 @@ class Agent:
         self.context_length = (
             context_length if context_length is not None else model_context_length(model_name)
         )
-        if not isinstance(self.context_length, int) or self.context_length < 1:
-            raise InvalidSetting(f"context_length must be an int >= 1, not {context_length!r}")
+        check_int("context_length", self.context_length, 1)
         self.token_counter = get_token_counter(model_name)
         threshold = policy.validate_threshold(compression_threshold)
         if preload_max_tokens is _DEFAULT:

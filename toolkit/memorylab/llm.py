@@ -187,50 +187,31 @@ class ErrorRule:
     message: str
 
 
-_TIMEOUT = ErrorRule(
-    ModelTimeout,
-    True,
-    "{name} did not answer within {timeout:g} s. Raise RetryPolicy(timeout=...), lower "
-    "max_tokens or use a faster model. ({detail})",
-)
-_RATE_LIMITED = ErrorRule(
-    ModelRateLimited,
-    True,
-    "{name} was rate-limited by the provider (HTTP 429). Lower the request rate or concurrency, "
-    "raise RetryPolicy(retries=..., backoff_max=...), or check the account's quota. ({detail})",
-)
-_AUTH = ErrorRule(
-    ModelAuthError,
-    False,
-    "{name}: the provider refused the credentials. {keys}, or pass llm_args={{'api_key': ...}}. "
-    "({detail})",
-)
-_UNAVAILABLE = ErrorRule(
-    ModelUnavailable,
-    True,
-    "{name}: the provider could not be reached or failed. Check {where}, the network and the "
-    "provider's status, or try again later. ({detail})",
-)
-_BAD_REQUEST = ErrorRule(
-    ModelBadRequest,
-    False,
-    "{name}: the provider rejected the request. Check the model name and llm_args. ({detail})",
-)
-_NOT_FOUND = ErrorRule(
-    ModelBadRequest,
-    False,
-    "{name}: model or endpoint not found. Check the model name (with its litellm provider "
-    "prefix, e.g. 'openai/gpt-4o-mini') and {where}. ({detail})",
-)
-_BLOCKED = ErrorRule(
-    ModelBadRequest,
-    False,
-    "{name}: a content policy, guardrail or budget of the provider or of litellm refused the "
-    "request. Change the content, or the guardrail or budget settings. ({detail})",
-)
-_GENERIC = ErrorRule(
-    ModelError, False, "{name}: litellm failed ({detail}). Check the model name and llm_args."
-)
+_TIMEOUT = ErrorRule(ModelTimeout, True, "{name} did not answer within {timeout:g} s. Raise "
+                     "RetryPolicy(timeout=...), lower max_tokens or use a faster model. ({detail})")
+_RATE_LIMITED = ErrorRule(ModelRateLimited, True, "{name} was rate-limited by the provider (HTTP "
+                          "429). Lower the request rate or concurrency, raise RetryPolicy(retries="
+                          "..., backoff_max=...), or check the account's quota. ({detail})")
+_AUTH = ErrorRule(ModelAuthError, False, "{name}: the provider refused the credentials. {keys}, "
+                  "or pass llm_args={{'api_key': ...}}. ({detail})")
+_UNAVAILABLE = ErrorRule(ModelUnavailable, True, "{name}: the provider could not be reached or "
+                         "failed. Check {where}, the network and the provider's status, or try "
+                         "again later. ({detail})")
+_BAD_REQUEST = ErrorRule(ModelBadRequest, False, "{name}: the provider rejected the request. "
+                         "Check the model name and llm_args. ({detail})")
+_NOT_FOUND = ErrorRule(ModelBadRequest, False, "{name}: model or endpoint not found. Check the "
+                       "model name (with its litellm provider prefix, e.g. 'openai/gpt-4o-mini') "
+                       "and {where}. ({detail})")
+_BLOCKED = ErrorRule(ModelBadRequest, False, "{name}: a content policy, guardrail or budget of the "
+                     "provider or of litellm refused the request. Change the content, or the "
+                     "guardrail or budget settings. ({detail})")
+_TOO_LONG = ErrorRule(ContextWindowExceeded, False, "{name}: the request is larger than the "
+                      "model's context window. {too_long} ({detail})")
+_BAD_PARAMS = ErrorRule(ModelBadRequest, False, "{name}: the model does not take one of the "
+                        "parameters. Remove it from llm_args, or pass llm_args={{'drop_params': "
+                        "True}}. ({detail})")
+_GENERIC = ErrorRule(ModelError, False, "{name}: litellm failed ({detail}). Check the model name "
+                     "and llm_args.")
 
 
 @functools.cache
@@ -256,18 +237,8 @@ def _error_table() -> dict[type[BaseException], ErrorRule]:
         openai.APIResponseValidationError: _UNAVAILABLE,
         ex.ServiceUnavailableError: _UNAVAILABLE,
         ex.BadGatewayError: _UNAVAILABLE,
-        ex.ContextWindowExceededError: ErrorRule(
-            ContextWindowExceeded,
-            False,
-            "{name}: the request is larger than the model's context window. {too_long} "
-            "({detail})",
-        ),
-        ex.UnsupportedParamsError: ErrorRule(
-            ModelBadRequest,
-            False,
-            "{name}: the model does not take one of the parameters. Remove it from llm_args, or "
-            "pass llm_args={{'drop_params': True}}. ({detail})",
-        ),
+        ex.ContextWindowExceededError: _TOO_LONG,
+        ex.UnsupportedParamsError: _BAD_PARAMS,
         ex.LiteLLMUnknownProvider: _NOT_FOUND,
         ex.ModelNotMappedError: _NOT_FOUND,
         ex.ContentPolicyViolationError: _BLOCKED,

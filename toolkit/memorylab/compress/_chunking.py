@@ -38,13 +38,6 @@ class Prompts:
     merge: str
 
 
-def token_counter(model: str | None) -> TokenCounter:
-    """:func:`~memorylab.compress.tokens.get_token_counter` for ``model`` (imported on use)."""
-    from memorylab.compress.tokens import get_token_counter
-
-    return get_token_counter(model)
-
-
 def _longest_prefix(text: str, limit: int, counter: TokenCounter) -> int:
     """The largest ``n`` with ``count(text[:n]) <= limit`` (at least 1)."""
     lo, hi = 1, min(len(text), max(16, limit * 4))

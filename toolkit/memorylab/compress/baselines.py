@@ -18,26 +18,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-from memorylab.compress._chunking import token_counter
 from memorylab.compress.base import BaseSummarizer, Summary, check_history, local_summary
+from memorylab.compress.tokens import TokenCounter, get_token_counter
 from memorylab.errors import EmptySummary, InvalidSetting
 from memorylab.llm import check_int
 from memorylab.memory import format as fmt
-
-if TYPE_CHECKING:
-    from memorylab.compress.tokens import TokenCounter
 
 OMISSION_MARKER = "[… {count} messages omitted …]"
 """Put between the head and the tail by :class:`HeadTailSummarizer`."""
 
 _SEPARATOR = "\n\n"
 _MIN_BUDGET = 16
-
-
-def _check_budget(value: Any) -> int:
-    return check_int("max_tokens", value, _MIN_BUDGET)
 
 
 def _longest(text: str, limit: int, counter: TokenCounter, *, from_end: bool) -> str:
@@ -93,9 +86,10 @@ class _Baseline(BaseSummarizer):
         self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
     ) -> Summary:
         started = time.perf_counter()
-        budget = _check_budget(self.max_tokens if max_tokens is None else max_tokens)
+        budget = self.max_tokens if max_tokens is None else max_tokens
+        check_int("max_tokens", budget, _MIN_BUDGET)
         check_history(messages)
-        counter = token_counter(self.model)
+        counter = get_token_counter(self.model)
         text = self._text(fmt.history_lines(messages), budget, counter).strip()
         if not text:
             raise EmptySummary(f"{self.name}: the budget of {budget} tokens kept nothing")
@@ -114,7 +108,7 @@ class TruncateSummarizer(_Baseline):
         keep: Literal["tail", "head"] = "tail",
         model: str | None = None,
     ) -> None:
-        self.max_tokens = _check_budget(max_tokens)
+        self.max_tokens = check_int("max_tokens", max_tokens, _MIN_BUDGET)
         if keep not in ("tail", "head"):
             raise InvalidSetting(f"keep must be 'tail' or 'head', not {keep!r}")
         self.keep = keep
@@ -136,7 +130,7 @@ class HeadTailSummarizer(_Baseline):
     def __init__(
         self, max_tokens: int = 1024, *, head_share: float = 0.3, model: str | None = None
     ) -> None:
-        self.max_tokens = _check_budget(max_tokens)
+        self.max_tokens = check_int("max_tokens", max_tokens, _MIN_BUDGET)
         if (
             isinstance(head_share, bool)
             or not isinstance(head_share, int | float)

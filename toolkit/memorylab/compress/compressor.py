@@ -27,6 +27,7 @@ from memorylab.compress.base import Summarizer, Summary
 from memorylab.compress.policy import Backoff, Threshold
 from memorylab.compress.summarizers import DEFAULT_SUMMARIZER, get_summarizer, summarizer_names
 from memorylab.errors import CompactionConflict, CompressionFailed, InvalidSetting
+from memorylab.llm import check_int
 from memorylab.memory.conversation import Conversation
 from memorylab.memory.records import CompactionEvent
 
@@ -71,13 +72,9 @@ class ContextCompressor:
         timer: Callable[[], float] | None = None,
     ) -> None:
         self.threshold = policy.validate_threshold(threshold)
-        if not isinstance(summarizer_max_tokens, int) or summarizer_max_tokens < 1:
-            raise InvalidSetting(
-                f"summarizer_max_tokens must be an int >= 1, not {summarizer_max_tokens!r}"
-            )
         self.summarizer_model = summarizer_model
         self.summarizer_temperature = summarizer_temperature
-        self.summarizer_max_tokens = summarizer_max_tokens
+        self.summarizer_max_tokens = check_int("summarizer_max_tokens", summarizer_max_tokens, 1)
         self.summarizer_args = dict(summarizer_args or {})
         self.backoff = backoff or Backoff()
         self.timer = timer or time.perf_counter

@@ -28,17 +28,15 @@ import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from memorylab.compress._chunking import token_counter, truncate_to_tokens
+from memorylab.compress._chunking import truncate_to_tokens
 from memorylab.compress.base import BaseSummarizer, Summary, check_history, local_summary
+from memorylab.compress.tokens import TokenCounter, get_token_counter
 from memorylab.errors import EmptySummary, MemoryFormatError
 from memorylab.llm import check_int
 from memorylab.memory import format as fmt
 from memorylab.memory.records import PRELOAD_PREFIX, SUMMARY_PREFIX
-
-if TYPE_CHECKING:
-    from memorylab.compress.tokens import TokenCounter
 
 _DECISION = re.compile(
     r"\b(?:decided|decides?|decision|agreed|agrees?|will use|we'll use|going with|go with|"
@@ -225,13 +223,13 @@ class ExtractiveSummarizer(BaseSummarizer):
     ) -> Summary:
         """The extractive summary of ``messages`` in at most ``max_tokens`` tokens."""
         started = time.perf_counter()
-        budget = check_int("max_tokens", self.max_tokens if max_tokens is None else max_tokens,
-                           _MIN_BUDGET)  # fmt: skip
+        budget = self.max_tokens if max_tokens is None else max_tokens
+        check_int("max_tokens", budget, _MIN_BUDGET)
         check_history(messages)
         history = _expand(messages)
         if not any(m.text.strip() for m in history):
             raise EmptySummary("nothing to summarize: the history is empty")
-        counter = token_counter(self.model)
+        counter = get_token_counter(self.model)
         return local_summary(
             self.name, self._build(history, budget, counter), messages, counter, started
         )

@@ -29,8 +29,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from memorylab import llm
-from memorylab.compress._chunking import Plan, Prompts, plan_calls, token_counter
+from memorylab.compress._chunking import Plan, Prompts, plan_calls
 from memorylab.compress.base import BaseSummarizer, Summary, check_history
+from memorylab.compress.tokens import get_token_counter
 from memorylab.errors import EmptySummary, InvalidSetting, MemorylabError
 from memorylab.memory import format as fmt
 
@@ -237,7 +238,7 @@ class LiteLLMSummarizer(BaseSummarizer):
             name=self.model,
             window=self.get_context_window(),
             out_tokens=out_tokens,
-            counter=token_counter(self.model),
+            counter=get_token_counter(self.model),
             prompts=_PROMPTS,
         )
 
@@ -263,7 +264,7 @@ class LiteLLMSummarizer(BaseSummarizer):
     def _start(self, messages: Sequence[Mapping[str, Any]], max_tokens: int | None) -> _Run:
         # One-time costs (importing litellm, loading the tokenizer) stay out of latency_s.
         llm.import_litellm()
-        token_counter(self.model).count("")
+        get_token_counter(self.model).count("")
         out_tokens = self._output_tokens(max_tokens)
         return _Run(self, self._plan(messages, out_tokens), out_tokens)
 
@@ -298,7 +299,7 @@ class LiteLLMSummarizer(BaseSummarizer):
         would be made. A history the summarizer would refuse makes no call.
         """
         out_tokens = self._output_tokens(max_tokens)
-        counter = token_counter(self.model)
+        counter = get_token_counter(self.model)
         system = counter.count(SUMMARY_SYSTEM_PROMPT)
         stand_in = " ".join(["x"] * out_tokens)
         calls: list[tuple[str, int, int]] = []

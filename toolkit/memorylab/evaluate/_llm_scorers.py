@@ -173,30 +173,26 @@ class ProbeQAScorer(BaseScorer):
         overhead = 120
         return [(self.reader, summary_tokens + overhead, self.max_tokens) for _ in case.probes]
 
-    async def _answer(self, question: str, summary: str, llm: CachedLLM) -> tuple[str, float]:
-        if self.reader == LOOKUP_READER:
-            return lookup_answer(question, summary), 0.0
+    def _local_answer(self, question: str, summary: str) -> tuple[str, float]:
         if callable(self.reader):
             return str(self.reader(question, summary)), 0.0
+        return lookup_answer(question, summary), 0.0
+
+    async def _answer(self, question: str, summary: str, llm: CachedLLM) -> tuple[str, float]:
+        if self.offline:
+            return self._local_answer(question, summary)
         options = {"temperature": 0.0, "max_tokens": self.max_tokens, **self.llm_args}
         messages = self._messages(question, summary)
-        reply = await llm.acomplete(self.reader, messages, retry=self.retry, **options)
+        reply = await llm.acomplete(str(self.reader), messages, retry=self.retry, **options)
         return reply.text, reply.cost_usd if reply.cost_usd is not None else NAN
 
     def score(self, sample: Sample) -> Mapping[str, Score]:
         if not self.offline:
             return super().score(sample)
-        return self._grade(sample, [self._sync_answer(p.question, sample.text) for p in
-                                    sample.case.probes])  # fmt: skip
-
-    def _sync_answer(self, question: str, summary: str) -> tuple[str, float]:
-        if callable(self.reader):
-            return str(self.reader(question, summary)), 0.0
-        return lookup_answer(question, summary), 0.0
+        probes = sample.case.probes
+        return self._grade(sample, [self._local_answer(p.question, sample.text) for p in probes])
 
     async def ascore(self, sample: Sample, llm: CachedLLM) -> Mapping[str, Score]:
-        if self.offline:
-            return self.score(sample)
         answers = await asyncio.gather(
             *(self._answer(p.question, sample.text, llm) for p in sample.case.probes)
         )

@@ -51,6 +51,7 @@ from memorylab.evaluate.base import Scorer, run_sync
 from memorylab.evaluate.cases import Case
 from memorylab.evaluate.scorers import get_scorer
 from memorylab.evaluate.tables import fact_survival_table, markdown_table, summary_table
+from memorylab.llm import check_int
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -168,8 +169,7 @@ def _cache(cache_dir: str | os.PathLike[str] | bool | None) -> LLMCache | None:
 
 
 def _check_settings(concurrency: Any, max_cost_usd: Any, max_tokens: Any) -> None:
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise InvalidSetting(f"concurrency must be an int >= 1, not {concurrency!r}")
+    check_int("concurrency", concurrency, 1)
     if max_cost_usd is not None and (
         isinstance(max_cost_usd, bool)
         or not isinstance(max_cost_usd, int | float)
@@ -177,10 +177,8 @@ def _check_settings(concurrency: Any, max_cost_usd: Any, max_tokens: Any) -> Non
         or max_cost_usd < 0
     ):
         raise InvalidSetting(f"max_cost_usd must be a number >= 0 or None, not {max_cost_usd!r}")
-    if max_tokens is not None and (
-        isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
-    ):
-        raise InvalidSetting(f"max_tokens must be an int >= 1 or None, not {max_tokens!r}")
+    if max_tokens is not None:
+        check_int("max_tokens", max_tokens, 1)
 
 
 # --------------------------------------------------------------------------- running
