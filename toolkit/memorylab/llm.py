@@ -24,10 +24,8 @@ module import.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
-import email.utils
 import functools
 import json
 import os
@@ -288,6 +286,8 @@ def _retry_after(exc: BaseException | None) -> float | None:
         try:
             return max(0.0, float(value))
         except ValueError:
+            import email.utils  # an HTTP date: rare, and email.utils is slow to import
+
             when = email.utils.parsedate_to_datetime(str(value))
             return max(0.0, when.timestamp() - time.time())
     except (TypeError, ValueError, AttributeError):
@@ -426,6 +426,8 @@ class Caller:
 
     async def acall(self, kwargs: Mapping[str, Any], what: str, check: Callable[[Any], _T]) -> _T:
         """:meth:`call` with ``litellm.acompletion``."""
+        import asyncio
+
         from tenacity import AsyncRetrying
 
         litellm = import_litellm()

@@ -20,7 +20,6 @@ A summarizer users write is registered by name like the built-in ones
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -88,6 +87,8 @@ class BaseSummarizer:
         self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
     ) -> Summary:
         """:meth:`summarize` on a worker thread."""
+        import asyncio  # not at module import: it takes longer than the rest of memorylab
+
         return await asyncio.to_thread(self.summarize, messages, max_tokens=max_tokens)
 
     def estimate(
