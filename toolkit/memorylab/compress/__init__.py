@@ -13,7 +13,7 @@ Importing this package imports neither litellm nor tiktoken; the first model cal
 count does.
 """
 
-from memorylab.compress.base import BaseSummarizer, Summarizer, Summary
+from memorylab.compress.base import BaseSummarizer, BudgetedSummarizer, Summarizer, Summary
 from memorylab.compress.baselines import OMISSION_MARKER, HeadTailSummarizer, TruncateSummarizer
 from memorylab.compress.compressor import MIN_SUMMARY_TOKENS, ContextCompressor
 from memorylab.compress.extractive import ExtractiveSummarizer
@@ -46,6 +46,7 @@ from memorylab.compress.tokens import TokenCounter, count_tokens, get_token_coun
 __all__ = [
     "Backoff",
     "BaseSummarizer",
+    "BudgetedSummarizer",
     "CHUNK_PROMPT",
     "ContextCompressor",
     "DEFAULT_SUMMARIZER",

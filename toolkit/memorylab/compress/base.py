@@ -1,5 +1,6 @@
-"""What every summarizer shares: the :class:`Summary` record, the :class:`Summarizer` protocol and
-:class:`BaseSummarizer`, the base class of the built-in ones.
+"""What every summarizer shares: the :class:`Summary` record, the :class:`Summarizer` protocol,
+:class:`BaseSummarizer`, the base class of the built-in ones, and :class:`BudgetedSummarizer`, the
+base of the local ones that write within a token budget (extractive, truncate, head-tail).
 
 A summarizer is anything with a ``name`` and ``summarize(messages, *, max_tokens=None) ->
 Summary``. :class:`BaseSummarizer` adds what the rest of memorylab asks of a summarizer, with
@@ -25,13 +26,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
+from memorylab.compress.tokens import TokenCounter, get_token_counter
 from memorylab.errors import EmptySummary, InvalidSetting
+from memorylab.llm import check_int
 from memorylab.memory import format as fmt
 
 if TYPE_CHECKING:
     from typing import Self
 
-    from memorylab.compress.tokens import TokenCounter
     from memorylab.llm import Caller
 
 
@@ -110,22 +112,41 @@ def check_history(messages: Sequence[Mapping[str, Any]]) -> None:
         raise EmptySummary("nothing to summarize: the history is empty")
 
 
-def local_summary(
-    name: str,
-    text: str,
-    messages: Sequence[Mapping[str, Any]],
-    counter: TokenCounter,
-    started: float,
-) -> Summary:
-    """The :class:`Summary` of a summarizer that runs locally: one pass, no cost."""
-    if not text.strip():
-        raise EmptySummary(f"{name}: the summary came out empty")
-    return Summary(
-        text=text,
-        model=name,
-        input_tokens=counter.count(fmt.history_text(messages)),
-        output_tokens=counter.count(text),
-        cost_usd=0.0,
-        latency_s=time.perf_counter() - started,
-        chunks=1,
-    )
+class BudgetedSummarizer(BaseSummarizer):
+    """A summarizer that runs locally and writes its summary within a token budget.
+
+    Subclasses set ``max_tokens`` (the default budget) and ``model`` (whose tokenizer counts,
+    ``None``: cl100k_base) and implement :meth:`text`; the :class:`Summary` is made here, with
+    the tokens counted and no cost.
+    """
+
+    min_tokens: ClassVar[int] = 16
+    max_tokens: int
+    model: str | None
+
+    def text(
+        self, messages: Sequence[Mapping[str, Any]], budget: int, counter: TokenCounter
+    ) -> str:
+        """The summary of ``messages`` in at most ``budget`` tokens of ``counter``."""
+        raise NotImplementedError(f"{type(self).__name__} must implement text()")
+
+    def summarize(
+        self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
+    ) -> Summary:
+        started = time.perf_counter()
+        budget = self.max_tokens if max_tokens is None else max_tokens
+        check_int("max_tokens", budget, self.min_tokens)
+        check_history(messages)
+        counter = get_token_counter(self.model)
+        text = self.text(messages, budget, counter).strip()
+        if not text:
+            raise EmptySummary(f"{self.name}: the budget of {budget} tokens kept nothing")
+        return Summary(
+            text=text,
+            model=self.name,
+            input_tokens=counter.count(fmt.history_text(messages)),
+            output_tokens=counter.count(text),
+            cost_usd=0.0,
+            latency_s=time.perf_counter() - started,
+            chunks=1,
+        )

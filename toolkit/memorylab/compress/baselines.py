@@ -16,13 +16,12 @@ boundary. Deterministic, no model, no network, ``cost_usd=0.0``.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from memorylab.compress.base import BaseSummarizer, Summary, check_history, local_summary
-from memorylab.compress.tokens import TokenCounter, get_token_counter
-from memorylab.errors import EmptySummary, InvalidSetting
+from memorylab.compress.base import BudgetedSummarizer
+from memorylab.compress.tokens import TokenCounter
+from memorylab.errors import InvalidSetting
 from memorylab.llm import check_int
 from memorylab.memory import format as fmt
 
@@ -30,7 +29,6 @@ OMISSION_MARKER = "[… {count} messages omitted …]"
 """Put between the head and the tail by :class:`HeadTailSummarizer`."""
 
 _SEPARATOR = "\n\n"
-_MIN_BUDGET = 16
 
 
 def _longest(text: str, limit: int, counter: TokenCounter, *, from_end: bool) -> str:
@@ -75,28 +73,7 @@ def _take(
     return kept, taken
 
 
-class _Baseline(BaseSummarizer):
-    max_tokens: int
-    model: str | None
-
-    def _text(self, blocks: list[str], budget: int, counter: TokenCounter) -> str:
-        raise NotImplementedError
-
-    def summarize(
-        self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
-    ) -> Summary:
-        started = time.perf_counter()
-        budget = self.max_tokens if max_tokens is None else max_tokens
-        check_int("max_tokens", budget, _MIN_BUDGET)
-        check_history(messages)
-        counter = get_token_counter(self.model)
-        text = self._text(fmt.history_lines(messages), budget, counter).strip()
-        if not text:
-            raise EmptySummary(f"{self.name}: the budget of {budget} tokens kept nothing")
-        return local_summary(self.name, text, messages, counter, started)
-
-
-class TruncateSummarizer(_Baseline):
+class TruncateSummarizer(BudgetedSummarizer):
     """The transcript cut to ``max_tokens`` tokens: its end (``keep="tail"``) or its start."""
 
     name = "memorylab/truncate"
@@ -108,7 +85,7 @@ class TruncateSummarizer(_Baseline):
         keep: Literal["tail", "head"] = "tail",
         model: str | None = None,
     ) -> None:
-        self.max_tokens = check_int("max_tokens", max_tokens, _MIN_BUDGET)
+        self.max_tokens = check_int("max_tokens", max_tokens, self.min_tokens)
         if keep not in ("tail", "head"):
             raise InvalidSetting(f"keep must be 'tail' or 'head', not {keep!r}")
         self.keep = keep
@@ -117,12 +94,14 @@ class TruncateSummarizer(_Baseline):
     def __repr__(self) -> str:
         return f"TruncateSummarizer(max_tokens={self.max_tokens}, keep={self.keep!r})"
 
-    def _text(self, blocks: list[str], budget: int, counter: TokenCounter) -> str:
-        kept, _ = _take(blocks, budget, counter, from_end=self.keep == "tail")
+    def text(
+        self, messages: Sequence[Mapping[str, Any]], budget: int, counter: TokenCounter
+    ) -> str:
+        kept, _ = _take(fmt.history_lines(messages), budget, counter, from_end=self.keep == "tail")
         return _SEPARATOR.join(kept)
 
 
-class HeadTailSummarizer(_Baseline):
+class HeadTailSummarizer(BudgetedSummarizer):
     """The start and the end of the transcript within ``max_tokens`` tokens."""
 
     name = "memorylab/head-tail"
@@ -130,7 +109,7 @@ class HeadTailSummarizer(_Baseline):
     def __init__(
         self, max_tokens: int = 1024, *, head_share: float = 0.3, model: str | None = None
     ) -> None:
-        self.max_tokens = check_int("max_tokens", max_tokens, _MIN_BUDGET)
+        self.max_tokens = check_int("max_tokens", max_tokens, self.min_tokens)
         if (
             isinstance(head_share, bool)
             or not isinstance(head_share, int | float)
@@ -143,7 +122,10 @@ class HeadTailSummarizer(_Baseline):
     def __repr__(self) -> str:
         return f"HeadTailSummarizer(max_tokens={self.max_tokens}, head_share={self.head_share})"
 
-    def _text(self, blocks: list[str], budget: int, counter: TokenCounter) -> str:
+    def text(
+        self, messages: Sequence[Mapping[str, Any]], budget: int, counter: TokenCounter
+    ) -> str:
+        blocks = fmt.history_lines(messages)
         whole = _SEPARATOR.join(blocks)
         if counter.count(whole) <= budget:
             return whole

@@ -25,14 +25,13 @@ the order of the conversation. Long items are clipped to a few hundred character
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from memorylab.compress._chunking import truncate_to_tokens
-from memorylab.compress.base import BaseSummarizer, Summary, check_history, local_summary
-from memorylab.compress.tokens import TokenCounter, get_token_counter
+from memorylab.compress.base import BudgetedSummarizer
+from memorylab.compress.tokens import TokenCounter
 from memorylab.errors import EmptySummary, MemoryFormatError
 from memorylab.llm import check_int
 from memorylab.memory import format as fmt
@@ -72,7 +71,6 @@ _RECENT_TOKENS = 120
 _PREVIOUS_SHARE = 0.40
 _TASK_SHARE = 0.25
 _RECENT_SHARE = 0.15
-_MIN_BUDGET = 32
 
 # Ranks: lower is kept first.
 _DECISION_RANK, _ARTIFACT_RANK, _TOOL_RANK, _NUMBER_RANK = 0, 1, 2, 3
@@ -202,7 +200,7 @@ def _carry_forward(previous: Sequence[str]) -> tuple[str, str | None]:
     return "\n".join(lines), task
 
 
-class ExtractiveSummarizer(BaseSummarizer):
+class ExtractiveSummarizer(BudgetedSummarizer):
     """Offline, deterministic summarizer (see the module docstring); name ``memorylab/extractive``.
 
     ``max_tokens`` is the budget of the summary, counted with ``get_token_counter(model)``
@@ -210,29 +208,23 @@ class ExtractiveSummarizer(BaseSummarizer):
     """
 
     name = "memorylab/extractive"
+    min_tokens = 32
 
     def __init__(self, max_tokens: int = 1024, model: str | None = None) -> None:
-        self.max_tokens = check_int("max_tokens", max_tokens, _MIN_BUDGET)
+        self.max_tokens = check_int("max_tokens", max_tokens, self.min_tokens)
         self.model = model
 
     def __repr__(self) -> str:
         return f"ExtractiveSummarizer(max_tokens={self.max_tokens}, model={self.model!r})"
 
-    def summarize(
-        self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
-    ) -> Summary:
-        """The extractive summary of ``messages`` in at most ``max_tokens`` tokens."""
-        started = time.perf_counter()
-        budget = self.max_tokens if max_tokens is None else max_tokens
-        check_int("max_tokens", budget, _MIN_BUDGET)
-        check_history(messages)
+    def text(
+        self, messages: Sequence[Mapping[str, Any]], budget: int, counter: TokenCounter
+    ) -> str:
+        """The extractive summary of ``messages`` in at most ``budget`` tokens."""
         history = _expand(messages)
         if not any(m.text.strip() for m in history):
             raise EmptySummary("nothing to summarize: the history is empty")
-        counter = get_token_counter(self.model)
-        return local_summary(
-            self.name, self._build(history, budget, counter), messages, counter, started
-        )
+        return self._build(history, budget, counter)
 
     # -- the work ------------------------------------------------------------------------------
     def _build(self, history: list[_Msg], budget: int, counter: TokenCounter) -> str:
