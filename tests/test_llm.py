@@ -159,3 +159,12 @@ def test_the_old_module_path_warns_and_works() -> None:
         assert old.ChatReply is llm.ChatReply
     with pytest.raises(AttributeError):
         old.nope  # noqa: B018
+
+
+def test_module_doctests() -> None:
+    import doctest
+
+    from memorylab import llm
+
+    result = doctest.testmod(llm)
+    assert result.attempted >= 2 and result.failed == 0

@@ -112,6 +112,9 @@ class LLMCache:
         return sum(1 for _ in self.directory.glob("??/*.json"))
 
 
+_COUNTERS = ("requests", "cache_hits", "spent_usd", "unpriced_calls", "failed_calls")
+
+
 class RunStats:
     """Thread-safe counters of one comparison: requests sent, cache hits, USD spent."""
 
@@ -157,22 +160,14 @@ class RunStats:
                 self.spent_usd += cost
 
     def merge(self, other: Mapping[str, Any]) -> None:
+        """Add the counters of another run's :meth:`as_dict` (an executor job's)."""
         with self._lock:
-            self.requests += int(other.get("requests", 0))
-            self.cache_hits += int(other.get("cache_hits", 0))
-            self.spent_usd += float(other.get("spent_usd", 0.0))
-            self.unpriced_calls += int(other.get("unpriced_calls", 0))
-            self.failed_calls += int(other.get("failed_calls", 0))
+            for key in _COUNTERS:
+                setattr(self, key, getattr(self, key) + other.get(key, 0))
 
     def as_dict(self) -> dict[str, Any]:
         with self._lock:
-            return {
-                "requests": self.requests,
-                "cache_hits": self.cache_hits,
-                "spent_usd": self.spent_usd,
-                "unpriced_calls": self.unpriced_calls,
-                "failed_calls": self.failed_calls,
-            }
+            return {key: getattr(self, key) for key in _COUNTERS}
 
 
 class CacheMiss(Exception):
