@@ -75,8 +75,9 @@ def test_all_is_complete(name: str) -> None:
     for attr, value in vars(module).items():
         if attr.startswith("_") or isinstance(value, types.ModuleType) or attr in exported:
             continue
-        defined_here = getattr(value, "__module__", None) == name
-        if (is_package and callable(value)) or (
+        home = getattr(value, "__module__", None) or ""
+        defined_here = home == name
+        if (is_package and callable(value) and home.startswith("memorylab")) or (
             defined_here and (isinstance(value, type) or callable(value))
         ):
             unlisted.append(attr)

@@ -12,6 +12,7 @@ LLM providers), :mod:`memorylab.analysis`, :mod:`memorylab.evaluate`, :mod:`memo
 import importlib
 import warnings
 
+from memorylab import _names
 from memorylab._version import __version__
 from memorylab.agent import Agent
 from memorylab.compress import ContextCompressor, LiteLLMSummarizer, Summarizer, get_summarizer
@@ -83,6 +84,9 @@ _MOVED = {
 _RENAMED = {"render": "render_memory"}
 
 
+_moved_getattr = _names.moved(__name__, _MOVED, stacklevel=3)
+
+
 def __getattr__(name: str) -> object:
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name]), name)
@@ -95,15 +99,7 @@ def __getattr__(name: str) -> object:
             stacklevel=2,
         )
         return globals()[_RENAMED[name]]
-    if name in _MOVED:
-        warnings.warn(
-            f"memorylab.{name} has moved: import it from {_MOVED[name]} "
-            f"(from {_MOVED[name]} import {name})",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return getattr(importlib.import_module(_MOVED[name]), name)
-    raise AttributeError(f"module 'memorylab' has no attribute {name!r}")
+    return _moved_getattr(name)
 
 
 def __dir__() -> list[str]:

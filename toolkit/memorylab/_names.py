@@ -6,9 +6,9 @@ the modules that keep an old import path working for a release.
 
 from __future__ import annotations
 
+import importlib
 import warnings
 from collections.abc import Callable, Mapping, MutableMapping
-from types import ModuleType
 from typing import Any, TypeVar
 
 from memorylab.errors import InvalidSetting
@@ -38,20 +38,20 @@ def register(
     return add
 
 
-def moved(module: str, homes: Mapping[str, ModuleType], new_path: str) -> Callable[[str], Any]:
-    """A module ``__getattr__`` for names that moved: ``homes`` maps each name to the module that
-    holds it now; using one warns (``DeprecationWarning``) that it is imported from ``new_path``."""
+def moved(module: str, homes: Mapping[str, str], *, stacklevel: int = 2) -> Callable[[str], Any]:
+    """A module ``__getattr__`` for names that moved: ``homes`` maps each old name to the public
+    module that holds it now (imported on use); using one warns (``DeprecationWarning``) with the
+    import to write instead. ``stacklevel`` 3 when another ``__getattr__`` calls this one."""
 
     def __getattr__(name: str) -> Any:
         home = homes.get(name)
         if home is None:
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
         warnings.warn(
-            f"{module}.{name} has moved: import it from {new_path} "
-            f"(from {new_path} import {name})",
+            f"{module}.{name} has moved: import it from {home} (from {home} import {name})",
             DeprecationWarning,
-            stacklevel=2,
+            stacklevel=stacklevel,
         )
-        return getattr(home, name)
+        return getattr(importlib.import_module(home), name)
 
     return __getattr__

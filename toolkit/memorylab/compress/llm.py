@@ -4,4 +4,4 @@ release."""
 from memorylab import llm as _llm
 from memorylab._names import moved
 
-__getattr__ = moved(__name__, dict.fromkeys(_llm.__all__, _llm), "memorylab.llm")
+__getattr__ = moved(__name__, dict.fromkeys(_llm.__all__, "memorylab.llm"))

@@ -27,7 +27,6 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from memorylab._names import moved, register
-from memorylab.compress import base, litellm_summarizer
 from memorylab.compress.base import Summarizer
 from memorylab.compress.baselines import HeadTailSummarizer, TruncateSummarizer
 from memorylab.compress.extractive import ExtractiveSummarizer
@@ -101,12 +100,8 @@ def get_summarizer(spec: str | Summarizer | None = None, **options: Any) -> Summ
 # Names this module held before it was only the registry: still there, with a warning.
 __getattr__ = moved(
     __name__,
-    {
-        "CHUNK_PROMPT": litellm_summarizer,
-        "MERGE_PROMPT": litellm_summarizer,
-        "SUMMARY_PROMPT": litellm_summarizer,
-        "SUMMARY_SYSTEM_PROMPT": litellm_summarizer,
-        "Summary": base,
-    },
-    "memorylab.compress",
+    dict.fromkeys(
+        ("CHUNK_PROMPT", "MERGE_PROMPT", "SUMMARY_PROMPT", "SUMMARY_SYSTEM_PROMPT", "Summary"),
+        "memorylab.compress",
+    ),
 )

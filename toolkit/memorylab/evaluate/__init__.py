@@ -13,7 +13,6 @@ pandas, matplotlib, litellm, rapidfuzz and the optional extras are imported only
 """
 
 from memorylab._names import moved as _moved
-from memorylab.compress import baselines as _baselines
 from memorylab.evaluate._cache import LLMCache
 from memorylab.evaluate._extras import RougeScorer, SimilarityScorer
 from memorylab.evaluate._llm_scorers import (
@@ -64,9 +63,7 @@ from memorylab.evaluate.scorers import (
 
 # The baselines were importable from here; they are summarizers of memorylab.compress.
 __getattr__ = _moved(
-    __name__,
-    dict.fromkeys(("HeadTailSummarizer", "TruncateSummarizer"), _baselines),
-    "memorylab.compress",
+    __name__, dict.fromkeys(("HeadTailSummarizer", "TruncateSummarizer"), "memorylab.compress")
 )
 
 __all__ = [

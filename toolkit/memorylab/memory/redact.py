@@ -30,13 +30,17 @@ from typing import Any
 
 __all__ = [
     "ALL_CATEGORIES",
+    "Finding",
     "MARKER",
     "PII_CATEGORIES",
+    "RULES",
+    "Redactor",
+    "Rule",
     "SECRETS",
     "SECRETS_AND_PII",
     "SECRET_CATEGORIES",
-    "Finding",
-    "Redactor",
+    "may_hold_pii",
+    "may_hold_secret",
     "redact_values",
     "resolve_redactor",
 ]

@@ -84,7 +84,10 @@ __all__ = [
     "MemoryStore",
     "Snapshot",
     "agent_paths",
+    "apply_retention",
+    "delete_archives",
     "read_memory",
+    "remove_memory",
     "validate_agent_name",
 ]
 

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from memorylab.evaluate.cases import Case, Fact
 
-__all__ = ["TABLE_METRICS", "SummarizerArena", "comparison_html", "lost_facts"]
+__all__ = ["SummarizerArena", "TABLE_METRICS", "comparison_html", "lost_facts"]
 
 TABLE_METRICS = (
     "fact_recall.overall",

@@ -27,7 +27,7 @@ from memorylab.memory.display import event_text, messages_html
 from memorylab.memory.records import CompactionEvent
 from memorylab.widgets._common import View, import_widgets, status_html
 
-__all__ = ["DEMO_SCRIPT", "CompactionStepper"]
+__all__ = ["CompactionStepper", "DEMO_SCRIPT"]
 
 DEMO_SCRIPT: tuple[Mapping[str, str], ...] = (
     {
