@@ -351,8 +351,8 @@ def cases_from_workspace(
 
     ``source``: a workspace (the folder holding ``agents/``), ``agents/`` itself, an agent
     folder, a MEMORY.md or archive file (only the compaction it takes part in), or a list of
-    these; ``None`` is the current workspace (:func:`memorylab.resolve_workspace`). Nothing is
-    written; an archive of an interrupted compaction is skipped.
+    these; ``None`` is the current workspace (:func:`memorylab.config.resolve_workspace`).
+    Nothing is written; an archive of an interrupted compaction is skipped.
     """
     if source is None:
         from memorylab.config import resolve_workspace

@@ -82,7 +82,7 @@ ScorerSpec = str | Scorer | Callable[..., Any]
 
 def default_cache_dir() -> Path:
     """``$MEMORYLAB_CACHE_DIR``, else ``<workspace>/.cache/llm`` (the workspace as resolved by
-    :func:`memorylab.resolve_workspace`)."""
+    :func:`memorylab.config.resolve_workspace`)."""
     configured = os.environ.get("MEMORYLAB_CACHE_DIR")
     if configured:
         return Path(configured).expanduser()

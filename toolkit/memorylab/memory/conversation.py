@@ -355,15 +355,16 @@ class Conversation:
         messages added since the last one. The total is the sum of the entries' counts plus one
         ``"\\n\\n"`` separator between entries (BPE merges across the joins make counting the
         joined string differ by at most about one token per entry). ``counter`` defaults to
-        ``token_counter`` (e.g. ``memorylab.get_token_counter("gpt-4o")``). Entries edited in
-        place are not noticed; replacing ``conversation_history`` or changing the counter
-        recounts everything.
+        ``token_counter`` (e.g. ``memorylab.compress.get_token_counter("gpt-4o")``). Entries
+        edited in place are not noticed; replacing ``conversation_history`` or changing the
+        counter recounts everything.
         """
         counter = counter or self.token_counter
         if counter is None:
             raise InvalidSetting(
-                "token_count() needs a tokenizer: pass counter=memorylab.get_token_counter(model) "
-                "or construct the Conversation with token_counter=..."
+                "token_count() needs a tokenizer: pass "
+                "counter=memorylab.compress.get_token_counter(model) or construct the "
+                "Conversation with token_counter=..."
             )
         with self._lock:
             history = self.conversation_history

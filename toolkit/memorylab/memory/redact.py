@@ -552,7 +552,7 @@ def resolve_redactor(redact: Callable[[str], str] | bool | None) -> Callable[[st
         return SECRETS
     if not callable(redact):
         raise TypeError(
-            "redact must be a callable str -> str (e.g. memorylab.SECRETS_AND_PII), True, False "
-            f"or None; got {type(redact).__name__}"
+            "redact must be a callable str -> str (e.g. memorylab.memory.SECRETS_AND_PII), "
+            f"True, False or None; got {type(redact).__name__}"
         )
     return redact
