@@ -11,14 +11,20 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-import numpy as np
 import pandas as pd
 import pytest
 from analysis_support import START, Built, Clock, block, build_own, reference_file
 
 from memorylab import Conversation, read_memory
 from memorylab.analysis import compactions_df, memory_df
-from memorylab.analysis.frames import COMPACTION_COLUMNS, MEMORY_COLUMNS, PROBLEM_COLUMNS
+from memorylab.analysis.frames import (
+    COMPACTION_COLUMNS,
+    DTYPES,
+    MEMORY_COLUMNS,
+    PROBLEM_COLUMNS,
+    build_frame,
+    columns,
+)
 from memorylab.compress.tokens import get_token_counter
 from memorylab.errors import MemoryFormatError, StoreError
 
@@ -32,7 +38,7 @@ def _pairs(frame: pd.DataFrame) -> list[tuple[str, str]]:
 
 def test_rows_and_order_follow_the_timeline(own_workspace: Built) -> None:
     df = memory_df(own_workspace.root)
-    assert list(df.columns) == list(MEMORY_COLUMNS)
+    assert list(df.columns) == [name for name, _ in MEMORY_COLUMNS]
     assert len(df) == sum(len(m) for m in own_workspace.messages.values())
     for agent, expected in own_workspace.messages.items():
         rows = df[df["agent"] == agent]
@@ -52,56 +58,51 @@ def test_rows_and_order_follow_the_timeline(own_workspace: Built) -> None:
                 assert bool(part["is_summary"].iloc[0])  # every later segment starts with one
 
 
+def _assert_declared(frame: pd.DataFrame, declared: tuple[tuple[str, str], ...]) -> None:
+    assert [name for name, _ in declared] == list(frame.columns)
+    for name, dtype in declared:
+        assert frame[name].dtype == dtype, (name, frame[name].dtype, dtype)
+        assert DTYPES[name] == dtype  # one dtype per column name, whatever the frame
+
+
+def test_every_frame_has_the_declared_dtypes(
+    own_workspace: Built, reference_workspace: Built, tmp_path: Path
+) -> None:
+    (tmp_path / "empty" / "agents").mkdir(parents=True)
+    for root in (own_workspace.root, reference_workspace.root, tmp_path / "empty"):
+        frame, problems = memory_df(root, strict=False)
+        _assert_declared(frame, MEMORY_COLUMNS)
+        _assert_declared(problems, PROBLEM_COLUMNS)
+        _assert_declared(memory_df(root, tokens="gpt-4o"), (*MEMORY_COLUMNS, ("tokens", "Int64")))
+        _assert_declared(compactions_df(root), COMPACTION_COLUMNS)
+        _assert_declared(compactions_df(root, tokens="gpt-4o"), COMPACTION_COLUMNS)
+
+
 def test_dtypes(own_workspace: Built) -> None:
     df = memory_df(own_workspace.root)
     assert isinstance(df["role"].dtype, pd.CategoricalDtype)
-    assert isinstance(df["timestamp"].dtype, pd.DatetimeTZDtype)
-    assert str(df["timestamp"].dt.tz) == "UTC"
+    assert str(df["timestamp"].dtype) == "datetime64[us, UTC]"
     for column in ("segment", "position", "timeline", "chars"):
-        assert df[column].dtype == np.int64, column
+        assert df[column].dtype == "Int64", column
     for column in ("naive_timestamp", "is_summary"):
         assert df[column].dtype == bool, column
-    assert pd.api.types.is_string_dtype(df["content"]) or df["content"].dtype == object
+    assert pd.api.types.is_string_dtype(df["content"])
     assert set(df["kind"].astype(str)) == {"archive", "memory"}
+    assert list(df["file"].cat.categories) == list(dict.fromkeys(df["file"].astype(str)))
     assert not df["naive_timestamp"].any()
     assert (df["chars"] == df["content"].str.len()).all()
 
 
-def test_content_column_with_and_without_pyarrow_storage(
-    own_workspace: Built, reference_workspace: Built, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """With pyarrow storing text (pandas 3) the files' buffers become the column; otherwise
-    (pandas 2, or no pyarrow) a list of str: the same rows either way."""
-    from memorylab.analysis import _load
-
-    sources = [own_workspace.root, reference_workspace.root]
-    arrow = memory_df(sources)
-    monkeypatch.setattr(_load, "arrow_text_dtype", lambda: None)
-    plain = memory_df(sources)
-    assert arrow["content"].dtype == pd.Series(["x"]).dtype  # what pandas gives text
-    pd.testing.assert_frame_equal(plain, arrow, check_exact=True)
-    assert (arrow["chars"] == arrow["content"].str.len()).all()
-
-
-@pytest.mark.parametrize("naive_tz", [None, ZoneInfo("Europe/Paris")])
-def test_fast_route_and_parser_give_the_same_frame(
-    own_workspace: Built,
-    reference_workspace: Built,
-    monkeypatch: pytest.MonkeyPatch,
-    naive_tz: ZoneInfo | None,
-) -> None:
-    """Files under ``SMALL_FILE`` bytes (all of these) go to the parser; the same workspaces
-    read by the fast route give the same frame and problems."""
-    from memorylab.analysis import _scan
-
-    sources = [own_workspace.root, reference_workspace.root]
-    monkeypatch.setattr(_scan, "SMALL_FILE", 1 << 40)
-    parser_frame, parser_problems = memory_df(sources, strict=False, naive_tz=naive_tz)
-    monkeypatch.setattr(_scan, "SMALL_FILE", 0)
-    fast_frame, fast_problems = memory_df(sources, strict=False, naive_tz=naive_tz)
-    pd.testing.assert_frame_equal(fast_frame, parser_frame, check_exact=True)
-    pd.testing.assert_frame_equal(fast_problems, parser_problems, check_exact=True)
-    assert len(fast_frame) > 50
+def test_build_frame_takes_exactly_the_declared_columns() -> None:
+    declared = columns("agent", "line")
+    frame = build_frame(
+        declared, {"agent": pd.Series(["b", "a", "b"], index=[7, 8, 9]), "line": [1, None, 3]}
+    )
+    assert frame["agent"].tolist() == ["b", "a", "b"]  # by position, not by the Series' index
+    assert list(frame["agent"].cat.categories) == ["b", "a"]  # in order of appearance
+    assert frame["line"].isna().tolist() == [False, True, False]
+    with pytest.raises(ValueError, match="declared"):
+        build_frame(declared, {"agent": ["a"]})
 
 
 def test_timestamps_are_the_ones_written(own_workspace: Built) -> None:
@@ -132,7 +133,7 @@ def test_tool_and_json_content(own_workspace: Built) -> None:
 def test_tokens_column(own_workspace: Built, model: str | None) -> None:
     df = memory_df(own_workspace.root, tokens=model or "gpt-4")
     counter = get_token_counter(model or "gpt-4")
-    assert df["tokens"].dtype == np.int64
+    assert df["tokens"].dtype == "Int64"
     assert df["tokens"].tolist() == [counter.count(c) for c in df["content"]]
     assert "tokens" not in memory_df(own_workspace.root).columns
 
@@ -179,10 +180,10 @@ def test_bad_sources(tmp_path: Path) -> None:
 def test_empty_workspace_has_the_columns(tmp_path: Path) -> None:
     (tmp_path / "ws" / "agents").mkdir(parents=True)
     df = memory_df(tmp_path / "ws")
-    assert list(df.columns) == list(MEMORY_COLUMNS) and len(df) == 0
+    assert list(df.columns) == [name for name, _ in MEMORY_COLUMNS] and len(df) == 0
     assert isinstance(df["timestamp"].dtype, pd.DatetimeTZDtype)
     _, problems = memory_df(tmp_path / "ws", strict=False)
-    assert list(problems.columns) == list(PROBLEM_COLUMNS) and len(problems) == 0
+    assert list(problems.columns) == [name for name, _ in PROBLEM_COLUMNS] and len(problems) == 0
 
 
 def test_lineage_beats_archive_names(tmp_path: Path) -> None:
@@ -345,7 +346,7 @@ def test_strict_raises_and_lenient_salvages(tmp_path: Path) -> None:
     assert df["content"].tolist() == ["fine", "cut off in the mi"]
     torn = problems[problems["kind"] == "torn"]
     assert torn["file"].tolist() == [str(path)] and torn["line"].tolist() == [16]
-    assert problems["line"].dtype == np.int64
+    assert problems["line"].dtype == "Int64"
 
 
 def test_binary_file(tmp_path: Path) -> None:
@@ -378,7 +379,7 @@ def test_timestamp_out_of_range(tmp_path: Path) -> None:
 
 def test_compactions_from_jsonl(own_workspace: Built) -> None:
     frame = compactions_df(own_workspace.root)
-    assert list(frame.columns) == list(COMPACTION_COLUMNS)
+    assert list(frame.columns) == [name for name, _ in COMPACTION_COLUMNS]
     assert frame.groupby("agent")["archive"].count().to_dict() == {"alpha": 3, "beta": 2}
     assert set(frame["source"]) == {"jsonl"}
     alpha = frame[frame["agent"] == "alpha"]
@@ -420,7 +421,7 @@ def test_compactions_with_token_figures(tmp_path: Path) -> None:
 
 def test_compactions_inferred_for_reference(reference_workspace: Built) -> None:
     frame = compactions_df(reference_workspace.root)
-    assert list(frame.columns) == list(COMPACTION_COLUMNS)
+    assert list(frame.columns) == [name for name, _ in COMPACTION_COLUMNS]
     assert set(frame["source"]) == {"inferred"}
     researcher = frame[frame["agent"] == "Researcher"]
     assert researcher["archive"].tolist() == [
@@ -440,7 +441,7 @@ def test_compactions_inferred_for_reference(reference_workspace: Built) -> None:
 def test_compactions_of_a_workspace_without_any(tmp_path: Path) -> None:
     built = build_own(tmp_path / "ws")
     frame = compactions_df(built.root / "agents" / "gamma")
-    assert len(frame) == 0 and list(frame.columns) == list(COMPACTION_COLUMNS)
+    assert len(frame) == 0 and list(frame.columns) == [name for name, _ in COMPACTION_COLUMNS]
 
 
 def test_reference_file_helper_is_the_reference_format() -> None:

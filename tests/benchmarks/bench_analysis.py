@@ -1,18 +1,21 @@
 """Loader throughput and memory, token counting, and the fast sweep, against same-run baselines.
 
 Workspaces: generated with ``random.Random(SEED)`` and written directly in the byte format
-(much faster than ``add()``): one in memorylab's format (lineage headers, UTC timestamps,
-escaped content) and one in the reference framework's (naive timestamps, no lineage). Agents
-hold several archives and a live MEMORY.md; messages are a realistic mix: short user turns,
-assistant answers with markdown (``###`` headings, lists, code fences), long tool outputs (logs,
-JSON, tables). Full run: 8 agents x 6 files x 1,500 messages per format (~60 MB in all);
-``--quick``: 4 x 4 x 400.
+(much faster than ``add()``), each in memorylab's format (lineage headers, UTC timestamps,
+escaped content) and in the reference framework's (naive timestamps, no lineage). Agents hold
+several archives and a live MEMORY.md. Two corpora:
+
+* ``prose``: a realistic mix of short user turns, assistant answers (some with ``###`` headings,
+  lists, code fences) and long tool outputs (logs, JSON, tables);
+* ``markdown``: most messages are markdown-heavy answers: headings, ``---`` rules, tables and code
+  fences (escaped in memorylab's files; in the reference's, a rule is a separator look-alike).
+
+Full run: 8 agents x 6 files x 1,500 messages per workspace (~55 MB each); ``--quick``: 4 x 4 x 400.
 
 Rows (medians of rounds that alternate subject and baseline, so drift hits both alike):
 
-* ``memory_df(workspace)`` against reading the same files and splitting them into lines
-  (``Path.read_text()`` + ``str.split("\\n")``). Target: the loader at least half as fast
-  (ratio <= 2.0).
+* ``memory_df(workspace)`` against reading the same files and splitting them into lines (read the
+  bytes, decode, ``str.splitlines()``). Target: the loader at least half as fast (ratio <= 2.0).
 * peak memory of ``memory_df`` (``tracemalloc``, the returned frame included) against the bytes
   of the files. Target <= 3.0x.
 * the ``tokens`` column (``memory_df(..., tokens="gpt-4o")`` minus ``memory_df(...)``) against
@@ -73,6 +76,14 @@ class Settings:
     messages: int
     rounds: int
 
+
+# label -> (reference format?, corpus)
+WORKSPACES = {
+    "memorylab format, prose": (False, "prose"),
+    "reference format, prose": (True, "prose"),
+    "memorylab format, markdown": (False, "markdown"),
+    "reference format, markdown": (True, "markdown"),
+}
 
 FULL = Settings(agents=8, files=6, messages=1_500, rounds=7)
 QUICK = Settings(agents=4, files=4, messages=400, rounds=3)
@@ -157,19 +168,53 @@ def _tool(rng: random.Random) -> str:
     )
 
 
-def _messages(rng: random.Random, count: int, start: datetime, agent: str) -> list[Message]:
+def _markdown(rng: random.Random) -> str:
+    """A markdown-heavy answer: most have a heading, a ``---`` rule, a table and a code fence."""
+    parts = ["### " + _sentence(rng, 2, 5), _sentence(rng, 8, 30)]
+    if rng.random() < 0.8:
+        parts += ["---", "#### " + _sentence(rng, 2, 4)]
+    if rng.random() < 0.8:
+        rows = [f"| {rng.choice(WORDS)} | {rng.randint(0, 999)} | {rng.random():.3f} |"
+                for _ in range(rng.randint(2, 12))]  # fmt: skip
+        parts.append("| name | count | share |\n|---|---:|---:|\n" + "\n".join(rows))
+    if rng.random() < 0.8:
+        code = [f"    value = run_{rng.randint(0, 99)}('{rng.choice(WORDS)}')  # ---"
+                for _ in range(rng.randint(2, 10))]  # fmt: skip
+        parts.append("```python\n### not a heading\n" + "\n".join(code) + "\n```")
+    parts.append(_sentence(rng, 5, 20))
+    return "\n\n".join(parts)
+
+
+CORPORA = {
+    "prose": lambda agent: [
+        ("User", _user),
+        (agent, _assistant),
+        (agent, _assistant),
+        ("tool", _tool),
+    ],
+    "markdown": lambda agent: [
+        ("User", _user),
+        (agent, _markdown),
+        (agent, _markdown),
+        (agent, _markdown),
+    ],
+}
+
+
+def _messages(
+    rng: random.Random, count: int, start: datetime, agent: str, corpus: str
+) -> list[Message]:
+    kinds = CORPORA[corpus](agent)
     out = []
     for i in range(count):
-        role, content = rng.choice(
-            [("User", _user), (agent, _assistant), (agent, _assistant), ("tool", _tool)]
-        )
+        role, content = rng.choice(kinds)
         out.append(Message(role, content(rng), start + timedelta(seconds=i * 7.25)))
     return out
 
 
-def build(root: Path, settings: Settings, reference: bool) -> list[Path]:
+def build(root: Path, settings: Settings, reference: bool, corpus: str = "prose") -> list[Path]:
     """Write a workspace; returns its files."""
-    rng = random.Random(SEED + reference)
+    rng = random.Random(SEED + reference + 2 * list(CORPORA).index(corpus))
     files: list[Path] = []
     start = datetime(2026, 4, 20, 9, 0, tzinfo=UTC)
     for a in range(settings.agents):
@@ -178,7 +223,7 @@ def build(root: Path, settings: Settings, reference: bool) -> list[Path]:
         (folder / "archive").mkdir(parents=True)
         previous: str | None = None
         for f in range(settings.files):
-            messages = _messages(rng, settings.messages, start, agent)
+            messages = _messages(rng, settings.messages, start, agent, corpus)
             start += timedelta(hours=4)
             if f:
                 summary = Message("System", "[Compressed Memory Summary] " + _assistant(rng),
@@ -211,7 +256,7 @@ def _timed(call: Callable[[], object]) -> float:
 
 
 def _read_and_split(files: list[Path]) -> int:
-    return sum(len(path.read_text(encoding="utf-8").split("\n")) for path in files)
+    return sum(len(path.read_bytes().decode("utf-8").splitlines()) for path in files)
 
 
 def parse_rows(root: Path, files: list[Path], rounds: int) -> tuple[float, float, int]:
@@ -313,23 +358,23 @@ def report(quick: bool, settings: Settings, results: dict[str, tuple[object, ...
     print("| measure | subject | baseline | ratio | target | verdict |")
     print("|---|---:|---:|---:|---:|:---:|")
     ok = True
-    for label in ("memorylab", "reference"):
+    for label in WORKSPACES:
         subject, floor, rows, size = results[f"parse-{label}"]  # type: ignore[misc]
         ratio = subject / floor
         passed = ratio <= PARSE_TARGET
         ok &= passed
         print(
-            f"| memory_df, {label} format ({rows:,} rows, {size / 1e6:.1f} MB) | "
+            f"| memory_df, {label} ({rows:,} rows, {size / 1e6:.1f} MB) | "
             f"{subject * 1e3:.1f} ms | read+split {floor * 1e3:.1f} ms | {ratio:.2f}x | "
             f"<= {PARSE_TARGET:g}x | {VERDICT[passed]} |"
         )
-    for label in ("memorylab", "reference"):
+    for label in WORKSPACES:
         peak, size = results[f"memory-{label}"]  # type: ignore[misc]
         ratio = peak / size
         passed = ratio <= MEMORY_TARGET
         ok &= passed
         print(
-            f"| peak memory of memory_df, {label} format | {peak / 1e6:.1f} MB | "
+            f"| peak memory of memory_df, {label} | {peak / 1e6:.1f} MB | "
             f"file bytes {size / 1e6:.1f} MB | {ratio:.2f}x | <= {MEMORY_TARGET:g}x | "
             f"{VERDICT[passed]} |"
         )
@@ -368,17 +413,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, default=None, help="where to write (default: temp)")
     args = parser.parse_args(argv)
     settings = QUICK if args.quick else FULL
+    os.umask(0o077)  # private files, as memorylab writes them (no permission warnings)
     root = Path(tempfile.mkdtemp(prefix="memorylab-bench-analysis-", dir=args.dir))
     results: dict[str, tuple[object, ...]] = {}
     try:
-        for label, reference in (("memorylab", False), ("reference", True)):
-            workspace = root / label
-            files = build(workspace, settings, reference)
+        for label, (reference, corpus) in WORKSPACES.items():
+            workspace = root / label.replace(" ", "-").replace(",", "")
+            files = build(workspace, settings, reference, corpus)
             size = sum(path.stat().st_size for path in files)
             subject, floor, rows = parse_rows(workspace, files, settings.rounds)
             results[f"parse-{label}"] = (subject, floor, rows, size)
             results[f"memory-{label}"] = (peak_memory(workspace), size)
-        results["tokens"] = token_rows(root / "memorylab", settings.rounds)
+        results["tokens"] = token_rows(root / "memorylab-format-prose", settings.rounds)
         results["sweep"] = sweep_rows(1 if args.quick else settings.rounds)
         ok = report(args.quick, settings, results)
     finally:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import numbers
 import os
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -43,8 +44,11 @@ _REPLAY_NOTE = (
     "restarted in between preloaded only part of MEMORY.md (the bounded preload), so the "
     "context it counted and sent was smaller: see <i>tokens before</i> in the table.</p>"
 )
-# Shorter headings keep the per-agent compaction table within the page's width.
+# The columns of the per-agent compaction table and their headings (short ones keep the table
+# within the page's width).
 _COMPACTION_HEADINGS = {
+    "time": "time",
+    "archive": "archive",
     "messages_archived": "archived",
     "carried_over": "carried over",
     "tokens_before": "tokens before",
@@ -78,13 +82,13 @@ def _table(frame: Any, *, text_columns: Sequence[str] = ()) -> str:
 
 
 def _cell(value: Any) -> str:
-    if value is None:
+    import pandas as pd
+
+    if value is None or pd.isna(value):  # None, NaN, NaT, <NA>
         return ""
     if isinstance(value, float):
-        if value != value:  # NaN
-            return ""
         return f"{value:,.4g}" if abs(value) < 1000 else f"{value:,.0f}"
-    if isinstance(value, int):
+    if isinstance(value, numbers.Integral):  # int, and numpy's from nullable Int64 columns
         return f"{value:,}"
     if isinstance(value, datetime):
         return value.strftime("%Y-%m-%d\u00a0%H:%M:%S")
@@ -108,7 +112,6 @@ def build_report(
 
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
-    import pandas as pd
 
     from memorylab.analysis import (
         compactions_df,
@@ -145,9 +148,8 @@ def build_report(
         )
         + "</div>"
     )
-    parts.append(
-        "<h2>Agents</h2>" + _table(_agent_table(messages, compactions), text_columns=("agent",))
-    )
+    agent_table = _agent_table(messages, compactions).rename(columns=lambda c: c.replace("_", " "))
+    parts.append("<h2>Agents</h2>" + _table(agent_table, text_columns=("agent",)))
     if len(compactions):
         figure, ax = plt.subplots(figsize=(9, 3.2))
         plot_compactions(compactions, ax=ax)
@@ -171,21 +173,7 @@ def build_report(
             )
             mine = mine.tail(_MAX_COMPACTION_ROWS)
         if len(mine):
-            columns = [
-                c
-                for c in (
-                    "time",
-                    "archive",
-                    "messages_archived",
-                    "carried_over",
-                    "tokens_before",
-                    "tokens_after",
-                    "summarizer_model",
-                    "latency_s",
-                )
-                if c in mine.columns
-            ]
-            shown = mine[columns].rename(columns=_COMPACTION_HEADINGS)
+            shown = mine[list(_COMPACTION_HEADINGS)].rename(columns=_COMPACTION_HEADINGS)
             parts.append(_table(shown, text_columns=("archive", "summarizer")))
         summaries = rows[rows["is_summary"]]
         if len(summaries):
@@ -226,8 +214,7 @@ def build_report(
         plt.close(figure)
     if len(problems):
         parts.append(
-            "<h2>Problems found</h2>"
-            + _table(pd.DataFrame(problems), text_columns=("file", "kind", "message"))
+            "<h2>Problems found</h2>" + _table(problems, text_columns=("file", "kind", "message"))
         )
     parts.append(
         "<h2>Privacy</h2><p class=note>This report contains excerpts of stored conversations. "
@@ -251,25 +238,37 @@ def _most_common(frame: Any, column: str, default: Any) -> Any:
     return int(value) if float(value).is_integer() and value > 1 else float(value)
 
 
-def _agent_table(messages: Any, compactions: Any) -> Any:
-    import pandas as pd
+_AGENT_COLUMNS = (
+    "agent",
+    "messages",
+    "segments",
+    "summaries",
+    "tokens",
+    "first_message",
+    "last_message",
+    "compactions",
+)
 
-    if not len(messages):
-        return pd.DataFrame(columns=["agent", "messages", "segments", "compactions"])
+
+def _agent_table(messages: Any, compactions: Any) -> Any:
+    from memorylab.analysis.frames import build_frame, columns
+
     grouped = messages.groupby("agent", observed=True)
-    table = pd.DataFrame(
+    counts = compactions.groupby("agent", observed=True).size()
+    agents = grouped.size()
+    return build_frame(
+        columns(*_AGENT_COLUMNS),
         {
-            "messages": grouped.size(),
+            "agent": agents.index,
+            "messages": agents,
             "segments": grouped["segment"].max() + 1,
             "summaries": grouped["is_summary"].sum(),
             "tokens": grouped["tokens"].sum(),
-            "first message": grouped["timestamp"].min(),
-            "last message": grouped["timestamp"].max(),
-        }
+            "first_message": grouped["timestamp"].min(),
+            "last_message": grouped["timestamp"].max(),
+            "compactions": counts.reindex(agents.index, fill_value=0),
+        },
     )
-    counts = compactions.groupby("agent").size() if len(compactions) else pd.Series(dtype=int)
-    table["compactions"] = counts.reindex(table.index).fillna(0).astype(int)
-    return table.reset_index()
 
 
 def write_report(

@@ -16,11 +16,8 @@ summary and the messages since), plus the entry's fixed overhead
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import io
 import math
-import os
 from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Any
@@ -100,28 +97,16 @@ def simulate(
 
 @functools.lru_cache(maxsize=256)
 def unit_prices(model: str | None) -> tuple[float, float]:
-    """USD per input token and per output token from litellm's price map; NaN when unknown.
-
-    Offline: ``LITELLM_LOCAL_MODEL_COST_MAP=True`` is set (unless already set) before litellm is
-    imported, so the bundled map is used and nothing is fetched.
-    """
+    """USD per input token and per output token from litellm's price map
+    (:func:`memorylab.llm.token_prices`: the bundled map, nothing is fetched); NaN when unknown."""
     if model is None or not isinstance(model, str) or not model.strip():
         return math.nan, math.nan
     if model.startswith("memorylab/"):
         return 0.0, 0.0  # the offline summarizers cost nothing
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    sink = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-            import litellm
+    from memorylab.llm import token_prices
 
-            prompt, _ = litellm.cost_per_token(model=model, prompt_tokens=1000, completion_tokens=0)
-            _, completion = litellm.cost_per_token(
-                model=model, prompt_tokens=0, completion_tokens=1000
-            )
-    except Exception:  # unknown model, no price: an estimate is not worth a crash
-        return math.nan, math.nan
-    return float(prompt) / 1000, float(completion) / 1000
+    prices = token_prices(model)
+    return prices if prices is not None else (math.nan, math.nan)
 
 
 def price(model: str | None, prompt_tokens: float, completion_tokens: float = 0) -> float:

@@ -13,10 +13,9 @@ merged. An agent's segments are its archives, oldest first, then the live MEMORY
 3. Archives off the chain (the reference framework writes no lineage; a chain broken by a deleted
    archive) come before it, ordered by the time and attempt in their names
    (``history_<time>[_<n>].md``, :func:`memorylab.memory.format.parse_archive_name`).
-
-Duplicates (the same bytes archived twice, or an archive that is a prefix of the next file, as
-the reference leaves behind when it crashed between archiving and re-seeding) are removed while
-the files are read, in :mod:`memorylab.analysis.frames`.
+4. A file that the next one starts with (the same header, then all of its messages: the same
+   file archived twice, or the reference's leftover when it crashed between archiving and
+   re-seeding) is read once, from the later file.
 """
 
 from __future__ import annotations
@@ -32,32 +31,13 @@ from memorylab.errors import PrerequisiteError, StoreError
 from memorylab.memory import format as fmt
 from memorylab.memory.paths import MemoryPaths
 from memorylab.memory.permissions import warn_permissions
+from memorylab.memory.records import MemoryDocument
 from memorylab.memory.store import MemoryStore
 
 SourceLike = str | os.PathLike[str]
 Source = SourceLike | Sequence[SourceLike]
 
 MEMORY_FILE = "MEMORY.md"
-
-
-def read_head(path: Path, limit: int = 4096) -> str:
-    """The first ``limit`` bytes of a file as text (for its header)."""
-    try:
-        with path.open("rb") as handle:
-            return handle.read(limit).decode("utf-8", errors="replace")
-    except OSError:
-        return ""
-
-
-def continues_of(head: str) -> str | None:
-    """The ``**Continues:**`` value of a header (lineage), if any."""
-    for line in head.split("\n"):
-        line = line.rstrip("\r")
-        if line.startswith("**Continues:** "):
-            return line[len("**Continues:** ") :]
-        if line.startswith("### "):
-            break
-    return None
 
 
 @dataclass
@@ -89,9 +69,24 @@ class AgentFiles:
         return self.memory if self.memory is not None else self.folder / MEMORY_FILE
 
 
-def _workspace_of(folder: Path) -> Path:
+@dataclass(frozen=True, eq=False)
+class Segment:
+    """One parsed file of an agent: ``kind`` is ``"archive"`` or ``"memory"``."""
+
+    path: Path
+    kind: str
+    document: MemoryDocument
+    problems: Sequence[fmt.FormatProblem] = ()
+
+
+def locate(path: Path) -> tuple[Path, Path, str]:
+    """``(workspace, agent folder, kind)`` of a memory file, from where it is."""
+    if path.parent.name == "archive":
+        folder, kind = path.parent.parent, "archive"
+    else:
+        folder, kind = path.parent, "memory"
     parent = folder.parent
-    return parent.parent if parent.name == "agents" else parent
+    return (parent.parent if parent.name == "agents" else parent), folder, kind
 
 
 def _archive_files(folder: Path, notes: list[Note]) -> list[Path]:
@@ -120,7 +115,7 @@ def _archive_files(folder: Path, notes: list[Note]) -> list[Path]:
 def _agent_folder(folder: Path, notes: list[Note]) -> AgentFiles:
     memory = folder / MEMORY_FILE
     return AgentFiles(
-        workspace=_workspace_of(folder),
+        workspace=locate(memory)[0],
         folder=folder,
         memory=memory if memory.is_file() else None,
         archives=_archive_files(folder, notes),
@@ -139,10 +134,10 @@ def _one(path: Path, notes: list[Note]) -> list[AgentFiles]:
             "workspace (the folder that holds agents/)"
         )
     if path.is_file():
-        if path.parent.name == "archive":
-            folder = path.parent.parent
-            return [AgentFiles(_workspace_of(folder), folder, archives=[path])]
-        return [AgentFiles(_workspace_of(path.parent), path.parent, memory=path)]
+        workspace, folder, kind = locate(path)
+        if kind == "archive":
+            return [AgentFiles(workspace, folder, archives=[path])]
+        return [AgentFiles(workspace, folder, memory=path)]
     if path.name == "agents" and not _is_agent_folder(path):
         agents_dir = path
     elif (path / "agents").is_dir():
@@ -213,26 +208,14 @@ def _is_bundled_sample(root: Path) -> bool:
     return root.resolve().is_relative_to(data)
 
 
-def _name_key(path: Path) -> tuple[datetime, int, str]:
-    parsed = fmt.parse_archive_name(path.name)
-    when, attempt = parsed if parsed is not None else (datetime.min, 0)
-    return when, attempt, path.name
-
-
-def pending_archive(files: AgentFiles) -> str | None:
-    """The uncommitted archive of an interrupted compaction, if any (reads, never writes)."""
-    paths = MemoryPaths(files.memory_md)
-    if not paths.intent.exists():
-        return None
-    with contextlib.suppress(OSError):
-        return MemoryStore(files.memory_md).pending_archive()
-    return None
-
-
-def order(files: AgentFiles, notes: list[Note]) -> list[tuple[Path, str]]:
-    """``(path, kind)`` of the agent's segments, oldest first (see the module docstring)."""
-    pending = pending_archive(files)
-    archives = []
+def files_of(files: AgentFiles, notes: list[Note]) -> list[tuple[Path, str]]:
+    """``(path, kind)`` of the agent's files to read: its archives but the uncommitted one of an
+    interrupted compaction (rule 1), then the live file."""
+    pending = None
+    if MemoryPaths(files.memory_md).intent.exists():
+        with contextlib.suppress(OSError):
+            pending = MemoryStore(files.memory_md).pending_archive()  # reads, never writes
+    found = []
     for path in files.archives:
         if path.name == pending:
             notes.append(
@@ -240,39 +223,96 @@ def order(files: AgentFiles, notes: list[Note]) -> list[tuple[Path, str]]:
                     str(path),
                     0,
                     "pending",
-                    "an uncommitted archive of an "
-                    "interrupted compaction (its messages are still in MEMORY.md); "
-                    "skipped",
+                    "an uncommitted archive of an interrupted compaction (its messages are "
+                    "still in MEMORY.md); skipped",
                 )
             )
-            continue
-        archives.append(path)
-    by_name = {path.name: path for path in archives}
-    lineage = {path.name: continues_of(read_head(path)) for path in archives}
-    live = continues_of(read_head(files.memory)) if files.memory is not None else None
-    referenced = {name for name in [*lineage.values(), live] if name}
-    if live is not None and live not in by_name and files.whole_folder:
+        else:
+            found.append((path, "archive"))
+    if files.memory is not None:
+        found.append((files.memory, "memory"))
+    return found
+
+
+def _name_key(name: str) -> tuple[datetime, int, str]:
+    parsed = fmt.parse_archive_name(name)
+    when, attempt = parsed if parsed is not None else (datetime.min, 0)
+    return when, attempt, name
+
+
+def _header(doc: MemoryDocument) -> tuple[object, ...]:
+    return doc.conversation_name, doc.created, doc.format_version, doc.continues, doc.extra_header
+
+
+def _starts(earlier: MemoryDocument, later: MemoryDocument) -> bool:
+    """Whether ``later`` starts with all of ``earlier`` (rule 4; an empty file starts nothing)."""
+    if not earlier.messages and earlier.conversation_name is None:
+        return False
+    count = len(earlier.messages)
+    return _header(earlier) == _header(later) and later.messages[:count] == earlier.messages
+
+
+def timeline(
+    segments: Sequence[Segment], notes: list[Note], *, whole_folder: bool
+) -> list[Segment]:
+    """One agent's parsed files in timeline order (rules 2-4), noting each file's problems,
+    what was left out and what looks missing (``whole_folder``: the source named the folder,
+    so an archive the lineage names should be there)."""
+    by_name = {s.path.name: s for s in segments if s.kind == "archive"}
+    memory = next((s for s in segments if s.kind == "memory"), None)
+    live = memory.document.continues if memory is not None else None
+    if memory is not None and live is not None and live not in by_name and whole_folder:
         notes.append(
             Note(
-                str(files.memory),
+                str(memory.path),
                 0,
                 "lineage",
-                f"continues {live}, which is not in "
-                "archive/ (deleted?); older archives are ordered by name",
+                f"continues {live}, which is not in archive/ (deleted?); older archives are "
+                "ordered by name",
             )
         )
     start = live if live in by_name else None
     if start is None:
-        heads = [path for path in archives if path.name not in referenced]
-        start = max(heads, key=_name_key).name if heads else None
-    chain: list[Path] = []
+        referenced = {s.document.continues for s in by_name.values()} | {live}
+        heads = [name for name in by_name if name not in referenced]
+        start = max(heads, key=_name_key) if heads else None
+    chain: list[Segment] = []
     seen: set[str] = set()
     while start is not None and start in by_name and start not in seen:
         seen.add(start)
         chain.append(by_name[start])
-        start = lineage[start]
-    rest = sorted((path for path in archives if path.name not in seen), key=_name_key)
-    ordered = [(path, "archive") for path in [*rest, *reversed(chain)]]
-    if files.memory is not None:
-        ordered.append((files.memory, "memory"))
-    return ordered
+        start = by_name[start].document.continues
+    rest = [by_name[name] for name in sorted(by_name.keys() - seen, key=_name_key)]
+    kept: list[Segment] = []
+    for segment in [*rest, *reversed(chain), *([memory] if memory is not None else [])]:
+        if kept and _starts(kept[-1].document, segment.document):
+            dropped = kept.pop()
+            same = len(dropped.document.messages) == len(segment.document.messages)
+            notes.append(
+                Note(
+                    str(dropped.path),
+                    0,
+                    "duplicate",
+                    (
+                        f"the same messages as {segment.path.name}"
+                        if same
+                        else f"{segment.path.name} starts with all of it (a compaction that did "
+                        "not finish)"
+                    )
+                    + "; skipped, its messages are read once from the later file",
+                )
+            )
+        notes += [Note(str(segment.path), p.line, p.kind, p.message) for p in segment.problems]
+        kept.append(segment)
+    if kept and kept[0].document.messages and kept[0].document.messages[0].is_summary:
+        notes.append(
+            Note(
+                str(kept[0].path),
+                0,
+                "gap",
+                "the oldest file starts with a compaction summary: older archives are missing "
+                "(deleted, or overwritten by the reference framework, whose archive names "
+                "collide within one second)",
+            )
+        )
+    return kept

@@ -9,7 +9,6 @@ so :func:`~memorylab.analysis.token_growth`, a replay through a real
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -181,13 +180,9 @@ def from_messages(messages: Sequence[Mapping[str, Any]]) -> Transcript:
 
 
 def as_transcript(transcript: Any) -> Transcript:
-    """A :class:`Transcript` from a frame, a list of messages or a path (summaries dropped)."""
+    """A :class:`Transcript` from a frame or a list of messages (summaries dropped)."""
     if isinstance(transcript, Transcript):
         return transcript
-    if isinstance(transcript, str | os.PathLike):
-        from memorylab.analysis.frames import memory_df
-
-        return from_frame(memory_df(transcript), drop_summaries=True)
     if hasattr(transcript, "columns") and hasattr(transcript, "iloc"):
         return from_frame(transcript, drop_summaries=True)
     if isinstance(transcript, Sequence) and not isinstance(transcript, bytes):

@@ -4,13 +4,20 @@
 into one row per message in timeline order (archives oldest first, then the live file; the order
 rules are in :mod:`memorylab.analysis._sources`). :func:`compactions_df` gives one row per
 compaction, from ``compactions.jsonl`` when the agent has one, else inferred from the archives.
+:func:`documents_df` is :func:`memory_df` for files that were parsed already (an export read
+back, :func:`memorylab.privacy.load_export`).
 
-Both read memorylab's files and the reference framework's (naive local timestamps, no lineage,
-archive names that collide). With ``strict=True`` a file that does not parse raises
-:class:`~memorylab.errors.MemoryFormatError`; with ``strict=False`` the result is
-``(frame, problems)``, where ``problems`` is a DataFrame with ``file, line, kind, message`` that
-also lists what was skipped (duplicate and uncommitted archives, unknown files) and what looks
-missing. pandas is imported when a loader is called, not with :mod:`memorylab`.
+Every file is read by :func:`memorylab.memory.store.read_memory`, the one parser of the format;
+the rows become columns with pandas' own conversions. Each column has one dtype in every frame,
+declared once in :data:`DTYPES` (categories for labels, nullable ``Int64`` for counts, UTC
+timestamps), and :func:`build_frame` makes every frame of the package from those declarations.
+
+Both loaders read memorylab's files and the reference framework's (naive local timestamps, no
+lineage, archive names that collide). With ``strict=True`` a file that does not parse raises
+:class:`~memorylab.errors.MemoryFormatError`; with ``strict=False`` the result is ``(frame,
+problems)``, where ``problems`` is a DataFrame with ``file, line, kind, message`` that also lists
+what was skipped (duplicate and uncommitted archives, unknown files) and what looks missing.
+pandas is imported when a loader is called, not with :mod:`memorylab`.
 
 Both log a warning (logger ``memorylab.privacy``) when memory under a path they are given can be
 read by group or others (:func:`memorylab.memory.permissions.warn_permissions`).
@@ -18,17 +25,100 @@ read by group or others (:func:`memorylab.memory.permissions.warn_permissions`).
 
 from __future__ import annotations
 
-from datetime import tzinfo
-from typing import TYPE_CHECKING, Literal, overload
+import contextlib
+import importlib
+import itertools
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, tzinfo
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, overload
 
-from memorylab.analysis._sources import Source, resolve
+from memorylab.analysis._sources import (
+    AgentFiles,
+    Note,
+    Segment,
+    Source,
+    files_of,
+    locate,
+    resolve,
+    timeline,
+)
+from memorylab.errors import StoreError
+from memorylab.memory.paths import MemoryPaths
+from memorylab.memory.records import SUMMARY_PREFIX, MemoryDocument, Message
+from memorylab.memory.store import MemoryStore, read_memory
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["COMPACTION_COLUMNS", "MEMORY_COLUMNS", "PROBLEM_COLUMNS", "compactions_df", "memory_df"]
+__all__ = [
+    "COMPACTION_COLUMNS",
+    "DTYPES",
+    "MEMORY_COLUMNS",
+    "PROBLEM_COLUMNS",
+    "build_frame",
+    "columns",
+    "compactions_df",
+    "documents_df",
+    "memory_df",
+]
 
-MEMORY_COLUMNS = (
+_Columns = tuple[tuple[str, str], ...]
+
+UTC_TIME = "datetime64[us, UTC]"
+DTYPES: Mapping[str, str] = {
+    # where a row comes from
+    "workspace": "category",
+    "agent": "category",
+    "file": "category",
+    "kind": "category",
+    "segment": "Int64",
+    "position": "Int64",
+    "timeline": "Int64",
+    # a message
+    "role": "category",
+    "timestamp": UTC_TIME,
+    "naive_timestamp": "bool",
+    "content": "str",
+    "chars": "Int64",
+    "is_summary": "bool",
+    "tokens": "Int64",
+    # a compaction
+    "time": UTC_TIME,
+    "archive": "str",
+    "messages_archived": "Int64",
+    "carried_over": "Int64",
+    "tokens_before": "Int64",
+    "tokens_after": "Int64",
+    "summary_tokens": "Int64",
+    "summarizer_model": "str",
+    "latency_s": "float64",
+    "cost_usd": "float64",
+    "threshold": "object",  # an int is a token count, a float a fraction of the window
+    "context_length": "Int64",
+    "source": "category",
+    # a problem
+    "line": "Int64",
+    "message": "str",
+    # per agent (the report)
+    "messages": "Int64",
+    "segments": "Int64",
+    "summaries": "Int64",
+    "compactions": "Int64",
+    "first_message": UTC_TIME,
+    "last_message": UTC_TIME,
+}
+"""The dtype of every column of the package's frames, one per name whatever the frame."""
+
+
+def columns(*names: str) -> _Columns:
+    """``(name, dtype)`` of each named column (:data:`DTYPES`), in order: a frame's declaration."""
+    return tuple((name, DTYPES[name]) for name in names)
+
+
+MEMORY_COLUMNS = columns(
     "workspace",
     "agent",
     "file",
@@ -45,9 +135,10 @@ MEMORY_COLUMNS = (
 )
 """The columns of :func:`memory_df`, in order (``tokens`` is added when a model is given)."""
 
-PROBLEM_COLUMNS = ("file", "line", "kind", "message")
+PROBLEM_COLUMNS = columns("file", "line", "kind", "message")
+"""The columns of the problems :func:`memory_df` returns with ``strict=False``."""
 
-COMPACTION_COLUMNS = (
+COMPACTION_COLUMNS = columns(
     "workspace",
     "agent",
     "time",
@@ -65,6 +156,38 @@ COMPACTION_COLUMNS = (
     "source",
 )
 """The columns of :func:`compactions_df`, in order."""
+
+
+def build_frame(declared: Sequence[tuple[str, str]], data: Mapping[str, Any]) -> pd.DataFrame:
+    """A DataFrame of exactly the ``declared`` ``(name, dtype)`` columns, in order.
+
+    ``data`` holds each column's values (a list, an array, a Series: by position, whatever its
+    index), all of one length; each is converted to its dtype. Categories keep the order in which
+    values first appear.
+    """
+    import numpy as np
+    import pandas as pd
+
+    names = [name for name, _ in declared]
+    if set(names) != set(data):
+        raise ValueError(
+            f"build_frame: the data's columns {sorted(data)} are not the declared {names}; "
+            "give values for exactly the declared columns"
+        )
+    built: dict[str, Any] = {}
+    for name, dtype in declared:
+        values = data[name]
+        if isinstance(values, pd.Series | pd.Index):
+            values = values.array
+        if dtype == "category":
+            codes, categories = pd.factorize(np.asarray(values, dtype=object))
+            built[name] = pd.Categorical.from_codes(codes, categories=categories)
+        else:
+            built[name] = pd.array(values, dtype=dtype)
+    return pd.DataFrame(built, columns=names, copy=False)
+
+
+# --------------------------------------------------------------------------- messages
 
 
 @overload
@@ -97,29 +220,161 @@ def memory_df(
     """One row per message of ``source``, in timeline order (see docs/analysis.md).
 
     ``source``: a MEMORY.md, an archive file, an agent folder, a workspace (the folder holding
-    ``agents/``) or a list of these. Columns: ``workspace``, ``agent``, ``file`` (categorical),
-    ``kind`` (``"archive"``/``"memory"``), ``segment`` (0 = the oldest archive … the live file
-    last), ``position`` (in its file), ``timeline`` (0 … n-1 per agent across segments),
-    ``role`` (categorical), ``timestamp`` (UTC), ``naive_timestamp`` (the file had no UTC
-    offset: read as local time, or as ``naive_tz``), ``content``, ``chars``, ``is_summary``,
-    and ``tokens`` (of the content) when ``tokens`` names a model.
+    ``agents/``) or a list of these. Columns (:data:`MEMORY_COLUMNS`): ``workspace``,
+    ``agent``, ``file`` (categorical), ``kind`` (``"archive"``/``"memory"``), ``segment`` (0 =
+    the oldest archive … the live file last), ``position`` (in its file), ``timeline`` (0 … n-1
+    per agent across segments), ``role`` (categorical), ``timestamp`` (UTC),
+    ``naive_timestamp`` (the file had no UTC offset: read as wall-clock time in ``naive_tz``,
+    ``None`` for this machine's time zone), ``content``, ``chars``, ``is_summary``, and
+    ``tokens`` (of the content) when ``tokens`` names a model.
 
     ``strict=True`` raises :class:`~memorylab.errors.MemoryFormatError` for a file that does not
     parse; ``strict=False`` returns ``(frame, problems)`` with what could be read.
     """
-    from memorylab.analysis import _load
-    from memorylab.analysis._scan import Roles
-
     agent_files, notes = resolve(source)
-    roles = Roles()
     agents = [
-        _load.read_agent(files, notes, strict=strict, roles=roles, naive_tz=naive_tz)
+        (files, timeline(_read(files, notes, strict), notes, whole_folder=files.whole_folder))
         for files in agent_files
     ]
-    frame = _load.build_frame(agents, tokens, roles)
+    frame = _messages_frame(agents, tokens, naive_tz)
     if strict:
         return frame
-    return frame, _load.problems_frame(notes)
+    return frame, build_frame(
+        PROBLEM_COLUMNS,
+        {
+            "file": [n.file for n in notes],
+            "line": [n.line for n in notes],
+            "kind": [n.kind for n in notes],
+            "message": [n.message for n in notes],
+        },
+    )
+
+
+def documents_df(
+    documents: Iterable[tuple[str | os.PathLike[str], MemoryDocument]],
+    *,
+    tokens: str | None = None,
+    naive_tz: tzinfo | None = None,
+) -> pd.DataFrame:
+    """:func:`memory_df`'s frame of memory files parsed already (an export read back).
+
+    ``documents``: ``(path, document)`` pairs, in any order; each path says where the file is
+    (or was), as :func:`memory_df` would have found it: ``<workspace>/agents/<agent>/MEMORY.md``
+    or ``…/archive/history_<time>.md``. Each agent's files are put in timeline order and
+    duplicates dropped by the same rules, so the frame is the one :func:`memory_df` gives for
+    the same files.
+    """
+    agents: dict[Path, tuple[AgentFiles, list[Segment]]] = {}
+    for name, document in documents:
+        path = Path(name).expanduser()
+        workspace, folder, kind = locate(path)
+        agents.setdefault(folder, (AgentFiles(workspace, folder), []))[1].append(
+            Segment(path, kind, document)
+        )
+    ordered = [
+        (files, timeline(segments, [], whole_folder=False)) for files, segments in agents.values()
+    ]
+    return _messages_frame(ordered, tokens, naive_tz)
+
+
+def _read(files: AgentFiles, notes: list[Note], strict: bool) -> list[Segment]:
+    """The agent's files, parsed (a file that cannot be read is a note when not ``strict``)."""
+    segments = []
+    for path, kind in files_of(files, notes):
+        try:
+            if strict:
+                segments.append(Segment(path, kind, read_memory(path)))
+            else:
+                document, problems = read_memory(path, strict=False)
+                segments.append(Segment(path, kind, document, problems))
+        except StoreError as exc:
+            if strict:
+                raise
+            notes.append(Note(str(path), 0, "io", str(exc)))
+    return segments
+
+
+def _messages_frame(
+    agents: Sequence[tuple[AgentFiles, Sequence[Segment]]],
+    tokens: str | None,
+    naive_tz: tzinfo | None,
+) -> pd.DataFrame:
+    """The rows of :func:`memory_df` for agents' files in timeline order."""
+    data: dict[str, list[Any]] = {name: [] for name, _ in MEMORY_COLUMNS}
+    messages: list[Message] = []
+    for files, segments in agents:
+        labels = (str(files.workspace), files.agent)
+        data["timeline"] += range(sum(len(s.document.messages) for s in segments))
+        for index, segment in enumerate(segments):
+            count = len(segment.document.messages)
+            for name, label in zip(
+                ("workspace", "agent", "file", "kind", "segment"),
+                (*labels, str(segment.path), segment.kind, index),
+                strict=True,
+            ):
+                data[name] += [label] * count
+            data["position"] += range(count)
+            messages += segment.document.messages
+    data["role"] = [m.role for m in messages]
+    data["content"] = contents = [m.content for m in messages]
+    data["timestamp"], data["naive_timestamp"] = _utc([m.timestamp for m in messages], naive_tz)
+    data["chars"] = list(map(len, contents))
+    data["is_summary"] = [content.startswith(SUMMARY_PREFIX) for content in contents]
+    declared = MEMORY_COLUMNS
+    if tokens is not None:
+        from memorylab.compress.tokens import get_token_counter
+
+        data["tokens"] = get_token_counter(tokens).count_batch(contents)
+        declared += columns("tokens")
+    return build_frame(declared, data)
+
+
+def _utc(stamps: list[datetime], naive_tz: tzinfo | None) -> tuple[Any, list[bool]]:
+    """The stamps in UTC, and which were naive.
+
+    A naive stamp (the reference framework writes local time) is wall-clock time in
+    ``naive_tz`` (``None``: this machine's time zone, see :func:`_local_zone`), with its
+    daylight-saving rules. A wall-clock time that occurs twice (the hour repeated when the clocks
+    go back) is read as the first, summer time one, as Python reads it (``fold=0``); one that
+    does not occur (skipped when they go forward: the file came from elsewhere) as the first
+    instant after the gap.
+    """
+    import numpy as np
+    import pandas as pd
+
+    naive = [stamp.tzinfo is None for stamp in stamps]
+    utc = pd.to_datetime(stamps, utc=True)  # naive ones as UTC for now
+    if any(naive):
+        mask = np.array(naive)
+        local = (
+            utc[mask]
+            .tz_localize(None)
+            .tz_localize(
+                naive_tz or _local_zone(),
+                ambiguous=np.ones(int(mask.sum()), dtype=bool),
+                nonexistent="shift_forward",
+            )
+        )
+        values = utc.tz_localize(None).to_numpy(copy=True)
+        values[mask] = local.tz_convert(None).to_numpy().astype(values.dtype)
+        utc = pd.DatetimeIndex(values).tz_localize("UTC")
+    return utc, naive
+
+
+def _local_zone() -> tzinfo:
+    """This machine's time zone with its rules: the IANA zone that ``$TZ`` or ``/etc/localtime``
+    names, else dateutil's ``tzlocal()`` (the C library's rules: as correct, slower)."""
+    from zoneinfo import ZoneInfo
+
+    name = os.environ.get("TZ")
+    if name is None:
+        with contextlib.suppress(OSError):
+            name = os.path.realpath("/etc/localtime").partition("/zoneinfo/")[2]
+    with contextlib.suppress(KeyError, ValueError, OSError):  # not an IANA name: ask the C library
+        return ZoneInfo((name or "").removeprefix(":"))
+    dateutil_tz: Any = importlib.import_module("dateutil.tz")  # pandas depends on dateutil
+    local: tzinfo = dateutil_tz.tzlocal()
+    return local
 
 
 # --------------------------------------------------------------------------- compactions
@@ -133,10 +388,117 @@ def compactions_df(
     From ``compactions.jsonl`` when an agent has one (``source`` column ``"jsonl"``; failed
     attempts and other record kinds are left out), else inferred from its archives and the
     summary blocks that follow them (``"inferred"``): ``time`` is the next summary's timestamp,
-    and token figures are counted with ``tokens`` (a model name) when given. Unknown values are
-    NaN (``summarizer_model``: None).
+    and token figures are counted with ``tokens`` (a model name) when given. Columns:
+    :data:`COMPACTION_COLUMNS`; unknown values are missing (``<NA>``, NaN or NaT).
     """
-    from memorylab.analysis import _load
-
     agent_files, notes = resolve(source)
-    return _load.compactions_frame(agent_files, notes, tokens=tokens, naive_tz=naive_tz)
+    rows: list[dict[str, Any]] = []
+    for files in agent_files:
+        if MemoryPaths(files.memory_md).compactions.is_file():
+            rows += _recorded(files)
+        else:
+            segments = timeline(_read(files, notes, False), notes, whole_folder=files.whole_folder)
+            rows += _inferred(files, segments, tokens, naive_tz)
+    frame = build_frame(
+        COMPACTION_COLUMNS,
+        {name: [row.get(name) for row in rows] for name, _ in COMPACTION_COLUMNS},
+    )
+    return frame.sort_values(["workspace", "agent", "time"], kind="stable").reset_index(drop=True)
+
+
+def _number(value: Any) -> float:
+    """A recorded figure as a float (NaN when there is none)."""
+    if value is None or isinstance(value, bool):
+        return math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _count(value: Any) -> int | None:
+    """A recorded count or token figure as an int (None when there is none)."""
+    number = _number(value)
+    return int(number) if math.isfinite(number) else None
+
+
+def _recorded(files: AgentFiles) -> list[dict[str, Any]]:
+    """The rows of the agent's ``compactions.jsonl`` (its successful compactions)."""
+    import pandas as pd
+
+    records = [
+        record
+        for record in MemoryStore(files.memory_md).records()
+        if isinstance(record, dict)
+        and record.get("kind", "compaction") == "compaction"
+        and not record.get("error")
+    ]
+    times = pd.to_datetime(
+        [str(r.get("time") or "") for r in records], format="ISO8601", utc=True, errors="coerce"
+    )
+    rows = []
+    for record, time in zip(records, times, strict=True):
+        threshold = record.get("threshold")
+        rows.append(
+            {
+                "workspace": str(files.workspace),
+                "agent": files.agent,
+                "time": time,
+                "archive": record.get("archive"),
+                "messages_archived": _count(record.get("messages_archived")) or 0,
+                **{
+                    name: _count(record.get(name))
+                    for name in (
+                        "carried_over",
+                        "tokens_before",
+                        "tokens_after",
+                        "summary_tokens",
+                        "context_length",
+                    )
+                },
+                "summarizer_model": record.get("summarizer_model"),
+                "latency_s": _number(record.get("latency_s")),
+                "cost_usd": _number(record.get("cost_usd")),
+                "threshold": threshold
+                if isinstance(threshold, int | float) and not isinstance(threshold, bool)
+                else math.nan,
+                "source": "jsonl",
+            }
+        )
+    return rows
+
+
+def _inferred(
+    files: AgentFiles, segments: list[Segment], tokens: str | None, naive_tz: tzinfo | None
+) -> list[dict[str, Any]]:
+    """One compaction per archive that a later file follows (reference workspaces): it
+    archived that file's messages, and the next file starts with its summary."""
+    from memorylab.analysis._transcript import entry_tokens
+
+    frame = _messages_frame([(files, segments)], None, naive_tz)
+    counted = entry_tokens(frame, tokens) if tokens is not None and len(frame) else None
+    rows: list[dict[str, Any]] = []
+    start = 0
+    for segment, after in itertools.pairwise(segments):
+        count = len(segment.document.messages)
+        following = start + count  # the first row of the next file
+        row: dict[str, Any] = {
+            "workspace": str(files.workspace),
+            "agent": files.agent,
+            "time": frame["timestamp"].iloc[following] if after.document.messages else None,
+            "archive": segment.path.name,
+            "messages_archived": count,
+            "latency_s": math.nan,
+            "cost_usd": math.nan,
+            "threshold": math.nan,
+            "source": "inferred",
+        }
+        if counted is not None:
+            here = counted.tokens[start:following]
+            row["tokens_before"] = int(here.sum()) + max(count - 1, 0) * counted.separator
+            if after.document.messages and after.document.messages[0].is_summary:
+                row["summary_tokens"] = row["tokens_after"] = int(counted.tokens[following])
+        if segment.kind == "archive":
+            rows.append(row)
+        start = following
+    return rows

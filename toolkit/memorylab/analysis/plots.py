@@ -79,24 +79,14 @@ def plot_token_growth(
                 color=line.get_color(),
                 label=f"compaction ({label})" if label else "compaction",
             )
-    if "trigger" in growth.columns and len(growth):
-        trigger = int(growth["trigger"].iloc[0])
-        axes.axhline(
-            trigger,
-            linestyle="--",
-            color="tab:red",
-            linewidth=1,
-            label=f"threshold ({trigger:,} tokens)",
-        )
-    if show_limit and "context_length" in growth.columns and len(growth):
-        limit = int(growth["context_length"].iloc[0])
-        axes.axhline(
-            limit,
-            linestyle=":",
-            color="black",
-            linewidth=1,
-            label=f"context limit ({limit:,} tokens)",
-        )
+    lines = [("trigger", "threshold", "--", "tab:red")]
+    if show_limit:
+        lines.append(("context_length", "context limit", ":", "black"))
+    for column, name, style, color in lines:
+        if column in growth.columns and len(growth):
+            tokens = int(growth[column].iloc[0])
+            label = f"{name} ({tokens:,} tokens)"
+            axes.axhline(tokens, linestyle=style, color=color, linewidth=1, label=label)
     axes.set_xlabel("message (timeline)")
     axes.set_ylabel("tokens in context")
     axes.set_title(title or "Context size across compactions")
@@ -146,6 +136,7 @@ def plot_compactions(
     tokens before (or the messages archived, when tokens are unknown), per agent over time."""
     import matplotlib.dates as mdates
     import numpy as np
+    import pandas as pd
 
     _require(compactions, ("time", "agent", "messages_archived"), "plot_compactions")
     axes = _axes(ax)
@@ -155,11 +146,11 @@ def plot_compactions(
         when = part["time"]
         x: Any = when.dt.tz_convert(None) if getattr(when.dt, "tz", None) is not None else when
         x = x.to_numpy()
-        if known:
-            top = part["tokens_before"].to_numpy(dtype=float)
+        if known:  # nullable counts: a missing one becomes NaN (no bar), or 0 at the bottom
+            top = part["tokens_before"].to_numpy(dtype=float, na_value=np.nan)
             bottom = part["tokens_after"].fillna(0).to_numpy(dtype=float)
         else:
-            top = part["messages_archived"].to_numpy(dtype=float)
+            top = part["messages_archived"].to_numpy(dtype=float, na_value=np.nan)
             bottom = np.zeros(len(part))
         color = f"C{index % 10}"  # vlines does not advance the color cycle: one color per agent
         axes.vlines(x, bottom, top, linewidth=3, alpha=0.6, color=color)
@@ -173,7 +164,7 @@ def plot_compactions(
     axes.set_title(title or "Compactions")
     # The bars fill the plot's width, so any corner legend covers some: one row above them.
     highest = compactions["tokens_before" if known else "messages_archived"].max()
-    if np.isfinite(highest) and highest > 0:
+    if pd.notna(highest) and highest > 0:
         axes.set_ylim(0, float(highest) * 1.3)
     axes.legend(loc="upper center", ncol=max(1, min(len(groups), 4)), fontsize="small")
     return axes

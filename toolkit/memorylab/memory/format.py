@@ -57,13 +57,6 @@ _TS = (
 )
 _TS_RE = re.compile(_TS + r"\Z")
 _HEADING_RE = re.compile(r"### (?P<role>[^\n]*) \u2014 (?P<ts>" + _TS + r")\n")
-# A block ends with "\n\n---\n\n". In memorylab's own files a bare "---" line only ever is a
-# separator (content is escaped). Reference files are not escaped, so a separator also has to be
-# followed by the next heading or by the end of the file: that keeps most "---" in content intact.
-_SEPARATOR_RE = re.compile(r"\n\n---\n(?:\n|\Z)(?=### [^\n]* \u2014 " + _TS + r"\n|\s*\Z)")
-# A heading right after a blank line inside a block of memorylab's own file means the previous
-# block was torn (a crash mid-write, then more appends).
-_INNER_HEADING_RE = re.compile(r"\n(?=### [^\n]* \u2014 " + _TS + r"\n\n)")
 _HEADER_FIELD_RE = re.compile(r"\*\*(?P<key>[^*\n]+):\*\*(?: (?P<value>.*))?\Z")
 _FORMAT_VALUE_RE = re.compile(r"memorylab/(\d+)\Z")
 _KNOWN_FIELDS = ("Conversation", "Created", "Format", "Continues")
@@ -275,16 +268,25 @@ def history_text(entries: Iterable[Mapping[str, Any]]) -> str:
 
 
 class _Problems:
-    """Collects problems; line numbers are computed only when a problem is found."""
+    """Problems by offset in the text; their line numbers are counted once, in one pass, when
+    the parse ends (so a file with many problems still parses in linear time)."""
 
-    def __init__(self, text: str, line_offset: int) -> None:
-        self.text = text
-        self.line_offset = line_offset
-        self.items: list[FormatProblem] = []
+    def __init__(self) -> None:
+        self.found: list[tuple[int, str, str]] = []
 
     def add(self, offset: int, kind: str, message: str) -> None:
-        line = self.text.count("\n", 0, max(offset, 0)) + 1 + self.line_offset
-        self.items.append(FormatProblem(line=line, kind=kind, message=message))
+        self.found.append((max(offset, 0), kind, message))
+
+    def numbered(self, text: str) -> list[FormatProblem]:
+        """The problems in the order found, with 1-based line numbers in ``text``."""
+        lines: dict[int, int] = {}
+        line = 1
+        at = 0
+        for offset in sorted({offset for offset, _, _ in self.found}):
+            line += text.count("\n", at, offset)
+            lines[offset] = line
+            at = offset
+        return [FormatProblem(lines[offset], kind, message) for offset, kind, message in self.found]
 
 
 def _parse_header(
@@ -338,70 +340,121 @@ def _parse_header(
     return name, created, version, continues, tuple(extra)
 
 
-def _strip_torn_tail(content: str) -> str:
-    """Drop what a write interrupted inside the closing ``\\n\\n---\\n\\n`` left behind."""
-    for tail in ("\n\n---\n", "\n\n---", "\n\n--", "\n\n-", "\n\n", "\n"):
-        if content.endswith(tail):
-            return content[: -len(tail)]
-    return content
+# A block ends with "\n\n---\n\n". Reference files are not escaped, so a separator also has to
+# be followed by the next heading (or by nothing but blank space, :func:`_closing_separator`):
+# that keeps most "---" lines in content intact. Block boundaries are found by one search over
+# the whole text: a separator and the next block's heading (its fields captured, not consumed:
+# a block may end right at its heading's line end). The literal "\n\n---\n\n" it starts with
+# lets the search skip ahead fast.
+_BOUNDARY_RE = re.compile(
+    r"\n\n---\n\n(?=(?P<heading>### (?P<role>[^\n]*?) \u2014 (?P<ts>" + _TS + r")\n))"
+)
+# In memorylab's own files (content is escaped) a heading at a line start followed by a blank
+# line, inside a block, means the block was torn and the next one written after it. Matched from
+# the "\n" before it; the blank line's "\n" is not consumed, so the next heading is found too.
+_TORN_AT_RE = re.compile(r"\n### [^\n]* \u2014 " + _TS + r"\n(?=\n)")
+_NOT_SPACE = re.compile(r"\S")
+# What a write interrupted inside the closing "\n\n---\n\n" leaves at the end of a torn block.
+_TORN_TAILS = ("\n\n---\n", "\n\n---", "\n\n--", "\n\n-", "\n\n", "\n")
+_Heading = tuple[str, str, int]  # role, timestamp, where the heading line ends (after its "\n")
 
 
-def _parse_blocks(
-    body: str, body_offset: int, own_format: bool, problems: _Problems
-) -> list[Message]:
+def _heading_at(text: str, start: int, stop: int) -> _Heading | None:
+    match = _HEADING_RE.match(text, start, stop)
+    return None if match is None else (match["role"], match["ts"], match.end())
+
+
+def _closing_separator(text: str, start: int) -> int:
+    """Where the separator that closes the last block starts (it is followed by nothing but
+    blank space), or -1 when the last block is not closed."""
+    at = text.rfind("\n\n---\n", start)
+    if at < 0 or not (at + 6 == len(text) or text.startswith("\n", at + 6)):
+        return -1
+    return at if _NOT_SPACE.search(text, at + 6) is None else -1
+
+
+def _parse_blocks(text: str, start: int, own_format: bool, problems: _Problems) -> list[Message]:
+    """The message blocks of ``text[start:]``: cut at the separators, and in memorylab's own
+    files also before a heading that a torn block runs into. Blocks are located by position in
+    ``text`` (each content is copied once), so the work is linear in the text."""
     messages: list[Message] = []
-    pos = 0
-    ends = [(m.start(), m.end()) for m in _SEPARATOR_RE.finditer(body)]
-    ends.append((len(body), len(body)))
-    for stop, next_pos in ends:
-        chunk = body[pos:stop]
-        chunk_offset = body_offset + pos
-        torn = stop == len(body)
-        pos = next_pos
-        if not chunk.strip():
-            if chunk and not torn:
-                problems.add(chunk_offset, "structure", "empty block between separators")
-            continue
-        pieces = [chunk]
-        if own_format:  # an unescaped heading inside a block: the block before it was torn
-            cuts = [m.start() for m in _INNER_HEADING_RE.finditer(chunk)]
-            if cuts:
-                bounds = [0, *[c + 1 for c in cuts], len(chunk) + 1]
-                pieces = [chunk[a : b - 1] for a, b in itertools.pairwise(bounds)]
-        piece_offset = chunk_offset
-        for index, piece in enumerate(pieces):
-            last_piece = index == len(pieces) - 1
-            heading = _HEADING_RE.match(piece)
-            if heading is None:
-                problems.add(
-                    piece_offset,
-                    "structure",
-                    "expected a block heading '### {role} — {timestamp}', found "
-                    f"{piece.split(chr(10), 1)[0][:80]!r}",
-                )
-                piece_offset += len(piece) + 1
-                continue
-            rest = piece[heading.end() :]
-            if rest.startswith("\n"):
-                rest = rest[1:]
-            else:
-                problems.add(piece_offset, "structure", "missing blank line after the heading")
-            if not last_piece or torn:
-                problems.add(
-                    piece_offset,
-                    "torn",
-                    "block is not closed by '---' (an interrupted write?); its content may be cut",
-                )
-                rest = _strip_torn_tail(rest)
-            messages.append(
-                Message(
-                    role=heading["role"],
-                    content=unescape_content(rest),
-                    timestamp=datetime.fromisoformat(heading["ts"]),
-                )
-            )
-            piece_offset += len(piece) + 1
+    closing = _closing_separator(text, start)
+    end = len(text) if closing < 0 else closing
+    first: int = start
+    heading = _heading_at(text, start, len(text))
+    boundaries = list(_BOUNDARY_RE.finditer(text, start))
+    for index in range(len(boundaries) + 1):
+        if index < len(boundaries):
+            cut = boundaries[index]
+            stop, after = cut.start(), cut.end()
+        else:
+            cut, stop, after = None, end, end
+        if heading is not None and heading[2] > stop:
+            heading = None  # the block ends on its heading's line end: no heading in it
+        torn = cut is None and closing < 0  # the text after the last separator: not closed
+        if heading is None and _NOT_SPACE.search(text, first, stop) is None:
+            if stop > first and not torn:
+                problems.add(first, "structure", "empty block between separators")
+        elif own_format and text.find("\n### ", first, stop) >= 0:
+            pieces = [first, *(m.start() + 1 for m in _TORN_AT_RE.finditer(text, first, stop))]
+            pieces.append(stop + 1)
+            for a, b in itertools.pairwise(pieces):
+                closed = b > stop and not torn
+                _read_block(text, a, b - 1, _heading_at(text, a, b - 1), closed, problems, messages)
+        else:
+            _read_block(text, first, stop, heading, not torn, problems, messages)
+        if cut is not None:
+            heading = (cut["role"], cut["ts"], cut.end("heading"))
+        first = after
     return messages
+
+
+def _read_block(
+    text: str,
+    start: int,
+    stop: int,
+    heading: _Heading | None,
+    closed: bool,
+    problems: _Problems,
+    messages: list[Message],
+) -> None:
+    """Append the message of the block ``text[start:stop]`` (or record why there is none)."""
+    if heading is None:
+        line_end = text.find("\n", start, stop)
+        found = text[start : stop if line_end < 0 else line_end][:80]
+        problems.add(
+            start,
+            "structure",
+            f"expected a block heading '### {{role}} — {{timestamp}}', found {found!r}",
+        )
+        return
+    role, stamp, content_start = heading
+    if text.startswith("\n", content_start, stop):
+        content_start += 1
+    else:
+        problems.add(start, "structure", "missing blank line after the heading")
+    content_end = stop
+    if not closed:
+        problems.add(
+            start,
+            "torn",
+            "block is not closed by '---' (an interrupted write?); its content may be cut",
+        )
+        for tail in _TORN_TAILS:
+            if text.endswith(tail, content_start, stop):
+                content_end = stop - len(tail)
+                break
+    try:
+        timestamp = datetime.fromisoformat(stamp)
+    except ValueError as exc:  # shaped like a timestamp, not a date (month 13)
+        problems.add(
+            start,
+            "structure",
+            f"the heading's timestamp {stamp!r} is not a valid date ({exc}); the block was "
+            "skipped: correct the timestamp to read it",
+        )
+        return
+    messages.append(Message(role, unescape_content(text[content_start:content_end]), timestamp))
 
 
 @overload
@@ -431,11 +484,11 @@ def parse(
     ``path`` (when given) and the line. With ``strict=False`` the result is
     ``(document, problems)``: everything that could be read, and what was wrong. Reference files
     (no ``**Format:**`` line, naive timestamps) parse strictly; a BOM, Windows line ends, a
-    missing header and a torn last block are problems.
+    missing header, a torn last block and a heading whose timestamp is not a date are problems.
     """
     if not isinstance(text, str):
         raise TypeError(f"parse() takes the file's text (str), got {type(text).__name__}")
-    problems = _Problems(text, 0)
+    problems = _Problems()
     if text.startswith("\ufeff"):
         problems.add(0, "bom", "the file starts with a byte-order mark (BOM)")
         text = text[1:]
@@ -443,7 +496,6 @@ def parse(
     if first_line_end > 0 and text[first_line_end - 1] == "\r":
         problems.add(0, "crlf", "Windows line ends (CRLF); they were read as '\\n'")
         text = text.replace("\r\n", "\n")
-    problems.text = text
 
     name = created = version = continues = None
     extra: tuple[tuple[str, str], ...] = ()
@@ -462,10 +514,10 @@ def parse(
         problems.add(0, "header", "missing header (the file should start with '# Agent Memory')")
         first = _HEADING_RE.search(text)
         body_start = first.start() if first else len(text)
-        if text[:body_start].strip():
+        if _NOT_SPACE.search(text, 0, body_start):
             problems.add(0, "structure", "text before the first block was skipped")
 
-    messages = _parse_blocks(text[body_start:], body_start, version is not None, problems)
+    messages = _parse_blocks(text, body_start, version is not None, problems)
     doc = MemoryDocument(
         conversation_name=name,
         created=created,
@@ -474,20 +526,18 @@ def parse(
         continues=continues,
         extra_header=extra,
     )
+    found = problems.numbered(text)
     if strict:
-        if problems.items:
-            first_problem = problems.items[0]
-            more = f" (and {len(problems.items) - 1} more)" if len(problems.items) > 1 else ""
+        if found:
+            more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
             raise MemoryFormatError(
-                f"{first_problem.message}{more}; use strict=False to read what can be salvaged",
+                f"{found[0].message}{more}; use strict=False to read what can be salvaged",
                 path=path,
-                line=first_problem.line,
-                problems=problems.items,
+                line=found[0].line,
+                problems=found,
             )
         return doc
-    return doc, problems.items
-
-
+    return doc, found
 
 
 # ---------------------------------------------------------------------------------------------

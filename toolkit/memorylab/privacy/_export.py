@@ -2,8 +2,9 @@
 in :mod:`memorylab.privacy`).
 
 Exports are read under the agent's lock; :func:`load_export` gives the very frame
-:func:`memorylab.analysis.memory_df` gives for the agent folder (pandas, numpy and pyarrow are
-imported when needed).
+:func:`memorylab.analysis.memory_df` gives for the agent folder: the export's documents go
+through :func:`memorylab.analysis.frames.documents_df`, the same timeline rules and frame
+builder (pandas and pyarrow are imported when needed).
 """
 
 from __future__ import annotations
@@ -19,14 +20,12 @@ from typing import TYPE_CHECKING, Any, Literal
 from memorylab.errors import InvalidSetting, PrerequisiteError, StoreError
 from memorylab.memory import format as fmt
 from memorylab.memory.permissions import warn_permissions
-from memorylab.memory.records import SUMMARY_PREFIX
+from memorylab.memory.records import MemoryDocument
 from memorylab.memory.store import MemoryStore, read_memory
 from memorylab.privacy._remove import existing_agent
 
 if TYPE_CHECKING:
     import pandas as pd
-
-__all__ = ["EXPORT_VERSION", "export_agent", "export_document", "load_export"]
 
 EXPORT_VERSION = 1
 """``memorylab_export`` in an export document: bumped when its layout changes."""
@@ -190,7 +189,6 @@ def _write_private(target: Path, data: bytes, *, overwrite: bool) -> None:
 # Load an export back
 
 
-_HEADER_FIELDS = ("conversation_name", "created", "format_version", "continues", "extra_header")
 _PARQUET_MAGIC = b"PAR1"
 
 
@@ -242,56 +240,6 @@ def _read_export(source: Path) -> dict[str, Any]:
     return doc
 
 
-def _timeline(segments: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The segments in the order ``memory_df`` reads an agent folder, duplicates dropped.
-
-    The same rules as :mod:`memorylab.analysis` (its ``_sources`` docstring): the lineage chain
-    from MEMORY.md back, archives off the chain before it by name time; an archive that is the
-    start of the next file (the reference framework's crash leftover) is read once, from the
-    later file. The export already leaves out an uncommitted archive.
-    """
-    archives = [s for s in segments if s["kind"] == "archive"]
-    memory = next((s for s in segments if s["kind"] == "memory"), None)
-    by_name = {str(s["file"]).rsplit("/", 1)[-1]: s for s in archives}
-
-    def name_key(name: str) -> tuple[datetime, int, str]:
-        parsed = fmt.parse_archive_name(name)
-        when, attempt = parsed if parsed is not None else (datetime.min, 0)
-        return when, attempt, name
-
-    live = memory["continues"] if memory is not None else None
-    referenced = {s["continues"] for s in archives if s["continues"]} | ({live} if live else set())
-    start = live if live in by_name else None
-    if start is None:
-        heads = [name for name in by_name if name not in referenced]
-        start = max(heads, key=name_key) if heads else None
-    chain: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    while start is not None and start in by_name and start not in seen:
-        seen.add(start)
-        chain.append(by_name[start])
-        start = by_name[start]["continues"]
-    rest = [by_name[name] for name in sorted(set(by_name) - seen, key=name_key)]
-    ordered = [*rest, *reversed(chain), *([memory] if memory is not None else [])]
-    kept: list[dict[str, Any]] = []
-    for seg in ordered:
-        if kept and _starts(kept[-1], seg):
-            kept.pop()
-        kept.append(seg)
-    return kept
-
-
-def _starts(earlier: dict[str, Any], later: dict[str, Any]) -> bool:
-    """Whether the file of ``earlier`` is the beginning of the file of ``later``."""
-    head = [earlier.get(key) for key in _HEADER_FIELDS]
-    if head != [later.get(key) for key in _HEADER_FIELDS]:
-        return False
-    if not earlier["messages"] and earlier.get("conversation_name") is None:
-        return False  # an empty file is the start of nothing
-    count = len(earlier["messages"])
-    return bool(later["messages"][:count] == earlier["messages"])
-
-
 def load_export(
     path: str | os.PathLike[str],
     *,
@@ -311,56 +259,19 @@ def load_export(
     read from the file, not its name. Parquet needs pyarrow (``pip install "memorylab[data]"``).
     Logs a warning if group or others can read the file (see :func:`warn_permissions`).
     """
-    import numpy as np
-    import pandas as pd
-
-    from memorylab.analysis._scan import convert_stamps
+    from memorylab.analysis.frames import documents_df
 
     source = Path(path).expanduser()
     doc = _read_export(source)
     warn_permissions(source)
     workspace = Path(workspace_dir if workspace_dir is not None else doc.get("workspace") or ".")
-    agent = str(doc["agent"])
-    folder = workspace.expanduser() / "agents" / agent
-    segments = _timeline(list(doc["segments"]))
-    messages = [m for seg in segments for m in seg["messages"]]
-    counts = [len(seg["messages"]) for seg in segments]
-    sizes = np.array(counts, dtype=np.int64)
-    stamps = [str(m["timestamp"]).encode("ascii") for m in messages]
-    converted = convert_stamps(stamps, naive_tz)
-    if converted is None:
-        raise StoreError(f"{source}: a message timestamp is not ISO-8601")
-    utc, naive = converted
-    contents = [str(m["content"]) for m in messages]
-
-    def repeated(labels: list[str]) -> Any:
-        categories = list(dict.fromkeys(labels))
-        index = {label: i for i, label in enumerate(categories)}
-        codes = np.repeat(np.array([index[label] for label in labels], dtype=np.int32), sizes)
-        return pd.Categorical.from_codes(codes, categories=pd.Index(categories, dtype=object))
-
-    total = len(messages)
-    offsets = np.repeat(np.cumsum(sizes) - sizes, sizes) if total else np.empty(0, np.int64)
-    columns: dict[str, Any] = {
-        "workspace": repeated([str(workspace)] * len(segments)),
-        "agent": repeated([agent] * len(segments)),
-        "file": repeated([str(folder / seg["file"]) for seg in segments]),
-        "kind": pd.Categorical.from_codes(
-            np.repeat(np.array([s["kind"] == "memory" for s in segments], dtype=np.int8), sizes),
-            categories=pd.Index(["archive", "memory"], dtype=object),
-        ),
-        "segment": np.repeat(np.arange(len(segments), dtype=np.int64), sizes),
-        "position": np.arange(total, dtype=np.int64) - offsets,
-        "timeline": np.arange(total, dtype=np.int64),
-        "role": pd.Categorical([str(m["role"]) for m in messages]),
-        "timestamp": pd.to_datetime(utc, unit="us", utc=True),
-        "naive_timestamp": naive,
-        "content": pd.array(contents, dtype=object),
-        "chars": np.fromiter(map(len, contents), dtype=np.int64, count=total),
-        "is_summary": np.array([c.startswith(SUMMARY_PREFIX) for c in contents], dtype=bool),
-    }
-    if tokens is not None:
-        from memorylab.compress.tokens import get_token_counter
-
-        columns["tokens"] = np.array(get_token_counter(tokens).count_batch(contents), np.int64)
-    return pd.DataFrame(columns, copy=False)
+    folder = workspace / "agents" / str(doc["agent"])
+    try:
+        documents = [
+            (folder / seg["file"], MemoryDocument.from_dict(seg)) for seg in doc["segments"]
+        ]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise StoreError(
+            f"{source}: a segment of the export is not readable ({exc}); export the agent again"
+        ) from None
+    return documents_df(documents, tokens=tokens, naive_tz=naive_tz)
