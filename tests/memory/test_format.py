@@ -210,6 +210,17 @@ def test_escape_round_trip(text: str) -> None:
         assert line != "---" and not line.startswith("### ")
 
 
+def _structural(line: str) -> bool:
+    """The escaping rule of docs/memory-format.md, line by line: a line that, stripped of
+    leading backslashes (and of "\\r"s at its end), is "---" or "###", or starts with "### ",
+    the title or the log line."""
+    core = line.lstrip("\\").rstrip("\r")
+    return (
+        core in (fmt.SEPARATOR_LINE, "###")
+        or core.startswith(("### ", fmt.TITLE_LINE, fmt.LOG_LINE))
+    )
+
+
 _STRUCTURE_HEAVY = st.lists(
     st.sampled_from(["\n", "---", "###", "\\", " ", "x", fmt.TITLE_LINE, fmt.LOG_LINE, "\r"]),
     max_size=12,
@@ -223,7 +234,7 @@ def test_escape_round_trip_on_ascii_structure(structure: str, padding: str) -> N
     escaped = fmt.escape_content(text)
     assert fmt.unescape_content(escaped) == text
     lines = text.split("\n")  # what the slow path does to every line
-    assert escaped == "\n".join("\\" + x if fmt._is_structural(x) else x for x in lines)
+    assert escaped == "\n".join("\\" + x if _structural(x) else x for x in lines)
     wide = fmt.escape_content(text + "\n\u00e9")
     assert wide == escaped + "\n\u00e9"
 

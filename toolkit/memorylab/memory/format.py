@@ -78,41 +78,29 @@ class FormatProblem:
 # Escaping
 
 
-_STRUCTURAL_STARTS = ("\\", "---", "###", TITLE_LINE, LOG_LINE)
-# A line start that may need a backslash: most agent text (lists, markdown headings) has none,
-# so one search decides for the whole text and only texts with a hit are split into lines.
-_STRUCTURAL_LINE = re.compile(r"\n\\*(?:---|###|# Agent Memory|## Interaction Log)")
-
-
-def _is_structural(line: str) -> bool:
-    """Whether a content line, stripped of leading backslashes, could be read as structure."""
-    core = line.lstrip("\\").rstrip("\r")
-    return (
-        core == SEPARATOR_LINE
-        or core.startswith("### ")
-        or core == "###"
-        or core.startswith(TITLE_LINE)
-        or core.startswith(LOG_LINE)
-    )
+# What a content line may not start with unescaped: any backslashes, then a "---" or "###"
+# line, a "### " heading, or the header's title or log line ("\r"s before a line end count
+# as the end: CRLF files are read with "\n"). Matched after the "\n" that starts the line.
+_STRUCTURE = r"\\*(?:---\r*(?:\n|\Z)|###(?: |\r*(?:\n|\Z))|# Agent Memory|## Interaction Log)"
+_NEEDS_ESCAPE = re.compile(r"\n(?=" + _STRUCTURE + ")")
+_ESCAPED = re.compile(r"\n\\(?=" + _STRUCTURE + ")")
 
 
 def escape_content(text: str) -> str:
     """Prefix every line that could pass for structure with one backslash (markdown shows the
-    same text); lines that already start with backslashes get one more, so unescaping is exact."""
-    if not text.startswith(_STRUCTURAL_STARTS) and _STRUCTURAL_LINE.search(text) is None:
+    same text); lines that already start with backslashes get one more, so unescaping is exact.
+    """
+    marked = "\n" + text  # so the first line starts after a "\n" too
+    if _NEEDS_ESCAPE.search(marked) is None:  # most text: one search, no copy returned
         return text
-    lines = text.split("\n")
-    return "\n".join("\\" + line if _is_structural(line) else line for line in lines)
+    return _NEEDS_ESCAPE.sub("\n\\\\", marked)[1:]
 
 
 def unescape_content(text: str) -> str:
     """Undo :func:`escape_content` exactly."""
     if "\\" not in text:
         return text
-    lines = text.split("\n")
-    return "\n".join(
-        line[1:] if line.startswith("\\") and _is_structural(line[1:]) else line for line in lines
-    )
+    return _ESCAPED.sub("\n", "\n" + text)[1:]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -342,13 +330,11 @@ def _parse_header(
 
 # A block ends with "\n\n---\n\n". Reference files are not escaped, so a separator also has to
 # be followed by the next heading (or by nothing but blank space, :func:`_closing_separator`):
-# that keeps most "---" lines in content intact. Block boundaries are found by one search over
-# the whole text: a separator and the next block's heading (its fields captured, not consumed:
-# a block may end right at its heading's line end). The literal "\n\n---\n\n" it starts with
-# lets the search skip ahead fast.
-_BOUNDARY_RE = re.compile(
-    r"\n\n---\n\n(?=(?P<heading>### (?P<role>[^\n]*?) \u2014 (?P<ts>" + _TS + r")\n))"
-)
+# that keeps most "---" lines in content intact. Blocks are found with ``str.find`` of a
+# separator and the start of a heading (a C search that skips ahead, far faster than a regex
+# scan) and each candidate heading line is checked where it stands: the work is linear in the
+# text, and each content is copied once.
+_NEXT_BLOCK = "\n\n---\n\n### "
 # In memorylab's own files (content is escaped) a heading at a line start followed by a blank
 # line, inside a block, means the block was torn and the next one written after it. Matched from
 # the "\n" before it; the blank line's "\n" is not consumed, so the next heading is found too.
@@ -360,8 +346,17 @@ _Heading = tuple[str, str, int]  # role, timestamp, where the heading line ends 
 
 
 def _heading_at(text: str, start: int, stop: int) -> _Heading | None:
-    match = _HEADING_RE.match(text, start, stop)
-    return None if match is None else (match["role"], match["ts"], match.end())
+    """The heading ``### {role} — {timestamp}\n`` that starts at ``start`` and ends by
+    ``stop``, or None. The role is everything before the line's last `` — ``."""
+    if not text.startswith("### ", start, stop):
+        return None
+    line_end = text.find("\n", start, stop)
+    if line_end < 0:
+        return None
+    role, dash, stamp = text[start + 4 : line_end].rpartition(" \u2014 ")
+    if not dash or _TS_RE.match(stamp) is None:
+        return None
+    return role, stamp, line_end + 1
 
 
 def _closing_separator(text: str, start: int) -> int:
@@ -374,28 +369,26 @@ def _closing_separator(text: str, start: int) -> int:
 
 
 def _parse_blocks(text: str, start: int, own_format: bool, problems: _Problems) -> list[Message]:
-    """The message blocks of ``text[start:]``: cut at the separators, and in memorylab's own
-    files also before a heading that a torn block runs into. Blocks are located by position in
-    ``text`` (each content is copied once), so the work is linear in the text."""
+    """The message blocks of ``text[start:]``: cut at the separators that a heading follows,
+    and in memorylab's own files also before a heading that a torn block runs into."""
     messages: list[Message] = []
     closing = _closing_separator(text, start)
     end = len(text) if closing < 0 else closing
-    first: int = start
+    first = start
     heading = _heading_at(text, start, len(text))
-    boundaries = list(_BOUNDARY_RE.finditer(text, start))
-    for index in range(len(boundaries) + 1):
-        if index < len(boundaries):
-            cut = boundaries[index]
-            stop, after = cut.start(), cut.end()
-        else:
-            cut, stop, after = None, end, end
+    find = text.find
+    at = find(_NEXT_BLOCK, start)
+    while True:
+        while at >= 0 and (following := _heading_at(text, at + 7, len(text))) is None:
+            at = find(_NEXT_BLOCK, at + 1)  # "---" and "### " in a reference file's content
+        stop = end if at < 0 else at
         if heading is not None and heading[2] > stop:
             heading = None  # the block ends on its heading's line end: no heading in it
-        torn = cut is None and closing < 0  # the text after the last separator: not closed
+        torn = at < 0 and closing < 0  # the text after the last separator: not closed
         if heading is None and _NOT_SPACE.search(text, first, stop) is None:
             if stop > first and not torn:
                 problems.add(first, "structure", "empty block between separators")
-        elif own_format and text.find("\n### ", first, stop) >= 0:
+        elif own_format and find("\n### ", first, stop) >= 0:
             pieces = [first, *(m.start() + 1 for m in _TORN_AT_RE.finditer(text, first, stop))]
             pieces.append(stop + 1)
             for a, b in itertools.pairwise(pieces):
@@ -403,10 +396,10 @@ def _parse_blocks(text: str, start: int, own_format: bool, problems: _Problems) 
                 _read_block(text, a, b - 1, _heading_at(text, a, b - 1), closed, problems, messages)
         else:
             _read_block(text, first, stop, heading, not torn, problems, messages)
-        if cut is not None:
-            heading = (cut["role"], cut["ts"], cut.end("heading"))
-        first = after
-    return messages
+        if at < 0:
+            return messages
+        first, heading = at + 7, following
+        at = find(_NEXT_BLOCK, at + 7)
 
 
 def _read_block(
