@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 from memorylab.analysis import memory_df, replay, sweep, token_growth
 from memorylab.analysis._fast import Prefix, simulate, unit_prices
 from memorylab.analysis._transcript import memo_counter
+from memorylab.compress.base import Summary
 from memorylab.compress.policy import trigger_tokens
 from memorylab.compress.scripted import ScriptedSummarizer
-from memorylab.compress.base import Summary
 from memorylab.errors import InvalidSetting
 from memorylab.memory import format as fmt
 
