@@ -29,9 +29,12 @@ def _is_private(name: str) -> bool:
     return any(part.startswith("_") for part in name.split(".")[1:])
 
 
-PUBLIC = [n for n in _module_names() if not _is_private(n) and n != "memorylab.__main__"]
+# Modules that only keep an old import path working (a module ``__getattr__`` that warns).
+SHIMS = {"memorylab.compress.llm", "memorylab.evaluate.baselines"}
+PUBLIC = [
+    n for n in _module_names() if not _is_private(n) and n not in SHIMS | {"memorylab.__main__"}
+]
 PRIVATE = [n for n in _module_names() if _is_private(n) and n != "memorylab.__main__"]
-PACKAGES = [n for n in PUBLIC if hasattr(importlib.import_module(n), "__path__")]
 
 
 def test_the_walk_finds_the_house() -> None:
@@ -45,17 +48,15 @@ def test_top_level_is_small() -> None:
     assert len(memorylab.__all__) <= TOP_LEVEL_LIMIT
 
 
-@pytest.mark.parametrize("name", PACKAGES)
-def test_every_public_package_has_an_all(name: str) -> None:
+@pytest.mark.parametrize("name", PUBLIC)
+def test_every_public_module_has_an_all(name: str) -> None:
     assert isinstance(getattr(importlib.import_module(name), "__all__", None), list)
 
 
 @pytest.mark.parametrize("name", PUBLIC)
 def test_all_is_sorted_unique_and_exists(name: str) -> None:
     module = importlib.import_module(name)
-    exported = getattr(module, "__all__", None)
-    if exported is None:
-        pytest.skip(f"{name} has no __all__")
+    exported = module.__all__
     assert exported == sorted(set(exported))
     missing = [item for item in exported if not hasattr(module, item)]
     assert missing == []
@@ -67,9 +68,7 @@ def test_all_is_complete(name: str) -> None:
     """Every public class and function defined in a module (or a package's public names) is
     in its ``__all__``; a package exports nothing from a private module unless it says so."""
     module = importlib.import_module(name)
-    exported = set(getattr(module, "__all__", ()))
-    if not exported:
-        pytest.skip(f"{name} has no __all__")
+    exported = set(module.__all__)
     is_package = hasattr(module, "__path__")
     unlisted = []
     for attr, value in vars(module).items():

@@ -308,3 +308,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MemorylabError as error:
         print(f"memorylab: {error}", file=sys.stderr)
         return _exit_code(error)
+
+
+__all__ = [
+    "build_parser",
+    "main",
+]

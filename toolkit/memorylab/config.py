@@ -23,3 +23,10 @@ def resolve_workspace(workspace_dir: str | os.PathLike[str] | None = None) -> Pa
     else:
         chosen = Path(DEFAULT_WORKSPACE)
     return chosen.expanduser().absolute()
+
+
+__all__ = [
+    "DEFAULT_WORKSPACE",
+    "WORKSPACE_ENV",
+    "resolve_workspace",
+]

@@ -163,3 +163,33 @@ SummarizerRateLimited = ModelRateLimited
 SummarizerAuthError = ModelAuthError
 SummarizerUnavailable = ModelUnavailable
 SummarizerBadRequest = ModelBadRequest
+
+
+__all__ = [
+    "AgentNotFound",
+    "BudgetExceeded",
+    "CompactionConflict",
+    "CompressionFailed",
+    "ContextWindowExceeded",
+    "EmptySummary",
+    "InvalidAgentName",
+    "InvalidSetting",
+    "LockTimeout",
+    "MemoryFormatError",
+    "MemorylabError",
+    "ModelAuthError",
+    "ModelBadRequest",
+    "ModelError",
+    "ModelRateLimited",
+    "ModelTimeout",
+    "ModelUnavailable",
+    "PrerequisiteError",
+    "StoreError",
+    "SummarizerAuthError",
+    "SummarizerBadRequest",
+    "SummarizerError",
+    "SummarizerRateLimited",
+    "SummarizerTimeout",
+    "SummarizerUnavailable",
+    "UnsafePath",
+]

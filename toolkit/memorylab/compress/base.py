@@ -150,3 +150,12 @@ class BudgetedSummarizer(BaseSummarizer):
             latency_s=time.perf_counter() - started,
             chunks=1,
         )
+
+
+__all__ = [
+    "BaseSummarizer",
+    "BudgetedSummarizer",
+    "Summarizer",
+    "Summary",
+    "check_history",
+]

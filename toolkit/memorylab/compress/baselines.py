@@ -138,3 +138,10 @@ class HeadTailSummarizer(BudgetedSummarizer):
         omitted = len(blocks) - head_used - tail_used
         marker = OMISSION_MARKER.format(count=max(omitted, 0))
         return _SEPARATOR.join([*head, marker, *tail])
+
+
+__all__ = [
+    "HeadTailSummarizer",
+    "OMISSION_MARKER",
+    "TruncateSummarizer",
+]

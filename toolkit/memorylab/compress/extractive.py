@@ -369,3 +369,8 @@ class ExtractiveSummarizer(BudgetedSummarizer):
             if lines:
                 parts.append(f"## {section}\n" + "\n".join(i.line for i in lines))
         return "\n\n".join(parts)
+
+
+__all__ = [
+    "ExtractiveSummarizer",
+]

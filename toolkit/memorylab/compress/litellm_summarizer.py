@@ -321,3 +321,13 @@ class LiteLLMSummarizer(BaseSummarizer):
         bound = copy.copy(self)
         bound._caller = wrap(self._caller)
         return bound
+
+
+__all__ = [
+    "CHUNK_PROMPT",
+    "LiteLLMSummarizer",
+    "MERGE_PROMPT",
+    "SUMMARIZER_RETRY",
+    "SUMMARY_PROMPT",
+    "SUMMARY_SYSTEM_PROMPT",
+]

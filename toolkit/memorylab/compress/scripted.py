@@ -74,3 +74,8 @@ class ScriptedSummarizer(BaseSummarizer):
             latency_s=time.perf_counter() - started,
             chunks=1,
         )
+
+
+__all__ = [
+    "ScriptedSummarizer",
+]

@@ -143,3 +143,14 @@ class FunctionScorer(BaseScorer):
 
     def score(self, sample: Sample) -> Mapping[str, Score]:
         return _as_scores(self.function(sample), self.name)
+
+
+__all__ = [
+    "BaseScorer",
+    "FunctionScorer",
+    "NAN",
+    "Sample",
+    "Score",
+    "Scorer",
+    "run_sync",
+]

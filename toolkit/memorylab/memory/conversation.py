@@ -515,3 +515,10 @@ class Conversation:
     def __repr__(self) -> str:
         where = self.memory_md_path or "memory only"
         return f"Conversation(name={self.name!r}, messages={len(self)}, path={str(where)!r})"
+
+
+__all__ = [
+    "CompactionTicket",
+    "Conversation",
+    "DEFAULT_PATH",
+]

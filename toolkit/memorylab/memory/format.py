@@ -553,3 +553,30 @@ def parse_archive_name(name: str) -> tuple[datetime, int] | None:
     if match is None:
         return None
     return datetime.strptime(match[1], ARCHIVE_TIME_FORMAT), int(match[2] or 1)
+
+
+__all__ = [
+    "ARCHIVE_TIME_FORMAT",
+    "EM_DASH",
+    "FORMAT_VERSION",
+    "FormatProblem",
+    "LOG_LINE",
+    "SEPARATOR_LINE",
+    "TITLE_LINE",
+    "archive_name",
+    "block_text",
+    "content_to_text",
+    "escape_content",
+    "format_timestamp",
+    "history_line",
+    "history_lines",
+    "history_text",
+    "parse",
+    "parse_archive_name",
+    "parse_timestamp",
+    "render_block",
+    "render_header",
+    "render_memory",
+    "unescape_content",
+    "validate_role",
+]

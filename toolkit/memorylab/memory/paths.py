@@ -89,3 +89,11 @@ def agent_paths(
     """Paths for ``<workspace>/agents/<agent_name>/MEMORY.md`` (the name is validated)."""
     validate_agent_name(agent_name)
     return MemoryPaths(resolve_workspace(workspace_dir) / "agents" / agent_name / "MEMORY.md")
+
+
+__all__ = [
+    "MAX_NAME_BYTES",
+    "MemoryPaths",
+    "agent_paths",
+    "validate_agent_name",
+]

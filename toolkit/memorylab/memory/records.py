@@ -179,3 +179,14 @@ class CompactionEvent:
         assert time is not None
         values["extra"] = dict(values.get("extra") or {})
         return cls(time=time, **values)
+
+
+__all__ = [
+    "ArchiveRef",
+    "CompactionEvent",
+    "MemoryDocument",
+    "Message",
+    "PRELOAD_PREFIX",
+    "SUMMARY_PREFIX",
+    "html_view",
+]
