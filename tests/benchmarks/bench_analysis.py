@@ -10,7 +10,7 @@ several archives and a live MEMORY.md. Two corpora:
 * ``markdown``: most messages are markdown-heavy answers: headings, ``---`` rules, tables and code
   fences (escaped in memorylab's files; in the reference's, a rule is a separator look-alike).
 
-Full run: 8 agents x 6 files x 1,500 messages per workspace (~55 MB each); ``--quick``: 4 x 4 x 400.
+Full run: 8 agents x 6 files x 1,500 messages per workspace (~55 MB each); ``--quick``: 2 x 3 x 300.
 
 Rows (medians of rounds that alternate subject and baseline, so drift hits both alike):
 
@@ -86,7 +86,7 @@ WORKSPACES = {
 }
 
 FULL = Settings(agents=8, files=6, messages=1_500, rounds=7)
-QUICK = Settings(agents=4, files=4, messages=400, rounds=3)
+QUICK = Settings(agents=2, files=3, messages=300, rounds=3)
 
 WORDS = [
     "the",

@@ -77,7 +77,7 @@ class Result:
 
 
 FULL = ([Row(16, 1, 0.1), Row(64, 8, 0.5), Row(64, 16, 1.0), Row(96, 32, 1.5)], 2)
-QUICK = ([Row(16, 4, 0.25), Row(16, 8, 0.5)], 1)
+QUICK = ([Row(8, 4, 0.2)], 1)
 
 
 class Server:
