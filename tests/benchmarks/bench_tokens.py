@@ -51,7 +51,8 @@ from memorylab.memory import format as fmt
 from memorylab.memory.preload import PreloadPlan
 from memorylab.memory.records import Message
 
-RATIO_TARGET = 1.6
+RATIO_TARGET = 1.6  # (a) add() + check
+PRELOAD_TARGET = 1.5  # (c) construct + first check after a big MEMORY.md
 FLAT_TARGET = 0.20
 CONTEXT_LENGTH = 128_000
 THRESHOLD = 0.9
@@ -336,9 +337,9 @@ def report_preload(pre: Preload) -> bool:
         f"\n## (c) Conversation(...) + first token_count() after a {pre.file_bytes / 1e6:.1f} MB "
         f"MEMORY.md ({pre.messages:,} messages; median of {len(pre.ms['whole'])})\n"
     )
-    print(f"| preload | ms | floor ms | ratio | target <= {RATIO_TARGET:g}x |")
+    print(f"| preload | ms | floor ms | ratio | target <= {PRELOAD_TARGET:g}x |")
     print("|---|---:|---:|---:|:---:|")
-    passed = whole / floor <= RATIO_TARGET
+    passed = whole / floor <= PRELOAD_TARGET
     row = f"{whole:,.0f} | {floor:,.0f} | {whole / floor:.2f}x | {VERDICT[passed]}"
     print(f"| whole file | {row} |")
     budget = f"preload_max_tokens={PRELOAD_BUDGET:,}"
