@@ -88,7 +88,7 @@ _EXPECTED_SHA256 = {
 _CLAUDE_FILE = "anthropic_tokenizer.json"
 
 # Texts at least this long are encoded in parallel by count_batch; shorter ones in a plain loop
-# (measured: a thread pool only pays off for texts of a few thousand characters or more).
+# (a thread pool only pays off for texts of a few thousand characters or more).
 PARALLEL_MIN_CHARS = 4096
 
 _O200K_MODEL = re.compile(

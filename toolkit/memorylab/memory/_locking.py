@@ -110,8 +110,8 @@ class AgentLock:
                 raise LockTimeout(f"{self.path} stayed locked for {timeout:g}s") from exc
             return
         fd = self.fd if self.fd is not None else self._open()
-        # Contended: poll with a short, growing sleep. filelock polls every 50 ms, far too
-        # coarse when several writers take turns per message; this hands over in ~0.1 ms.
+        # Contended: poll with a short, growing sleep (from 0.1 ms): filelock's fixed 50 ms is
+        # far too coarse when several writers take turns per message.
         deadline = None
         pause = 0.0001
         while True:

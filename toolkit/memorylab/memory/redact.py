@@ -339,7 +339,7 @@ def _keyword_before_separator(text: str) -> bool:
     A necessary condition only ("monkey: 3" passes; the rules then decide), computed the cheaper
     way: behind each of the first few separators; past those (code, logs, JSON), by finding the
     keyword tails and looking after each for a separator (``str.find`` of a word skips text at C
-    speed, where a Python loop over every separator cost ~20 µs per KB of logs).
+    speed, where a Python loop over every separator is slow on logs and code).
     """
     visited = 0
     for separator in ":=":
