@@ -11,6 +11,7 @@ with headings whose timestamp is not a date.
 from __future__ import annotations
 
 import tempfile
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -108,6 +109,9 @@ messages = st.lists(st.builds(Message, roles, contents, stamps), max_size=6)
 
 
 def _own(msgs: list[Message], continues: str | None = None) -> bytes:
+    # memorylab writes every block with a UTC offset (a naive clock's time is local time)
+    msgs = [m if m.timestamp.tzinfo else replace(m, timestamp=m.timestamp.replace(tzinfo=UTC))
+            for m in msgs]  # fmt: skip
     doc = MemoryDocument("conv", datetime(2026, 1, 1, tzinfo=UTC), tuple(msgs), 1, continues)
     return fmt.render_memory(doc).encode("utf-8", "surrogatepass")
 
@@ -243,9 +247,9 @@ def test_many_problems_have_their_lines() -> None:
     and each is the line of its block's heading: torn blocks of memorylab's own file, then
     headings without their blank line."""
     head = fmt.render_header("c", datetime(2026, 1, 1, tzinfo=UTC))
-    torn = [f"### T{i} — 2026-01-01T00:00:00\n\npartial {i}\n" for i in range(2000)]
+    torn = [f"### T{i} — 2026-01-01T00:00:00+00:00\n\npartial {i}\n" for i in range(2000)]
     tight = [f"### R{i} — 2026-01-01T00:00:01\nno blank line {i}\n\n---\n\n" for i in range(500)]
-    text = head + "".join(torn) + "### T — 2026-01-01T00:00:00\n\nclosed\n\n---\n\n"
+    text = head + "".join(torn) + "### T — 2026-01-01T00:00:00+00:00\n\nclosed\n\n---\n\n"
     text += "".join(tight)
     doc, problems = fmt.parse(text, strict=False)
     assert len(doc.messages) == 2501 and doc.messages[1999].content == "partial 1999"

@@ -184,7 +184,13 @@ _TIME = st.builds(
     st.datetimes(min_value=datetime(1000, 1, 1), max_value=datetime(9999, 1, 1)),
     _TZ,
 )
-_MESSAGE = st.builds(Message, role=_ROLE, content=_CONTENT, timestamp=_TIME)
+_AWARE_TIME = st.builds(
+    lambda dt, minutes: dt.replace(tzinfo=timezone(timedelta(minutes=minutes))),
+    st.datetimes(min_value=datetime(1000, 1, 1), max_value=datetime(9999, 1, 1)),
+    st.integers(-14 * 60, 14 * 60),
+)
+# memorylab writes every block with a UTC offset, and escapes its content.
+_MESSAGE = st.builds(Message, role=_ROLE, content=_CONTENT, timestamp=_AWARE_TIME)
 _SINGLE_LINE = st.text().filter(lambda t: t == "" or t.splitlines() == [t])
 
 
@@ -200,6 +206,33 @@ def test_round_trip(
 ) -> None:
     doc = MemoryDocument(name, created, tuple(messages), fmt.FORMAT_VERSION, continues)
     assert parse_memory(render_memory(doc)) == doc
+
+
+_PLAIN = st.text().filter(lambda t: t.strip() == t and "\n\n---\n" not in t and "\r" not in t)
+
+
+@given(st.lists(st.builds(Message, role=_ROLE, content=_PLAIN, timestamp=_TIME), max_size=6))
+def test_naive_blocks_are_written_and_read_verbatim(messages: list[Message]) -> None:
+    # A naive timestamp is the reference's form: its content is neither escaped nor unescaped
+    # (a reference file keeps "\\---" lines as they are).
+    doc = MemoryDocument("c", datetime(2026, 1, 1), tuple(messages))
+    parsed = parse_memory(render_memory(doc))
+    naive = [m for m in messages if m.timestamp.tzinfo is None]
+    for message in naive:
+        stamp = fmt.format_timestamp(message.timestamp)
+        assert fmt.block_text(message.role, stamp, message.content) in (
+            render_memory(doc)
+        )
+    if all("\n### " not in m.content and not m.content.startswith("### ") for m in messages):
+        assert parsed == doc
+
+
+def test_escaping_is_decided_per_block() -> None:
+    own = fmt.block_text("User", "2026-01-01T00:00:00.000000+00:00", "a\n---\n\\### b")
+    reference = "### Human — 2026-01-01T00:00:01\n\nc\n\n\\---\n\\### d\n\n---\n\n"
+    text = fmt.render_header("c", datetime(2026, 1, 1, tzinfo=UTC)) + own + reference
+    doc = parse_memory(text)  # strict: a reference block after memorylab's is no problem
+    assert [m.content for m in doc.messages] == ["a\n---\n\\### b", "c\n\n\\---\n\\### d"]
 
 
 @given(st.text())

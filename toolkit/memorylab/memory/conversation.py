@@ -217,7 +217,7 @@ class Conversation:
 
     def _ensure_file(self) -> None:
         assert self._store is not None
-        created = self._store.ensure(self.name, self.clock())
+        created = self._store.ensure(self.name, self._now())
         if created:
             self.memory_created = True
             logger.info(
@@ -270,6 +270,12 @@ class Conversation:
 
     # -- messages -------------------------------------------------------------------------------
 
+    def _now(self) -> datetime:
+        """The clock's time, timezone-aware (a naive one is this machine's local time): the
+        offset in a block's timestamp is what marks its content as escaped by memorylab."""
+        now = self.clock()
+        return now if now.tzinfo is not None else now.astimezone()
+
     def add(self, role: str, content: Any, **metadata: Any) -> dict[str, Any]:
         """Append a message to the history and write it through to MEMORY.md.
 
@@ -293,7 +299,7 @@ class Conversation:
         history and the file keep the same order."""
         fmt.validate_role(role)
         clock = self.clock
-        stamp = _utc_stamp() if clock is _utc_now else fmt.format_timestamp(clock())
+        stamp = _utc_stamp() if clock is _utc_now else fmt.format_timestamp(self._now())
         entry: dict[str, Any] = {"role": role, "content": content, "timestamp": stamp}
         if kind is not None:
             entry["kind"] = kind
@@ -402,7 +408,7 @@ class Conversation:
         """Mark what a summary will replace; messages added after this are carried over."""
         with self._lock:
             snapshot = self._store.snapshot() if self._store is not None else None
-            return CompactionTicket(snapshot, len(self.conversation_history), self.clock())
+            return CompactionTicket(snapshot, len(self.conversation_history), self._now())
 
     def compact(
         self,
@@ -427,13 +433,13 @@ class Conversation:
         content = text if text.startswith(SUMMARY_PREFIX) else f"{SUMMARY_PREFIX} {text}"
         with self._lock:
             ticket = ticket or self.begin_compaction()
-            now = self.clock()
+            now = self._now()
             history = self.conversation_history
             kept = [e for e in history[ticket.history_length :] if e.get("kind") is None]
             summary_entry = {
                 "role": summary_role,
                 "content": content,
-                "timestamp": now.isoformat(timespec="microseconds"),
+                "timestamp": fmt.format_timestamp(now),
                 "kind": "summary",
             }
             new_history = [e for e in history if e.get("kind") == "static"]

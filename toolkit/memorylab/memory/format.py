@@ -86,6 +86,14 @@ _NEEDS_ESCAPE = re.compile(r"\n(?=" + _STRUCTURE + ")")
 _ESCAPED = re.compile(r"\n\\(?=" + _STRUCTURE + ")")
 
 
+def written_by_memorylab(stamp: str) -> bool:
+    """Whether a block with this heading timestamp was written by memorylab, so its content is
+    escaped: memorylab's timestamps always carry a UTC offset, the reference framework's never
+    do (naive local time). Escaping is a property of each block, not of the file: one file
+    may hold blocks of both writers."""
+    return len(stamp) > 19 and (stamp[-1] == "Z" or "+" in stamp[19:] or "-" in stamp[19:])
+
+
 def escape_content(text: str) -> str:
     """Prefix every line that could pass for structure with one backslash (markdown shows the
     same text); lines that already start with backslashes get one more, so unescaping is exact.
@@ -191,9 +199,16 @@ def render_block(message: Message) -> str:
 
 def block_text(role: str, timestamp: str, content: str) -> str:
     """The block of ``content`` under a heading of ``role`` and the already formatted
-    ``timestamp`` (what an append writes; ``role`` is validated)."""
+    ``timestamp`` (what an append writes; ``role`` is validated).
+
+    A timestamp with a UTC offset (memorylab writes no other) marks the block as memorylab's:
+    its content is escaped. A naive one is the reference framework's form, written as it
+    writes it: verbatim.
+    """
     role = validate_role(role)
-    return f"### {role}{_HEADING_SEP}{timestamp}\n\n{escape_content(content)}\n\n---\n\n"
+    if written_by_memorylab(timestamp):
+        content = escape_content(content)
+    return f"### {role}{_HEADING_SEP}{timestamp}\n\n{content}\n\n---\n\n"
 
 
 def render_memory(doc: MemoryDocument) -> str:
@@ -335,8 +350,8 @@ def _parse_header(
 # scan) and each candidate heading line is checked where it stands: the work is linear in the
 # text, and each content is copied once.
 _NEXT_BLOCK = "\n\n---\n\n### "
-# In memorylab's own files (content is escaped) a heading at a line start followed by a blank
-# line, inside a block, means the block was torn and the next one written after it. Matched from
+# Inside a block memorylab wrote (content escaped) a heading at a line start followed by a
+# blank line means the block was torn and the next one written after it. Matched from
 # the "\n" before it; the blank line's "\n" is not consumed, so the next heading is found too.
 _TORN_AT_RE = re.compile(r"\n### [^\n]* \u2014 " + _TS + r"\n(?=\n)")
 _NOT_SPACE = re.compile(r"\S")
@@ -368,9 +383,10 @@ def _closing_separator(text: str, start: int) -> int:
     return at if _NOT_SPACE.search(text, at + 6) is None else -1
 
 
-def _parse_blocks(text: str, start: int, own_format: bool, problems: _Problems) -> list[Message]:
+def _parse_blocks(text: str, start: int, problems: _Problems) -> list[Message]:
     """The message blocks of ``text[start:]``: cut at the separators that a heading follows,
-    and in memorylab's own files also before a heading that a torn block runs into."""
+    and also before a heading that a torn block memorylab wrote runs into (or that text without
+    a heading, a problem already, runs into: what follows it is salvaged)."""
     messages: list[Message] = []
     closing = _closing_separator(text, start)
     end = len(text) if closing < 0 else closing
@@ -388,7 +404,9 @@ def _parse_blocks(text: str, start: int, own_format: bool, problems: _Problems) 
         if heading is None and _NOT_SPACE.search(text, first, stop) is None:
             if stop > first and not torn:
                 problems.add(first, "structure", "empty block between separators")
-        elif own_format and find("\n### ", first, stop) >= 0:
+        elif (heading is None or written_by_memorylab(heading[1])) and find(
+            "\n### ", first, stop
+        ) >= 0:
             pieces = [first, *(m.start() + 1 for m in _TORN_AT_RE.finditer(text, first, stop))]
             pieces.append(stop + 1)
             for a, b in itertools.pairwise(pieces):
@@ -447,7 +465,10 @@ def _read_block(
             "skipped: correct the timestamp to read it",
         )
         return
-    messages.append(Message(role, unescape_content(text[content_start:content_end]), timestamp))
+    content = text[content_start:content_end]
+    if written_by_memorylab(stamp):
+        content = unescape_content(content)
+    messages.append(Message(role, content, timestamp))
 
 
 @overload
@@ -510,7 +531,7 @@ def parse(
         if _NOT_SPACE.search(text, 0, body_start):
             problems.add(0, "structure", "text before the first block was skipped")
 
-    messages = _parse_blocks(text, body_start, version is not None, problems)
+    messages = _parse_blocks(text, body_start, problems)
     doc = MemoryDocument(
         conversation_name=name,
         created=created,
