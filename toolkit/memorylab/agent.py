@@ -10,12 +10,21 @@ MEMORY.md, like every message); the model is then called again within the same i
 ``max_loops`` is an int (that many iterations, ending early when a reply contains
 ``stop_token``) or ``"auto"`` (model calls until a reply uses no tool or says ``stop_token``, at
 most ``auto_loop_cap`` calls).
+
+Where the checks fall in the files: every model call's reply is recorded under ``agent_name``, so
+a check ran after message ``i`` exactly when message ``i + 1`` is one of the agent's replies
+(:func:`check_points`): after the task, and after the tool results of a reply that called tools
+(they land in the history, and in MEMORY.md, before the next check). Each compaction records
+this (``checks: "model_call"``), the first message this process added (``session_start``: a new
+``Agent`` on an existing MEMORY.md is a restart, with a bounded preload), ``preload_tokens``,
+``preload_max_tokens`` and ``preload_omitted`` in its ``extra``, so that
+:mod:`memorylab.analysis` replays the run with the same check points and restarts.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal
 
@@ -32,13 +41,28 @@ from memorylab.llm import (
     model_context_length,
     retry_policy,
 )
+from memorylab.memory import format as fmt
 from memorylab.memory.conversation import DEFAULT_PATH, Conversation
 from memorylab.memory.records import CompactionEvent
 from memorylab.tools import Tool, as_tools
 
 STOP_TOKEN = "<DONE>"
 AUTO_LOOP_CAP = 25
+CHECKS = "model_call"
+"""Where the Agent checks compression: before every model call (recorded as ``checks``)."""
 _DEFAULT: Any = object()
+
+
+def check_points(roles: Sequence[str], reply_roles: Collection[str]) -> list[bool]:
+    """After which messages of a history the Agent checked compression: message ``i`` is
+    followed by a check when message ``i + 1`` is a model reply (its role in ``reply_roles``),
+    since the check runs right before each model call.
+
+    >>> check_points(["User", "Bot", "Tool Executor", "Bot", "User"], {"Bot"})
+    [True, True, True, False, False]
+    """
+    replies = [role in reply_roles for role in roles]
+    return [*replies[1:], False] if replies else []
 
 
 def default_preload_max_tokens(context_length: int, threshold: policy.Threshold) -> int:
@@ -168,6 +192,7 @@ class Agent:
             summarizer_model=summarizer_model,
             summarizer_args=summarizer_args,
         )
+        self._session: dict[str, Any] | None = None
 
     # The seed tunes the compressor by assigning ``agent._context_compressor``.
     @property
@@ -186,11 +211,39 @@ class Agent:
 
     def check_compression(self, *, force: bool = False) -> CompactionEvent | None:
         """Compress now if the threshold is reached (and compression is on)."""
+        session = self.session_record()
         if not self.context_compression and not force:
             return None
         return self.context_compressor.compress(
-            self.short_memory, self.context_length, force=force, default_model=self.model_name
+            self.short_memory,
+            self.context_length,
+            force=force,
+            default_model=self.model_name,
+            extra=session,
         )
+
+    def session_record(self) -> dict[str, Any]:
+        """What this process's compactions record about it (the module docstring): taken at
+        the first check, when the history holds the preload and this process's first message."""
+        if self._session is None:
+            memory = self.short_memory
+            history = memory.conversation_history
+            first = next((e for e in history if e.get("kind") is None), None)
+            preload = next((e for e in history if e.get("kind") == "preload"), None)
+            plan = memory.preload_plan
+            preload_tokens = 0
+            if preload is not None:
+                stamp = preload["timestamp"] if memory.time_enabled else None
+                line = fmt.history_line(preload["role"], preload["content"], stamp)
+                preload_tokens = self.token_counter(line)
+            self._session = {
+                "checks": CHECKS,
+                "session_start": None if first is None else first["timestamp"],
+                "preload_tokens": preload_tokens,
+                "preload_max_tokens": memory.preload_max_tokens,
+                "preload_omitted": 0 if plan is None else plan.omitted_messages,
+            }
+        return dict(self._session)
 
     def _call_model(self) -> ChatReply:
         self.check_compression()
@@ -272,6 +325,8 @@ def _check_loops(value: object) -> int | Literal["auto"]:
 __all__ = [
     "AUTO_LOOP_CAP",
     "Agent",
+    "CHECKS",
     "STOP_TOKEN",
+    "check_points",
     "default_preload_max_tokens",
 ]

@@ -4,6 +4,14 @@ Threshold convention (see :mod:`memorylab.compress.policy`): a float in (0, 1] i
 the context length, an int >= 1 an absolute token count. Compression fires when the tokens of
 ``conversation.return_history_as_string()`` reach it.
 
+What the replay needs is recorded with every compaction (``extra`` in ``compactions.jsonl``):
+``summary_budget`` (the tokens asked of the summarizer, :meth:`ContextCompressor.summary_budget`),
+``summarizer_max_tokens``, ``static_tokens`` (the static context's share of ``tokens_before``: its
+entries and one ``"\\n\\n"`` after each) and ``token_model`` (the tokenizer's model), besides
+whatever the caller passes (the :class:`~memorylab.Agent` adds its check points and the process's
+start and preload). :mod:`memorylab.analysis` replays a transcript with this same class and reads
+these fields to run it at the recorded settings.
+
 Failure policy: a summarizer error, an empty or ``None`` summary, or any exception from a custom
 summarizer leaves the history and every file exactly as they were. The failure is recorded as a
 ``CompactionEvent`` with ``error`` set (in :attr:`ContextCompressor.events` and the log, not on
@@ -28,6 +36,7 @@ from memorylab.compress.policy import Backoff, Threshold
 from memorylab.compress.summarizers import DEFAULT_SUMMARIZER, get_summarizer, summarizer_names
 from memorylab.errors import CompactionConflict, CompressionFailed, InvalidSetting
 from memorylab.llm import check_int
+from memorylab.memory import format as fmt
 from memorylab.memory.conversation import Conversation
 from memorylab.memory.records import CompactionEvent
 
@@ -129,11 +138,14 @@ class ContextCompressor:
         *,
         force: bool = False,
         default_model: str | None = None,
+        extra: Mapping[str, Any] | None = None,
     ) -> CompactionEvent | None:
         """Compress if the threshold is reached (or ``force``); ``None`` when nothing was done.
 
         Returns the successful event, or the failed one (``event.ok`` is False) when this attempt
-        failed; raises :class:`CompressionFailed` once the attempts are exhausted.
+        failed; raises :class:`CompressionFailed` once the attempts are exhausted. ``extra`` goes
+        into the event's ``extra`` (and ``compactions.jsonl``) next to what the compressor
+        records itself (the module docstring).
         """
         tokens_before = conversation.token_count()
         if not force and not policy.should_compress(tokens_before, context_length, self.threshold):
@@ -151,6 +163,13 @@ class ContextCompressor:
                 raise InvalidSetting("there is nothing to summarize beyond the static context")
             budget = self.summary_budget(context_length)
             summary = summarizer.summarize(to_summarize, max_tokens=budget)
+            recorded = {
+                **_usage(summary),
+                "summary_budget": budget,
+                "summarizer_max_tokens": self.summarizer_max_tokens,
+                **_context_record(conversation),
+                **(extra or {}),
+            }
             event = conversation.compact(
                 summary.text,
                 ticket=ticket,
@@ -160,7 +179,7 @@ class ContextCompressor:
                 summarizer_model=summary.model or summarizer.name,
                 latency_s=round(self.timer() - started, 6),
                 cost_usd=summary.cost_usd,
-                extra=_usage(summary),
+                extra=recorded,
             )
         except CompactionConflict as error:
             # Another process compacted this memory meanwhile: not a failure of ours.
@@ -223,6 +242,25 @@ def _usage(summary: Summary) -> dict[str, Any]:
         )
         if value is not None
     }
+
+
+def _context_record(conversation: Conversation) -> dict[str, Any]:
+    """The static context's tokens (its entries, and the ``"\\n\\n"`` after each, as
+    :meth:`Conversation.token_count` counts them) and the tokenizer's model."""
+    counter = conversation.token_counter
+    if counter is None:
+        return {}
+    static = conversation.static_context()
+    stamped = conversation.time_enabled
+    tokens = sum(
+        counter(fmt.history_line(e["role"], e["content"], e["timestamp"] if stamped else None))
+        for e in static
+    )
+    record: dict[str, Any] = {"static_tokens": tokens + len(static) * counter("\n\n")}
+    model = getattr(counter, "model", None)
+    if isinstance(model, str):
+        record["token_model"] = model
+    return record
 
 
 __all__ = ["ContextCompressor", "MIN_SUMMARY_TOKENS"]
