@@ -186,6 +186,8 @@ def test_threads_and_two_conversations_on_one_agent(tmp_path: Path) -> None:
     def compactor() -> None:
         try:
             for i in range(compactions):
+                while "\n### " not in first.store.read_text():  # type: ignore[union-attr]
+                    time.sleep(0.001)  # a header alone is not archived: wait for a message
                 ticket = first.begin_compaction()
                 time.sleep(0.01)  # a slow summarizer: the writers go on meanwhile
                 first.compact(f"summary {i}", ticket=ticket)

@@ -75,10 +75,10 @@ def _workspace(value: str | None) -> Path:
 
 
 def _agent_folder(workspace: Path, agent: str) -> Path:
-    from memorylab.memory.paths import validate_agent_name
+    from memorylab.memory.paths import agent_paths, validate_agent_name
 
     validate_agent_name(agent)
-    folder = workspace / "agents" / agent
+    folder = agent_paths(agent, workspace).folder
     if not folder.is_dir():
         known = sorted(p.name for p in (workspace / "agents").glob("*") if p.is_dir())
         raise AgentNotFound(

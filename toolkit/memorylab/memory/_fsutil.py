@@ -4,12 +4,13 @@ lock use them). Writes are exclusive-create, fsync'd, and never follow symlinks.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import stat
 from pathlib import Path
 
-from memorylab.errors import UnsafePath
+from memorylab.errors import StoreError, UnsafePath
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -80,8 +81,21 @@ def atomic_replace(target: Path, data: bytes) -> None:
     fsync_dir(target.parent)
 
 
+def open_regular(path: Path, flags: int, mode: int = FILE_MODE) -> int:
+    """``os.open`` that never follows a symlink, never blocks on a FIFO, and refuses anything
+    that is not a regular file (a FIFO would hang a reader, a device is not memory)."""
+    fd = os.open(path, flags | os.O_NONBLOCK | NOFOLLOW | CLOEXEC, mode)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UnsafePath(
+            f"{path} is not a regular file (a FIFO, device or socket?); memorylab only reads and "
+            "writes regular files: move it aside"
+        )
+    return fd
+
+
 def read_bytes(path: Path) -> bytes:
-    fd = os.open(path, os.O_RDONLY | NOFOLLOW | CLOEXEC)
+    fd = open_regular(path, os.O_RDONLY)
     try:
         chunks = []
         while chunk := os.read(fd, 1 << 20):
@@ -99,3 +113,33 @@ def encode_utf8(text: str) -> bytes:
             f"text contains a character that cannot be stored as UTF-8 ({exc.reason}); "
             "remove lone surrogates, e.g. text.encode('utf-8', 'replace').decode()"
         ) from exc
+
+
+def store_error(exc: OSError, path: Path, action: str) -> StoreError:
+    """``exc`` as the :class:`StoreError` (or :class:`UnsafePath`) that names ``path`` and what
+    to do; a ``StoreError`` already is returned as it is."""
+    if isinstance(exc, StoreError):
+        return exc
+    code = exc.errno
+    reason = exc.strerror or str(exc)
+    if code == errno.ELOOP:
+        return UnsafePath(f"cannot {action}: {path} is a symlink; memorylab never follows one")
+    if code in (errno.EACCES, errno.EPERM):
+        fix = (
+            "check who owns it and its mode (memorylab writes 0o700 folders and 0o600 files), "
+            "or use a workspace you can write (WORKSPACE_DIR)"
+        )
+    elif code == errno.EROFS:
+        fix = "the filesystem is read-only: point WORKSPACE_DIR at a writable folder"
+    elif code in (errno.ENOSPC, errno.EDQUOT):
+        fix = "the disk (or quota) is full: free space and try again; nothing was half-written"
+    elif code in (errno.ENOTDIR, errno.EISDIR, errno.EEXIST):
+        fix = "something of the wrong kind is in the way (a file where a folder belongs, or the "
+        fix += "reverse): move it aside"
+    elif code == errno.ENAMETOOLONG:
+        fix = "the path is too long for the filesystem: use a shorter agent name or workspace"
+    else:
+        fix = "check the path and try again"
+    error = StoreError(f"cannot {action} {path}: {reason}; {fix}")
+    error.errno, error.strerror, error.filename = code, exc.strerror, str(path)
+    return error

@@ -1,41 +1,36 @@
-"""The agent lock and the append descriptor of one memory file, per process.
+"""The agent lock of one memory file, per process, and the append state it guards.
 
 ``AgentLock`` is a ``threading.RLock`` plus ``flock`` on a sidecar lock file, one object per
 memory file per process, shared by every store on that file. The sidecar (not MEMORY.md itself)
 is locked because compaction replaces MEMORY.md, and a lock on a replaced file no longer excludes
-anyone. The sidecar's first 8 bytes, memory-mapped, count generations of MEMORY.md: whoever
-replaces, re-creates or deletes it bumps the count while holding the lock, so an appender learns
-that its open descriptor is stale from one memory read instead of a ``stat`` per message, and the
-lock file itself is re-checked only when the count moved. Private to
-:mod:`memorylab.memory.store`.
+anyone. Under the lock, the store keeps here the descriptor it appends through, which file that
+descriptor is (device and inode, checked against the path before every append: another process,
+an editor or the reference framework may have replaced the file), and the headings of the blocks
+this process appended to it (so that blocks a lock-less replacer dropped can be found and carried
+over). Private to :mod:`memorylab.memory.store`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
-import mmap
 import os
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from memorylab.errors import LockTimeout, StoreError, UnsafePath
-from memorylab.memory._fsutil import CLOEXEC, FILE_MODE, NOFOLLOW
+from memorylab.errors import LockTimeout, StoreError
+from memorylab.memory._fsutil import open_regular, store_error
 
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: fall back to filelock
     fcntl = None  # type: ignore[assignment]
 
-_GENERATION_BYTES = 8
-
 
 class AgentLock:
     __slots__ = (
-        "append_fd", "append_generation", "checked_generation", "counter", "depth", "fallback",
-        "fd", "map", "path", "thread_lock",
+        "append_fd", "append_id", "appended", "depth", "fallback", "fd", "path", "thread_lock",
     )  # fmt: skip
 
     def __init__(self, path: Path) -> None:
@@ -43,35 +38,18 @@ class AgentLock:
         self.thread_lock = threading.RLock()
         self.depth = 0
         self.fd: int | None = None
-        self.map: mmap.mmap | None = None
-        # The counter as one native 64-bit integer: reading it costs no bytes object.
-        self.counter: memoryview | None = None
         self.fallback: Any = None
         self.append_fd: int | None = None
-        self.append_generation = -1
-        self.checked_generation = -1
+        self.append_id: tuple[int, int] | None = None  # (st_dev, st_ino) of append_fd's file
+        self.appended: list[bytes] = []  # headings of the blocks this process appended there
 
     def _open(self) -> int:
         if self.fd is None:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | NOFOLLOW | CLOEXEC, FILE_MODE)
-            if os.fstat(fd).st_size < _GENERATION_BYTES:
-                os.ftruncate(fd, _GENERATION_BYTES)  # only zero-fills; never clears a counter
-            self.map = mmap.mmap(fd, _GENERATION_BYTES)
-            self.counter = memoryview(self.map).cast("Q")
-            self.fd = fd
+            try:
+                self.fd = open_regular(self.path, os.O_RDWR | os.O_CREAT)
+            except OSError as exc:
+                raise store_error(exc, self.path, "open the lock file") from exc
         return self.fd
-
-    def generation(self) -> int:
-        if self.counter is None:
-            self._open()
-        assert self.counter is not None
-        return int(self.counter[0])
-
-    def bump_generation(self) -> None:
-        """Mark MEMORY.md as replaced or removed (call with the lock held)."""
-        current = self.generation()
-        assert self.counter is not None
-        self.counter[0] = (current + 1) % (1 << 64)
 
     # -- locking ----------------------------------------------------------------------------------
 
@@ -83,10 +61,6 @@ class AgentLock:
             return
         try:
             self._lock_os(timeout)
-            # Whoever deletes the memory (forget, purge) bumps the generation first, so the
-            # lock file needs checking only when the generation moved, not on every message.
-            if self.counter[0] != self.checked_generation:  # type: ignore[index]
-                self._check_lock_file()
         except BaseException:
             self.thread_lock.release()
             raise
@@ -135,39 +109,6 @@ class AgentLock:
         else:
             fcntl.flock(self.fd, fcntl.LOCK_UN)  # type: ignore[arg-type]
 
-    # -- appending --------------------------------------------------------------------------------
-
-    def append(self, target: Path, data: bytes, durable: bool, timeout: float) -> None:
-        """Write ``data`` to the end of ``target`` with one ``write``, holding the lock."""
-        self.acquire(timeout)
-        try:
-            fd = self.append_fd
-            if fd is None or self.counter[0] != self.append_generation:  # type: ignore[index]
-                fd = self._reopen_append(target)
-            if os.write(fd, data) != len(data):
-                raise StoreError(f"short write to {target} (disk full?)")
-            if durable:
-                os.fsync(fd)
-        finally:
-            self.release()
-
-    def _reopen_append(self, target: Path) -> int:
-        self.close_append()
-        generation = self.generation()
-        try:
-            fd = os.open(target, os.O_WRONLY | os.O_APPEND | NOFOLLOW | CLOEXEC)
-        except FileNotFoundError:
-            raise StoreError(
-                f"{target} does not exist (deleted while in use?); create it again with "
-                "ensure() or a new Conversation"
-            ) from None
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise UnsafePath(f"{target} is a symlink; refusing to write through it") from exc
-            raise
-        self.append_fd, self.append_generation = fd, generation
-        return fd
-
     # -- housekeeping -----------------------------------------------------------------------------
 
     def is_stale(self) -> bool:
@@ -178,21 +119,18 @@ class AgentLock:
         if fd is None:
             return False  # not opened yet: it opens whatever is there
         try:
-            now, mine = os.stat(self.path), os.fstat(fd)
+            now, mine = os.stat(self.path, follow_symlinks=False), os.fstat(fd)
         except OSError:
             return True
         return (now.st_ino, now.st_dev) != (mine.st_ino, mine.st_dev)
 
-    def _check_lock_file(self) -> None:
-        # Called with the flock held (released here if the check fails). Without it a writer
-        # whose agent was forgotten (its lock file deleted) would reopen MEMORY.md by path and
-        # write into a re-created agent's fresh file without holding that file's lock:
-        # resurrecting what was forgotten.
-        if not self.is_stale():
-            self.checked_generation = self.generation()
-            return
-        self._unlock_os()
-        raise StoreError(
+    def check(self) -> None:
+        """Raise ``StoreError`` if the memory this lock guards was deleted (call with the lock
+        held, before writing to a file that is not the one written last). Without it a writer
+        whose agent was forgotten would reopen MEMORY.md by path and write into a re-created
+        agent's fresh file without holding that file's lock: resurrecting what was forgotten."""
+        if self.is_stale():
+            raise StoreError(
                 f"the memory guarded by {self.path} was deleted (memorylab forget or purge) or "
                 "its lock file replaced since this process opened it; nothing was written. "
                 "Create a new Conversation (or MemoryStore) to start a fresh memory"
@@ -202,17 +140,10 @@ class AgentLock:
         if self.append_fd is not None:
             with contextlib.suppress(OSError):
                 os.close(self.append_fd)
-            self.append_fd = None
+        self.append_fd, self.append_id, self.appended = None, None, []
 
     def close(self) -> None:
         self.close_append()
-        if self.counter is not None:
-            self.counter.release()
-            self.counter = None
-        if self.map is not None:
-            with contextlib.suppress(BufferError, ValueError):
-                self.map.close()
-            self.map = None
         if self.fd is not None:
             with contextlib.suppress(OSError):
                 os.close(self.fd)
@@ -248,9 +179,7 @@ def _forget_inherited_locks() -> None:
     _LOCKS_GUARD = threading.Lock()
     for lock in _LOCKS.values():
         lock.fd = None  # not closed: the parent may be inside the lock right now
-        lock.map = None
-        lock.counter = None
-        lock.append_fd = None
+        lock.append_fd, lock.append_id, lock.appended = None, None, []
         lock.thread_lock = threading.RLock()
         lock.depth = 0
 

@@ -29,6 +29,7 @@ from typing import Any
 from memorylab.errors import EmptySummary, InvalidSetting
 from memorylab.memory import display
 from memorylab.memory import format as fmt
+from memorylab.memory.paths import validate_agent_name
 from memorylab.memory.permissions import warn_permissions
 from memorylab.memory.preload import PreloadPlan, has_messages, plan_preload
 from memorylab.memory.records import PRELOAD_PREFIX, SUMMARY_PREFIX, CompactionEvent, Message
@@ -149,6 +150,8 @@ class Conversation:
         redact: Callable[[str], str] | bool | None = SECRETS,
         retention: RetentionPolicy | None = None,
     ) -> None:
+        if agent_name is not None:
+            agent_name = validate_agent_name(agent_name)  # its NFC form, or InvalidAgentName
         self.agent_name = agent_name
         self.name = name or (
             f"{agent_name}_conversation" if agent_name else f"conversation_{uuid.uuid4().hex[:12]}"
@@ -309,7 +312,8 @@ class Conversation:
             store = self._store
             if persist and store is not None and not self._suppress_memory_md:
                 text = fmt.content_to_text(content)
-                if text:  # like the reference: empty content is kept in memory only
+                # Like the reference, blank content stays in memory only.
+                if text and not text.isspace():
                     if self.redactor is not None:  # disk only: the history keeps the original
                         text = self.redactor(text)
                     store.append(fmt.block_text(role, stamp, text))

@@ -573,7 +573,11 @@ def parse_archive_name(name: str) -> tuple[datetime, int] | None:
     match = _ARCHIVE_RE.match(name)
     if match is None:
         return None
-    return datetime.strptime(match[1], ARCHIVE_TIME_FORMAT), int(match[2] or 1)
+    try:
+        when = datetime.strptime(match[1], ARCHIVE_TIME_FORMAT)
+    except ValueError:  # shaped like one, not a date (February 30): not an archive of ours
+        return None
+    return when, int(match[2] or 1)
 
 
 __all__ = [

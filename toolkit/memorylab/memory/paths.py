@@ -15,33 +15,57 @@ MAX_NAME_BYTES = 255
 
 
 def validate_agent_name(agent_name: str) -> str:
-    """Return ``agent_name`` unchanged if it is one safe folder name, else raise InvalidAgentName.
+    """``agent_name`` in Unicode NFC form if it is one safe folder name, else raise
+    :class:`~memorylab.errors.InvalidAgentName`.
 
     Any printable Unicode is fine (spaces, accents, emoji); path separators, ``.``/``..``,
-    NUL and other control characters, and names over 255 UTF-8 bytes are not.
+    control and line-break characters, invisible format characters (bidi controls, zero-width
+    characters, a BOM: they make two names print alike) and names over 255 UTF-8 bytes are not.
+    Names are compared in NFC form, so "Müller" typed either way is one agent.
     """
     if not isinstance(agent_name, str):
         raise InvalidAgentName(f"agent_name must be a string, got {type(agent_name).__name__}")
     hint = "choose a plain name such as 'ResearchAgent'"
-    if agent_name in ("", ".", ".."):
+    name = unicodedata.normalize("NFC", agent_name)
+    if name in ("", ".", ".."):
         raise InvalidAgentName(f"agent_name {agent_name!r} is not a folder name; {hint}")
-    if "/" in agent_name or "\\" in agent_name:
+    if "/" in name or "\\" in name:
         raise InvalidAgentName(
             f"agent_name {agent_name!r} contains a path separator; it must be a single folder "
             f"name inside the workspace ({hint})"
         )
-    bad = [c for c in agent_name if unicodedata.category(c) in ("Cc", "Cs", "Zl", "Zp")]
+    bad = sorted(
+        {c for i, c in enumerate(name) if _refused(c) and not _joins_emoji(name, i)}
+    )
     if bad:
+        shown = ", ".join(f"U+{ord(c):04X} {unicodedata.name(c, '?')}" for c in bad)
         raise InvalidAgentName(
-            f"agent_name {agent_name!r} contains control or line-break characters "
-            f"{sorted(set(bad))!r}; {hint}"
+            f"agent_name {agent_name!r} contains control, line-break or invisible format "
+            f"characters ({shown}); {hint}"
         )
-    if len(agent_name.encode("utf-8")) > MAX_NAME_BYTES:
+    size = len(name.encode("utf-8"))
+    if size > MAX_NAME_BYTES:
         raise InvalidAgentName(
-            f"agent_name is {len(agent_name.encode('utf-8'))} bytes in UTF-8; at most "
-            f"{MAX_NAME_BYTES} fit in a folder name"
+            f"agent_name is {size} bytes in UTF-8; at most {MAX_NAME_BYTES} fit in a folder name"
         )
-    return agent_name
+    return name
+
+
+# Cc control, Cf format (bidi controls, zero-width, BOM), Cs surrogates, Zl/Zp line breaks.
+_REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+_ZWJ = "\u200d"
+
+
+def _refused(char: str) -> bool:
+    return unicodedata.category(char) in _REFUSED_CATEGORIES
+
+
+def _joins_emoji(name: str, at: int) -> bool:
+    """A zero-width joiner inside an emoji sequence (👨‍👩‍👧): symbols on both sides."""
+    if name[at] != _ZWJ or at == 0 or at == len(name) - 1:
+        return False
+    before = name[at - 1] if name[at - 1] != "\ufe0f" or at < 2 else name[at - 2]
+    return unicodedata.category(before) == "So" and unicodedata.category(name[at + 1]) == "So"
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,8 +111,21 @@ def agent_paths(
     agent_name: str, workspace_dir: str | os.PathLike[str] | None = None
 ) -> MemoryPaths:
     """Paths for ``<workspace>/agents/<agent_name>/MEMORY.md`` (the name is validated)."""
-    validate_agent_name(agent_name)
-    return MemoryPaths(resolve_workspace(workspace_dir) / "agents" / agent_name / "MEMORY.md")
+    name = validate_agent_name(agent_name)
+    agents = resolve_workspace(workspace_dir) / "agents"
+    return MemoryPaths(agents / _existing_spelling(agents, name) / "MEMORY.md")
+
+
+def _existing_spelling(agents: Path, name: str) -> str:
+    """``name``, or the spelling of the agent folder that is the same name in NFC form (another
+    writer may have created it decomposed, NFD): one agent, one folder."""
+    if (agents / name).exists():
+        return name
+    try:
+        entries = os.listdir(agents)
+    except OSError:
+        return name
+    return next((e for e in entries if unicodedata.normalize("NFC", e) == name), name)
 
 
 __all__ = [

@@ -5,17 +5,25 @@ Layout of one agent (``<workspace>/agents/<agent_name>/``)::
     MEMORY.md                 active log: header + blocks, appended one write per message
     archive/history_<ts>.md   what a compaction summarized, written once, never overwritten
     compactions.jsonl         one JSON line per compaction (and per retention deletion)
-    .MEMORY.md.lock           cross-process lock (a sidecar: it survives MEMORY.md being
-                              replaced) whose first 8 bytes, memory-mapped, count generations
+    .MEMORY.md.lock           cross-process lock (a sidecar: it survives MEMORY.md being replaced)
     .MEMORY.md.intent.json    present only while a compaction is in flight (its journal)
 
 Appends: under the agent lock (a per-process ``threading.RLock`` plus ``flock`` on the sidecar),
 one ``os.write`` of the whole block to an ``O_APPEND`` descriptor kept open; ``durable=True`` adds
-an ``fsync``. Whoever replaces or re-creates MEMORY.md bumps the generation first, so appenders
-reopen it. A kill can never leave half a block (the write is one system call); a power loss can,
-and the parser reports such a block as torn. Deleting MEMORY.md by hand while a process still
-writes to it loses that process's later messages (they go to the deleted file): stop the agent
-first, or use memorylab's own deletion, which bumps the generation.
+an ``fsync``. Before every append the path is checked to still be the file the descriptor writes
+to: whoever replaced it (another memorylab process compacting, the reference framework, an
+editor saving by rename, ``mv``) or deleted it by hand, the next append reopens MEMORY.md by path
+(re-creating it with a header if it is gone) and first carries over any block this process had
+appended to the replaced file that is in neither the new file nor an archive. A kill can never
+leave half a block (the write is one system call); a power loss can, and the parser reports such
+a block as torn. A short write (disk full) is cut back before the error is raised, so the file
+never keeps half a block. ``memorylab forget`` / ``purge`` delete the lock file too: a process
+that still writes then gets ``StoreError`` instead of re-creating forgotten memory.
+
+Writers that do not take the lock (the reference framework) can still lose their own appends in
+one case: an append that lands in MEMORY.md between memorylab's last read of it and the rename
+that replaces it. memorylab reads the replaced file again after the rename and carries over what
+was appended meanwhile; see docs/memory-format.md for what is and is not guaranteed.
 
 Compaction, under the same lock, in this order — and what a crash after each step leaves:
 
@@ -32,16 +40,22 @@ Compaction, under the same lock, in this order — and what a crash after each s
 5. append the compaction record to ``compactions.jsonl`` (fsync);
 6. remove the journal.
 
+Everything a compaction will write is checked before its first write (the summary encodes as
+UTF-8, ``compactions.jsonl`` and ``archive/`` are of the right kind); after the commit point
+nothing fails the call: a record that cannot be written is logged and written by recovery.
 Recovery runs under the lock in :meth:`MemoryStore.ensure` and before every compaction.
-Folders are created 0o700 and files 0o600. Agent names must be one safe path component, and
-nothing is created through a symlink.
+Folders are created 0o700 and files 0o600. Agent names must be one safe path component; every
+file is opened without following symlinks and refused unless it is a regular file, and the
+agent folder is checked to be a real folder inside the workspace at every compound operation
+(ensure, compaction, deletion) and whenever an append finds MEMORY.md replaced.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
+import dataclasses
 import json
+import logging
 import os
 import shutil
 import stat
@@ -60,15 +74,14 @@ from memorylab.errors import (
 )
 from memorylab.memory import format as fmt
 from memorylab.memory._fsutil import (
-    CLOEXEC,
     DIR_MODE,
-    FILE_MODE,
-    NOFOLLOW,
     atomic_replace,
     encode_utf8,
     fsync_dir,
+    open_regular,
     read_bytes,
     safe_mkdir,
+    store_error,
     temp_name,
     write_all,
     write_new_file,
@@ -77,6 +90,8 @@ from memorylab.memory._locking import AgentLock, drop_lock, lock_for
 from memorylab.memory.paths import MemoryPaths, agent_paths, validate_agent_name
 from memorylab.memory.records import MemoryDocument, Message
 from memorylab.memory.retention import RetentionPolicy
+
+logger = logging.getLogger("memorylab")
 
 __all__ = [
     "CompactionResult",
@@ -109,7 +124,7 @@ class Snapshot:
 
 @dataclass(frozen=True, slots=True)
 class CompactionResult:
-    archive: str
+    archive: str | None  # None: nothing was archived (the file held only its header)
     messages_archived: int
     carried_over: int
     carried_text: str
@@ -135,6 +150,7 @@ class MemoryStore:
         self.lock_timeout = lock_timeout
         self.agent_root = agent_root
         self._lock: AgentLock | None = None
+        self._conversation_name: str | None = None  # for a header, should MEMORY.md vanish
 
     @classmethod
     def for_agent(
@@ -193,9 +209,7 @@ class MemoryStore:
         except FileNotFoundError:
             return b""
         except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise UnsafePath(f"{self.path} is a symlink; refusing to read through it") from exc
-            raise StoreError(f"cannot read {self.path}: {exc.strerror}") from exc
+            raise store_error(exc, self.path, "read") from exc
 
     def read_text(self) -> str:
         return self.read_bytes().decode("utf-8", errors="replace")
@@ -207,33 +221,40 @@ class MemoryStore:
     # -- writing ------------------------------------------------------------------------------
 
     def ensure(self, conversation_name: str, created: datetime) -> bool:
-        """Create MEMORY.md with a fresh header if it does not exist; finish or roll back a
-        compaction a crash interrupted. Returns True if the file was created now."""
-        self._prepare_folders()  # the folder may have been removed since the last call
-        if self._lock is not None and self._lock.is_stale():
-            self._lock = None  # deleted (forget): the re-created memory gets a new lock
-        with self.locked():
-            self._recover()
-            try:
-                info = os.lstat(self.path)
-            except FileNotFoundError:
-                header = fmt.render_header(conversation_name, created)
-                # Descriptors to a deleted MEMORY.md are stale. Bumped before the file appears:
-                # a crash in between only makes appenders reopen the same file.
-                self._held_lock().bump_generation()
-                atomic_replace(self.path, encode_utf8(header))
-                return True
-            if not stat.S_ISREG(info.st_mode):
-                raise UnsafePath(f"{self.path} is not a regular file (a symlink?)")
-            self._close_torn_tail(info.st_size)
-            return False
+        """Create MEMORY.md with a fresh header if it does not exist (or is empty); finish or
+        roll back a compaction a crash interrupted. Returns True if the header was written now."""
+        self._conversation_name = conversation_name
+        try:
+            self._prepare_folders()  # the folder may have been removed since the last call
+            if self._lock is not None and self._lock.is_stale():
+                self._lock = None  # deleted (forget): the re-created memory gets a new lock
+            with self.locked():
+                self._held_lock().check()
+                self._recover()
+                try:
+                    info = os.lstat(self.path)
+                except FileNotFoundError:
+                    info = None
+                if info is not None and not stat.S_ISREG(info.st_mode):
+                    raise UnsafePath(
+                        f"{self.path} is not a regular file (a symlink, folder or FIFO?): move "
+                        "it aside; memorylab never writes through one"
+                    )
+                if info is None or info.st_size == 0:
+                    header = fmt.render_header(conversation_name, created)
+                    atomic_replace(self.path, encode_utf8(header))
+                    return True
+                self._close_torn_tail(info.st_size)
+                return False
+        except OSError as exc:
+            raise store_error(exc, self.path, "prepare") from exc
 
     def _close_torn_tail(self, size: int) -> None:
         # After a power loss the file may end mid-line; start the next block on a new line so
         # the parser can tell the torn block from the next one.
         if size == 0:
             return
-        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | NOFOLLOW | CLOEXEC)
+        fd = open_regular(self.path, os.O_RDWR | os.O_APPEND)
         try:
             if os.pread(fd, 1, size - 1) != b"\n":
                 write_all(fd, b"\n")
@@ -249,19 +270,79 @@ class MemoryStore:
         return lock
 
     def append(self, text: str) -> None:
-        """Append rendered blocks with one write, under the lock."""
+        """Append rendered blocks with one write, under the lock (see the module docstring)."""
         data = encode_utf8(text)
-        self._agent_lock().append(self.paths.memory_md, data, self.durable, self.lock_timeout)
+        lock = self._agent_lock()
+        lock.acquire(self.lock_timeout)
+        try:
+            fd = lock.append_fd
+            try:
+                now = os.lstat(self.path)
+            except FileNotFoundError:
+                now = None
+            if fd is None or now is None or (now.st_dev, now.st_ino) != lock.append_id:
+                fd = self._reopen_append(lock, now)
+            _write_block(fd, data, self.path)
+            if self.durable:
+                os.fsync(fd)
+            lock.appended.append(data[: data.find(b"\n")])
+        except OSError as exc:
+            raise store_error(exc, self.path, "append to") from exc
+        finally:
+            lock.release()
+
+    def _reopen_append(self, lock: AgentLock, now: os.stat_result | None) -> int:
+        """Open MEMORY.md for appending (first use, or the file was replaced or deleted), and
+        carry over what this process appended to the file it wrote to before and nobody kept."""
+        lock.check()  # forgotten: never resurrect the memory
+        self._prepare_folders()  # e.g. the agent folder swapped for a symlink
+        if now is None or now.st_size == 0:
+            if self._conversation_name is None:
+                raise StoreError(
+                    f"{self.path} does not exist (deleted while in use?); create it again with "
+                    "ensure() or a new Conversation"
+                )
+            header = fmt.render_header(self._conversation_name, datetime.now(UTC))
+            atomic_replace(self.path, encode_utf8(header))
+        fd = open_regular(self.path, os.O_RDWR | os.O_APPEND)
+        info = os.fstat(fd)
+        old_fd, old_headings = lock.append_fd, lock.appended
+        lock.append_fd, lock.append_id, lock.appended = fd, (info.st_dev, info.st_ino), []
+        if old_fd is not None:
+            try:
+                self._carry_dropped(old_fd, old_headings, fd, lock)
+            finally:
+                os.close(old_fd)
+        return fd
+
+    def _carry_dropped(
+        self, old_fd: int, headings: list[bytes], fd: int, lock: AgentLock
+    ) -> None:
+        """Append to ``fd`` the blocks this process wrote to the replaced file ``old_fd`` that
+        are in neither the current MEMORY.md nor an archive (a lock-less writer compacted or
+        rewrote the file after reading it, dropping them)."""
+        if not headings:
+            return
+        old = _read_fd(old_fd)
+        kept = [_read_fd(fd)]
+        for archive in sorted(self.paths.archives(), key=_mtime, reverse=True)[:8]:
+            with contextlib.suppress(OSError):
+                kept.append(read_bytes(archive))
+        for heading in headings:
+            start = old.find(heading + b"\n")
+            end = old.find(b"\n\n---\n\n", start)
+            if start < 0 or end < 0:
+                continue  # not in the replaced file as written: nothing of ours to carry
+            block = old[start : end + 7]
+            if not any(block in text for text in kept):
+                _write_block(fd, block, self.path)
+                lock.appended.append(heading)
 
     def append_record(self, record: dict[str, Any]) -> None:
         """Append one JSON line to ``compactions.jsonl`` (fsync'd)."""
         line = json.dumps(record, ensure_ascii=False, sort_keys=True, default=str) + "\n"
         with self.locked():
-            fd = os.open(
-                self.paths.compactions,
-                os.O_WRONLY | os.O_APPEND | os.O_CREAT | NOFOLLOW | CLOEXEC,
-                FILE_MODE,
-            )
+            fd = open_regular(self.paths.compactions, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
             try:
                 write_all(fd, line.encode("utf-8"))
                 os.fsync(fd)
@@ -290,59 +371,109 @@ class MemoryStore:
         record: Callable[[CompactionResult], dict[str, Any]] | None = None,
     ) -> CompactionResult:
         """Archive ``snapshot``, re-seed MEMORY.md with ``summary`` and carry over every block
-        appended after the snapshot (the steps and their crash behaviour: module docstring)."""
-        summary_block = fmt.render_block(summary)
-        with self.locked():
-            self._recover()
-            current = self.read_bytes()
-            if not current.startswith(snapshot.data) or not snapshot.data:
-                raise CompactionConflict(
-                    f"{self.path} changed since the snapshot (compacted or rewritten by another "
-                    "process); nothing was written — take a new snapshot and summarize again"
-                )
-            tail = current[len(snapshot.data) :].decode("utf-8", errors="strict")
-            archived_doc, _ = fmt.parse(snapshot.text, strict=False)
-            carried_doc, _ = fmt.parse(
-                "# Agent Memory\n\n## Interaction Log\n\n" + tail, strict=False
+        appended after the snapshot (the steps and their crash behaviour: module docstring).
+        A snapshot without messages (a header only) is not archived, as the reference does."""
+        summary_bytes = encode_utf8(fmt.render_block(summary))  # refused before any write
+        try:
+            with self.locked():
+                self._held_lock().check()
+                self._prepare_folders()
+                self._recover()
+                for path, kind in ((self.paths.compactions, "file"), (self.paths.intent, "file"),
+                                   (self.paths.archive_dir, "folder")):  # fmt: skip
+                    _require_kind(path, kind)
+                current_fd = open_regular(self.path, os.O_RDONLY)
+                try:
+                    return self._compact_locked(
+                        snapshot, summary_bytes, conversation_name, now, record, current_fd
+                    )
+                finally:
+                    os.close(current_fd)
+        except OSError as exc:
+            raise store_error(exc, self.path, "compact") from exc
+
+    def _compact_locked(
+        self,
+        snapshot: Snapshot,
+        summary_bytes: bytes,
+        conversation_name: str,
+        now: datetime,
+        record: Callable[[CompactionResult], dict[str, Any]] | None,
+        current_fd: int,
+    ) -> CompactionResult:
+        current = _read_fd(current_fd)
+        if not current.startswith(snapshot.data) or not snapshot.data:
+            raise CompactionConflict(
+                f"{self.path} changed since the snapshot (compacted or rewritten by another "
+                "process); nothing was written — take a new snapshot and summarize again"
             )
-            self.paths.archive_dir.mkdir(exist_ok=True, mode=DIR_MODE)
+        tail = current[len(snapshot.data) :]
+        tail.decode("utf-8", errors="strict")  # a torn multi-byte character: not ours to cut
+        archived_doc, _ = fmt.parse(snapshot.text, strict=False)
+        carried_doc, _ = fmt.parse(
+            "# Agent Memory\n\n## Interaction Log\n\n" + tail.decode(), strict=False
+        )
+        name: str | None = None
+        if archived_doc.messages:
             safe_mkdir(self.paths.archive_dir, parents_ok=False)
             name = self._free_archive_name(now)
-            result = CompactionResult(
-                archive=name,
-                messages_archived=len(archived_doc.messages),
-                carried_over=len(carried_doc.messages),
-                carried_text=tail,
-            )
-            line = record(result) if record is not None else {"archive": name}
-            intent = {"archive": name, "record": line}
-            atomic_replace(self.paths.intent, json.dumps(intent, default=str).encode("utf-8"))
-            name = self._write_archive(snapshot.data, now, name)
-            if name != result.archive:  # lost a race for the name with a foreign writer
-                result = CompactionResult(name, result.messages_archived, result.carried_over, tail)
+        result = CompactionResult(name, len(archived_doc.messages), len(carried_doc.messages),
+                                  tail.decode())  # fmt: skip
+        line = record(result) if record is not None else {"archive": name}
+        atomic_replace(self.paths.intent, json.dumps({"archive": name, "record": line},
+                                                     default=str).encode())  # fmt: skip
+        if name is not None:
+            written = self._write_archive(snapshot.data, now, name)
+            if written != name:  # lost a race for the name with a foreign writer
+                name = written
+                result = dataclasses.replace(result, archive=name)
                 line = record(result) if record is not None else {"archive": name}
-                atomic_replace(
-                    self.paths.intent,
-                    json.dumps({"archive": name, "record": line}, default=str).encode("utf-8"),
-                )
-            header = fmt.render_header(conversation_name, now, continues=name)
-            # Every appender must reopen MEMORY.md; bumped first so that a crash right after the
-            # replace cannot leave a live process writing to the unlinked old file.
-            self._held_lock().bump_generation()
-            atomic_replace(self.path, encode_utf8(header + summary_block) + tail.encode("utf-8"))
+                atomic_replace(self.paths.intent, json.dumps({"archive": name, "record": line},
+                                                             default=str).encode())  # fmt: skip
+        continues = name if name is not None else archived_doc.continues
+        header = encode_utf8(fmt.render_header(conversation_name, now, continues=continues))
+        atomic_replace(self.path, header + summary_bytes + tail)  # the commit point
+        self._finish_compaction(line, current_fd, len(current))
+        return result
+
+    def _finish_compaction(self, line: dict[str, Any], old_fd: int, read: int) -> None:
+        """After the commit point: carry over what a lock-less writer appended to the replaced
+        file since it was read, record the compaction, drop the journal. Nothing here may fail
+        the compaction (it happened): a failure is logged, and recovery records it later."""
+        lock = self._held_lock()
+        lock.close_append()  # everything this process wrote there is archived or carried over
+        try:
+            late = _read_fd(old_fd, read)
+            if late:
+                fd = open_regular(self.path, os.O_WRONLY | os.O_APPEND)
+                try:
+                    _write_block(fd, late, self.path)
+                finally:
+                    os.close(fd)
             self.append_record(line)
             os.unlink(self.paths.intent)
             fsync_dir(self.paths.folder)
-            return result
+        except OSError as exc:
+            logger.warning(
+                "memorylab: %s was compacted, but finishing it failed (%s); the compaction "
+                "record is written when this memory is next opened or compacted",
+                self.path,
+                exc,
+            )
 
     def _free_archive_name(self, now: datetime) -> str:
+        # Never a name in use, nor one an earlier, since deleted archive had: lineage lines and
+        # records keep naming that one.
         taken = {p.name for p in self.paths.archive_dir.iterdir()}
+        taken |= {str(r["archive"]) for r in self.records() if r.get("archive")}
         attempt = 1
         while fmt.archive_name(now, attempt) in taken:
             attempt += 1
         return fmt.archive_name(now, attempt)
 
     def _write_archive(self, data: bytes, now: datetime, name: str) -> str:
+        """Write ``data`` as ``archive/name``, or under the next free name when another writer
+        took it meanwhile (a hard link never replaces a file); returns the name used."""
         archive_dir = self.paths.archive_dir
         tmp = temp_name(archive_dir / name)
         write_new_file(tmp, data)
@@ -428,6 +559,58 @@ class MemoryStore:
             with self._lock.thread_lock:
                 if not self._lock.depth:
                     self._lock.close_append()
+
+
+def _write_block(fd: int, data: bytes, path: Path) -> None:
+    """One ``write`` of ``data`` to the end of ``fd``; a short write (disk full) is cut back
+    first, so the file never keeps part of a block."""
+    written = os.write(fd, data)
+    if written != len(data):
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, os.fstat(fd).st_size - written)
+        raise StoreError(
+            f"cannot append to {path}: only {written} of {len(data)} bytes could be written "
+            "(disk or quota full?); nothing was kept: free space and try again"
+        )
+
+
+def _read_fd(fd: int, offset: int = 0) -> bytes:
+    """Everything in the file ``fd`` from ``offset`` on (``pread``: the descriptor's position
+    is left alone)."""
+    chunks = []
+    while chunk := os.pread(fd, 1 << 20, offset):
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return os.lstat(path).st_mtime
+    except OSError:
+        return 0.0
+
+
+def _require_kind(path: Path, kind: str) -> None:
+    """Refuse (before anything is written) a ``path`` that exists and is not a regular file
+    (``kind="file"``) or a real folder (``"folder"``)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not (stat.S_ISREG(mode) if kind == "file" else stat.S_ISDIR(mode)):
+        raise UnsafePath(
+            f"{path} should be a {'regular file' if kind == 'file' else 'folder'} but is a "
+            f"{_kind_of(mode)}; nothing was written: move it aside and try again"
+        )
+
+
+def _kind_of(mode: int) -> str:
+    for test, name in ((stat.S_ISLNK, "symlink"), (stat.S_ISDIR, "folder"),
+                       (stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"), (stat.S_ISREG, "file")):
+        if test(mode):
+            return name
+    return "device"  # fmt: skip
 
 
 def _continues_of(data: bytes) -> str | None:
@@ -520,7 +703,6 @@ def remove_memory(store: MemoryStore, *, whole_folder: bool | None = None) -> li
         store._lock = None
     with store.locked():
         held = store._held_lock()
-        held.bump_generation()
         held.close_append()
         before = _forget_inventory(paths, whole)
         problems: list[str] = []

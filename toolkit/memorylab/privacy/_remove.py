@@ -66,7 +66,8 @@ def _agent_names(agents_dir: Path) -> list[str]:
     for entry in entries:
         if entry.is_dir(follow_symlinks=False):
             with contextlib.suppress(ValueError):
-                names.append(validate_agent_name(entry.name))
+                validate_agent_name(entry.name)
+                names.append(entry.name)
     return names
 
 
