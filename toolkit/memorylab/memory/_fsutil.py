@@ -131,7 +131,7 @@ def store_error(exc: OSError, path: Path, action: str) -> StoreError:
         )
     elif code == errno.EROFS:
         fix = "the filesystem is read-only: point WORKSPACE_DIR at a writable folder"
-    elif code in (errno.ENOSPC, errno.EDQUOT):
+    elif code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
         fix = "the disk (or quota) is full: free space and try again; nothing was half-written"
     elif code in (errno.ENOTDIR, errno.EISDIR, errno.EEXIST):
         fix = "something of the wrong kind is in the way (a file where a folder belongs, or the "
@@ -141,5 +141,5 @@ def store_error(exc: OSError, path: Path, action: str) -> StoreError:
     else:
         fix = "check the path and try again"
     error = StoreError(f"cannot {action} {path}: {reason}; {fix}")
-    error.errno, error.strerror, error.filename = code, exc.strerror, str(path)
+    error.errno = code  # callers may test it; the message stays ours
     return error

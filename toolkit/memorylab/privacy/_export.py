@@ -10,6 +10,7 @@ builder (pandas and pyarrow are imported when needed).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib
 import json
 import os
@@ -158,7 +159,7 @@ def export_agent(
         data = (json.dumps(doc, ensure_ascii=False, indent=2, default=str) + "\n").encode()
     else:
         data = _parquet_bytes(doc)
-    target = Path(path) if path is not None else Path(f"{agent_name}.export.{format}")
+    target = Path(path) if path is not None else _default_export_path(agent_name, format)
     target = target.expanduser().absolute()
     _write_private(target, data, overwrite=overwrite)
     return target
@@ -275,3 +276,16 @@ def load_export(
             f"{source}: a segment of the export is not readable ({exc}); export the agent again"
         ) from None
     return documents_df(documents, tokens=tokens, naive_tz=naive_tz)
+
+
+def _default_export_path(agent_name: str, format: str) -> Path:
+    """``<agent>.export.<format>`` in the current folder; a name too long for a file name (the
+    limit is 255 bytes, an agent name may use them all) is cut and told apart by a hash."""
+    suffix = f".export.{format}"
+    name = agent_name + suffix
+    if len(name.encode("utf-8")) <= 255:
+        return Path(name)
+    digest = hashlib.sha256(agent_name.encode("utf-8")).hexdigest()[:12]
+    room = 255 - len(suffix) - len(digest) - 1
+    head = agent_name.encode("utf-8")[:room].decode("utf-8", errors="ignore")
+    return Path(f"{head}-{digest}{suffix}")
