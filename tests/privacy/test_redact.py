@@ -1,11 +1,21 @@
 """Redaction: a corpus of realistic secrets and PII (each caught), ordinary text (never changed),
-idempotence and the soundness of the fast path (hypothesis), and what Conversation writes."""
+idempotence and the soundness of the fast path (hypothesis), and what Conversation writes.
+
+The redaction corpus (``redaction_corpus.toml``: secrets in many formats, and look-alikes) is
+filled in from a seeded random generator; ``pytest -k corpus -s`` prints its table.
+"""
 
 from __future__ import annotations
 
+import base64
+import collections
 import itertools
 import json
+import random
+import re
 import string
+import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from unittest import mock
 
@@ -14,9 +24,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memorylab import Conversation, read_memory
+from memorylab.memory import format as fmt
 from memorylab.memory.redact import (
     ALL_CATEGORIES,
+    MARKER,
     PII_CATEGORIES,
+    ROLE_MARKER,
     RULES,
     SECRET_CATEGORIES,
     SECRETS,
@@ -26,6 +39,7 @@ from memorylab.memory.redact import (
     _scan,
     may_hold_pii,
     may_hold_secret,
+    redact_role,
     redact_values,
     resolve_redactor,
 )
@@ -155,7 +169,7 @@ SECRET_CORPUS = [
     (
         "STRIPE_API_KEY=rk_live_51H8xYz2eZvKYlo2C0123456789abcdef",
         "rk_live_51H8xYz2eZvKYlo2C0123456789abcdef",
-        "api_key",
+        "stripe_key",
     ),
     ("client_secret=Zx9Yw8Vu7Ts6Rq5P", "Zx9Yw8Vu7Ts6Rq5P", "secret"),
     (
@@ -234,6 +248,147 @@ def connect(user: str, password: str, token: str | None = None) -> None:
         raise ValueError("empty password")
     return session.get(url, headers=headers, params={"page": 1, "max_tokens": 4096})
 '''
+
+
+# -- the redaction corpus ---------------------------------------------------------------------
+
+CORPUS_FILE = Path(__file__).with_name("redaction_corpus.toml")
+CORPUS_SEED = 19
+_PLACEHOLDER = re.compile(r"\{\{(\w+)(?::(\d+))?\}\}")
+_ALPHABETS = {
+    "alnum": string.ascii_letters + string.digits,
+    "b64url": string.ascii_letters + string.digits + "_-",
+    "b64": string.ascii_letters + string.digits + "+/",
+    "hex": "0123456789abcdef",
+    "upper": string.ascii_uppercase + string.digits,
+    "digits": string.digits,
+    "letters": string.ascii_letters,
+}
+_PW_SYMBOLS = "!%^*_+-.~"
+
+
+def _draw(rng: random.Random, kind: str, n: int) -> str:
+    """A random value of ``kind`` (re-drawn until it has a digit, a capital and a small letter
+    where its alphabet has them, as generated keys do)."""
+    if kind == "uuid":
+        h = "".join(rng.choice("0123456789abcdef") for _ in range(32))
+        return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[rng.randrange(4)]}{h[17:20]}-{h[20:]}"
+    if kind == "png":
+        data = b"\x89PNG\r\n\x1a\n" + bytes(rng.randrange(256) for _ in range(n))
+        return base64.b64encode(data).decode()
+    if kind == "pw":  # a password people type: letters and digits, one symbol, an alnum first
+        body = _draw(rng, "alnum", n - 1)
+        at = rng.randrange(1, n)
+        return body[:at] + rng.choice(_PW_SYMBOLS) + body[at:]
+    alphabet = _ALPHABETS[kind]
+    needs = [
+        set(c) & set(alphabet)
+        for c in (string.digits, string.ascii_uppercase, string.ascii_lowercase)
+    ]
+    while True:
+        value = "".join(rng.choice(alphabet) for _ in range(n))
+        if n < 3 or all(not need or need & set(value) for need in needs):
+            return value
+
+
+def _fill(text: str, rng: random.Random) -> str:
+    return _PLACEHOLDER.sub(lambda m: _draw(rng, m[1], int(m[2] or 0)), text)
+
+
+@dataclass(frozen=True)
+class CorpusSecret:
+    format: str
+    category: str
+    text: str  # filled in, the «» marks removed
+    secrets: tuple[str, ...]  # the parts that must be gone
+
+
+@dataclass(frozen=True)
+class Lookalike:
+    kind: str
+    text: str
+
+
+def load_corpus(seed: int = CORPUS_SEED) -> tuple[list[CorpusSecret], list[Lookalike]]:
+    raw = tomllib.loads(CORPUS_FILE.read_text(encoding="utf-8"))
+    rng = random.Random(seed)
+    secrets = []
+    for entry in raw["secret"]:
+        filled = _fill(entry["text"], rng)
+        parts = tuple(re.findall("«(.*?)»", filled, re.S))
+        assert parts, f"no «secret» marked in {entry['text']!r}"
+        secrets.append(
+            CorpusSecret(
+                entry["format"], entry["category"], filled.replace("«", "").replace("»", ""), parts
+            )
+        )
+    lookalikes = [Lookalike(e["kind"], _fill(e["text"], rng)) for e in raw["lookalike"]]
+    return secrets, lookalikes
+
+
+CORPUS, LOOKALIKES = load_corpus()
+
+
+def _caught(entry: CorpusSecret, out: str) -> bool:
+    return MARKER.format(category=entry.category) in out and not any(
+        p in out for p in entry.secrets
+    )
+
+
+def test_corpus_recall_and_false_positives() -> None:
+    """Every secret of the corpus is redacted (with its category's marker) and no look-alike is
+    touched; the table says how many of each (``pytest -k corpus -s``)."""
+    by_format: dict[str, list[bool]] = collections.defaultdict(list)
+    for entry in CORPUS:
+        by_format[entry.format].append(_caught(entry, SECRETS(entry.text)))
+    by_kind: dict[str, list[bool]] = collections.defaultdict(list)
+    for lookalike in LOOKALIKES:
+        by_kind[lookalike.kind].append(SECRETS(lookalike.text) != lookalike.text)
+    rows = [f"{'format':<56} {'secrets':>7} {'redacted':>8}"]
+    rows += [f"{name:<56} {len(hits):>7} {sum(hits):>8}" for name, hits in by_format.items()]
+    caught = sum(sum(hits) for hits in by_format.values())
+    rows.append(f"{f'{len(by_format)} formats':<56} {len(CORPUS):>7} {caught:>8}")
+    rows.append(f"recall {caught / len(CORPUS):.1%}")
+    rows.append(f"\n{'look-alike':<56} {'texts':>7} {'changed':>8}")
+    rows += [f"{kind:<56} {len(hits):>7} {sum(hits):>8}" for kind, hits in by_kind.items()]
+    false_positives = sum(sum(hits) for hits in by_kind.values())
+    rows.append(f"{'all look-alikes':<56} {len(LOOKALIKES):>7} {false_positives:>8}")
+    rows.append(f"false positives {false_positives} of {len(LOOKALIKES)}")
+    print("\n" + "\n".join(rows))
+    assert len(CORPUS) >= 60 and len(by_format) >= 25 and len(LOOKALIKES) >= 50
+    assert [e.text for e in CORPUS if not _caught(e, SECRETS(e.text))] == []
+    assert [t.text for t in LOOKALIKES if SECRETS(t.text) != t.text] == []
+
+
+@pytest.mark.parametrize("entry", CORPUS, ids=[f"{e.category}-{i}" for i, e in enumerate(CORPUS)])
+def test_corpus_secret_is_redacted(entry: CorpusSecret) -> None:
+    out = SECRETS(entry.text)
+    assert MARKER.format(category=entry.category) in out, out
+    assert [p for p in entry.secrets if p in out] == []
+    assert SECRETS(out) == out  # idempotent
+    assert may_hold_secret(entry.text)
+    assert not any(p in SECRETS_AND_PII(entry.text) for p in entry.secrets)
+
+
+@pytest.mark.parametrize(
+    "lookalike", LOOKALIKES, ids=[f"{t.kind}-{i}" for i, t in enumerate(LOOKALIKES)]
+)
+def test_corpus_lookalike_is_left_alone(lookalike: Lookalike) -> None:
+    assert SECRETS(lookalike.text) == lookalike.text
+    assert SECRETS.findings(lookalike.text) == []
+
+
+def test_corpus_is_the_same_for_every_run() -> None:
+    assert load_corpus() == (CORPUS, LOOKALIKES)
+    assert load_corpus(seed=CORPUS_SEED + 1)[0] != CORPUS  # the values are drawn, not written
+
+
+@pytest.mark.parametrize("seed", range(1, 9))
+def test_corpus_holds_for_other_draws(seed: int) -> None:
+    # the rules do not depend on the values one seed happens to draw
+    secrets, lookalikes = load_corpus(seed=CORPUS_SEED + seed)
+    assert [e.text for e in secrets if not _caught(e, SECRETS(e.text))] == []
+    assert [t.text for t in lookalikes if SECRETS(t.text) != t.text] == []
 
 
 @pytest.mark.parametrize(
@@ -346,6 +501,9 @@ _FRAGMENTS = st.sampled_from(
     [t for t, _, _ in SECRET_CORPUS + PII_CORPUS]
     + [s for _, s, _ in SECRET_CORPUS + PII_CORPUS]
     + ORDINARY
+    + [e.text for e in CORPUS]
+    + [part for e in CORPUS for part in e.secrets]
+    + [t.text for t in LOOKALIKES if len(t.text) < 400]
     + [
         "[REDACTED:email]",
         "[REDACTED:",
@@ -376,6 +534,54 @@ _FRAGMENTS = st.sampled_from(
         "xoxb-",
         "eyJ",
         "AKIA",
+    ]
+    + [  # the new rules' prefixes, keywords and shapes, to be combined with anything
+        "sk_live_",
+        "rk_test_",
+        "glpat-",
+        "gldt-",
+        "AIza",
+        "GOCSPX-",
+        "ya29.",
+        "SG.",
+        "hf_",
+        "api_org_",
+        "npm_",
+        "pypi-AgEIcHlwaS5vcmc",
+        "dckr_pat_",
+        "dop_v1_",
+        "gsk_",
+        "xai-",
+        "pplx-",
+        "r8_",
+        "1234567890:AA",
+        "hooks.slack.com/services/",
+        "discord.com/api/webhooks/",
+        "?sig=",
+        "&X-Amz-Signature=",
+        "?x-goog-signature=",
+        "AccountKey=",
+        "SharedAccessKey =",
+        "postgres://u:",
+        "p@ss",
+        "/w#rd",
+        "@db.example.com:5432/",
+        "PGPASSWORD=",
+        "DbPassword: ",
+        "--password ",
+        "--db-pass '",
+        "--api-key ",
+        "--token ",
+        "mysql -u root -p",
+        "docker login -u me -p ",
+        "sshpass -p",
+        "Cookie: ",
+        "Set-Cookie: sid=",
+        "sessionid=",
+        "curl -b '",
+        "--cookie ",
+        "Hunter2Pass!",
+        "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",
     ]
 )
 _TEXT = st.lists(
@@ -431,12 +637,83 @@ def test_the_redactor_scans_exactly_when_the_fast_path_says_so(text: str) -> Non
     assert scan.called == may_hold_secret(text)
 
 
+@given(st.one_of(_TEXT, _ASCII_TEXT))
+def test_each_rule_runs_wherever_it_can_match(text: str) -> None:
+    # a rule is skipped (its gate or needles absent) only where its pattern finds nothing
+    for rule in RULES:
+        found = any(rule.span(m) is not None for m in rule.pattern.finditer(text))
+        assert bool(_scan((rule,), text)) == found, rule.category
+
+
 @given(_TEXT)
 def test_findings_match_the_first_pass(text: str) -> None:
     found = SECRETS_AND_PII.findings(text)
     assert all(a.end <= b.start for a, b in itertools.pairwise(found))
     if not found:
         assert SECRETS_AND_PII(text) == text
+
+
+# -- roles ------------------------------------------------------------------------------------
+# A role is written to disk in its block's heading (``### {role} — {time}``), so it is redacted
+# like the content, and stays a valid role: one non-blank line.
+
+
+def test_a_role_is_redacted_and_stays_a_role() -> None:
+    key = "sk-proj-4fGh7Jk9Lm2Np5Qr8St1Uv3Wx6Yz0Ab"
+    assert redact_role(f"Deployer {key}", SECRETS) == "Deployer [REDACTED:openai_key]"
+    assert redact_role(f"Tool(api_key={key})", SECRETS) == "Tool(api_key=[REDACTED:openai_key])"
+    assert redact_role("ada@example.com", SECRETS) == "ada@example.com"  # PII is opt-in
+    assert redact_role("ada@example.com", SECRETS_AND_PII) == "[REDACTED:email]"
+    role = "ResearchAgent"
+    assert redact_role(role, SECRETS) is role and redact_role(role, None) is role
+    assert redact_role(f"Agent {key}", None) == f"Agent {key}"  # redaction off
+    # a custom redactor may break a role: the heading then says so
+    assert redact_role("Ada", lambda t: t.replace("Ada", "")) == ROLE_MARKER == "[REDACTED:role]"
+    assert redact_role("Ada", lambda t: "A\nda") == ROLE_MARKER
+    assert redact_role("Ada", lambda t: None) == ROLE_MARKER  # type: ignore[arg-type,return-value]
+    assert redact_role("Ada", str.upper) == "ADA"
+
+
+def test_a_redacted_role_reads_back_from_its_heading() -> None:
+    from datetime import UTC, datetime
+
+    now = datetime(2026, 4, 20, 10, 30, tzinfo=UTC)
+    role = redact_role("Deploy — sk-proj-4fGh7Jk9Lm2Np5Qr8St1Uv3Wx6Yz0Ab", SECRETS)
+    text = fmt.render_header("c", now) + fmt.block_text(role, fmt.format_timestamp(now), "hi")
+    assert [(m.role, m.content) for m in fmt.parse(text).messages] == [
+        ("Deploy — [REDACTED:openai_key]", "hi")
+    ]
+
+
+_ROLES = st.one_of(_TEXT, st.text(max_size=40)).filter(
+    lambda r: bool(r.strip()) and r.splitlines() == [r]
+)
+
+
+@given(_ROLES)
+def test_redact_role_always_gives_a_valid_role(role: str) -> None:
+    for redactor in (SECRETS, SECRETS_AND_PII):
+        out = redact_role(role, redactor)
+        assert fmt.validate_role(out) == out
+        assert redact_role(out, redactor) == out  # idempotent
+        assert out == redactor(role)  # a built-in redactor keeps a role a role
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="needs redact_role at the two heading writes of memory/conversation.py (the lead's "
+    "change; then remove this mark)",
+)
+def test_conversation_redacts_the_roles_it_writes(isolated_workspace: Path) -> None:
+    key = "sk-proj-4fGh7Jk9Lm2Np5Qr8St1Uv3Wx6Yz0Ab"
+    conv = Conversation(agent_name="Agent")
+    conv.add(f"Deployer {key}", "deployed")
+    assert conv.conversation_history[-1]["role"] == f"Deployer {key}"  # in memory: as given
+    conv.compact("summary", summary_role=f"Summarizer {key}", error=None)
+    conv.add(f"Deployer {key}", "again")
+    assert key not in _disk_text(conv)
+    roles = [m.role for m in read_memory(conv.memory_md_path).messages]  # type: ignore[arg-type]
+    assert roles == ["Summarizer [REDACTED:openai_key]", "Deployer [REDACTED:openai_key]"]
 
 
 # -- what Conversation writes -----------------------------------------------------------------
@@ -510,27 +787,63 @@ def test_compaction_records_are_redacted(isolated_workspace: Path) -> None:
     assert line["summarizer_model"] == "fake" and line["archive"].startswith("history_")
 
 
+_KEYWORD_RULES = [r for r in RULES if r.lower and r.category in SECRET_CATEGORIES]
+
+
 def test_every_credential_word_ends_with_a_tail_the_fast_path_looks_for() -> None:
     # _keyword_before_separator finds only the tails: a keyword ending otherwise would be missed.
-    from memorylab.memory.redact import _KEY_TAILS, _KEY_WORDS
+    from memorylab.memory.redact import _KEY_ENDS, _KEY_TAILS, _KEY_WORDS
 
     assert all(word.endswith(_KEY_TAILS) for word in _KEY_WORDS)
-    keyword_rules = [r for r in RULES if r.lower and r.category in SECRET_CATEGORIES]
-    assert {r.category for r in keyword_rules} == {
-        "aws_secret_key", "authorization", "password", "api_key", "secret",
+    assert all(w[-1] in _KEY_ENDS and w[-1].upper() in _KEY_ENDS for w in _KEY_WORDS)
+    assert {r.category for r in _KEYWORD_RULES} == {
+        "aws_secret_key", "azure_key", "url_signature", "authorization", "password", "api_key",
+        "secret",
     }  # fmt: skip
-    for rule in keyword_rules:  # each rule's keyword, as written in its pattern, ends with a tail
-        for keyword in (
-            "aws_secret_access_key",
-            "authorization",
-            "pwd",
-            "x-api-key",
-            "client_secret",
-            "refresh_token",
-        ):
-            match = rule.pattern.search(f"{keyword}: Value12345678x")
-            if match is not None:
-                assert keyword.endswith(_KEY_TAILS)
+    for rule in _KEYWORD_RULES:
+        for keyword in (*_KEY_WORDS, "PGPASSWORD", "DBPASSWORD", "adminPassword", "X-Auth-Token"):
+            for text in (f"{keyword}: Value1234567x", f"?{keyword}=Value1234567x%3D"):
+                if rule.pattern.search(text) is not None:
+                    assert keyword.lower().endswith(_KEY_TAILS)
+
+
+@pytest.mark.parametrize("rule", _KEYWORD_RULES, ids=[r.category for r in _KEYWORD_RULES])
+def test_keyword_rules_match_a_tail_right_before_a_separator(rule: object) -> None:
+    # what the fast path relies on, for every match of a keyword rule in the corpus
+    from memorylab.memory.redact import _KEY_TAILS, _SEPARATOR_AFTER_KEY
+
+    assert isinstance(rule, type(RULES[0]))
+    texts = [e.text for e in CORPUS] + [t for t, _, _ in SECRET_CORPUS]
+    matched = 0
+    for text in texts:
+        for match in rule.pattern.finditer(text):
+            head = text[match.start() : match.end()].lower()
+            ends = [i for i in range(len(head)) if head.endswith(_KEY_TAILS, 0, i)]
+            assert any(_SEPARATOR_AFTER_KEY(head, i) for i in ends), match[0]
+            matched += 1
+    assert matched > 0
+
+
+def _padded(text: str) -> list[str]:
+    """``text`` alone, and behind and before many of the characters the passes stop at."""
+    noise = "- _ A -_A " * 12
+    return [text, noise + text, text + noise, noise + text + noise]
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[f"{r.category}-{i}" for i, r in enumerate(RULES)])
+def test_the_fast_path_sees_every_rule_s_own_condition(rule: object) -> None:
+    # _scan runs a rule only where its gate and one of its needles are: the fast path must say
+    # yes wherever that holds (then it never skips a match), whatever stands around them.
+    # (Keyword rules are seen through their keyword's tail: the two tests above.)
+    from memorylab.memory.redact import Rule
+
+    assert isinstance(rule, Rule)
+    if rule.digit or rule.lower or rule.category not in SECRET_CATEGORIES:
+        return
+    for needle in rule.needles:
+        for text in (f"{rule.gate} {needle}", f"{needle}{rule.gate}", f"x{needle}x {rule.gate}x"):
+            for padded in _padded(text):
+                assert may_hold_secret(padded), padded
 
 
 def test_code_with_separators_on_every_line_takes_the_fast_path() -> None:

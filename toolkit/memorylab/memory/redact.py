@@ -28,11 +28,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from memorylab.memory.format import validate_role
+
 __all__ = [
     "ALL_CATEGORIES",
     "Finding",
     "MARKER",
     "PII_CATEGORIES",
+    "ROLE_MARKER",
     "RULES",
     "Redactor",
     "Rule",
@@ -41,6 +44,7 @@ __all__ = [
     "SECRET_CATEGORIES",
     "may_hold_pii",
     "may_hold_secret",
+    "redact_role",
     "redact_values",
     "resolve_redactor",
 ]
@@ -55,6 +59,7 @@ _MAX_PASSES = 8
 # to run, and the checks a match must pass (Luhn, IBAN mod 97, phone shapes, placeholders)
 
 MARKED = "[REDACTED:"  # how every marker starts: a match inside one is never redacted again
+_VALUE_GROUPS = ("q", "v", "w")  # a rule's pattern names the part it replaces with one of these
 has_digit = re.compile(r"\d").search
 
 # -------------------------------------------------------------------------------------------
@@ -120,10 +125,18 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z_.]*\Z")  # a variable or dotted name
 _PLACEHOLDER = ("$", "%", "{", "<", "/", "~/", "./", "*", "•", "...", "xxx", "XXX")
 
 
+def _elided(value: str) -> bool:
+    """A placeholder: cut short (``sk-ant-...``) or of few distinct characters (``XXXX…``)."""
+    return "..." in value or "\u2026" in value or len(set(value)) < min(8, (len(value) + 1) // 2)
+
+
 def _value_ok(value: str, minimum: int, quoted: bool) -> bool:
-    if len(value) < minimum or value.startswith(_PLACEHOLDER):
+    """A value given to a keyword: long enough, not a placeholder (``${X}``, ``<key>``,
+    ``glpat-XXXX…``: few distinct characters) and, unquoted, not a name (``password=password``
+    is code, not a secret)."""
+    if len(value) < minimum or value.startswith(_PLACEHOLDER) or _elided(value):
         return False
-    return quoted or _IDENTIFIER.match(value) is None  # password=password is code, not a secret
+    return quoted or _IDENTIFIER.match(value) is None
 
 
 def _token_ok(value: str) -> bool:
@@ -139,30 +152,39 @@ def _token_ok(value: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Rule:
+    """One kind of finding: a precompiled pattern, the substrings it needs, the checks a match
+    must pass, and the category its marker names.
+
+    ``needles``: every match contains one of them (lower-cased text when ``lower``); ``gate``: a
+    substring every match contains as well (checked first). A ``lower`` rule is a keyword rule:
+    its keyword ends with one of the tails the fast path looks for, right before a ``:``/``=``.
+    """
+
     category: str
     pattern: re.Pattern[str]
     needles: tuple[str, ...]  # the rule runs only if one is in the text (lower-cased if lower)
     check: Callable[[re.Match[str]], bool] | None = None
     lower: bool = False
     digit: bool = False  # runs only if the text has a digit (needles unused)
+    gate: str = ""  # and only if this is in the text too
 
     def span(self, match: re.Match[str]) -> tuple[int, int] | None:
         """The part to replace (the ``q`` or ``v`` group when the rule has one), if it passes."""
-        groups = match.re.groupindex
         name: str | int = 0
-        if "q" in groups and match["q"] is not None:
-            name = "q"
-        elif "v" in groups:
-            name = "v"
+        for group in _VALUE_GROUPS:  # the alternative that matched names its value
+            if group in match.re.groupindex and match[group] is not None:
+                name = group
+                break
         if match[name].startswith(MARKED) or (self.check is not None and not self.check(match)):
             return None
         return match.span(name)
 
 
 def _kw_rule(category: str, keywords: str, minimum: int, *needles: str) -> Rule:
-    """``keyword = value`` / ``keyword: value`` (quoted or not; the key may be quoted too)."""
+    """``keyword = value`` / ``keyword: value`` (quoted or not; the key may be quoted too). The
+    keyword may end a longer name (``PGPASSWORD``, ``db_password``, ``x-api-key``)."""
     pattern = re.compile(
-        rf"(?<![A-Za-z0-9])(?i:{keywords})[\"']?[ \t]{{0,3}}[:=][ \t]*"
+        rf"(?i:{keywords})[\"']?[ \t]{{0,3}}[:=][ \t]*"
         r"(?:(?P<quote>[\"'])(?P<q>[^\"'\n]{1,200})(?P=quote)"
         r"|(?P<v>[^\s'\"`,;()\[\]{}<>&=][^\s'\"`,;()\[\]{}<>&]{0,199})(?=[\s,;)\]}>&#]|\Z))"
     )
@@ -174,10 +196,81 @@ def _kw_rule(category: str, keywords: str, minimum: int, *needles: str) -> Rule:
     return Rule(category, pattern, needles, check, lower=True)
 
 
+_QUOTED_OR_WORD = (  # an option's value: quoted, or one word (not an option, a marker, prose)
+    r"(?:(?P<quote>[\"'])(?P<q>[^\"'\n]{1,200})(?P=quote)"
+    r"|(?P<v>[^\s\"'`\[\-(<{][^\s\"'`]{0,199}))"
+)
+
+
+def _cli_value_ok(m: re.Match[str], minimum: int) -> bool:
+    """A value given after a space: quoted, or a word that looks like a credential (a digit, a
+    symbol or mixed case), so prose about an option (``--password option``) is left alone."""
+    if m["q"] is not None:
+        return _value_ok(m["q"], minimum, True)
+    value = m["v"].rstrip(".,;:!?)]}>")
+    if len(value) < minimum or value.startswith(_PLACEHOLDER) or _elided(value):
+        return False
+    return not value.isalnum() or _token_ok(value)
+
+
+def _cli_rule(category: str, words: str, minimum: int, *needles: str) -> Rule:
+    """``--[prefix-]word VALUE`` (``--password hunter2``, ``--db-password 'x y'``); the
+    ``--word=VALUE`` form is a keyword rule's."""
+    pattern = re.compile(
+        rf"(?<![\w-])--(?!no-)(?:[a-z0-9]+-){{0,4}}(?:{words})[ \t]+" + _QUOTED_OR_WORD
+    )
+    return Rule(category, pattern, needles, lambda m: _cli_value_ok(m, minimum), gate="--")
+
+
+def _short_password_ok(m: re.Match[str]) -> bool:
+    value = m["q"] if m["q"] is not None else m["v"]
+    return _value_ok(value, 3, True)
+
+
+def _varied(value: str, distinct: int = 8) -> bool:
+    """Random, not a placeholder: ``distinct`` different characters at least (a random 20-char
+    token has about 17; ``xxxx…`` has 1)."""
+    return len(set(value)) >= distinct
+
+
+_PROVIDER_KEY_LENGTHS = {"gsk_": (48, 60), "xai-": (70, 90), "pplx-": (40, 60), "r8_": (30, 45)}
+
+
+def _provider_key_ok(m: re.Match[str]) -> bool:
+    low, high = _PROVIDER_KEY_LENGTHS[m["p"]]
+    body = m["b"]
+    return low <= len(body) <= high and _varied(body) and _token_ok(body)
+
+
+def _cookie_ok(m: re.Match[str]) -> bool:
+    """A cookie header or argument holds a session-like value: 8+ characters that look random."""
+    return any(len(v) >= 8 and _token_ok(v) for v in _COOKIE_VALUES(m["v"]))
+
+
+_GITLAB_PREFIXES = (
+    "glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "glcbt-", "glimt-", "glptt-", "glagent-",
+    "gloas-",
+)  # fmt: skip
+_COOKIE_VALUES = re.compile(r"=([^;,\s]+)").findall
 _KEY = r"[A-Za-z0-9_-]"
+_TOKEN_START = r"(?<![\w-])"  # a token starts after none of its own characters
+_TOKEN_END = r"(?![\w-])"
+_B64_START = r"(?<![\w+/-])"  # a prefix of base64 letters (AIza, AKIA) does not continue a run
+_B64_END = r"(?![\w+/=-])"
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_AUTHORITY_END = r"(?:[/?#\s\"'`<>),;\]}|\\]|\Z)"
+_HOST_AFTER = (  # after the @ of a URL's user info: a host, then the end of the authority
+    rf"(?=(?:{_LABEL}(?:\.{_LABEL})+|\[[0-9A-Fa-f:.]{{2,45}}\]|localhost)(?::\d{{1,5}})?"
+    rf"{_AUTHORITY_END}|{_LABEL}:\d{{1,5}}{_AUTHORITY_END}"  # a name with a dot or a port
+    rf"|{_LABEL}(?![^\s\"'`<>]*@){_AUTHORITY_END})"  # a bare name: only at the last @ of the URL
+)
+_PORT_AND_PATH = re.compile(r"\d{1,5}/").match  # host:8080/@scope: a port, not a password
 _SEP_END = r"(?![\w]|[.-]\d)"
 _digits_and_letters = re.compile(r"(?=.*\d)(?=.*[A-Za-z])", re.S).match
 
+# Each provider token's shape follows the rule of the same name in gitleaks' rule set
+# (github.com/gitleaks/gitleaks, config/gitleaks.toml, MIT) where it has one: its prefix, its
+# alphabet and length; the boundaries, placeholders and base64 neighbours are checked here.
 RULES: tuple[Rule, ...] = (
     Rule(
         "private_key",
@@ -189,34 +282,55 @@ RULES: tuple[Rule, ...] = (
         ),
         ("-----BEGIN",),
     ),
-    Rule(
+    Rule(  # gitleaks: anthropic-api-key, anthropic-admin-api-key
         "anthropic_key",
         re.compile(rf"(?<!{_KEY})sk-ant-{_KEY}{{20,}}(?!{_KEY})"),
         ("sk-ant-",),
         lambda m: has_digit(m[0][7:]) is not None,
     ),
-    Rule(
+    Rule(  # gitleaks: openai-api-key (and sk-proj-, sk-svcacct-, sk-admin-)
         "openai_key",
         re.compile(rf"(?<!{_KEY})sk-(?!ant-)(?:proj-|svcacct-|admin-)?{_KEY}{{20,}}(?!{_KEY})"),
         ("sk-",),
         lambda m: _digits_and_letters(m[0][3:]) is not None,
     ),
-    Rule(
+    Rule(  # gitleaks: github-pat, github-oauth, github-app-token, github-fine-grained-pat
         "github_token",
         re.compile(r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_\w{30,})(?!\w)"),
-        ("gh", "github_pat_"),
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
         lambda m: has_digit(m[0]) is not None,
+    ),
+    Rule(  # gitleaks: gitlab-pat, gitlab-pat-routable, gitlab-ptt, gitlab-rrt, gitlab-*-token
+        "gitlab_token",
+        re.compile(
+            rf"{_TOKEN_START}gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-"
+            r"(?P<b>[\w-]{20,300}(?:\.[0-9a-z]{2}\.?[0-9a-z]{7})?)" + _TOKEN_END
+        ),
+        _GITLAB_PREFIXES,
+        lambda m: _varied(m["b"]),
     ),
     Rule(
         "slack_token",
         re.compile(r"(?<![A-Za-z0-9-])xox[baprs]-[A-Za-z0-9-]{10,}(?![A-Za-z0-9-])"),
-        ("xox",),
+        ("xoxb-", "xoxa-", "xoxp-", "xoxr-", "xoxs-"),
         lambda m: has_digit(m[0]) is not None,
     ),
-    Rule(
+    Rule(  # gitleaks: stripe-access-token (secret and restricted keys; pk_ keys are public)
+        "stripe_key",
+        re.compile(
+            rf"{_TOKEN_START}[sr]k_(?:live|test|prod)_(?P<b>[A-Za-z0-9]{{10,247}})" + _TOKEN_END
+        ),
+        ("k_live_", "k_test_", "k_prod_"),
+        lambda m: _varied(m["b"]),
+    ),
+    Rule(  # gitleaks: aws-access-token
         "aws_access_key",
-        re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
-        ("AKIA", "ASIA"),
+        re.compile(
+            r"(?<![A-Za-z0-9+/])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}"
+            r"(?![A-Za-z0-9])"
+        ),
+        ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
+        lambda m: _varied(m[0][4:]),
     ),
     Rule(
         "aws_secret_key",
@@ -227,18 +341,118 @@ RULES: tuple[Rule, ...] = (
         ("secret",),
         lower=True,
     ),
+    Rule(  # gitleaks: gcp-api-key
+        "google_api_key",
+        re.compile(rf"{_B64_START}AIza(?P<b>[\w-]{{35}}){_B64_END}"),
+        ("AIza",),
+        lambda m: _varied(m["b"]),
+    ),
+    Rule(  # OAuth client secrets and access tokens of Google accounts
+        "google_oauth",
+        re.compile(rf"{_TOKEN_START}(?:GOCSPX-[\w-]{{28}}|ya29\.[\w-]{{30,}}){_TOKEN_END}"),
+        ("GOCSPX-", "ya29."),
+        lambda m: _varied(m[0][7:]),
+    ),
+    Rule(  # gitleaks: sendgrid-api-token
+        "sendgrid_key",
+        re.compile(rf"{_TOKEN_START}SG\.[\w-]{{22}}\.[\w-]{{43}}{_TOKEN_END}"),
+        ("SG.",),
+        lambda m: _varied(m[0][3:]),
+    ),
+    Rule(  # gitleaks: huggingface-access-token, huggingface-organization-api-token
+        "huggingface_token",
+        re.compile(rf"{_TOKEN_START}(?:hf|api_org)_(?P<b>[A-Za-z0-9]{{30,40}}){_TOKEN_END}"),
+        ("hf_", "api_org_"),
+        lambda m: _varied(m["b"]) and _token_ok(m["b"]),
+    ),
+    Rule(  # gitleaks: npm-access-token
+        "npm_token",
+        re.compile(rf"{_TOKEN_START}npm_(?P<b>[A-Za-z0-9]{{36}}){_TOKEN_END}"),
+        ("npm_",),
+        lambda m: _varied(m["b"]) and _token_ok(m["b"]),
+    ),
+    Rule(  # gitleaks: pypi-upload-token
+        "pypi_token",
+        re.compile(rf"{_TOKEN_START}pypi-AgEIcHlwaS5vcmc[\w-]{{50,1000}}{_TOKEN_END}"),
+        ("pypi-",),
+    ),
+    Rule(  # Docker Hub personal and organisation access tokens
+        "dockerhub_token",
+        re.compile(rf"{_TOKEN_START}dckr_(?:pat|oat)_(?P<b>[\w-]{{24,60}}){_TOKEN_END}"),
+        ("dckr_",),
+        lambda m: _varied(m["b"]),
+    ),
+    Rule(  # gitleaks: digitalocean-pat, -access-token, -refresh-token
+        "digitalocean_token",
+        re.compile(rf"{_TOKEN_START}do[opr]_v1_[a-f0-9]{{64}}{_TOKEN_END}"),
+        ("dop_v1_", "doo_v1_", "dor_v1_"),
+        lambda m: _varied(m[0][7:]),
+    ),
+    Rule(  # model providers whose keys have a prefix: Groq, xAI, Perplexity, Replicate
+        "model_provider_key",
+        re.compile(
+            rf"{_TOKEN_START}(?P<p>gsk_|xai-|pplx-|r8_)(?P<b>[A-Za-z0-9]{{30,90}}){_TOKEN_END}"
+        ),
+        ("gsk_", "xai-", "pplx-", "r8_"),
+        _provider_key_ok,
+    ),
+    Rule(  # gitleaks: telegram-bot-api-token (the bot id, a colon, AA and 33 characters)
+        "telegram_bot_token",
+        re.compile(r"(?<![\w:])\d{8,10}:AA[\w-]{33}" + _TOKEN_END),
+        (":AA",),
+        lambda m: _varied(m[0].partition(":")[2]),
+        gate="AA",
+    ),
     Rule(
         "jwt",
         re.compile(rf"(?<!{_KEY})eyJ{_KEY}{{10,}}\.{_KEY}{{10,}}\.{_KEY}*(?!{_KEY})"),
         ("eyJ",),
     ),
-    Rule(
+    Rule(  # gitleaks: slack-webhook-url, discord-webhook; the path after the kind is the secret
+        "webhook_url",
+        re.compile(
+            r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<v>[A-Za-z0-9+/_-]{20,120})"
+            r"|discord(?:app)?\.com/api/webhooks/(?P<w>\d{16,20}/[\w-]{50,80})"
+        ),
+        ("hooks.slack.com", "/api/webhooks/"),
+        lambda m: _varied(m["v"] or m["w"]),
+        gate="/",
+    ),
+    Rule(  # Azure storage SAS URLs: the signature
+        "url_signature",
+        re.compile(r"(?<=[?&;])sig=(?P<v>[A-Za-z0-9%+/=._-]{16,400})"),
+        ("sig=",),
+        lambda m: _varied(m["v"]) and _token_ok(m["v"]),
+        lower=True,
+    ),
+    Rule(  # AWS and GCS presigned URLs: the signature and the session token
+        "url_signature",
+        re.compile(
+            r"(?<=[?&;])[Xx]-(?:[Aa]mz-[Ss]ignature|[Gg]oog-[Ss]ignature|[Aa]mz-[Ss]ecurity-[Tt]oken)"
+            r"=(?P<v>[A-Za-z0-9%+/=._-]{16,4000})"
+        ),
+        ("-Amz-", "-amz-", "-Goog-", "-goog-"),
+        lambda m: _varied(m["v"]) and _token_ok(m["v"]),
+    ),
+    Rule(  # Azure storage and Service Bus / Event Hubs connection strings
+        "azure_key",
+        re.compile(
+            r"(?i:accountkey|sharedaccesskey)[ \t]{0,3}=[ \t]*(?P<v>[A-Za-z0-9+/]{30,100}={0,2})"
+            r"(?![A-Za-z0-9+/=])"
+        ),
+        ("accountkey", "accesskey"),
+        lambda m: _varied(m["v"]),
+        lower=True,
+    ),
+    Rule(  # scheme://user:password@host; the password may hold @ / # : (the host decides)
         "url_password",
         re.compile(
             r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s:/@?#\[\]]*:"
-            r"(?P<v>(?!\[REDACTED:)[^\s/@?#]+)@"
+            r"(?P<v>(?!\[REDACTED:)[^\s\"'`<>]{1,200}?)@" + _HOST_AFTER
         ),
         ("://",),
+        lambda m: _PORT_AND_PATH(m["v"]) is None,
+        gate="@",
     ),
     Rule(
         "bearer_token",
@@ -256,8 +470,58 @@ RULES: tuple[Rule, ...] = (
         lambda m: _token_ok(m["v"]),
         lower=True,
     ),
+    Rule(  # Cookie: / Set-Cookie: headers: the whole value
+        "cookie",
+        re.compile(
+            r"(?<![\w-])(?:(?:[Ss]et-)?[Cc]ookie|(?:SET-)?COOKIE)[\"']?[ \t]{0,3}:"
+            r"[ \t]*[\"']?(?P<v>[^\r\n\"'`]*=[^\r\n\"'`]*)"
+        ),
+        ("ookie", "OOKIE"),
+        _cookie_ok,
+    ),
+    Rule(  # curl -b 'name=value; ...' (and --cookie, below)
+        "cookie",
+        re.compile(r"\bcurl\b[^\n]{0,500}?[ \t]-b[ \t]+[\"']?(?P<v>[^\s\"'`]*=[^\s\"'`]*)"),
+        ("curl",),
+        _cookie_ok,
+        gate="-b",
+    ),
+    Rule(
+        "cookie",
+        re.compile(r"(?<![\w-])--cookie[ \t]+[\"']?(?P<v>[^\s\"'`]*=[^\s\"'`]*)"),
+        ("-cookie",),
+        _cookie_ok,
+        gate="--",
+    ),
+    # -- passwords and tokens on a command line ---------------------------------------------
+    _cli_rule("password", "password|passwd|passphrase|pass", 3, "-pass"),
+    _cli_rule("api_key", "api-key|apikey", 8, "-api-key", "-apikey"),
+    _cli_rule(
+        "secret", "token|secret|secret-key|access-key", 8, "-token", "-secret", "-access-key"
+    ),
+    Rule(  # mysql -pSECRET (attached: "-p SECRET" prompts and names a database)
+        "password",
+        re.compile(
+            r"(?<![\w-])(?:mysql\w*|mariadb\w*)\b[^\n;|&]{0,300}?[ \t]-p"
+            r"(?:(?P<quote>[\"'])(?P<q>[^\"'\n]{1,200})(?P=quote)|(?P<v>[^\s\"'`;|&\[-][^\s\"'`;|&]{0,199}))"
+        ),
+        ("mysql", "mariadb"),
+        _short_password_ok,
+        gate="-p",
+    ),
+    Rule(  # docker login -p SECRET, sshpass -p SECRET
+        "password",
+        re.compile(
+            r"(?<![\w-])(?:(?:docker|podman|nerdctl|buildah)[ \t]+login|sshpass)\b"
+            r"[^\n;|&]{0,300}?[ \t]-p(?:[ \t]+|(?=[^\s-]))" + _QUOTED_OR_WORD
+        ),
+        ("login", "sshpass"),
+        _short_password_ok,
+        gate="-p",
+    ),
+    # -- keyword = value ---------------------------------------------------------------------
     _kw_rule("password", "password|passwd|pwd", 3, "pass", "pwd"),
-    _kw_rule("api_key", r"(?:x[_-])?api[_-]?key", 8, "api"),
+    _kw_rule("api_key", r"api[_-]?key", 8, "api"),
     _kw_rule(
         "secret",
         r"(?:client|app|consumer)[_-]?secret|secret(?:[_-]?key)?"
@@ -322,12 +586,15 @@ ALL_CATEGORIES: tuple[str, ...] = SECRET_CATEGORIES + PII_CATEGORIES
 # right before the separator (an optional quote and up to 3 spaces between).
 _KEY_WORDS = (
     "password", "passwd", "pwd", "secret", "token", "authorization", "apikey", "api_key",
-    "api-key", "secretkey", "secret_key", "secret-key", "accesskey", "access_key",
+    "api-key", "secretkey", "secret_key", "secret-key", "accesskey", "access_key", "accountkey",
+    "sharedaccesskey", "sig",
 )  # fmt: skip
-_KEY_ENDS = "dtnyDTNY\"' \t"  # the last letters of those words, or what may follow them
+_KEY_ENDS = "dtnygDTNYG\"' \t"  # the last letters of those words, or what may follow them
 
 # Every credential word (and every keyword a rule matches) ends with one of these.
-_KEY_TAILS = ("password", "passwd", "pwd", "secret", "token", "authorization", "key")
+_KEY_TAILS = (
+    "password", "passwd", "pwd", "secret", "token", "authorization", "key", "sig",
+)  # fmt: skip
 _SEPARATOR_AFTER_KEY = re.compile(r"[\"']?[ \t]{0,3}[:=]").match
 _FEW_SEPARATORS = 12  # looked behind one by one; past that, the tails are found
 
@@ -377,23 +644,107 @@ def _separator_may_follow_key(text: str) -> bool:
     )
 
 
+# The needles of every other secret rule, found in one of two ways (either finds a needle
+# wherever it is; they differ only in cost):
+# - passes: at each place one of a few characters stands (``-``, ``_``, ``A``), whether a needle
+#   ends there (``sk-``, ``hf_``) or starts there (``-----BEGIN``, ``AKIA``), with
+#   ``str.endswith``/``startswith`` of a tuple; whether a rule's gate starts there (``-p``,
+#   ``--``) and then whether one of its needles is in the text. Past a few places the needles are
+#   searched for instead;
+# - the rest: the rule's gate or the needle's rarest character (``in``, memchr speed), then the
+#   needle. Characters rank by their frequency in the bundled transcripts, rarest first.
+_RARE_FIRST = (
+    "&@^<>#~|Z$J!%VK*XYQH;Bz()UjG?WMq'R`LCEPADFN+O/xSvIT}{k_b7w8][9=5f.4gy63-h1umcdlp2:i0roa,"
+    '\nst"e'
+)
+_ENDS_AT = "-_"  # token prefixes end with one of these
+_STARTS_AT = "-A"
+_FEW_PLACES = 16
+
+_Gated = tuple[str, tuple[str, ...]]  # a gate (or a needle's rarest character), needles
+# the character; the needles that end at it, and the characters before it they need; those
+# that start at it; the gates that start at it, with their needles; what may start at it
+_Pass = tuple[str, tuple[str, ...], str, tuple[str, ...], tuple[_Gated, ...], tuple[str, ...]]
+
+
+def _rarest(needle: str) -> str:
+    return min(needle, key=lambda c: (c not in _RARE_FIRST, _RARE_FIRST.find(c)))
+
+
+def _groups(pairs: list[tuple[str, str]]) -> tuple[_Gated, ...]:
+    grouped: dict[str, list[str]] = {}
+    for key, needle in pairs:
+        grouped.setdefault(key, []).append(needle)
+    return tuple((key, tuple(dict.fromkeys(needles))) for key, needles in grouped.items())
+
+
+def _needle_tables(rules: tuple[Rule, ...]) -> tuple[tuple[_Pass, ...], tuple[_Gated, ...]]:
+    """The passes and the other groups of the needles of ``rules`` (keyword rules aside). A
+    needle that holds another needle of a rule without a gate is left out: the shorter one is
+    found wherever it is."""
+    pairs = [(r.gate, n) for r in rules if not (r.lower or r.digit) for n in r.needles]
+    kept = [(g, n) for g, n in pairs if not any(m != n and m in n and not h for h, m in pairs)]
+    passes: list[_Pass] = []
+    for char in dict.fromkeys(_ENDS_AT + _STARTS_AT):
+        ending = tuple(n for g, n in kept if not g and char in _ENDS_AT and n[-1] == char)
+        starting = tuple(
+            n for g, n in kept if not g and char in _STARTS_AT and n[0] == char and n not in ending
+        )
+        gates = _groups([(g, n) for g, n in kept if g[:1] == char])
+        before = "".join(sorted({n[-2] for n in ending if len(n) > 1}))
+        passes.append(
+            (char, ending, before, starting, gates, starting + tuple(g for g, _ in gates))
+        )
+    in_passes = {n for p in passes for n in p[1] + p[3] + tuple(x for _, ns in p[4] for x in ns)}
+    rest = [(g or _rarest(n), n) for g, n in kept if n not in in_passes]
+    return tuple(passes), _groups(rest)
+
+
+_PASSES, _GATED = _needle_tables(tuple(r for r in RULES if r.category in SECRET_CATEGORIES))
+
+
+def _passes(text: str) -> bool:
+    """Whether a needle of :data:`_PASSES` is in ``text``."""
+    for char, ending, before, starting, gates, starts in _PASSES:
+        at = text.find(char)
+        places = 0
+        while at >= 0:
+            if at and text[at - 1] in before and text.endswith(ending, 0, at + 1):
+                return True
+            if text.startswith(starts, at):
+                if text.startswith(starting, at):
+                    return True
+                for gate, needles in gates:
+                    if text.startswith(gate, at) and any(n in text for n in needles):
+                        return True
+            places += 1
+            if places == _FEW_PLACES:
+                if any(n in text for n in ending + starting) or any(
+                    g in text and any(n in text for n in ns) for g, ns in gates
+                ):
+                    return True
+                break
+            at = text.find(char, at + 1)
+    return False
+
+
 def may_hold_secret(text: str) -> bool:
     """False only when no secret rule can match ``text`` (the per-message fast path).
 
-    Substring tests only (``in`` skips text at C speed), unless the text has a ``:`` or ``=``
-    that could follow a credential word (the first one follows a letter such a word ends with,
-    or there is more than one).
+    Substring tests only (``str.find``, ``in`` and ``startswith`` skip text at C speed): the
+    needles of every rule that has them (:data:`_PASSES`, :data:`_GATED`); then, if the text has
+    a ``:`` or ``=`` that could follow a credential word (the first one follows a letter such a
+    word ends with, or there is more than one), whether a credential word stands right before
+    one.
     """
-    return (
-        ("-" in text and ("sk-" in text or "-----BEGIN" in text))
-        or "xox" in text
-        or ("_" in text and ("gh" in text or "github_pat_" in text))
-        or ("@" in text and "://" in text)
-        or ("J" in text and "eyJ" in text)
-        or "earer" in text
-        or ("A" in text and ("AKIA" in text or "ASIA" in text))
-        or (_separator_may_follow_key(text) and _keyword_before_separator(text))
-    )
+    if _passes(text):
+        return True
+    for gate, group in _GATED:
+        if gate in text:
+            for needle in group:
+                if needle in text:
+                    return True
+    return _separator_may_follow_key(text) and _keyword_before_separator(text)
 
 
 def may_hold_pii(text: str) -> bool:
@@ -414,6 +765,8 @@ def _scan(rules: tuple[Rule, ...], text: str) -> list[tuple[int, int, str]]:
             if not digits:
                 continue
         elif rule.needles:
+            if rule.gate and rule.gate not in text:
+                continue
             if rule.lower and lowered is None:
                 lowered = text.lower()
             haystack = lowered if rule.lower and lowered is not None else text
@@ -541,6 +894,37 @@ def redact_values(value: Any, redactor: Callable[[str], str]) -> Any:
     if isinstance(value, list | tuple):
         return [redact_values(item, redactor) for item in value]
     return value
+
+
+ROLE_MARKER = MARKER.format(category="role")
+"""The role written when a redactor's output is no valid role (blank, or more than one line)."""
+
+
+def redact_role(role: str, redactor: Callable[[str], str] | None) -> str:
+    """``role`` as a block heading may show it on disk: redacted like the content, and still a
+    valid role (one non-blank line, :func:`memorylab.memory.format.validate_role`).
+
+    A role is redacted because it is written to disk like the content (an agent named after a
+    key, ``Tool(api_key=...)``, an e-mail address as a user's name). A marker keeps a role one
+    non-blank line; if a custom redactor returns something else, the role becomes
+    :data:`ROLE_MARKER`. ``None`` (no redaction) returns ``role`` itself.
+
+    >>> redact_role("Deployer sk-proj-4fGh7Jk9Lm2Np5Qr8St1Uv3Wx6Yz0Ab", SECRETS)
+    'Deployer [REDACTED:openai_key]'
+    >>> redact_role("User", SECRETS), redact_role("ada@example.com", SECRETS_AND_PII)
+    ('User', '[REDACTED:email]')
+    >>> redact_role("Ada", lambda text: text.replace("Ada", ""))
+    '[REDACTED:role]'
+    """
+    if redactor is None:
+        return role
+    redacted = redactor(role)
+    if redacted is role:
+        return role
+    try:
+        return validate_role(redacted)
+    except ValueError:
+        return ROLE_MARKER
 
 
 def resolve_redactor(redact: Callable[[str], str] | bool | None) -> Callable[[str], str] | None:
