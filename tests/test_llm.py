@@ -168,3 +168,103 @@ def test_module_doctests() -> None:
 
     result = doctest.testmod(llm)
     assert result.attempted >= 2 and result.failed == 0
+
+
+# --------------------------------------------------------------------------- failures that say what happened
+
+HISTORY = [{"role": "user", "content": "Deploy the API on port 8443."}]
+
+
+def test_a_missing_key_is_an_auth_error_at_once_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from memorylab import LiteLLMSummarizer
+    from memorylab.compress import ContextCompressor
+    from memorylab.memory.conversation import Conversation
+
+    litellm = import_litellm()
+    attempts: list[str] = []
+    real = litellm.acompletion
+
+    async def counted(**kwargs: Any) -> Any:
+        attempts.append(kwargs["model"])
+        return await real(**kwargs)
+
+    monkeypatch.setattr(litellm, "acompletion", counted)
+    summarizer = LiteLLMSummarizer("gpt-4o-mini", retry=RetryPolicy(retries=3, backoff_base=5.0))
+    with pytest.raises(ModelAuthError, match="Set OPENAI_API_KEY in the environment") as caught:
+        summarizer.summarize(HISTORY)
+    assert attempts == ["gpt-4o-mini"]  # no retries (a retry would first wait 5 s)
+    assert not caught.value.retryable and "Gave up" not in str(caught.value)
+    # The compressor records the same error after one attempt (a failed event, memory unchanged).
+    conversation = Conversation(agent_name="NoKey", token_counter=len)
+    conversation.add("User", "Deploy the API on port 8443, config in /srv/api.yaml.")
+    event = ContextCompressor(summarizer=summarizer).compress(conversation, 100, force=True)
+    assert attempts == ["gpt-4o-mini"] * 2
+    assert event is not None and not event.ok and "OPENAI_API_KEY" in str(event.error)
+    assert "ModelAuthError" in str(event.error)
+
+
+def test_a_refused_key_is_not_retried_and_names_the_variable() -> None:
+    from fakes import FakeOpenAIServer, HTTPError
+    from memorylab.llm import chat
+
+    with FakeOpenAIServer(HTTPError(401)) as server:
+        with pytest.raises(ModelAuthError, match="OPENAI_API_KEY") as caught:
+            chat("openai/fake-model", HISTORY, api_base=server.base_url, api_key="bad",
+                 retry=RetryPolicy(retries=3, backoff_base=0.01, backoff_max=0.05))  # fmt: skip
+        assert server.request_count == 1 and not caught.value.retryable
+
+
+def test_a_server_on_this_machine_needs_no_key() -> None:
+    from fakes import FakeOpenAIServer
+    from memorylab.llm import LOCAL_API_KEY, chat
+
+    with FakeOpenAIServer("hello") as server:
+        reply = chat("openai/local", HISTORY, api_base=server.base_url)
+        assert reply.content == "hello"
+        assert server.request_headers[0]["authorization"] == f"Bearer {LOCAL_API_KEY}"
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_timeout_bounds_the_whole_attempt_of_a_trickling_server(asynchronous: bool) -> None:
+    import asyncio
+    import time
+
+    from fakes import FakeOpenAIServer, Reply
+    from memorylab import LiteLLMSummarizer
+
+    # Answers at once, then one byte every 0.5 s: each read is quick, the whole reply (~500
+    # bytes, ~250 s) is not.
+    with FakeOpenAIServer(Reply("a summary " * 20, byte_delay=0.5)) as server:
+        summarizer = LiteLLMSummarizer(
+            "openai/fake-model", timeout=1, retries=0, llm_args={"api_base": server.base_url}
+        )
+        started = time.perf_counter()
+        with pytest.raises(ModelTimeout, match="within 1 s"):
+            if asynchronous:
+                asyncio.run(summarizer.asummarize(HISTORY))
+            else:
+                summarizer.summarize(HISTORY)
+        assert time.perf_counter() - started < 10  # bounded by the timeout, not the body
+
+
+def test_llm_args_mean_the_same_everywhere() -> None:
+    from memorylab import LiteLLMSummarizer
+    from memorylab.evaluate import JudgeScorer, ProbeQAScorer
+
+    args = {"timeout": 7, "api_base": "http://127.0.0.1:9/v1", "temperature": 0.3}
+    assert LiteLLMSummarizer("openai/m", llm_args=args).retry.timeout == 7.0
+    assert ProbeQAScorer("openai/m", llm_args=args).caller.retry.timeout == 7.0
+    assert JudgeScorer("openai/m", llm_args=args).caller.retry.timeout == 7.0
+    assert Caller("openai/m", llm_args=args).llm_args == {
+        "api_base": "http://127.0.0.1:9/v1", "temperature": 0.3,
+    }  # fmt: skip
+    for bad in ({"num_retries": 2}, {"timeout": 0}, {"stream": True}):
+        for build in (
+            lambda a: LiteLLMSummarizer("openai/m", llm_args=a),
+            lambda a: ProbeQAScorer("openai/m", llm_args=a),
+            lambda a: JudgeScorer("openai/m", llm_args=a),
+        ):
+            with pytest.raises(InvalidSetting):
+                build(bad)

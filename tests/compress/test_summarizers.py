@@ -132,6 +132,7 @@ def test_mock_response_success() -> None:
         "cost_usd": summary.cost_usd,
         "latency_s": summary.latency_s,
         "chunks": 1,
+        "truncated": False,
     }
     with pytest.raises(AttributeError):
         summary.text = "changed"  # type: ignore[misc]
@@ -200,7 +201,7 @@ def test_invalid_settings() -> None:
         {"context_window": 1},
         {"temperature": 5},
         {"llm_args": {"model": "x"}},
-        {"llm_args": {"timeout": 1}},
+        {"llm_args": {"timeout": 0}},
         {"llm_args": {"num_retries": 2}},
         {"llm_args": {"backoff_max": 2}},
     ):
@@ -724,7 +725,8 @@ def test_the_offline_baselines_are_selectable_by_name() -> None:
 
 def test_get_summarizer_errors() -> None:
     with pytest.raises(InvalidSetting, match=re.escape(
-        "memorylab/extractive, memorylab/truncate, memorylab/head-tail, memorylab/scripted"
+        "memorylab/extractive, memorylab/truncate, memorylab/head-tail, memorylab/full, "
+        "memorylab/none, memorylab/scripted"
     )):
         get_summarizer("memorylab/abstractive")
     with pytest.raises(InvalidSetting):
@@ -874,7 +876,7 @@ def test_chat_errors_and_options() -> None:
     with pytest.raises(ModelUnavailable, match="Gave up after 2 attempts"):
         chat("openai/fake-model", HISTORY, api_base=closed_base_url(), api_key="x",
              retry=fast(retries=1))  # fmt: skip
-    for forbidden in ({"num_retries": 3}, {"timeout": 5}, {"retries": 1}):
+    for forbidden in ({"num_retries": 3}, {"timeout": 0}, {"retries": 1}):
         with pytest.raises(InvalidSetting, match="RetryPolicy"):
             chat("gpt-4o-mini", HISTORY, **forbidden)
 
@@ -890,3 +892,47 @@ def test_chat_with_mock_response_and_achat() -> None:
 def test_model_context_length() -> None:
     assert model_context_length("gpt-4o") == 128000
     assert model_context_length("openai/fake-model") == 8192
+
+
+# --------------------------------------------------------------------------- the budget rule, the bounds
+
+
+def test_a_provider_that_ignores_max_tokens_has_its_summary_cut() -> None:
+    from memorylab.compress import ContextCompressor, get_token_counter
+    from memorylab.compress.base import CUT_MARKER
+    from memorylab.memory.conversation import Conversation
+
+    huge = "The deploy uses port 8443. " * 200_000  # ~5 MB, ~1.2 million tokens
+    with FakeOpenAIServer(huge) as server:
+        summarizer = fake(server.base_url, max_tokens=200)
+        summary = summarizer.summarize(HISTORY)
+        counter = get_token_counter("openai/fake-model")
+        assert summary.truncated and summary.text.endswith(CUT_MARKER.strip())
+        assert counter.count(summary.text) <= 200
+        # Through the compressor: the compacted context is smaller than before, never larger.
+        conversation = Conversation(agent_name="Huge", token_counter=counter.count)
+        for i in range(40):
+            conversation.add("User", f"step {i}: deploy the API on port 8443 with 12 workers")
+        before = conversation.token_count()
+        event = ContextCompressor(summarizer=summarizer, summarizer_max_tokens=200).compress(
+            conversation, 8000, force=True
+        )
+        assert event is not None and event.ok
+        assert conversation.token_count() < before
+    within = fake_reply_of_tokens(150)
+    with FakeOpenAIServer(within) as server:
+        summary = fake(server.base_url, max_tokens=140).summarize(HISTORY)  # within tolerance
+        assert not summary.truncated and summary.text == within
+
+
+def fake_reply_of_tokens(count: int) -> str:
+    return " ".join(f"w{i}" for i in range(count // 2))
+
+
+def test_the_reference_summarizers_are_the_bounds() -> None:
+    full = get_summarizer("memorylab/full").summarize(HISTORY, max_tokens=16)
+    assert full.text == fmt.history_text(HISTORY) and full.cost_usd == 0.0
+    none = get_summarizer("memorylab/none").summarize(HISTORY)
+    assert none.text == "" and none.output_tokens == 0  # an empty summary is its valid output
+    with pytest.raises(EmptySummary):
+        get_summarizer("memorylab/none").summarize([])

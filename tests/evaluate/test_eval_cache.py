@@ -21,12 +21,12 @@ REQUEST = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"
 def test_key_is_canonical_and_ignores_transport() -> None:
     key = request_key(REQUEST)
     assert len(key) == 64 and key == request_key(dict(reversed(REQUEST.items())))
-    moved = {**REQUEST, "api_base": "http://127.0.0.1:9/v1", "api_key": "secret", "timeout": 3,
-             "max_retries": 0}  # fmt: skip
+    moved = {**REQUEST, "api_key": "secret", "timeout": 3, "max_retries": 0}
     assert request_key(moved) == key
-    assert {"api_base", "api_key", "timeout"} <= TRANSPORT_KEYS
+    assert {"api_key", "timeout"} <= TRANSPORT_KEYS and "api_base" not in TRANSPORT_KEYS
     for change in ({"temperature": 0.2}, {"model": "gpt-4o"}, {"max_tokens": 101},
-                   {"messages": [{"role": "user", "content": "hi!"}]}):  # fmt: skip
+                   {"messages": [{"role": "user", "content": "hi!"}]},
+                   {"api_base": "http://127.0.0.1:9/v1"}):  # fmt: skip
         assert request_key({**REQUEST, **change}) != key
 
 

@@ -59,7 +59,7 @@ class SyncOnly:
 def test_baselines_and_long_form_columns() -> None:
     df = compare_summarizers(cases(), list(BASELINES), progress=False, cache_dir=False)
     assert list(df.columns) == ["case", "summarizer", "scorer", "metric", "value", "n",
-                                "explanation", "error"]  # fmt: skip
+                                "explanation", "error", "items", "flag"]  # fmt: skip
     assert df.value.dtype == float and df.n.dtype == float
     assert set(df.summarizer) == set(BASELINES)
     assert set(df.scorer) == {"compression", "latency", "cost", "fact_recall", "probe_qa"}

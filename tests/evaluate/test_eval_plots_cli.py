@@ -19,6 +19,7 @@ from memorylab import Conversation
 from memorylab.errors import InvalidSetting
 from memorylab.evaluate import (
     BASELINES,
+    BOUNDS,
     Case,
     Fact,
     compare_summarizers,
@@ -81,10 +82,12 @@ def test_command_on_a_transcript_writes_csv_and_png(tmp_path: Path,
     assert code == 0
     out = capsys.readouterr()
     assert out.out.startswith("| summarizer | number | path |")
-    assert "| memorylab/truncate | 100% | 100% |" in out.out
-    assert "1 cases x 3 summarizers" in out.err
+    assert "| memorylab/extractive | 100% [100%, 100%] | 100% [100%, 100%] |" in out.out
+    assert "| memorylab/truncate | 100% [100%, 100%] ≈ |" in out.out
+    assert "| memorylab/none (floor) | 0% [0%, 0%] |" in out.out
+    assert "1 cases x 5 summarizers" in out.err
     df = pd.read_csv(tmp_path / "s.csv")
-    assert set(df.summarizer) == set(BASELINES)
+    assert set(df.summarizer) == {*BOUNDS, *BASELINES}
     assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
 
 

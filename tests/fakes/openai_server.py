@@ -8,7 +8,8 @@ and answers ``POST /v1/chat/completions`` (and ``/chat/completions``) from a *sc
   a ``default`` an exhausted script answers HTTP 500 "script exhausted", which a test notices);
 - a callable ``(FakeRequest) -> behavior``: decides per request (echo, count, inspect).
 
-A behavior is a reply text (``str``), a ``Reply`` (text or ``None``, usage, delay), a
+A behavior is a reply text (``str``), a ``Reply`` (text or ``None``, usage, delay; ``byte_delay``
+sends the body one byte at a time, a server that answers at once but trickles its reply), a
 ``ToolCallReply`` (OpenAI ``message.tool_calls`` with ``finish_reason="tool_calls"``) or an
 ``HTTPError`` (status code, optional ``Retry-After`` header, delay). Streaming requests
 (``"stream": true``) get server-sent events with the same content.
@@ -69,6 +70,7 @@ class Reply:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     finish_reason: str = "stop"
+    byte_delay: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -364,7 +366,11 @@ class _Handler(BaseHTTPRequestHandler):
         return
 
     def _send_json(
-        self, status: int, payload: Any, headers: Mapping[str, str] | None = None
+        self,
+        status: int,
+        payload: Any,
+        headers: Mapping[str, str] | None = None,
+        byte_delay: float = 0.0,
     ) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
@@ -373,7 +379,16 @@ class _Handler(BaseHTTPRequestHandler):
         for key, value in (headers or {}).items():
             self.send_header(key, value)
         self.end_headers()
-        self.wfile.write(data)
+        if byte_delay <= 0:
+            self.wfile.write(data)
+            return
+        self.wfile.flush()
+        for index in range(len(data)):  # a trickle: one byte, then a pause
+            if self.fake._stopping.is_set():
+                return
+            self.wfile.write(data[index : index + 1])
+            self.wfile.flush()
+            self.fake._wait(byte_delay)
 
     def do_GET(self) -> None:
         if self.path.rstrip("/") in ("/v1/models", "/models"):
@@ -416,7 +431,8 @@ class _Handler(BaseHTTPRequestHandler):
             options = body.get("stream_options") or {}
             self._send_stream(_stream_events(completion, bool(options.get("include_usage"))))
         else:
-            self._send_json(200, completion)
+            trickle = behavior.byte_delay if isinstance(behavior, Reply) else 0.0
+            self._send_json(200, completion, byte_delay=trickle)
 
     def _send_error(self, error: HTTPError) -> None:
         headers = dict(error.headers)

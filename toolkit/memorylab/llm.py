@@ -4,17 +4,31 @@ Everything that needs a model call goes through here: :class:`Caller` for the su
 scorers, :func:`chat` / :func:`achat` (a :class:`ChatReply` with text and tool calls) for the
 :class:`~memorylab.Agent`. Every call made here
 
-* passes an explicit ``timeout=`` and ``max_retries=0`` (the OpenAI SDK would otherwise retry
-  twice, invisibly; ``llm_args`` may not override either);
+* is bounded by the wall clock: each attempt is cancelled after ``RetryPolicy.timeout`` seconds,
+  connecting, waiting and reading the reply included (litellm's own ``timeout=`` only bounds
+  each read, so a server that trickles its body would hold a call for ever); ``max_retries=0``
+  is always passed (the OpenAI SDK would otherwise retry twice, invisibly);
+* takes the same ``llm_args`` everywhere (summarizers, readers, judges, the Agent): anything
+  litellm accepts (``api_base``, ``api_key``, ``temperature``, ``mock_response`` ...), and
+  ``timeout``, which is the attempt's wall-clock bound (it replaces ``RetryPolicy.timeout``);
+  retries are a :class:`RetryPolicy`, never ``llm_args``;
+* fails at once, without retries, with :class:`~memorylab.errors.ModelAuthError` naming the
+  environment variable to set when the provider's key is missing (litellm reports that as a
+  server error, which would otherwise be retried);
 * is retried deliberately, with tenacity, as one :class:`RetryPolicy` says: exponential backoff
   (honouring ``Retry-After``) on the errors the error table marks retryable (rate limits,
   timeouts, HTTP 5xx, connection errors), never on the others (credentials, bad requests);
 * maps the provider's exception to a :class:`~memorylab.errors.ModelError` subclass by a table
   (:func:`error_rule`): exception class -> memorylab class, whether to retry, and a message that
   says what to do next;
-* when synchronous and made from the main thread, runs litellm on a short-lived worker thread:
-  there, litellm's timing hook would install an event loop that nobody closes, and a later
-  ``asyncio.run()`` turns it into a ``ResourceWarning: unclosed event loop`` in unrelated code.
+* when synchronous, runs the asynchronous path (``litellm.acompletion``, so an attempt can be
+  cancelled) in its own event loop, on a short-lived worker thread when this thread is the main
+  thread or already runs a loop (a notebook): one implementation of a call, two entry points.
+
+An OpenAI-compatible server on this machine (llama.cpp's ``llama_cpp.server``, Ollama, vLLM) is
+a model like any other: ``model="openai/<name>"`` with ``llm_args={"api_base": ...}``; when no key
+is configured for it, a placeholder key is sent (such servers accept any).
+:func:`local_server` starts llama.cpp's server for a GGUF file and stops it afterwards.
 
 :func:`model_context_length` is litellm's input window for a model, or
 :data:`DEFAULT_CONTEXT_WINDOW`; :func:`response_usage` / :func:`response_cost` read a reply's
@@ -29,6 +43,7 @@ import dataclasses
 import functools
 import json
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -61,6 +76,7 @@ __all__ = [
     "check_int",
     "error_rule",
     "import_litellm",
+    "local_server",
     "model_context_length",
     "response_cost",
     "response_usage",
@@ -108,10 +124,11 @@ def _seconds(label: str, value: Any, *, strict: bool) -> float:
 class RetryPolicy:
     """How long one model call may take and how it is retried.
 
-    ``timeout`` bounds each attempt (seconds). ``retries`` is the number of attempts after the
-    first one, made only for errors the error table marks retryable. The wait before retry ``n``
-    is ``backoff_base * 2**(n-1)`` seconds, at least the provider's ``Retry-After``, at most
-    ``backoff_max``.
+    ``timeout`` bounds each attempt by the wall clock (seconds): connecting, waiting and reading
+    the whole reply, however slowly a server trickles it. ``retries`` is the number of attempts
+    after the first one, made only for errors the error table marks retryable. The wait before
+    retry ``n`` is ``backoff_base * 2**(n-1)`` seconds, at least the provider's ``Retry-After``,
+    at most ``backoff_max``.
 
     >>> RetryPolicy(retries=3, backoff_base=0.5).delay(3)
     2.0
@@ -192,6 +209,9 @@ _RATE_LIMITED = ErrorRule(ModelRateLimited, True, "{name} was rate-limited by th
                           "..., backoff_max=...), or check the account's quota. ({detail})")
 _AUTH = ErrorRule(ModelAuthError, False, "{name}: the provider refused the credentials. {keys}, "
                   "or pass llm_args={{'api_key': ...}}. ({detail})")
+_NO_KEY = ErrorRule(ModelAuthError, False, "{name}: no API key is configured. {keys}, or pass "
+                    "llm_args={{'api_key': ...}} (a server on this machine: llm_args={{'api_base': "
+                    "'http://127.0.0.1:PORT/v1'}}). ({detail})")
 _UNAVAILABLE = ErrorRule(ModelUnavailable, True, "{name}: the provider could not be reached or "
                          "failed. Check {where}, the network and the provider's status, or try "
                          "again later. ({detail})")
@@ -298,14 +318,17 @@ def _retry_after(exc: BaseException | None) -> float | None:
 
 
 def _run_in_worker_thread(call: Callable[[], _T]) -> _T:
-    """Run a blocking litellm call on a short-lived thread and return (or raise) its result.
+    """``call()`` on a short-lived thread when this thread is the main thread or runs an event
+    loop (where ``asyncio.run`` cannot run, or would leave the main thread without a loop); on
+    any other thread, here. Its result, or its exception re-raised."""
+    import asyncio
 
-    litellm's synchronous HTTP path reports timings through ``asyncio.get_event_loop()``, which
-    on the main thread silently creates and installs an event loop that nobody closes; the next
-    ``asyncio.run()`` drops it and a ``ResourceWarning: unclosed event loop`` fires later, in
-    unrelated code. On any other thread that call raises and litellm uses ``asyncio.run``.
-    """
-    if threading.current_thread() is not threading.main_thread():
+    try:
+        asyncio.get_running_loop()
+        running = True
+    except RuntimeError:
+        running = False
+    if not running and threading.current_thread() is not threading.main_thread():
         return call()
     box: dict[str, Any] = {}
 
@@ -328,7 +351,6 @@ _FORBIDDEN_LLM_ARGS = {
     "model": "pass the model as the first argument",
     "messages": "memorylab builds the messages",
     "stream": "replies are not streamed",
-    "timeout": "use retry=RetryPolicy(timeout=...)",
     "max_retries": "use retry=RetryPolicy(retries=...) (SDK retries are always off)",
     "num_retries": "use retry=RetryPolicy(retries=...) (memorylab retries itself)",
     "retries": "use retry=RetryPolicy(retries=...)",
@@ -336,12 +358,22 @@ _FORBIDDEN_LLM_ARGS = {
     "backoff_max": "use retry=RetryPolicy(backoff_max=...)",
 }
 
+_CREDENTIAL = re.compile(r"KEY|TOKEN|SECRET|PASSWORD")
+LOCAL_API_KEY = "memorylab-local"
+"""The key sent to a server given by ``api_base`` when no key is configured for it."""
+
+
+def _mocked(args: Mapping[str, Any]) -> bool:
+    return any(key.startswith("mock_") for key in args)
+
 
 class Caller:
-    """litellm calls for one model: a timeout, SDK retries off, tenacity retries, mapped errors.
+    """litellm calls for one model: a wall-clock timeout, SDK retries off, tenacity retries,
+    mapped errors (see the module docstring).
 
     ``llm_args`` go to litellm as they are, but may not hold the keys memorylab sets itself
-    (``model``, ``messages``, ``stream``, ``timeout``, ``max_retries``, ``num_retries``).
+    (``model``, ``messages``, ``stream``) or retry settings (``max_retries``, ``num_retries``
+    ...: those are ``retry``); ``timeout`` in ``llm_args`` replaces ``retry.timeout``.
     ``too_long_hint`` ends the message of a context-window error: what the caller's user can
     change.
     """
@@ -350,26 +382,52 @@ class Caller:
         self,
         model: str,
         *,
-        retry: RetryPolicy,
+        retry: RetryPolicy | None = None,
         llm_args: Mapping[str, Any] | None = None,
         too_long_hint: str = "Use a model with a larger context window or a shorter input.",
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise InvalidSetting(f"model must be a litellm model name, not {model!r}")
-        self.retry = retry_policy(retry, RetryPolicy())
+        if llm_args is not None and not isinstance(llm_args, Mapping):
+            raise InvalidSetting(
+                f"llm_args must be a mapping of litellm parameters, not {type(llm_args).__name__}"
+            )
         args = dict(llm_args or {})
         for key, why in _FORBIDDEN_LLM_ARGS.items():
             if key in args:
                 raise InvalidSetting(f"llm_args may not contain {key!r}: {why}")
+        timeout = args.pop("timeout", None)
+        self.retry = retry_policy(retry, RetryPolicy(), timeout=timeout)
         self.model = model
         self.llm_args = args
         self.too_long_hint = too_long_hint
 
     def kwargs(self, defaults: Mapping[str, Any], forced: Mapping[str, Any]) -> dict[str, Any]:
-        """``defaults`` < ``llm_args`` < ``forced`` < model, timeout and ``max_retries=0``."""
+        """``defaults`` < ``llm_args`` < ``forced`` < model, timeout and ``max_retries=0``; a
+        placeholder ``api_key`` for an ``api_base`` that has none configured."""
         kwargs = {**defaults, **self.llm_args, **forced}
         kwargs.update(model=self.model, timeout=self.retry.timeout, max_retries=0)
+        if self._api_base() and not kwargs.get("api_key") and self._unset_keys():
+            kwargs["api_key"] = LOCAL_API_KEY
         return kwargs
+
+    def _api_base(self) -> str | None:
+        base = self.llm_args.get("api_base") or self.llm_args.get("base_url")
+        return str(base) if base else None
+
+    def missing_keys(self) -> list[str]:
+        """The credential variables litellm says this model needs and the environment lacks
+        (none when ``llm_args`` give an ``api_key``, an ``api_base`` or a mock)."""
+        return [] if self._api_base() else self._unset_keys()
+
+    def _unset_keys(self) -> list[str]:
+        if self.llm_args.get("api_key") or _mocked(self.llm_args):
+            return []
+        try:
+            missing = import_litellm().validate_environment(self.model).get("missing_keys") or []
+        except Exception:  # an unknown provider: nothing to say
+            return []
+        return [str(key) for key in missing if _CREDENTIAL.search(str(key))]
 
     def _wait(self, state: RetryCallState) -> float:
         outcome = state.outcome
@@ -412,20 +470,15 @@ class Caller:
             raise self._gave_up(error) from error.__cause__
 
     def call(self, kwargs: Mapping[str, Any], what: str, check: Callable[[Any], _T]) -> _T:
-        """``check(litellm.completion(**kwargs))``, retried; ``check`` raises for bad replies."""
-        from tenacity import Retrying
+        """``check(reply)``, retried; ``check`` raises for bad replies. The same path as
+        :meth:`acall`, in an event loop of its own."""
+        import asyncio
 
-        litellm = import_litellm()
-        with self._giving_up():
-            for trial in Retrying(**self._options()):
-                with trial:
-                    with self._mapped(what):
-                        response = _run_in_worker_thread(lambda: litellm.completion(**kwargs))
-                    return check(response)
-        raise AssertionError("unreachable: tenacity re-raises the last error")
+        return _run_in_worker_thread(lambda: asyncio.run(Caller.acall(self, kwargs, what, check)))
 
     async def acall(self, kwargs: Mapping[str, Any], what: str, check: Callable[[Any], _T]) -> _T:
-        """:meth:`call` with ``litellm.acompletion``."""
+        """``check(await litellm.acompletion(**kwargs))``, each attempt cancelled after
+        ``retry.timeout`` seconds of wall clock, retried as :attr:`retry` says."""
         import asyncio
 
         from tenacity import AsyncRetrying
@@ -435,30 +488,40 @@ class Caller:
             async for trial in AsyncRetrying(sleep=asyncio.sleep, **self._options()):
                 with trial:
                     with self._mapped(what):
-                        response = await litellm.acompletion(**kwargs)
+                        response = await asyncio.wait_for(
+                            litellm.acompletion(**kwargs), self.retry.timeout
+                        )
                     return check(response)
         raise AssertionError("unreachable: tenacity re-raises the last error")
 
-    def _key_hint(self) -> str:
-        try:
-            missing = import_litellm().validate_environment(self.model).get("missing_keys") or []
-        except Exception:
-            missing = []
+    def _key_hint(self, missing: Sequence[str]) -> str:
         if missing:
             return f"Set {' and '.join(missing)} in the environment"
-        return "Check the provider's API key environment variable (e.g. OPENAI_API_KEY)"
+        try:
+            provider = str(import_litellm().get_llm_provider(self.model)[1])
+        except Exception:
+            provider = ""
+        variable = f"{provider.upper()}_API_KEY" if provider else "the provider's API key variable"
+        return f"Check the key in {variable} (or llm_args['api_key'])"
 
     def map_error(self, exc: Exception, what: str) -> ModelError:
-        """The provider's exception as the :class:`~memorylab.errors.ModelError` its rule names."""
+        """The provider's exception as the :class:`~memorylab.errors.ModelError` its rule names;
+        any failure while a needed key is missing is that :class:`ModelAuthError`."""
         rule = error_rule(type(exc), getattr(exc, "status_code", None))
-        api_base = self.llm_args.get("api_base") or self.llm_args.get("base_url")
+        missing = self.missing_keys()
+        if missing and rule.error is not ModelAuthError:
+            rule = _NO_KEY
+        api_base = self._api_base()
+        detail = str(exc).strip() or (
+            "the attempt ran out of wall-clock time" if isinstance(exc, TimeoutError) else repr(exc)
+        )
         message = rule.message.format(
             name=f"{self.model} ({what})" if what else self.model,
             timeout=self.retry.timeout,
             where=f"api_base={api_base}" if api_base else "the provider's default endpoint",
-            keys=self._key_hint() if rule.error is ModelAuthError else "",
+            keys=self._key_hint(missing) if rule.error is ModelAuthError else "",
             too_long=self.too_long_hint,
-            detail=f"{type(exc).__name__}: {str(exc).strip()[:500]}",
+            detail=f"{type(exc).__name__}: {detail[:500]}",
         )
         error = rule.error(message)
         error.retryable = rule.retryable
@@ -622,3 +685,110 @@ async def achat(
     """:func:`chat` with ``litellm.acompletion``."""
     caller, kwargs, check = _chat_call(model, messages, tools, retry, llm_args)
     return await caller.acall(kwargs, "", check)
+
+
+# --------------------------------------------------------------------------- a local model server
+
+
+def _free_port(host: str) -> int:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+def _log_tail(path: str, lines: int = 15) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return "".join(handle.readlines()[-lines:]).strip()
+    except OSError:
+        return ""
+
+
+@contextlib.contextmanager
+def local_server(
+    model_path: str | os.PathLike[str],
+    *,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    context_window: int = 4096,
+    startup_timeout: float = 180.0,
+    server_args: Sequence[str] = (),
+) -> Iterator[str]:
+    """Run llama.cpp's OpenAI-compatible server (``python -m llama_cpp.server``) for a GGUF
+    model file on this machine, and yield its ``api_base`` (``http://127.0.0.1:PORT/v1``).
+
+    Use the model as ``"openai/local"`` (any name after ``openai/``: the server has one model)
+    with ``llm_args={"api_base": api_base}``, and ``context_window=`` the same as here. The
+    server is started on a free port (or ``port``), waited for until it answers
+    ``GET /v1/models`` (at most ``startup_timeout`` seconds; a server that exits or does not
+    answer in time raises :class:`~memorylab.errors.ModelUnavailable` with the end of its log),
+    and stopped when the block ends, also on an error. ``server_args`` are passed on
+    (``["--n_threads", "2"]``). Needs the ``local`` extra:
+    ``pip install 'memorylab[local]'`` (llama-cpp-python with its server).
+    """
+    import importlib.util
+    import subprocess
+    import sys
+    import tempfile
+    import urllib.error
+    import urllib.request
+
+    from memorylab.errors import PrerequisiteError
+
+    path = os.fspath(model_path)
+    if not path.endswith(".gguf") or not os.path.isfile(path):
+        raise InvalidSetting(f"{path} is not a GGUF model file; give the path of a .gguf file")
+    for module in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context"):
+        if importlib.util.find_spec(module) is None:
+            raise PrerequisiteError(
+                f"the local model server needs {module}: pip install 'memorylab[local]' "
+                "(llama-cpp-python with its server; it builds from source, which takes a while)"
+            )
+    check_int("context_window", context_window, 64)
+    chosen = _free_port(host) if port is None else check_int("port", port, 1)
+    base = f"http://{host}:{chosen}/v1"
+    log = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed in the finally below
+        prefix="memorylab-llama-server-", suffix=".log", delete=False
+    )
+    command = [
+        sys.executable, "-m", "llama_cpp.server", "--model", path, "--host", host,
+        "--port", str(chosen), "--n_ctx", str(context_window), *map(str, server_args),
+    ]  # fmt: skip
+    process = subprocess.Popen(
+        command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + float(startup_timeout)
+        while True:
+            if process.poll() is not None:
+                raise ModelUnavailable(
+                    f"llama.cpp's server exited (code {process.returncode}) before it answered; "
+                    f"its log ends:\n{_log_tail(log.name)}"
+                )
+            try:
+                with urllib.request.urlopen(f"{base}/models", timeout=2) as answer:
+                    if answer.status == 200:
+                        break
+            except (urllib.error.URLError, OSError):
+                pass
+            if time.monotonic() > deadline:
+                raise ModelUnavailable(
+                    f"llama.cpp's server did not answer on {base} within {startup_timeout:g} s; "
+                    f"raise startup_timeout=. Its log ends:\n{_log_tail(log.name)}"
+                )
+            time.sleep(0.25)
+        yield base
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=10)
+        log.close()
+        with contextlib.suppress(OSError):
+            os.unlink(log.name)

@@ -94,12 +94,16 @@ class Fact:
 class Probe:
     """A question the summary alone should let a reader answer, with its short exact answer;
     ``fact_id`` names the fact it asks about (``None``: no fact; a transcript's probes always
-    name one)."""
+    name one). ``category``: a benchmark's question type (LoCoMo's category, LongMemEval's
+    ``question_type``), kept for per-category tables; ``asked_at``: when the question is asked
+    (ISO-8601), for questions relative to that day."""
 
     id: str
     fact_id: str | None
     question: str
     answer: str
+    category: str | None = None
+    asked_at: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,13 @@ defaults for one that runs locally:
 
 A summarizer users write is registered by name like the built-in ones
 (:func:`memorylab.compress.register_summarizer`). Everything here imports only the floor below it.
+
+The budget rule (:func:`fit_to_budget`, one implementation): a summary is never accepted longer
+than its budget. A model's reply (each call's: summaries, chunks, merges) within ``max_tokens``
+plus :data:`BUDGET_TOLERANCE` (tokenizers differ a little between memorylab's count and the
+provider's) is kept as it is; a longer one — a provider that ignores ``max_tokens`` — is cut at
+a token boundary to ``max_tokens`` tokens, ending with :data:`CUT_MARKER`, and the
+:class:`Summary` says ``truncated=True``. So a compaction never makes the context grow.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
+from memorylab.compress._chunking import truncate_to_tokens
 from memorylab.compress.tokens import TokenCounter, get_token_counter
 from memorylab.errors import EmptySummary, InvalidSetting
 from memorylab.llm import check_int
@@ -44,6 +52,7 @@ class Summary:
     ``input_tokens`` / ``output_tokens`` / ``cost_usd`` are ``None`` when unknown (a provider
     that reports no usage, a model without a price). ``chunks`` is the number of LLM calls
     (chunk summaries plus merges; 1 for a single call or a local summarizer's one pass).
+    ``truncated``: a reply was over its budget and was cut (:func:`fit_to_budget`).
     """
 
     text: str
@@ -53,6 +62,7 @@ class Summary:
     cost_usd: float | None = None
     latency_s: float = 0.0
     chunks: int = 1
+    truncated: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -64,7 +74,8 @@ class Summarizer(Protocol):
 
     Messages are mappings with ``"role"``, ``"content"`` (str or any object) and optionally
     ``"timestamp"``. An empty, blank or ``None`` result raises
-    :class:`~memorylab.errors.EmptySummary`; it is never returned.
+    :class:`~memorylab.errors.EmptySummary`; it is never returned — except by the floor of
+    comparisons, ``memorylab/none``, whose empty summary is its whole point.
     """
 
     name: str
@@ -102,6 +113,39 @@ class BaseSummarizer:
     def with_caller(self, wrap: Callable[[Caller], Caller]) -> Self:
         """A copy whose model calls go through ``wrap(caller)``; ``self`` when it makes none."""
         return self
+
+
+BUDGET_TOLERANCE = 0.1
+"""How far (a share of ``max_tokens``, at least 16 tokens) a reply may run over its budget before
+it is cut: memorylab's token count and the provider's differ by a few percent."""
+
+CUT_MARKER = " [… cut to the summary budget]"
+"""Ends a reply that :func:`fit_to_budget` cut."""
+
+_LONGEST_TOKEN_CHARS = 256  # no tokenizer memorylab uses has a longer token
+
+
+def fit_to_budget(text: str, max_tokens: int, counter: TokenCounter) -> tuple[str, bool]:
+    """``(text, False)`` when ``text`` is within ``max_tokens`` plus :data:`BUDGET_TOLERANCE`;
+    else ``(its first max_tokens tokens + CUT_MARKER, True)``. A 10 MB reply costs no more
+    than its head: only ``256 * allowed`` characters of it are ever counted.
+
+    >>> from memorylab.compress import get_token_counter
+    >>> fit_to_budget("short", 100, get_token_counter(None))
+    ('short', False)
+    >>> text, cut = fit_to_budget("word " * 5000, 100, get_token_counter(None))
+    >>> cut, get_token_counter(None).count(text) <= 100
+    (True, True)
+    """
+    allowed = max_tokens + max(16, int(max_tokens * BUDGET_TOLERANCE))
+    if len(text.encode("utf-8")) <= allowed:  # never more tokens than bytes
+        return text, False
+    head = text[: allowed * _LONGEST_TOKEN_CHARS]
+    if counter.count(head) <= allowed:
+        if len(head) == len(text) or counter.count(text) <= allowed:
+            return text, False
+        head = text
+    return truncate_to_tokens(head, max_tokens, counter, marker=CUT_MARKER), True
 
 
 def check_history(messages: Sequence[Mapping[str, Any]]) -> None:
@@ -153,9 +197,12 @@ class BudgetedSummarizer(BaseSummarizer):
 
 
 __all__ = [
+    "BUDGET_TOLERANCE",
     "BaseSummarizer",
     "BudgetedSummarizer",
+    "CUT_MARKER",
     "Summarizer",
     "Summary",
     "check_history",
+    "fit_to_budget",
 ]

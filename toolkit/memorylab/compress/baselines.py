@@ -1,4 +1,4 @@
-"""Offline baselines: summaries any real summarizer should beat.
+"""Offline baselines: summaries any real summarizer should beat, and the two bounds.
 
 Both render the history as a transcript (:func:`memorylab.memory.format.history_line`
 blocks separated by blank lines), count tokens with
@@ -12,15 +12,27 @@ boundary. Deterministic, no model, no network, ``cost_usd=0.0``.
 * :class:`HeadTailSummarizer` (``"memorylab/head-tail"``) — the first ``head_share`` of the
   budget from the start (the original task) and the rest from the end (the latest state), with
   an omission marker between them.
+
+The reference summarizers are the bounds of every comparison, not compactors (they ignore
+``max_tokens``; never give them to a ``ContextCompressor``):
+
+* :class:`FullHistory` (``"memorylab/full"``, the ceiling) — the whole transcript unchanged, as
+  the model would read it (timestamps included): what any summary loses is measured against it;
+* :class:`NoSummary` (``"memorylab/none"``, the floor) — nothing: an empty summary, what a
+  reader answers from world knowledge and guessing alone.
+
+A scorer that does not rank the ceiling clearly above the floor on a set of cases measures
+nothing there (:func:`memorylab.evaluate.summary_table` says so).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from memorylab.compress.base import BudgetedSummarizer
-from memorylab.compress.tokens import TokenCounter
+from memorylab.compress.base import BaseSummarizer, BudgetedSummarizer, Summary, check_history
+from memorylab.compress.tokens import TokenCounter, get_token_counter
 from memorylab.errors import InvalidSetting
 from memorylab.llm import check_int
 from memorylab.memory import format as fmt
@@ -140,8 +152,71 @@ class HeadTailSummarizer(BudgetedSummarizer):
         return _SEPARATOR.join([*head, marker, *tail])
 
 
+class _Bound(BaseSummarizer):
+    """A reference summarizer: local, free, deterministic; ``max_tokens`` is ignored."""
+
+    bound: str
+
+    def __init__(self, model: str | None = None) -> None:
+        self.model = model
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+    def text(self, messages: Sequence[Mapping[str, Any]]) -> str:
+        raise NotImplementedError
+
+    def summarize(
+        self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
+    ) -> Summary:
+        started = time.perf_counter()
+        check_history(messages)
+        counter = get_token_counter(self.model)
+        text = self.text(messages)
+        return Summary(
+            text=text,
+            model=self.name,
+            input_tokens=counter.count(fmt.history_text(messages)),
+            output_tokens=counter.count(text),
+            cost_usd=0.0,
+            latency_s=time.perf_counter() - started,
+            chunks=1,
+        )
+
+
+class FullHistory(_Bound):
+    """The ceiling: the whole history as a transcript (``memorylab/full``)."""
+
+    name = "memorylab/full"
+    bound = "ceiling"
+
+    def text(self, messages: Sequence[Mapping[str, Any]]) -> str:
+        return fmt.history_text(messages)
+
+
+class NoSummary(_Bound):
+    """The floor: an empty summary (``memorylab/none``)."""
+
+    name = "memorylab/none"
+    bound = "floor"
+
+    def text(self, messages: Sequence[Mapping[str, Any]]) -> str:
+        return ""
+
+
+CEILING = FullHistory.name
+FLOOR = NoSummary.name
+BOUNDS = (CEILING, FLOOR)
+"""The reference summarizers' names: the ceiling and the floor of a comparison."""
+
+
 __all__ = [
+    "BOUNDS",
+    "CEILING",
+    "FLOOR",
+    "FullHistory",
     "HeadTailSummarizer",
+    "NoSummary",
     "OMISSION_MARKER",
     "TruncateSummarizer",
 ]

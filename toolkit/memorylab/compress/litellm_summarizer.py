@@ -15,7 +15,10 @@ packed, in order and at message boundaries, into chunks that fit with :data:`CHU
 single message larger than a chunk is split by tokens into labelled parts. Each chunk is
 summarized (map), then the partial summaries are merged with :data:`MERGE_PROMPT` (reduce), in
 groups and recursively while the merge input is still too large. ``Summary.chunks`` is the number
-of LLM calls that produced the summary (retries not counted). The plan itself is
+of LLM calls that produced the summary (retries not counted). Each reply is held to the call's
+``max_tokens`` by :func:`memorylab.compress.base.fit_to_budget` (a provider that ignores it has
+its reply cut, ``Summary.truncated``), so neither a merge nor the compacted context grows. The
+plan itself is
 :func:`memorylab.compress._chunking.plan_calls`; :meth:`LiteLLMSummarizer.estimate` runs the same
 plan without calling the model.
 """
@@ -30,7 +33,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from memorylab import llm
 from memorylab.compress._chunking import Plan, Prompts, plan_calls
-from memorylab.compress.base import BaseSummarizer, Summary, check_history
+from memorylab.compress.base import BaseSummarizer, Summary, check_history, fit_to_budget
 from memorylab.compress.tokens import get_token_counter
 from memorylab.errors import EmptySummary, InvalidSetting, MemorylabError
 from memorylab.memory import format as fmt
@@ -97,6 +100,7 @@ class _CallResult:
     input_tokens: int | None
     output_tokens: int | None
     cost_usd: float | None
+    truncated: bool = False
 
 
 _Request = tuple[dict[str, Any], str, Callable[[Any], _CallResult]]
@@ -115,6 +119,7 @@ class _Run:
         self.input_tokens: int | None = None
         self.output_tokens: int | None = None
         self.cost_usd: float | None = 0.0
+        self.truncated = False
         self.summary: Summary | None = None
 
     def _request(self, what: str, prompt: str) -> _Request:
@@ -127,7 +132,7 @@ class _Run:
             {"temperature": s.temperature, "drop_params": True},
             {"messages": messages, "max_tokens": self.out_tokens},
         )
-        return kwargs, ("" if what == "summary" else what), s._checker(what)
+        return kwargs, ("" if what == "summary" else what), s._checker(what, self.out_tokens)
 
     def first(self) -> _Request:
         return self._request(*next(self.plan))
@@ -136,6 +141,7 @@ class _Run:
         """Count ``result`` and return the next request, or ``None`` once :attr:`summary` is
         made."""
         self.calls += 1
+        self.truncated = self.truncated or result.truncated
         if result.input_tokens is not None:
             self.input_tokens = (self.input_tokens or 0) + result.input_tokens
         if result.output_tokens is not None:
@@ -153,6 +159,7 @@ class _Run:
                 cost_usd=self.cost_usd,
                 latency_s=time.perf_counter() - self.started,
                 chunks=self.calls,
+                truncated=self.truncated,
             )
             return None
 
@@ -242,7 +249,7 @@ class LiteLLMSummarizer(BaseSummarizer):
             prompts=_PROMPTS,
         )
 
-    def _checker(self, what: str) -> Callable[[Any], _CallResult]:
+    def _checker(self, what: str, out_tokens: int) -> Callable[[Any], _CallResult]:
         def check(response: Any) -> _CallResult:
             try:
                 choice = response.choices[0]
@@ -257,7 +264,8 @@ class LiteLLMSummarizer(BaseSummarizer):
                 raise EmptySummary(f"{self.model} ({what}) returned an empty summary{hint}")
             prompt_tokens, completion_tokens = llm.response_usage(response)
             cost = llm.response_cost(response)
-            return _CallResult(content.strip(), prompt_tokens, completion_tokens, cost)
+            text, cut = fit_to_budget(content.strip(), out_tokens, get_token_counter(self.model))
+            return _CallResult(text, prompt_tokens, completion_tokens, cost, cut)
 
         return check
 

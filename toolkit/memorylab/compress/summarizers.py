@@ -7,6 +7,10 @@ name                         summarizer
                              (offline, deterministic; the default)
 ``memorylab/truncate``       :class:`~memorylab.compress.baselines.TruncateSummarizer`
 ``memorylab/head-tail``      :class:`~memorylab.compress.baselines.HeadTailSummarizer`
+``memorylab/full``           :class:`~memorylab.compress.baselines.FullHistory` (the ceiling:
+                             the history unchanged; a bound for comparisons)
+``memorylab/none``           :class:`~memorylab.compress.baselines.NoSummary` (the floor: an
+                             empty summary; a bound for comparisons)
 ``memorylab/scripted``       :class:`~memorylab.compress.scripted.ScriptedSummarizer`
 any other name               a litellm model, for
                              :class:`~memorylab.compress.litellm_summarizer.LiteLLMSummarizer`
@@ -28,7 +32,12 @@ from typing import Any, TypeVar
 
 from memorylab._names import moved, register
 from memorylab.compress.base import Summarizer
-from memorylab.compress.baselines import HeadTailSummarizer, TruncateSummarizer
+from memorylab.compress.baselines import (
+    FullHistory,
+    HeadTailSummarizer,
+    NoSummary,
+    TruncateSummarizer,
+)
 from memorylab.compress.extractive import ExtractiveSummarizer
 from memorylab.compress.litellm_summarizer import LiteLLMSummarizer
 from memorylab.compress.scripted import ScriptedSummarizer
@@ -50,6 +59,8 @@ _REGISTRY: dict[str, Callable[..., Summarizer]] = {
     "memorylab/extractive": ExtractiveSummarizer,
     "memorylab/truncate": TruncateSummarizer,
     "memorylab/head-tail": HeadTailSummarizer,
+    "memorylab/full": FullHistory,
+    "memorylab/none": NoSummary,
     "memorylab/scripted": ScriptedSummarizer,
 }
 

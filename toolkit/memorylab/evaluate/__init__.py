@@ -1,7 +1,10 @@
 """Summarizer comparison: which summarizer, at what cost and latency, keeps which facts.
 
 * :mod:`~memorylab.evaluate.cases` — :class:`Case` (a history, reference facts and probes, an
-  existing summary); :func:`cases_from_transcripts`, :func:`cases_from_workspace`.
+  existing summary); :func:`cases_from_transcripts`, :func:`cases_from_workspace`, and the
+  public benchmarks' files: :func:`cases_from_locomo`, :func:`cases_from_longmemeval`.
+* :mod:`~memorylab.evaluate.grading` — :func:`grade_answer` (dates, numbers, case, articles
+  and punctuation normalized), the LLM grade's prompts;
 * :mod:`~memorylab.evaluate.base` — :class:`Score`, :class:`Sample`, the :class:`Scorer`
   protocol and :class:`BaseScorer`; :mod:`~memorylab.evaluate.scorers` — scorers by name
   (:func:`get_scorer`, :func:`register_scorer`).
@@ -24,22 +27,25 @@ from memorylab.evaluate._llm_scorers import (
     READER_SYSTEM_PROMPT,
     JudgeScorer,
     ProbeQAScorer,
-    grade_answer,
     lookup_answer,
     parse_judge_reply,
 )
 from memorylab.evaluate.base import BaseScorer, FunctionScorer, Sample, Score, Scorer
 from memorylab.evaluate.cases import (
     FACT_CATEGORIES,
+    LOCOMO_CATEGORIES,
     Case,
     Fact,
     Probe,
+    cases_from_locomo,
+    cases_from_longmemeval,
     cases_from_messages,
     cases_from_transcripts,
     cases_from_workspace,
 )
 from memorylab.evaluate.compare import (
     BASELINES,
+    BOUNDS,
     DEFAULT_SCORERS,
     EXISTING,
     compare_summarizers,
@@ -50,6 +56,12 @@ from memorylab.evaluate.compare import (
     summary_table,
 )
 from memorylab.evaluate.facts import extract_facts, fact_kept
+from memorylab.evaluate.grading import (
+    GRADER_PROMPT,
+    GRADER_SYSTEM_PROMPT,
+    grade_answer,
+    normalize_answer,
+)
 from memorylab.evaluate.plots import plot_cost_quality, plot_latency, plot_quality
 from memorylab.evaluate.scorers import (
     CompressionScorer,
@@ -68,6 +80,7 @@ __getattr__ = _moved(
 
 __all__ = [
     "BASELINES",
+    "BOUNDS",
     "BaseScorer",
     "Case",
     "CompressionScorer",
@@ -78,11 +91,14 @@ __all__ = [
     "Fact",
     "FactRecallScorer",
     "FunctionScorer",
+    "GRADER_PROMPT",
+    "GRADER_SYSTEM_PROMPT",
     "JUDGE_CRITERIA",
     "JUDGE_PROMPT",
     "JUDGE_SYSTEM_PROMPT",
     "JudgeScorer",
     "LLMCache",
+    "LOCOMO_CATEGORIES",
     "LOOKUP_READER",
     "LatencyScorer",
     "Probe",
@@ -94,6 +110,8 @@ __all__ = [
     "Score",
     "Scorer",
     "SimilarityScorer",
+    "cases_from_locomo",
+    "cases_from_longmemeval",
     "cases_from_messages",
     "cases_from_transcripts",
     "cases_from_workspace",
@@ -107,6 +125,7 @@ __all__ = [
     "grade_answer",
     "lookup_answer",
     "markdown_table",
+    "normalize_answer",
     "parse_judge_reply",
     "plot_cost_quality",
     "plot_latency",

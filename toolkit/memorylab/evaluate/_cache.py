@@ -1,9 +1,10 @@
 """An on-disk, content-addressed cache of LLM calls, and the cached calls evaluate makes.
 
 Key: the SHA-256 of a canonical JSON (sorted keys, no spaces, UTF-8) of the request as litellm
-receives it — the model, every generation parameter and the messages — *without* the transport
-settings in :data:`TRANSPORT_KEYS` (API base and key, timeout, retries), which change where and
-how a request is sent but not what the model is asked. A cached entry is
+receives it — the model, the endpoint (``api_base``: two local servers under one model alias are
+two models), every generation parameter and the messages — *without* the transport settings in
+:data:`TRANSPORT_KEYS` (API key, timeout, retries, headers), which change how a request is sent
+but not what answers it. A cached entry is
 ``<cache_dir>/<key[:2]>/<key>.json`` holding the request and the provider's response as litellm
 returned it (``ModelResponse.model_dump()``), plus the call's latency.
 
@@ -34,15 +35,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from memorylab import llm
-from memorylab.errors import BudgetExceeded, ModelError
+from memorylab.errors import BudgetExceeded, InvalidSetting, ModelError
 from memorylab.memory.format import content_to_text
 
 _T = TypeVar("_T")
 
 TRANSPORT_KEYS = frozenset(
     {
-        "api_base",
-        "base_url",
         "api_key",
         "api_version",
         "organization",
@@ -55,7 +54,7 @@ TRANSPORT_KEYS = frozenset(
         "mock_delay",
     }
 )
-"""Request keys left out of the cache key (where and how a request is sent, not what)."""
+"""Request keys left out of the cache key (how a request is sent, not what answers it)."""
 
 CACHE_VERSION = 1
 
@@ -346,26 +345,35 @@ class CachedLLM:
 
     async def acomplete(
         self,
-        model: str,
+        model: str | llm.Caller,
         messages: Sequence[Mapping[str, Any]],
         *,
         retry: llm.RetryPolicy | None = None,
         **llm_args: Any,
     ) -> Completion:
-        """One reply of ``model``; ``llm_args`` go to litellm (``temperature``, ``max_tokens``,
-        ``api_base``, ``api_key``, ``mock_response`` ...), ``retry`` defaults to
+        """One reply of ``model`` (a litellm model name, or a :class:`memorylab.llm.Caller` that
+        holds a model, its ``llm_args`` and retry policy). ``llm_args`` go to litellm
+        (``temperature``, ``max_tokens``, ``api_base``, ``api_key``, ``mock_response`` ...); given
+        with a ``Caller`` they are defaults its own ``llm_args`` override. ``retry`` defaults to
         ``RetryPolicy()``."""
-        inner = llm.Caller(
-            model,
-            retry=llm.retry_policy(retry, llm.RetryPolicy()),
-            llm_args=llm_args,
-            too_long_hint="Use a model with a larger context window or a shorter history.",
-        )
+        defaults: dict[str, Any] = {"drop_params": True}
+        if isinstance(model, llm.Caller):
+            if retry is not None:
+                raise InvalidSetting("retry= goes with a model name; a Caller has its own")
+            inner = model
+            defaults.update(llm_args)
+        else:
+            inner = llm.Caller(
+                model,
+                retry=llm.retry_policy(retry, llm.RetryPolicy()),
+                llm_args=llm_args,
+                too_long_hint="Use a model with a larger context window or a shorter history.",
+            )
         caller = CachingCaller(
             inner, self.cache, self.stats, cache_only=self.cache_only, inflight=self.inflight
         )
-        kwargs = caller.kwargs({"drop_params": True}, {"messages": [dict(m) for m in messages]})
-        check = _completion_check(model)
+        kwargs = caller.kwargs(defaults, {"messages": [dict(m) for m in messages]})
+        check = _completion_check(inner.model)
         if self.semaphore is None:
             result = await caller.acall(kwargs, "", check)
         else:

@@ -32,10 +32,16 @@ from memorylab.llm import Caller
 
 EXISTING = "memorylab/existing"
 
-COLUMNS = ("case", "summarizer", "scorer", "metric", "value", "n", "explanation", "error")
+COLUMNS = (
+    "case", "summarizer", "scorer", "metric", "value", "n", "explanation", "error", "items",
+    "flag",
+)  # fmt: skip
+"""The long frame's columns. ``items``: the outcome of each item (fact, probe) the value
+averages, space-separated in the case's order (the unit the confidence intervals resample);
+``flag``: ``"biased"`` for a value the scorer marked so."""
 SUMMARY_COLUMNS = (
     "case", "summarizer", "text", "model", "input_tokens", "output_tokens", "cost_usd",
-    "latency_s", "chunks", "cached", "error",
+    "latency_s", "chunks", "truncated", "cached", "error",
 )  # fmt: skip
 
 
@@ -133,9 +139,17 @@ def _error_text(exc: BaseException) -> str:
 
 
 def _row(case: str, label: str, scorer: str, metric: str, value: float, n: Any,
-         explanation: str, error: str | None) -> dict[str, Any]:  # fmt: skip
-    return dict(zip(COLUMNS, (case, label, scorer, metric, value, n, explanation, error),
-                    strict=True))  # fmt: skip
+         explanation: str, error: str | None, items: str | None = None,
+         flag: str | None = None) -> dict[str, Any]:  # fmt: skip
+    values = (case, label, scorer, metric, value, n, explanation, error, items, flag)
+    return dict(zip(COLUMNS, values, strict=True))
+
+
+def _items(metadata: Mapping[str, Any]) -> str | None:
+    items = metadata.get("items")
+    if not isinstance(items, tuple | list) or not items:
+        return None
+    return " ".join(f"{float(v):g}" for v in items)
 
 
 async def _score(scorer: Scorer, sample: Sample, ctx: Context) -> list[dict[str, Any]]:
@@ -152,9 +166,10 @@ async def _score(scorer: Scorer, sample: Sample, ctx: Context) -> list[dict[str,
         return [_row(case, label, scorer.name, "error", math.nan, None, "", _error_text(exc))]
     rows = []
     for metric, score in scores.items():
-        n = score.metadata.get("n") if isinstance(score.metadata, Mapping) else None
-        rows.append(_row(case, label, scorer.name, str(metric), score.value,
-                         n, score.explanation, None))  # fmt: skip
+        meta = score.metadata if isinstance(score.metadata, Mapping) else {}
+        flag = "biased" if meta.get("biased") else None
+        rows.append(_row(case, label, scorer.name, str(metric), score.value, meta.get("n"),
+                         score.explanation, None, _items(meta), flag))  # fmt: skip
     return rows
 
 
@@ -165,7 +180,8 @@ def _summary_record(case: Case, label: str, summary: Summary | None, cached: boo
         summary.text if summary else None, summary.model if summary else None,
         summary.input_tokens if summary else None, summary.output_tokens if summary else None,
         summary.cost_usd if summary else None, summary.latency_s if summary else None,
-        summary.chunks if summary else None, cached, error,
+        summary.chunks if summary else None,
+        getattr(summary, "truncated", False) if summary else None, cached, error,
     )  # fmt: skip
     return dict(zip(SUMMARY_COLUMNS, values, strict=True))
 

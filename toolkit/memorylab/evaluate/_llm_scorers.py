@@ -1,8 +1,12 @@
 """Scorers that ask a model: probe questions answered by a reader, and an LLM judge.
 
 Both send their calls through :class:`memorylab.evaluate._cache.CachedLLM` (cached on disk,
-retried with backoff, under the comparison's semaphore). The prompts are the named constants
-below; a change to them changes the cache keys, so old answers are not reused by mistake.
+retried with backoff, under the comparison's semaphore). Every model is a litellm model name
+with ``llm_args`` (the same everywhere: :class:`memorylab.llm.Caller`), so a server on this
+machine (``"openai/<name>"`` with ``llm_args={"api_base": ...}``) works like a hosted one. The
+prompts are parameters, with the named constants below as defaults; a change to them changes
+the cache keys, so old answers are not reused by mistake. ``name=`` gives a scorer a name of its
+own, so two readers (the lexical baseline and a model, or two models) score in one run.
 """
 
 from __future__ import annotations
@@ -14,31 +18,40 @@ import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from memorylab import llm
 from memorylab.compress.baselines import HeadTailSummarizer
 from memorylab.compress.tokens import get_token_counter
 from memorylab.errors import InvalidSetting
 from memorylab.evaluate.base import NAN, BaseScorer, Sample, Score
+from memorylab.evaluate.grading import (
+    GRADER_PROMPT,
+    GRADER_SYSTEM_PROMPT,
+    grade_answer,
+    parse_grade,
+)
 
 if TYPE_CHECKING:
     from memorylab.evaluate._cache import CachedLLM
-    from memorylab.evaluate.cases import Case
-    from memorylab.llm import RetryPolicy
+    from memorylab.evaluate.cases import Case, Probe
 
 READER_SYSTEM_PROMPT = (
-    "You answer questions about an AI agent's earlier work using only the notes you are "
-    "given. Never guess and never use outside knowledge."
+    "You answer questions about an earlier conversation using only the notes you are given. "
+    "Never guess and never use outside knowledge."
 )
 
 READER_PROMPT = (
     "<notes>\n{summary}\n</notes>\n\n"
     "Question: {question}\n\n"
-    "Answer with the exact value from the notes (a number, file path, command, name or short "
-    "phrase) and nothing else. If the notes do not contain the answer, answer UNKNOWN."
+    "Answer in a few words, with the exact names, numbers, dates, paths or commands the notes "
+    "use. Work out relative dates (\"yesterday\", \"last week\") from the dates in the notes. "
+    "If the notes do not contain the answer, answer UNKNOWN."
 )
+"""The reader's prompt: ``{summary}`` and ``{question}`` are filled in (a probe asked on a known
+date gets ``(asked on <date>)`` after its question)."""
 
 JUDGE_SYSTEM_PROMPT = (
-    "You are a strict evaluator of summaries of AI agent conversations. You reply with one "
-    "JSON object and nothing else."
+    "You are a strict evaluator of summaries of conversations. You reply with one JSON object "
+    "and nothing else."
 )
 
 JUDGE_CRITERIA = ("faithfulness", "coverage", "usefulness")
@@ -48,18 +61,21 @@ JUDGE_PROMPT = (
     "Rate the SUMMARY of the TRANSCRIPT below on three criteria, each an integer from 1 (very "
     "poor) to 5 (excellent):\n"
     "- faithfulness: every statement of the summary is supported by the transcript; nothing is "
-    "invented or changed (numbers, file paths, commands, names);\n"
-    "- coverage: the summary keeps the task, the instructions, the decisions, the facts "
-    "(numbers, file paths, commands, names) and the current state of the work;\n"
-    "- usefulness: an agent given only the summary could continue the task without asking "
-    "again.\n\n"
+    "invented or changed (numbers, dates, names, file paths, commands);\n"
+    "- coverage: the summary keeps the task or topics, the instructions, the decisions, the "
+    "facts (numbers, dates, names, file paths, commands) and the current state;\n"
+    "- usefulness: someone given only the summary could continue the conversation or the work "
+    "without asking again.\n\n"
     'Reply with one JSON object: {{"faithfulness": <1-5>, "coverage": <1-5>, '
     '"usefulness": <1-5>, "explanation": "<one or two sentences>"}}\n\n'
     "<transcript>\n{transcript}\n</transcript>\n\n<summary>\n{summary}\n</summary>"
 )
+"""The judge's prompt: ``{transcript}`` and ``{summary}`` are filled in."""
 
 LOOKUP_READER = "memorylab/lookup"
-"""The offline reader: answers with the summary line that shares most words with the question."""
+"""The lexical baseline (offline, no model): answers with the summary line that shares most words
+with the question. It is not a reader: it measures that an answer is present and findable by
+its words, nothing more."""
 
 _WORD = re.compile(r"[\w./\-]+")
 _STOP_WORDS = (
@@ -70,7 +86,16 @@ _STOP_WORDS = (
 _STOP = frozenset(_STOP_WORDS.split())
 
 
-# --------------------------------------------------------------------------- grading
+def _check_prompt(label: str, prompt: Any, fields: tuple[str, ...]) -> str:
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise InvalidSetting(f"{label} must be a non-empty template string")
+    missing = [f for f in fields if "{" + f + "}" not in prompt]
+    if missing:
+        raise InvalidSetting(
+            f"{label} must contain the fields {', '.join('{' + f + '}' for f in fields)}; "
+            f"missing: {', '.join('{' + f + '}' for f in missing)} (literal braces: {{{{ }}}})"
+        )
+    return prompt
 
 
 def _words(text: str) -> set[str]:
@@ -81,7 +106,7 @@ def _words(text: str) -> set[str]:
 
 
 def lookup_answer(question: str, summary: str) -> str:
-    """The offline reader: the line (or sentence) of ``summary`` sharing the most words (stop
+    """The lexical baseline: the line (or sentence) of ``summary`` sharing the most words (stop
     words dropped, crudely stemmed) with ``question``, or ``"UNKNOWN"`` when none shares any.
 
     >>> lookup_answer("Which port does staging use?", "Task: deploy.\\nStaging uses port 8443.")
@@ -99,42 +124,35 @@ def lookup_answer(question: str, summary: str) -> str:
     return best_line
 
 
-def grade_answer(answer: str, expected: str) -> tuple[bool, bool, float]:
-    """``(exact, fuzzy, similarity)`` of a reader's ``answer`` against the ``expected`` one.
-
-    *exact*: the normalized expected answer occurs whole in the normalized reply (a reply of
-    just the value, or a sentence containing it). *fuzzy*: exact, or rapidfuzz
-    ``partial_ratio`` >= 85 (or the same characters without spaces and punctuation: ``250ms``)
-    and every number of the expected answer present with the same value. A reply of ``UNKNOWN`` is
-    neither.
-    """
-    from rapidfuzz import fuzz
-
-    from memorylab.evaluate.facts import _find_whole, _squash, normalize, numbers_in
-
-    reply, want = normalize(answer), normalize(expected)
-    if not want or not reply or reply.strip(" .") == "unknown":
-        return False, False, 0.0
-    exact = _find_whole(want, reply) >= 0
-    similarity = float(fuzz.partial_ratio(want, reply))
-    if _squash(want) and _squash(want) in _squash(reply):
-        similarity = 100.0  # the same characters, spaced or punctuated differently
-    have = set(numbers_in(reply))
-    numbers_ok = all(n in have for n in numbers_in(want))
-    return exact, exact or (similarity >= 85.0 and numbers_ok), similarity
-
-
 # --------------------------------------------------------------------------- probe QA
 
 
-class ProbeQAScorer(BaseScorer):
-    """A reader answers each probe of the case from the summary alone.
+def _question(probe: Probe) -> str:
+    asked_at = getattr(probe, "asked_at", None)
+    return f"{probe.question} (asked on {asked_at})" if asked_at else probe.question
 
-    ``reader``: a litellm model name (called through the comparison's cache, with
-    ``llm_args`` such as ``api_base``/``api_key`` and the ``retry`` policy), :data:`LOOKUP_READER`
-    (the default, offline: :func:`lookup_answer`) or a function ``(question, summary) -> answer``.
-    Metrics ``exact`` and ``fuzzy`` (see :func:`grade_answer`) are shares of the case's probes
-    (NaN without probes).
+
+class ProbeQAScorer(BaseScorer):
+    """A reader answers each probe of the case from the summary alone; the answers are graded.
+
+    ``reader``: a litellm model name (called through the comparison's cache with ``llm_args``
+    and ``retry``), :data:`LOOKUP_READER` (the default: the offline lexical baseline,
+    :func:`lookup_answer`) or a function ``(question, summary) -> answer``. ``prompt`` /
+    ``system_prompt``: the reader's (defaults :data:`READER_PROMPT`,
+    :data:`READER_SYSTEM_PROMPT`). ``grader``: a litellm model that also grades each answer
+    against the reference (metric ``llm``, prompts ``grader_prompt`` / ``grader_system_prompt``,
+    options ``grader_args``, as the LoCoMo and mem0 evaluations grade).
+
+    Metrics, shares of the case's probes (NaN without probes): ``exact`` and ``fuzzy``
+    (:func:`memorylab.evaluate.grading.grade_answer`: dates, number words, case, articles and
+    punctuation normalized), and ``llm`` with a ``grader``. Each carries the per-probe outcomes
+    (``metadata["items"]``) for the confidence intervals of a comparison.
+
+    Known failure modes: the lexical baseline answers with whole lines, so a line that holds
+    the answer among other words counts as exact, and a question that shares no words with the
+    line holding its answer is missed; a model reader can answer from world knowledge, which
+    the prompt forbids but cannot prevent; a small model drifts from the expected form (the
+    grader helps); exact grading accepts a hedge that contains the answer ("3 or 4").
     """
 
     name = "probe_qa"
@@ -145,81 +163,163 @@ class ProbeQAScorer(BaseScorer):
         *,
         llm_args: Mapping[str, Any] | None = None,
         max_tokens: int = 64,
-        retry: RetryPolicy | None = None,
+        retry: llm.RetryPolicy | None = None,
+        prompt: str = READER_PROMPT,
+        system_prompt: str = READER_SYSTEM_PROMPT,
+        grader: str | None = None,
+        grader_args: Mapping[str, Any] | None = None,
+        grader_prompt: str = GRADER_PROMPT,
+        grader_system_prompt: str = GRADER_SYSTEM_PROMPT,
+        name: str | None = None,
     ) -> None:
         if not (callable(reader) or (isinstance(reader, str) and reader.strip())):
             raise InvalidSetting(f"reader must be a model name or a function, not {reader!r}")
         self.reader = reader
-        self.llm_args = dict(llm_args or {})
-        self.max_tokens = max_tokens
-        self.retry = retry
+        self.max_tokens = llm.check_int("max_tokens", max_tokens, 1)
+        self.prompt = _check_prompt("prompt", prompt, ("summary", "question"))
+        self.system_prompt = str(system_prompt)
+        self.caller: llm.Caller | None = None
+        if isinstance(reader, str) and reader != LOOKUP_READER:
+            self.caller = llm.Caller(reader, retry=retry, llm_args=llm_args)
+        elif llm_args:
+            raise InvalidSetting("llm_args apply to a model reader only (reader='<model>')")
+        self.grader: llm.Caller | None = None
+        if grader is not None:
+            self.grader = llm.Caller(grader, retry=retry, llm_args=grader_args)
+        self.grader_prompt = _check_prompt(
+            "grader_prompt", grader_prompt, ("question", "expected", "answer")
+        )
+        self.grader_system_prompt = str(grader_system_prompt)
+        if name is not None:
+            self.name = _check_name(name)
+
+    @property
+    def llm_args(self) -> dict[str, Any]:
+        return dict(self.caller.llm_args) if self.caller is not None else {}
+
+    @property
+    def retry(self) -> llm.RetryPolicy | None:
+        return self.caller.retry if self.caller is not None else None
 
     def __repr__(self) -> str:
-        return f"ProbeQAScorer(reader={self.reader!r})"
+        grader = f", grader={self.grader.model!r}" if self.grader is not None else ""
+        named = f", name={self.name!r}" if self.name != type(self).name else ""
+        return f"ProbeQAScorer(reader={self.reader!r}{grader}{named})"
 
     @property
     def offline(self) -> bool:
-        return not isinstance(self.reader, str) or self.reader == LOOKUP_READER
-
-    def _messages(self, question: str, summary: str) -> list[dict[str, str]]:
-        return [
-            {"role": "system", "content": READER_SYSTEM_PROMPT},
-            {"role": "user", "content": READER_PROMPT.format(summary=summary, question=question)},
-        ]
+        return self.caller is None and self.grader is None
 
     def estimate(self, case: Case, summary_tokens: int) -> list[tuple[str, int, int]]:
-        if self.offline or not isinstance(self.reader, str):
-            return []
-        overhead = 120
-        return [(self.reader, summary_tokens + overhead, self.max_tokens) for _ in case.probes]
+        calls: list[tuple[str, int, int]] = []
+        if self.caller is not None:
+            overhead = 120
+            calls += [(self.caller.model, summary_tokens + overhead, self.max_tokens)] * len(
+                case.probes
+            )
+        if self.grader is not None:
+            calls += [(self.grader.model, 200 + self.max_tokens, 8)] * len(case.probes)
+        return calls
 
-    def _local_answer(self, question: str, summary: str) -> tuple[str, float]:
+    def _local_answer(self, question: str, summary: str) -> str:
         if callable(self.reader):
-            return str(self.reader(question, summary)), 0.0
-        return lookup_answer(question, summary), 0.0
+            return str(self.reader(question, summary))
+        return lookup_answer(question, summary)
 
-    async def _answer(self, question: str, summary: str, llm: CachedLLM) -> tuple[str, float]:
-        if self.offline:
-            return self._local_answer(question, summary)
-        options = {"temperature": 0.0, "max_tokens": self.max_tokens, **self.llm_args}
-        messages = self._messages(question, summary)
-        reply = await llm.acomplete(str(self.reader), messages, retry=self.retry, **options)
+    async def _answer(self, question: str, summary: str, llm_: CachedLLM) -> tuple[str, float]:
+        if self.caller is None:
+            return self._local_answer(question, summary), 0.0
+        messages = [
+            {"role": "system", "content": self.system_prompt},
+            {"role": "user", "content": self.prompt.format(summary=summary, question=question)},
+        ]
+        reply = await llm_.acomplete(
+            self.caller, messages, temperature=0.0, max_tokens=self.max_tokens
+        )
         return reply.text, reply.cost_usd if reply.cost_usd is not None else NAN
+
+    async def _grade_llm(self, probe: Probe, answer: str, llm_: CachedLLM) -> tuple[bool, float]:
+        assert self.grader is not None
+        if not answer.strip() or answer.strip(" .").upper() == "UNKNOWN":
+            return False, 0.0
+        content = self.grader_prompt.format(
+            question=probe.question, expected=probe.answer, answer=answer
+        )
+        messages = [
+            {"role": "system", "content": self.grader_system_prompt},
+            {"role": "user", "content": content},
+        ]
+        reply = await llm_.acomplete(self.grader, messages, temperature=0.0, max_tokens=8)
+        return parse_grade(reply.text), reply.cost_usd if reply.cost_usd is not None else NAN
 
     def score(self, sample: Sample) -> Mapping[str, Score]:
         if not self.offline:
             return super().score(sample)
         probes = sample.case.probes
-        return self._grade(sample, [self._local_answer(p.question, sample.text) for p in probes])
+        answers = [(self._local_answer(_question(p), sample.text), 0.0) for p in probes]
+        return self._grade(sample, answers, None)
 
     async def ascore(self, sample: Sample, llm: CachedLLM) -> Mapping[str, Score]:
-        answers = await asyncio.gather(
-            *(self._answer(p.question, sample.text, llm) for p in sample.case.probes)
-        )
-        return self._grade(sample, list(answers))
-
-    def _grade(self, sample: Sample, answers: list[tuple[str, float]]) -> Mapping[str, Score]:
         probes = sample.case.probes
+        answers = list(
+            await asyncio.gather(*(self._answer(_question(p), sample.text, llm) for p in probes))
+        )
+        graded = None
+        if self.grader is not None:
+            graded = list(
+                await asyncio.gather(
+                    *(self._grade_llm(p, a, llm) for p, (a, _) in zip(probes, answers, strict=True))
+                )
+            )
+        return self._grade(sample, answers, graded)
+
+    def _grade(
+        self,
+        sample: Sample,
+        answers: list[tuple[str, float]],
+        graded: list[tuple[bool, float]] | None,
+    ) -> Mapping[str, Score]:
+        probes = sample.case.probes
+        metrics = ("exact", "fuzzy", "llm") if self.grader is not None else ("exact", "fuzzy")
         if not probes:
             none = Score(NAN, "the case has no probes", {"n": 0})
-            return {"exact": none, "fuzzy": none}
-        exact = fuzzy = 0
+            return dict.fromkeys(metrics, none)
+        outcomes: dict[str, list[float]] = {m: [] for m in metrics}
         wrong: list[str] = []
-        for probe, (answer, _cost) in zip(probes, answers, strict=True):
+        for index, (probe, (answer, _cost)) in enumerate(zip(probes, answers, strict=True)):
             is_exact, is_fuzzy, _ = grade_answer(answer, probe.answer)
-            exact += is_exact
-            fuzzy += is_fuzzy
+            outcomes["exact"].append(float(is_exact))
+            outcomes["fuzzy"].append(float(is_fuzzy))
+            if graded is not None:
+                outcomes["llm"].append(float(graded[index][0]))
             if not is_fuzzy:
                 wrong.append(f"{probe.id}: expected {probe.answer!r}, got {answer[:60]!r}")
-        costs = [c for _, c in answers]
+        costs = [c for _, c in answers] + [c for _, c in graded or ()]
         cost = NAN if any(math.isnan(c) for c in costs) else sum(costs)
         n = len(probes)
-        meta = {"n": n, "wrong": wrong, "cost_usd": cost, "reader": str(self.reader)}
+        reader = (
+            f"{LOOKUP_READER} (lexical baseline)" if self.reader == LOOKUP_READER
+            else str(getattr(self.reader, "__name__", self.reader))
+        )  # fmt: skip
+        base = {"n": n, "wrong": wrong, "cost_usd": cost, "reader": reader,
+                "categories": [getattr(p, "category", None) for p in probes]}  # fmt: skip
         why = "; ".join(wrong[:5]) + (f" (+{len(wrong) - 5} more)" if len(wrong) > 5 else "")
-        return {
-            "exact": Score(exact / n, f"{exact}/{n} exact", meta),
-            "fuzzy": Score(fuzzy / n, f"{fuzzy}/{n} fuzzy" + (f"; {why}" if why else ""), meta),
-        }
+        out: dict[str, Score] = {}
+        for metric in metrics:
+            hits = int(sum(outcomes[metric]))
+            text = f"{hits}/{n} {metric}" + (f"; {why}" if why and metric == "fuzzy" else "")
+            meta = {**base, "items": tuple(outcomes[metric])}
+            out[metric] = Score(hits / n, text, meta)
+        return out
+
+
+def _check_name(name: Any) -> str:
+    if not isinstance(name, str) or not name.strip() or "." in name:
+        raise InvalidSetting(
+            f"a scorer name must be a non-empty string without '.', not {name!r} (the tables "
+            "name columns '<scorer>.<metric>')"
+        )
+    return name.strip()
 
 
 # --------------------------------------------------------------------------- judge
@@ -319,12 +419,16 @@ def parse_judge_reply(text: str) -> tuple[dict[str, float], str]:
 
 
 class JudgeScorer(BaseScorer):
-    """An LLM rates the summary against the history (:data:`JUDGE_PROMPT`).
+    """An LLM rates the summary against the history (``prompt``, default :data:`JUDGE_PROMPT`).
 
     Metrics: each criterion of :data:`JUDGE_CRITERIA` as ``(rating - 1) / 4`` in [0, 1] and
     their mean ``overall``. A history longer than ``max_history_tokens`` is shown to the judge
-    as its head and tail (noted in the explanation). ``llm_args`` go to litellm; ``retry`` is
-    the calls' :class:`~memorylab.llm.RetryPolicy`.
+    as its head and tail (noted in the explanation). ``llm_args`` go to litellm (the same as
+    everywhere); ``retry`` is the calls' :class:`~memorylab.llm.RetryPolicy`.
+
+    Known failure modes: judges favour long and fluent summaries and their own model family,
+    drift between model versions, and a small local judge rates everything alike; compare
+    summarizers with one judge, next to ``fact_recall`` and ``probe_qa``.
     """
 
     name = "judge"
@@ -336,7 +440,10 @@ class JudgeScorer(BaseScorer):
         llm_args: Mapping[str, Any] | None = None,
         max_history_tokens: int = 12_000,
         max_tokens: int = 300,
-        retry: RetryPolicy | None = None,
+        retry: llm.RetryPolicy | None = None,
+        prompt: str = JUDGE_PROMPT,
+        system_prompt: str = JUDGE_SYSTEM_PROMPT,
+        name: str | None = None,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise InvalidSetting(
@@ -344,10 +451,21 @@ class JudgeScorer(BaseScorer):
                 "model name; llm_args={'api_base': ...} for a local server)"
             )
         self.model = model
-        self.llm_args = dict(llm_args or {})
-        self.max_history_tokens = max_history_tokens
-        self.max_tokens = max_tokens
-        self.retry = retry
+        self.caller = llm.Caller(model, retry=retry, llm_args=llm_args)
+        self.max_history_tokens = llm.check_int("max_history_tokens", max_history_tokens, 16)
+        self.max_tokens = llm.check_int("max_tokens", max_tokens, 1)
+        self.prompt = _check_prompt("prompt", prompt, ("transcript", "summary"))
+        self.system_prompt = str(system_prompt)
+        if name is not None:
+            self.name = _check_name(name)
+
+    @property
+    def llm_args(self) -> dict[str, Any]:
+        return dict(self.caller.llm_args)
+
+    @property
+    def retry(self) -> llm.RetryPolicy:
+        return self.caller.retry
 
     def __repr__(self) -> str:
         return f"JudgeScorer({self.model!r})"
@@ -370,14 +488,15 @@ class JudgeScorer(BaseScorer):
     async def ascore(self, sample: Sample, llm: CachedLLM) -> Mapping[str, Score]:
         transcript, cut = await asyncio.to_thread(self._transcript, sample.case)
         messages = [
-            {"role": "system", "content": JUDGE_SYSTEM_PROMPT},
+            {"role": "system", "content": self.system_prompt},
             {
                 "role": "user",
-                "content": JUDGE_PROMPT.format(transcript=transcript, summary=sample.text),
+                "content": self.prompt.format(transcript=transcript, summary=sample.text),
             },
         ]
-        options = {"temperature": 0.0, "max_tokens": self.max_tokens, **self.llm_args}
-        reply = await llm.acomplete(self.model, messages, retry=self.retry, **options)
+        reply = await llm.acomplete(
+            self.caller, messages, temperature=0.0, max_tokens=self.max_tokens
+        )
         ratings, explanation = parse_judge_reply(reply.text)
         note = " (the judge saw the head and tail of a long history)" if cut else ""
         meta = {"ratings": ratings, "cost_usd": reply.cost_usd, "judge": self.model}

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 from memorylab.errors import InvalidSetting
 
@@ -88,10 +88,13 @@ class BaseScorer:
 
     :meth:`estimate` lists the model calls a scorer will make for a case, as
     ``(model, input_tokens, output_tokens)``, for the cost guard (``summary_tokens`` is an
-    upper bound of the summary's size).
+    upper bound of the summary's size). ``quality``: whether its metrics measure what a summary
+    keeps (higher is better; the tables check them against the bounds and mark ties), rather
+    than its size, time or cost.
     """
 
     name = "scorer"
+    quality: ClassVar[bool] = True
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

@@ -16,6 +16,10 @@ that a compaction actually wrote (``summary``), so it can be scored without call
   The first summary block of that file that does not already occur in the archive is the one
   the compaction wrote. Its ``compactions.jsonl`` record, when there is one, gives the model,
   latency and cost (``Case.metadata``).
+* :func:`cases_from_locomo` and :func:`cases_from_longmemeval` read two public long-memory
+  benchmarks' files (the user brings them; they are not shipped): one case per session or per
+  conversation, every message stamped with its session's date and time, probes from the
+  benchmark's questions with their reference answers and categories.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -38,7 +43,10 @@ __all__ = [
     "Case",
     "FACT_CATEGORIES",
     "Fact",
+    "LOCOMO_CATEGORIES",
     "Probe",
+    "cases_from_locomo",
+    "cases_from_longmemeval",
     "cases_from_messages",
     "cases_from_transcripts",
     "cases_from_workspace",
@@ -381,3 +389,218 @@ def cases_from_workspace(
                 ids.add(case.id)
                 out.append(case)
     return out
+
+
+# --------------------------------------------------------------------------- public benchmarks
+
+LOCOMO_CATEGORIES = {
+    "1": "multi-hop", "2": "temporal", "3": "open-domain", "4": "single-hop", "5": "adversarial",
+}  # fmt: skip
+"""LoCoMo's question categories by number, as its evaluations name them (``Probe.category`` keeps
+the number as written in the file)."""
+
+_MONTH_NAMES = (
+    "january", "february", "march", "april", "may", "june", "july", "august", "september",
+    "october", "november", "december",
+)  # fmt: skip
+_LOCOMO_STAMP = re.compile(
+    r"(\d{1,2}):(\d{2})\s*([ap]\.?m\.?)\s+on\s+(\d{1,2})\s+([a-z]+),?\s+(\d{4})", re.IGNORECASE
+)
+_LONGMEM_STAMP = re.compile(r"(\d{4})/(\d{1,2})/(\d{1,2})(?:\s*\([^)]*\))?\s*(\d{1,2}):(\d{2})")
+_DIA = re.compile(r"D(\d+):(\d+)")
+
+
+def _benchmark_file(path: str | os.PathLike[str], what: str) -> list[Any]:
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise StoreError(f"{file} does not exist; give the path of a {what} JSON file")
+    try:
+        data = json.loads(file.read_bytes())
+    except (OSError, ValueError) as exc:
+        raise MemoryFormatError(f"not a JSON file ({exc})", path=file) from None
+    if isinstance(data, dict):
+        data = [data]
+    if not isinstance(data, list) or not all(isinstance(x, dict) for x in data):
+        raise MemoryFormatError(f"a {what} file holds a JSON list of objects", path=file)
+    return data
+
+
+def _bad(file: str | os.PathLike[str], what: str, why: str) -> MemoryFormatError:
+    return MemoryFormatError(f"not the {what} format: {why}", path=Path(file))
+
+
+def _locomo_stamp(text: str) -> str | None:
+    """``"1:56 pm on 8 May, 2023"`` as ``"2023-05-08T13:56:00"`` (None when it is not that)."""
+    match = _LOCOMO_STAMP.search(text)
+    if match is None:
+        return None
+    hour, minute, half, day, month, year = match.groups()
+    names = [m for m in _MONTH_NAMES if m.startswith(month.lower()[:3])]
+    if not names:
+        return None
+    hour_24 = int(hour) % 12 + (12 if half.lower().startswith("p") else 0)
+    number = _MONTH_NAMES.index(names[0]) + 1
+    return f"{int(year):04d}-{number:02d}-{int(day):02d}T{hour_24:02d}:{int(minute):02d}:00"
+
+
+def _answer(value: Any) -> str | None:
+    if value is None or isinstance(value, bool):
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+def cases_from_locomo(
+    path: str | os.PathLike[str], *, split: Literal["session", "conversation"] = "session"
+) -> list[Case]:
+    """Cases from a LoCoMo file: one per session (``split="session"``) or per conversation.
+
+    The format: a JSON list of samples, each with ``sample_id``, a ``conversation`` (``speaker_a``,
+    ``speaker_b``, ``session_<n>``: a list of turns ``{speaker, dia_id, text}``, and
+    ``session_<n>_date_time``, e.g. ``"1:56 pm on 8 May, 2023"``) and ``qa`` items ``{question,
+    answer, evidence: [dia_id ...], category}``. Every turn is a message whose role is its
+    speaker, stamped with its session's date and time (ISO-8601); a shared image's caption
+    (``blip_caption``) is kept in its turn's text, as ``[shares an image: ...]`` (answers
+    sometimes exist only there). A question is a probe of the case that holds all of its
+    evidence (a session case gets the questions whose evidence lies in it; a conversation case
+    all of them), with its category (:data:`LOCOMO_CATEGORIES`); questions without an answer
+    (the adversarial ones have ``adversarial_answer`` instead) are left out and counted in
+    ``metadata["unanswered"]``.
+    """
+    if split not in ("session", "conversation"):
+        raise InvalidSetting(f"split must be 'session' or 'conversation', not {split!r}")
+    cases: list[Case] = []
+    for number, sample in enumerate(_benchmark_file(path, "LoCoMo")):
+        conversation = sample.get("conversation")
+        if not isinstance(conversation, Mapping):
+            raise _bad(path, "LoCoMo", f"sample {number} has no 'conversation' object")
+        sample_id = str(sample.get("sample_id") or f"conv-{number}")
+        sessions: list[tuple[int, list[dict[str, Any]]]] = []
+        for key, turns in conversation.items():
+            found = re.fullmatch(r"session_(\d+)", str(key))
+            if found is None or not isinstance(turns, list):
+                continue
+            index = int(found.group(1))
+            raw_stamp = str(conversation.get(f"session_{index}_date_time") or "")
+            stamp = _locomo_stamp(raw_stamp) or raw_stamp or None
+            messages = []
+            for turn in turns:
+                if not isinstance(turn, Mapping) or "text" not in turn:
+                    raise _bad(path, "LoCoMo", f"{sample_id} session_{index}: a turn without text")
+                text = str(turn.get("text") or "")
+                caption = turn.get("blip_caption")
+                if caption:
+                    text = f"{text} [shares an image: {caption}]".strip()
+                message: dict[str, Any] = {
+                    "role": str(turn.get("speaker") or "unknown"),
+                    "content": text,
+                    "dia_id": str(turn.get("dia_id") or ""),
+                }
+                if stamp:
+                    message["timestamp"] = stamp
+                messages.append(message)
+            sessions.append((index, messages))
+        if not sessions:
+            raise _bad(path, "LoCoMo", f"{sample_id} has no session_<n> lists of turns")
+        sessions.sort()
+        questions = sample.get("qa") or []
+        if not isinstance(questions, list):
+            raise _bad(path, "LoCoMo", f"{sample_id}: 'qa' must be a list")
+        probes: list[tuple[set[int], Probe]] = []
+        unanswered = 0
+        for q_index, item in enumerate(questions):
+            answer = _answer(item.get("answer")) if isinstance(item, Mapping) else None
+            if answer is None or not str(item.get("question") or "").strip():
+                unanswered += 1
+                continue
+            evidence = " ".join(map(str, item.get("evidence") or ()))
+            where = {int(m.group(1)) for m in _DIA.finditer(evidence)}
+            category = item.get("category")
+            probes.append((where, Probe(
+                f"{sample_id}-q{q_index + 1}", None, str(item["question"]).strip(), answer,
+                category=None if category is None else str(category),
+            )))  # fmt: skip
+        groups = (
+            [(f"#s{i}", [i], m) for i, m in sessions]
+            if split == "session"
+            else [("", [i for i, _ in sessions], [x for _, m in sessions for x in m])]
+        )
+        for suffix, indices, messages in groups:
+            if not any(str(m["content"]).strip() for m in messages):
+                continue
+            mine = tuple(
+                p for where, p in probes
+                if (where and where <= set(indices)) or (not where and split == "conversation")
+            )  # fmt: skip
+            cases.append(Case(
+                f"{sample_id}{suffix}",
+                tuple({k: v for k, v in m.items() if k != "dia_id"} for m in messages),
+                probes=mine,
+                source=str(path),
+                metadata={"benchmark": "locomo", "sample_id": sample_id, "sessions": indices,
+                          "unanswered": unanswered,
+                          "speakers": [conversation.get("speaker_a"),
+                                       conversation.get("speaker_b")]},
+            ))  # fmt: skip
+    return cases
+
+
+def _longmem_stamp(text: Any) -> str | None:
+    """``"2023/05/20 (Sat) 02:21"`` as ``"2023-05-20T02:21:00"`` (None when it is not that)."""
+    match = _LONGMEM_STAMP.search(str(text or ""))
+    if match is None:
+        return None
+    year, month, day, hour, minute = (int(g) for g in match.groups())
+    return f"{year:04d}-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:00"
+
+
+def cases_from_longmemeval(
+    path: str | os.PathLike[str], *, sessions: Literal["all", "evidence"] = "all"
+) -> list[Case]:
+    """Cases from a LongMemEval file: one per question, its haystack as the history.
+
+    The format: a JSON list of instances ``{question_id, question_type, question, answer,
+    question_date, haystack_session_ids, haystack_dates, haystack_sessions: [[{role, content},
+    ...], ...], answer_session_ids}``. The case's messages are the haystack sessions in order
+    (``sessions="evidence"``: only those in ``answer_session_ids``, the benchmark's oracle
+    setting), each message stamped with its session's date; the one probe is the question, with
+    its answer, ``question_type`` as category and ``question_date`` as ``asked_at``.
+    """
+    if sessions not in ("all", "evidence"):
+        raise InvalidSetting(f"sessions must be 'all' or 'evidence', not {sessions!r}")
+    cases: list[Case] = []
+    for number, item in enumerate(_benchmark_file(path, "LongMemEval")):
+        haystack = item.get("haystack_sessions")
+        if not isinstance(haystack, list) or "question" not in item:
+            raise _bad(path, "LongMemEval", f"instance {number} has no haystack_sessions/question")
+        qid = str(item.get("question_id") or f"q{number}")
+        ids = list(item.get("haystack_session_ids") or [None] * len(haystack))
+        dates = list(item.get("haystack_dates") or [None] * len(haystack))
+        wanted = {str(x) for x in item.get("answer_session_ids") or ()}
+        messages: list[dict[str, Any]] = []
+        for session_id, date, turns in zip(ids, dates, haystack, strict=False):
+            if sessions == "evidence" and str(session_id) not in wanted:
+                continue
+            stamp = _longmem_stamp(date)
+            for turn in turns if isinstance(turns, list) else ():
+                if not isinstance(turn, Mapping) or "content" not in turn:
+                    raise _bad(path, "LongMemEval", f"{qid}: a turn without content")
+                message: dict[str, Any] = {
+                    "role": str(turn.get("role") or "unknown"),
+                    "content": str(turn.get("content") or ""),
+                }
+                if stamp:
+                    message["timestamp"] = stamp
+                messages.append(message)
+        answer = _answer(item.get("answer"))
+        if not messages or answer is None:
+            continue
+        asked = _longmem_stamp(item.get("question_date")) or _answer(item.get("question_date"))
+        probe = Probe(f"{qid}-q", None, str(item["question"]).strip(), answer,
+                      category=_answer(item.get("question_type")), asked_at=asked)  # fmt: skip
+        cases.append(Case(
+            qid, tuple(messages), probes=(probe,), source=str(path),
+            metadata={"benchmark": "longmemeval", "question_type": probe.category,
+                      "sessions": sessions},
+        ))  # fmt: skip
+    return cases

@@ -3,15 +3,25 @@
 Wired into ``memorylab`` as a sub-command with :func:`add_compare_arguments` and
 :func:`run_compare`; also runnable on its own: ``python -m memorylab.evaluate.cli [...]``.
 
-Sources are transcript files (``.jsonl``) or folders of them, and workspaces, agent folders or
-memory files (every compaction in them becomes a case, scored with ``memorylab/existing`` when
-no ``-s`` is given). With no source the bundled transcripts are used. The wide table is printed
-as markdown; ``--csv`` writes the long-form scores, ``--png`` the plots.
+Sources are transcript files (``.jsonl``) or folders of them, benchmark files (``.json``: LoCoMo
+or LongMemEval, recognised by their keys), and workspaces, agent folders or memory files (every
+compaction in them becomes a case, scored with ``memorylab/existing`` when no ``-s`` is given).
+With no source the bundled transcripts are used. Without ``-s`` the bounds (``memorylab/full``,
+``memorylab/none``) and the offline baselines are compared. The wide table is printed as
+markdown, with confidence intervals and its notes; ``--csv`` writes the long-form scores,
+``--png`` the plots.
+
+``--local-model PATH.gguf`` starts llama.cpp's server for that model file for the run (extra
+``local``); the name ``local`` then means that model in ``-s``, ``--reader`` and ``--judge``
+(without any of them, it is compared as a summarizer). The exit code is 1 when every summary of
+a summarizer failed (its first error is printed), 2 for bad settings.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -40,13 +50,28 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
         help="compression, latency, cost, fact_recall, probe_qa, judge, rouge, similarity "
         "(repeatable; default: compression, latency, cost, fact_recall, probe_qa)",
     )  # fmt: skip
-    parser.add_argument("--reader", help="litellm model that answers probes (default: offline)")
+    parser.add_argument(
+        "--reader", action="append", dest="readers", metavar="MODEL",
+        help="a litellm model that answers the probes, scored as probe_qa[MODEL] beside the "
+        "offline lexical baseline (repeatable)",
+    )  # fmt: skip
+    parser.add_argument("--grader", metavar="MODEL",
+                        help="grade the readers' answers with this model too (metric llm)")
     parser.add_argument("--judge", metavar="MODEL", help="add the judge scorer with this model")
     parser.add_argument("--api-base", help="api_base for every model call (a local server)")
+    parser.add_argument(
+        "--local-model", type=Path, metavar="PATH.gguf",
+        help="start llama.cpp's server for this GGUF file for the run; call it 'local' in -s, "
+        "--reader, --judge (needs the 'local' extra)",
+    )  # fmt: skip
+    parser.add_argument("--context-window", type=int, default=4096,
+                        help="the local model's context window in tokens (default 4096)")
     parser.add_argument("--max-tokens", type=int, help="summary budget for every summarizer")
     parser.add_argument(
         "--split", choices=("whole", "session", "window"), default="whole",
-        help="how transcripts are cut into cases (default: whole)",
+        help="how transcripts and benchmarks are cut into cases: whole (a LoCoMo conversation, "
+        "a LongMemEval haystack), session (a LoCoMo session, LongMemEval's evidence sessions) "
+        "or window (default: whole)",
     )  # fmt: skip
     parser.add_argument("--window", type=int, default=40, help="messages per --split window")
     parser.add_argument("--concurrency", type=int, default=8, help="parallel calls (default 8)")
@@ -70,6 +95,24 @@ def _is_transcripts(path: Path) -> bool:
     )
 
 
+def _benchmark(path: Path, split: str) -> list[Any]:
+    from memorylab.evaluate.cases import cases_from_locomo, cases_from_longmemeval
+
+    try:
+        head = json.loads(path.read_bytes())
+    except (OSError, ValueError) as exc:
+        raise InvalidSetting(f"{path} is not a JSON file ({exc})") from None
+    first = head[0] if isinstance(head, list) and head else head
+    if isinstance(first, dict) and "conversation" in first:
+        return cases_from_locomo(path, split="session" if split == "session" else "conversation")
+    if isinstance(first, dict) and "haystack_sessions" in first:
+        return cases_from_longmemeval(path, sessions="evidence" if split == "session" else "all")
+    raise InvalidSetting(
+        f"{path}: a .json source is a LoCoMo file (samples with 'conversation' and 'qa') or a "
+        "LongMemEval file (instances with 'haystack_sessions')"
+    )
+
+
 def load_cases(sources: Sequence[Path], split: str = "whole", window: int = 40) -> list[Any]:
     """Cases from command-line sources (see the module docstring)."""
     from memorylab.evaluate.cases import cases_from_transcripts, cases_from_workspace
@@ -78,7 +121,9 @@ def load_cases(sources: Sequence[Path], split: str = "whole", window: int = 40) 
         return cases_from_transcripts(None, split=split, window=window)  # type: ignore[arg-type]
     cases: list[Any] = []
     for source in sources:
-        if _is_transcripts(source):
+        if source.suffix == ".json" and source.is_file():
+            cases += _benchmark(source, split)
+        elif _is_transcripts(source):
             cases += cases_from_transcripts(source, split=split, window=window)  # type: ignore[arg-type]
         else:
             cases += cases_from_workspace(source)
@@ -105,10 +150,40 @@ def _plots(df: Any, path: Path) -> None:
     figure.savefig(path, dpi=110)
 
 
+LOCAL = "local"
+"""The name of the ``--local-model`` model in ``-s``, ``--reader`` and ``--judge``."""
+
+
+def _failed_summarizers(df: Any) -> list[tuple[str, str]]:
+    """``(label, first error)`` of each summarizer whose every summary failed."""
+    out = []
+    for label, rows in df.groupby("summarizer", sort=False):
+        summaries = rows[rows["scorer"] == "summarize"]
+        cases = rows["case"].nunique()
+        if len(summaries) and summaries["case"].nunique() == cases:
+            out.append((str(label), str(summaries["error"].iloc[0])))
+    return out
+
+
 def run_compare(args: argparse.Namespace) -> int:
     """Run the comparison that ``args`` describe; print the table; write CSV/PNG."""
+    with contextlib.ExitStack() as stack:
+        local_base = None
+        if args.local_model is not None:
+            from memorylab.llm import local_server
+
+            local_base = stack.enter_context(
+                local_server(args.local_model, context_window=args.context_window)
+            )
+        return _run(args, local_base)
+    raise AssertionError("unreachable")
+
+
+def _run(args: argparse.Namespace, local_base: str | None) -> int:
+    from memorylab.compress.litellm_summarizer import LiteLLMSummarizer
     from memorylab.evaluate.compare import (
         BASELINES,
+        BOUNDS,
         DEFAULT_SCORERS,
         EXISTING,
         compare_summarizers,
@@ -119,20 +194,44 @@ def run_compare(args: argparse.Namespace) -> int:
     from memorylab.evaluate.scorers import get_scorer
 
     cases = load_cases(args.sources, args.split, args.window)
-    llm_args = {"api_base": args.api_base, "api_key": "x"} if args.api_base else {}
-    summarizers = args.summarizers or (
-        [EXISTING] if all(c.summary for c in cases) else list(BASELINES)
-    )
+    llm_args = {"api_base": args.api_base} if args.api_base else {}
+    local_args = {"api_base": local_base} if local_base else {}
+    if local_base is None and LOCAL in [*(args.summarizers or ()), *(args.readers or ()),
+                                        args.judge, args.grader]:  # fmt: skip
+        raise InvalidSetting("the model 'local' needs --local-model PATH.gguf")
+
+    def model(name: str) -> tuple[str, dict[str, Any]]:
+        return ("openai/local", local_args) if name == LOCAL else (name, llm_args)
+
+    named = [*(args.summarizers or ())]
+    if local_base and not (named or args.readers or args.judge or args.grader):
+        named = [*BOUNDS, *BASELINES, LOCAL]
+    if not named:
+        named = [EXISTING] if all(c.summary for c in cases) else [*BOUNDS, *BASELINES]
+    summarizers: dict[str, Any] = {}
+    for name in named:
+        if name == LOCAL:
+            summarizers[LOCAL] = LiteLLMSummarizer(
+                "openai/local", llm_args=local_args, context_window=args.context_window
+            )
+        else:
+            summarizers[name] = name
+    grader = model(args.grader) if args.grader else None
     scorers: list[Any] = []
     for name in args.scorers or DEFAULT_SCORERS:
-        if name == "probe_qa" and args.reader:
-            scorers.append(get_scorer("probe_qa", reader=args.reader, llm_args=llm_args))
-        elif name == "judge":
-            scorers.append(get_scorer("judge", model=args.judge, llm_args=llm_args))
-        else:
-            scorers.append(name)
-    if args.judge and "judge" not in (args.scorers or ()):
-        scorers.append(get_scorer("judge", model=args.judge, llm_args=llm_args))
+        if name == "judge":
+            continue
+        scorers.append(name)
+    if "probe_qa" in (args.scorers or DEFAULT_SCORERS):
+        for reader in args.readers or ():
+            reader_model, reader_args = model(reader)
+            scorers.append(get_scorer(
+                "probe_qa", name=f"probe_qa[{reader}]", reader=reader_model, llm_args=reader_args,
+                grader=grader[0] if grader else None, grader_args=grader[1] if grader else None,
+            ))  # fmt: skip
+    if args.judge or "judge" in (args.scorers or ()):
+        judge_model, judge_args = model(args.judge) if args.judge else (None, {})
+        scorers.append(get_scorer("judge", model=judge_model, llm_args=judge_args))
     cache_dir: Any = False if args.no_cache else (args.cache_dir or True)
     df = compare_summarizers(
         cases,
@@ -146,7 +245,7 @@ def run_compare(args: argparse.Namespace) -> int:
         summarizer_args={"llm_args": llm_args} if llm_args else None,
     )
     if args.table == "fact-survival":
-        table = fact_survival_table(df)
+        table = fact_survival_table(df, ci=True)
         shares = [c for c in table.columns if c != "facts"]
         print(markdown_table(table, percent=shares))
     else:
@@ -162,7 +261,11 @@ def run_compare(args: argparse.Namespace) -> int:
         df.to_csv(args.csv, index=False)
     if args.png:
         _plots(df, args.png)
-    return 0
+    failed = _failed_summarizers(df)
+    for label, error in failed:
+        print(f"memorylab: every summary of {label} failed; the first error: {error}",
+              file=sys.stderr)  # fmt: skip
+    return 1 if failed else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

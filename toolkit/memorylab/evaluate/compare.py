@@ -3,9 +3,10 @@
 :func:`compare_summarizers` summarizes every case with every summarizer and scores each
 summary. Summarizers are litellm model names (:class:`~memorylab.LiteLLMSummarizer`), the
 built-in offline ones — ``"memorylab/extractive"``, ``"memorylab/truncate"``,
-``"memorylab/head-tail"`` (:data:`BASELINES`) — ``"memorylab/existing"`` (the summaries that
-:func:`~memorylab.evaluate.cases_from_workspace` cases already have), or any
-:class:`~memorylab.Summarizer` object.
+``"memorylab/head-tail"`` (:data:`BASELINES`) — the bounds ``"memorylab/full"`` (the history
+unchanged, the ceiling) and ``"memorylab/none"`` (nothing, the floor) (:data:`BOUNDS`),
+``"memorylab/existing"`` (the summaries that :func:`~memorylab.evaluate.cases_from_workspace`
+cases already have), or any :class:`~memorylab.Summarizer` object.
 
 * Concurrency: asyncio, at most ``concurrency`` summaries or model calls at a time; offline
   work runs on threads. Rate limits, timeouts and 5xx are retried with exponential backoff by
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from memorylab.compress.base import Summarizer
+from memorylab.compress.baselines import BOUNDS
 from memorylab.compress.summarizers import get_summarizer, summarizer_names
 from memorylab.errors import BudgetExceeded, InvalidSetting
 from memorylab.evaluate._cache import LLMCache, RunStats
@@ -58,6 +60,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BASELINES",
+    "BOUNDS",
     "DEFAULT_SCORERS",
     "EXISTING",
     "ExistingSummaries",
@@ -71,7 +74,7 @@ __all__ = [
 ]
 
 BASELINES = ("memorylab/extractive", "memorylab/truncate", "memorylab/head-tail")
-"""The built-in offline summarizers: the floor every model should beat."""
+"""The built-in offline summarizers: what every model should beat."""
 
 DEFAULT_SCORERS = ("compression", "latency", "cost", "fact_recall", "probe_qa")
 """Scorers used when none are named: all offline (``probe_qa`` with the lookup reader)."""
@@ -142,7 +145,10 @@ def _resolve_scorers(scorers: ScorerSpec | Sequence[ScorerSpec]) -> list[Scorer]
     names = [s.name for s in resolved]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
-        raise InvalidSetting(f"scorer names must be unique; repeated: {duplicates}")
+        raise InvalidSetting(
+            f"scorer names must be unique; repeated: {duplicates}. Give one a name of its own: "
+            f"get_scorer({duplicates[0]!r}, name='{duplicates[0]}_2', ...)"
+        )
     return resolved
 
 
@@ -317,11 +323,13 @@ def compare_summarizers(
         The long-form scores, one row per (case, summarizer, scorer, metric) with columns
         ``case, summarizer, scorer, metric, value, n, explanation, error`` (``n``: how many
         facts or probes the value averages over; a failure is a row with ``metric="error"``,
-        NaN value and the ``error`` text). ``df.attrs["run"]`` holds the run's counters: model
-        ``requests`` sent (retries not counted), ``cache_hits``, ``spent_usd``,
-        ``estimate_usd``, ``unpriced_models``. With ``with_summaries=True``, also a frame of
-        the summaries (text, model, tokens, cost, latency, whether they came whole from the
-        cache, error).
+        NaN value and the ``error`` text), ``items`` (each fact's or probe's outcome, for the
+        confidence intervals) and ``flag`` (``"biased"``). ``df.attrs["run"]`` holds the run's
+        counters: model ``requests`` sent (retries not counted), ``cache_hits``,
+        ``spent_usd``, ``estimate_usd``, ``unpriced_models``; ``df.attrs["bounds"]`` the labels
+        of the ceiling and floor, ``df.attrs["quality"]`` which scorers measure quality.
+        With ``with_summaries=True``, also a frame of the summaries (text, model, tokens,
+        cost, latency, whether they came whole from the cache, error).
     """
     _check_settings(concurrency, max_cost_usd, max_tokens)
     items = _resolve_cases(cases)
@@ -364,6 +372,10 @@ def compare_summarizers(
         run["estimate_usd"] = float(estimate["usd"].sum())
         run["unpriced_models"] = sorted(estimate.loc[~estimate["priced"], "model"])
     frame.attrs["run"] = run
+    frame.attrs["bounds"] = {
+        label: str(s.bound) for label, s in resolved.items() if getattr(s, "bound", None)
+    }
+    frame.attrs["quality"] = {s.name: bool(getattr(s, "quality", True)) for s in scorer_list}
     if with_summaries:
         return frame, _frame([record for _, record in results], SUMMARY_COLUMNS)
     return frame

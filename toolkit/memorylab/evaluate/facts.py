@@ -1,5 +1,11 @@
 r"""Facts: extracting them from a history by documented rules, and finding them in a summary.
 
+Extracted facts are the last resort of ``fact_recall``: planted facts and a benchmark's
+reference answers are the ground truth wherever a case has them. The extraction rules below
+keep the same kinds of spans as :class:`~memorylab.compress.ExtractiveSummarizer` (numbers,
+paths, commands, decision sentences), so on extracted facts that summarizer is graded by rules
+like its own: its scores are flagged ``biased`` (:data:`SHARES_EXTRACTION_RULES`).
+
 Extraction (:func:`extract_facts`), for histories without reference facts. Each message is
 scanned in this order; a span taken by one rule is not read again by a later one (except
 decisions, which are whole sentences):
@@ -67,12 +73,18 @@ __all__ = [
     "FactMatch",
     "NUMBER_WINDOW",
     "PROGRAMS",
+    "SHARES_EXTRACTION_RULES",
     "UNITS",
     "extract_facts",
     "fact_kept",
     "normalize",
     "numbers_in",
 ]
+
+SHARES_EXTRACTION_RULES = frozenset({"memorylab/extractive"})
+"""Summarizers that keep facts by rules like :func:`extract_facts` (commands, paths, numbers,
+decision sentences): ``fact_recall`` on extracted facts measures their agreement with the
+extractor, not memory quality, and is flagged ``biased`` for them."""
 
 DECISION_THRESHOLD = 70.0
 """Minimum share (percent) of a decision's words one summary sentence must have to keep it."""

@@ -3,9 +3,12 @@
 Every function takes ``ax=None`` (a new figure is made) and returns the ``Axes``; none calls
 ``plt.show()``.
 
-* :func:`plot_quality` — fact recall (or another scorer) per category, one bar per summarizer;
-* :func:`plot_cost_quality` — cost against quality, one point per summarizer, with the Pareto
-  front (no other summarizer is both cheaper and better);
+* :func:`plot_quality` — fact recall (or another scorer) per category, one bar per summarizer,
+  with its confidence interval; the bounds (``memorylab/full``, ``memorylab/none``) are drawn
+  as lines, not bars, and a bar not significantly below the best is marked ``≈``;
+* :func:`plot_cost_quality` — cost against quality, one point per summarizer with its
+  interval, the bounds as horizontal lines, and the Pareto front (no other summarizer is both
+  cheaper and better);
 * :func:`plot_latency` — the spread of latency per summarizer.
 """
 
@@ -56,19 +59,58 @@ def plot_quality(
         known = [m for m in (*FACT_CATEGORIES, "overall") if m in present]
         metrics = tuple(known or present)
     columns = [f"{scorer}.{m}" for m in metrics]
-    table = summary_table(rows, columns)[columns]
-    axes = _axes(ax, (max(6.0, 1.2 * len(metrics) * max(1, len(table)) / 2), 4.0))
-    width = 0.8 / max(1, len(table))
-    for i, (name, row) in enumerate(table.iterrows()):
-        positions = [m + (i - (len(table) - 1) / 2) * width for m in range(len(metrics))]
-        values = [0.0 if math.isnan(v) else float(v) for v in row.to_numpy()]
-        axes.bar(positions, values, width=width, label=str(name))
-    axes.set_xticks(range(len(metrics)), list(metrics))
+    full = summary_table(rows)
+    table = full[columns]
+    bounds = full.attrs.get("bounds", {})
+    bars = [label for label in table.index if label not in bounds.values()]
+    axes = _axes(ax, (max(6.0, 1.2 * len(metrics) * max(1, len(bars)) / 2), 4.0))
+    width = 0.8 / max(1, len(bars))
+    for i, name in enumerate(bars):
+        row = full.loc[name]
+        positions = [m + (i - (len(bars) - 1) / 2) * width for m in range(len(metrics))]
+        values = [_value(row[c]) for c in columns]
+        errors = _errors(full, name, columns)
+        axes.bar(positions, values, width=width, label=str(name), yerr=errors, capsize=2,
+                 error_kw={"elinewidth": 0.8})  # fmt: skip
+        for x, column, value in zip(positions, columns, values, strict=True):
+            if name in full.attrs.get("tied", {}).get(column, [])[1:]:
+                axes.annotate("≈", (x, value), ha="center", va="bottom", fontsize="small")
+    for kind, style in (("ceiling", "--"), ("floor", ":")):
+        label = bounds.get(kind)
+        if label is None:
+            continue
+        for m, column in enumerate(columns):
+            axes.hlines(_value(full.loc[label, column]), m - 0.45, m + 0.45, colors="black",
+                        linestyles=style, linewidth=1,
+                        label=f"{label} ({kind})" if m == 0 else None)  # fmt: skip
+    names = [f"{m} †" if c in full.attrs.get("not_measuring", {}) else m
+             for m, c in zip(metrics, columns, strict=True)]  # fmt: skip
+    axes.set_xticks(range(len(metrics)), names)
     axes.set_ylabel(f"{scorer} (share kept)" if scorer == "fact_recall" else scorer)
     axes.set_ylim(0, 1.05)
-    axes.set_title(f"{scorer} by category")
+    axes.set_title(f"{scorer} by category (95% intervals; ≈ tied with the best)")
     axes.legend(fontsize="small")
     return axes
+
+
+def _value(value: Any) -> float:
+    number = float(value)
+    return 0.0 if math.isnan(number) else number
+
+
+def _errors(table: pd.DataFrame, name: Any, columns: list[str]) -> list[list[float]] | None:
+    """matplotlib's ``yerr`` (below, above) from the ``.lo``/``.hi`` columns, or None."""
+    if not all(f"{c}.lo" in table.columns for c in columns):
+        return None
+    row = table.loc[name]
+    below, above = [], []
+    for column in columns:
+        value = float(row[column])
+        low, high = float(row[f"{column}.lo"]), float(row[f"{column}.hi"])
+        ok = not (math.isnan(value) or math.isnan(low) or math.isnan(high))
+        below.append(max(0.0, value - low) if ok else 0.0)
+        above.append(max(0.0, high - value) if ok else 0.0)
+    return [below, above]
 
 
 def pareto_front(points: list[tuple[str, float, float]]) -> list[tuple[str, float, float]]:
@@ -105,22 +147,32 @@ def plot_cost_quality(
         if column not in table.columns:
             raise InvalidSetting(f"no {column!r} in the results; score with its scorer first")
     axes = _axes(ax, (6.0, 4.5))
+    bounds = table.attrs.get("bounds", {})
     points = []
     for name, row in table.iterrows():
         usd, value = float(row[cost]), float(row[quality])
+        if name in bounds.values():
+            kind = next(k for k, label in bounds.items() if label == name)
+            if not math.isnan(value):
+                axes.axhline(value, color="black", linewidth=1,
+                             linestyle="--" if kind == "ceiling" else ":",
+                             label=f"{name} ({kind})")  # fmt: skip
+            continue
         label = str(name) + (" (no price)" if math.isnan(usd) else "")
         usd = 0.0 if math.isnan(usd) else usd
         points.append((str(name), usd, value))
-        axes.scatter([usd], [value], s=40)
+        errors = _errors(table, name, [quality])
+        axes.errorbar([usd], [value], yerr=errors, fmt="o", markersize=6, capsize=3)
         axes.annotate(label, (usd, value), textcoords="offset points", xytext=(5, 5),
                       fontsize="small")  # fmt: skip
     front = pareto_front(points)
     if len(front) > 1:
         axes.step([p[1] for p in front], [p[2] for p in front], where="post", linestyle="--",
                   color="grey", label="Pareto front")  # fmt: skip
+    if len(front) > 1 or bounds:
         axes.legend(fontsize="small")
     axes.set_xlabel(f"{cost} (mean per summary)")
-    axes.set_ylabel(f"{quality} (mean)")
+    axes.set_ylabel(f"{quality} (mean, 95% interval)")
     axes.set_title("cost vs quality")
     return axes
 

@@ -13,15 +13,20 @@ name               metrics                                                      
                    ``output_tokens``, ``calls``
 ``fact_recall``    ``overall`` and one per category (``number``, ``path``,            —
                    ``command``, ``name``, ``decision``): share of facts kept
-``probe_qa``       ``exact``, ``fuzzy``: share of probes a reader answers from the     a reader
-                   summary alone
+``probe_qa``       ``exact``, ``fuzzy`` (``llm`` with a grader): share of probes a     a reader
+                   reader answers from the summary alone
 ``judge``          ``faithfulness``, ``coverage``, ``usefulness``, ``overall`` (0-1)   a model
 ``rouge``          ``rouge1``, ``rouge2``, ``rougeLsum``                               ``metrics``
 ``similarity``     ``cosine`` (embeddings of summary and history)                      ``embed``
 =================  =================================================================  ==========
 
 A metric that does not apply (no facts of a category, no probes) is NaN, not 0. Scores that
-average over items carry ``metadata["n"]`` (facts, probes), which comparisons use as weights.
+average over items carry ``metadata["n"]`` (facts, probes), which comparisons use as weights,
+and ``metadata["items"]`` (each item's outcome, in the case's order), which they resample for
+confidence intervals. ``quality`` (a class attribute) is False for the scorers that measure
+size, time or money rather than what a summary keeps; the bounds and significance marks of
+:func:`~memorylab.evaluate.summary_table` apply to the others. ``get_scorer(name, name=...)``
+gives any scorer a name of its own (two readers in one run).
 Any callable ``sample -> float | Score | {metric: float | Score}`` is a scorer too. A scorer of
 your own is added by name the same way as these: ``register_scorer("mine", MyScorer)``, or
 ``@register_scorer("mine")`` on the class.
@@ -29,17 +34,19 @@ your own is added by name the same way as these: ``register_scorer("mine", MySco
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from memorylab._names import register
 from memorylab.compress.tokens import get_token_counter
 from memorylab.errors import InvalidSetting
 from memorylab.evaluate._extras import RougeScorer, SimilarityScorer
-from memorylab.evaluate._llm_scorers import JudgeScorer, ProbeQAScorer
+from memorylab.evaluate._llm_scorers import JudgeScorer, ProbeQAScorer, _check_name
 from memorylab.evaluate.base import NAN, BaseScorer, FunctionScorer, Sample, Score, Scorer
 from memorylab.evaluate.cases import FACT_CATEGORIES, Case, Fact
-from memorylab.evaluate.facts import extract_facts, fact_kept
+from memorylab.evaluate.facts import SHARES_EXTRACTION_RULES, extract_facts, fact_kept
+from memorylab.evaluate.grading import normalize_answer
 
 __all__ = [
     "CompressionScorer",
@@ -58,6 +65,7 @@ class CompressionScorer(BaseScorer):
     """How much smaller the summary is: tokens counted with ``get_token_counter(model)``."""
 
     name = "compression"
+    quality: ClassVar[bool] = False
 
     def __init__(self, model: str | None = None) -> None:
         self.model = model
@@ -78,6 +86,7 @@ class LatencyScorer(BaseScorer):
     """Wall time of the summary (``Summary.latency_s``; for a cached call, the original's)."""
 
     name = "latency"
+    quality: ClassVar[bool] = False
 
     def score(self, sample: Sample) -> Mapping[str, Score]:
         latency = sample.summary.latency_s
@@ -92,6 +101,7 @@ class CostScorer(BaseScorer):
     """What the summary cost (litellm's price; NaN for a model without one) and its tokens."""
 
     name = "cost"
+    quality: ClassVar[bool] = False
 
     def score(self, sample: Sample) -> Mapping[str, Score]:
         summary = sample.summary
@@ -106,63 +116,107 @@ class CostScorer(BaseScorer):
 
 
 class FactRecallScorer(BaseScorer):
-    """Share of facts kept, overall and per category (see :mod:`memorylab.evaluate.facts`).
+    """Share of the case's facts the summary kept, overall and per category.
 
-    The case's reference facts when it has some, otherwise the facts
-    :func:`~memorylab.evaluate.facts.extract_facts` finds in its history.
+    The ground truth, wherever a case has one: its reference facts (planted in the bundled
+    transcripts; matched by :func:`~memorylab.evaluate.facts.fact_kept`), else the reference
+    answers of its probes (a benchmark's; matched by
+    :func:`~memorylab.evaluate.grading.grade_answer`: the summary contains the answer), counting
+    only the answers the history itself contains, so the ceiling ``memorylab/full`` keeps every
+    one (metric ``overall`` only). Without either, facts are extracted from the history by
+    :func:`~memorylab.evaluate.facts.extract_facts` (``source="extracted"``).
+
+    Known failure modes: extracted facts follow rules close to the extractive summarizer's (both
+    keep numbers, paths, commands, decision sentences), so ``fact_recall`` on extracted facts
+    measures their agreement for ``memorylab/extractive``: those cells are flagged ``biased``
+    (the tables mark them); tool output makes extracted facts noisy (every number of a log
+    line); a paraphrase that changes every word of a decision, or writes a number in words, is
+    counted as lost.
     """
 
     name = "fact_recall"
 
     def __init__(self) -> None:
-        self._extracted: dict[int, tuple[Case, tuple[Fact, ...]]] = {}
+        self._known: dict[int, tuple[Case, str, tuple[Any, ...]]] = {}
 
     def __getstate__(self) -> dict[str, Any]:  # executor jobs: the cache stays behind
-        return {"_extracted": {}}
+        return {"name": self.name}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self._extracted = {}
+        self._known = {}
+        if state.get("name", type(self).name) != type(self).name:
+            self.name = state["name"]
+
+    def _truth(self, case: Case) -> tuple[str, tuple[Any, ...]]:
+        known = self._known.get(id(case))
+        if known is not None and known[0] is case:
+            return known[1], known[2]
+        items: tuple[Any, ...]
+        if case.facts:
+            source, items = "reference", tuple(case.facts)
+        elif any(p.answer.strip() for p in case.probes):
+            history = normalize_answer(case.history_text)
+            items = tuple(p for p in case.probes if _contains(history, p.answer))
+            source = "answers"
+        else:
+            source, items = "extracted", tuple(extract_facts(case.messages))
+        self._known[id(case)] = (case, source, items)
+        return source, items
 
     def facts(self, case: Case) -> tuple[Fact, ...]:
-        """The facts ``case`` is scored on."""
-        if case.facts:
-            return case.facts
-        known = self._extracted.get(id(case))
-        if known is not None and known[0] is case:
-            return known[1]
-        found = tuple(extract_facts(case.messages))
-        self._extracted[id(case)] = (case, found)
-        return found
+        """The facts ``case`` is scored on (none when it is scored on reference answers)."""
+        source, items = self._truth(case)
+        return () if source == "answers" else items
 
     def score(self, sample: Sample) -> Mapping[str, Score]:
-        facts = self.facts(sample.case)
-        source = "reference" if sample.case.facts else "extracted"
-        kept: dict[str, list[Fact]] = {c: [] for c in FACT_CATEGORIES}
-        lost: dict[str, list[Fact]] = {c: [] for c in FACT_CATEGORIES}
-        for fact in facts:
-            (kept if fact_kept(fact, sample.text).kept else lost)[fact.category].append(fact)
-
-        def score(categories: tuple[str, ...], label: str) -> Score:
-            k = sum(len(kept[c]) for c in categories)
-            missing = [f for c in categories for f in lost[c]]
-            n = k + len(missing)
-            if not n:
-                return Score(NAN, f"no {label} facts", {"n": 0, "source": source})
-            shown = ", ".join(repr(f.text[:60]) for f in missing[:8])
-            more = f" (+{len(missing) - 8} more)" if len(missing) > 8 else ""
-            why = f"kept {k}/{n}" + (f"; lost {shown}{more}" if missing else "")
-            metadata = {
-                "n": n,
-                "kept": k,
-                "lost": [f.id for f in missing],
-                "source": source,
-            }
-            return Score(k / n, why, metadata)
-
-        out = {"overall": score(FACT_CATEGORIES, "")}
+        source, items = self._truth(sample.case)
+        biased = source == "extracted" and sample.summary.model in SHARES_EXTRACTION_RULES
+        note = (
+            " (biased: the extracted facts follow rules like this summarizer's)" if biased else ""
+        )
+        if source == "answers":
+            summary = normalize_answer(sample.text)
+            outcomes = [(p.id, p.answer, _contains(summary, p.answer)) for p in items]
+            overall = _share(outcomes, "answer", source, note, biased)
+            empty = Score(NAN, "scored on reference answers", {"n": 0, "source": source})
+            return {"overall": overall, **dict.fromkeys(FACT_CATEGORIES, empty)}
+        by_category: dict[str, list[tuple[str, str, bool]]] = {c: [] for c in FACT_CATEGORIES}
+        everything: list[tuple[str, str, bool]] = []
+        for fact in items:
+            outcome = (fact.id, fact.text, fact_kept(fact, sample.text).kept)
+            by_category[fact.category].append(outcome)
+            everything.append(outcome)
+        out = {"overall": _share(everything, "", source, note, biased)}
         for category in FACT_CATEGORIES:
-            out[category] = score((category,), category)
+            out[category] = _share(by_category[category], category, source, note, biased)
         return out
+
+
+def _contains(normalized: str, answer: str) -> bool:
+    want = normalize_answer(answer)
+    return bool(want) and f" {want} " in f" {normalized} "
+
+
+def _share(
+    outcomes: list[tuple[str, str, bool]], label: str, source: str, note: str, biased: bool
+) -> Score:
+    n = len(outcomes)
+    if not n:
+        return Score(NAN, f"no {label} facts".replace("  ", " "), {"n": 0, "source": source})
+    kept = sum(1 for _, _, ok in outcomes if ok)
+    missing = [(i, text) for i, text, ok in outcomes if not ok]
+    shown = ", ".join(repr(text[:60]) for _, text in missing[:8])
+    more = f" (+{len(missing) - 8} more)" if len(missing) > 8 else ""
+    why = f"kept {kept}/{n}" + (f"; lost {shown}{more}" if missing else "") + note
+    metadata = {
+        "n": n,
+        "kept": kept,
+        "lost": [i for i, _ in missing],
+        "source": source,
+        "items": tuple(1.0 if ok else 0.0 for _, _, ok in outcomes),
+        "biased": biased,
+    }
+    return Score(kept / n, why, metadata)
 
 
 # --------------------------------------------------------------------------- the registry
@@ -191,9 +245,22 @@ def scorer_names() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def get_scorer(spec: str | Scorer | Callable[[Sample], Any], **options: Any) -> Scorer:
+def get_scorer(
+    spec: str | Scorer | Callable[[Sample], Any], *, name: str | None = None, **options: Any
+) -> Scorer:
     """A scorer from a registered name (with ``options`` for its constructor), a scorer object
-    (returned as is) or a function (wrapped in :class:`FunctionScorer`)."""
+    (returned as is) or a function (wrapped in :class:`FunctionScorer`); ``name`` gives it a
+    name of its own (a copy, for an object), so two of one kind score in one run:
+    ``get_scorer("probe_qa", name="qa_model", reader="openai/local", llm_args=...)``."""
+    scorer = _build(spec, options)
+    if name is None or name == scorer.name:
+        return scorer
+    renamed = copy.copy(scorer)
+    renamed.name = _check_name(name)
+    return renamed
+
+
+def _build(spec: str | Scorer | Callable[[Sample], Any], options: dict[str, Any]) -> Scorer:
     if isinstance(spec, str):
         factory = _REGISTRY.get(spec)
         if factory is None:

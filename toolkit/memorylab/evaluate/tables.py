@@ -1,18 +1,49 @@
-"""Tables of a comparison's long-form DataFrame: the wide summary, fact survival, markdown."""
+"""Tables of a comparison's long-form DataFrame: the wide summary, fact survival, markdown.
+
+Every quality cell (a scorer whose ``quality`` is True: fact recall, probe QA, judge ...)
+carries a confidence interval: a seeded percentile bootstrap (``resamples`` draws, default
+1,000, seed 0: the same table every run) over the items the value averages — each fact or
+probe of every case (the long frame's ``items``) — or over the cases when a scorer gives one
+value per case (a judge's rating). The interval is in the columns ``<metric>.lo`` and
+``<metric>.hi``.
+
+Differences are read against those intervals, paired (the same facts and probes, resampled
+together for two summarizers):
+
+* **ties**: in each quality column, the summarizers whose difference from the best one (the
+  bounds aside) has an interval that includes 0 are not significantly worse than it
+  (``table.attrs["tied"]``; :func:`markdown_table` marks them ``≈``);
+* **bounds**: with the ceiling (``memorylab/full``) and the floor (``memorylab/none``) in the
+  comparison, a column whose ceiling is not clearly above its floor (the interval of their
+  difference reaches 0) measures nothing on these cases (``table.attrs["not_measuring"]``;
+  marked ``†`` with a note);
+* **bias**: cells whose scorer flagged them (``fact_recall`` on extracted facts for the
+  extractive summarizer) are in ``table.attrs["biased"]`` (marked ``*``).
+
+The bootstrap is written here with numpy (already there through pandas) rather than taken from
+``scipy.stats.bootstrap``: scipy would be a new dependency of the core for one call, and the
+resampled units are weighted items pooled over cases, which it does not take directly.
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import zlib
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from memorylab.compress.baselines import CEILING, FLOOR
 from memorylab.errors import InvalidSetting
 from memorylab.evaluate.cases import FACT_CATEGORIES
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
-__all__ = ["fact_survival_table", "markdown_table", "summary_table"]
+__all__ = ["bootstrap_interval", "fact_survival_table", "markdown_table", "summary_table"]
+
+_COST_SCORERS = frozenset({"compression", "latency", "cost"})
+_BLOCK = 250  # resamples drawn at a time (memory: _BLOCK x units)
 
 
 def _weighted(group: pd.DataFrame) -> float:
@@ -26,14 +57,145 @@ def _weighted(group: pd.DataFrame) -> float:
     return float(values[ok].mean())
 
 
+# --------------------------------------------------------------------------- the bootstrap
+
+
+Units = dict[tuple[str, int], tuple[float, float]]
+"""``(case, item index) -> (value, weight)``; index -1 for a case's one value."""
+
+
+def _units(rows: pd.DataFrame, weighted: bool) -> Units:
+    out: Units = {}
+    has_items = "items" in rows.columns
+    for row in rows.itertuples(index=False):
+        items = getattr(row, "items", None) if has_items else None
+        if weighted and isinstance(items, str) and items.strip():
+            for index, item in enumerate(items.split()):
+                out[(str(row.case), index)] = (float(item), 1.0)
+            continue
+        number = float(row.value)
+        if math.isnan(number):
+            continue
+        n = row.n if weighted else 1.0
+        weight = float(n) if isinstance(n, int | float) and n == n and n > 0 else 1.0
+        out[(str(row.case), -1)] = (number, weight)
+    return out
+
+
+def _rng(seed: int, *labels: str) -> np.random.Generator:
+    import numpy as np
+
+    return np.random.default_rng([seed, *(zlib.crc32(label.encode()) for label in labels)])
+
+
+def _draws(
+    columns: Sequence[tuple[np.ndarray, np.ndarray]], resamples: int, rng: np.random.Generator
+) -> np.ndarray:
+    """The weighted mean of each column (values, weights) in each resample of the units, and
+    with several columns their first minus their second (paired: the same draw)."""
+    import numpy as np
+
+    count = len(columns[0][0])
+    out = []
+    for start in range(0, resamples, _BLOCK):
+        size = min(_BLOCK, resamples - start)
+        picks = rng.integers(0, count, size=(size, count))
+        means = [(v[picks] * w[picks]).sum(1) / w[picks].sum(1) for v, w in columns]
+        out.append(means[0] - means[1] if len(means) == 2 else means[0])
+    return np.concatenate(out)
+
+
+def bootstrap_interval(
+    values: Sequence[float],
+    weights: Sequence[float] | None = None,
+    *,
+    confidence: float = 0.95,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """The percentile bootstrap interval of the weighted mean of ``values`` (seeded: the same
+    numbers every run). NaN for no values.
+
+    >>> bootstrap_interval([1, 0, 1, 1, 0, 1, 1, 1, 0, 1])
+    (0.4, 1.0)
+    """
+    import numpy as np
+
+    v = np.asarray(values, dtype=float)
+    if not len(v):
+        return math.nan, math.nan
+    w = np.ones_like(v) if weights is None else np.asarray(weights, dtype=float)
+    draws = _draws([(v, w)], resamples, _rng(seed))
+    return _quantiles(draws, confidence)
+
+
+def _quantiles(draws: np.ndarray, confidence: float) -> tuple[float, float]:
+    import numpy as np
+
+    alpha = (1.0 - confidence) / 2
+    low, high = np.quantile(draws, [alpha, 1.0 - alpha])
+    return round(float(low), 12), round(float(high), 12)
+
+
+def _paired(
+    a: Units, b: Units, confidence: float, resamples: int, rng: np.random.Generator
+) -> tuple[float, float, float]:
+    """Mean difference a - b over their common units, and its interval."""
+    import numpy as np
+
+    keys = sorted(set(a) & set(b))
+    if not keys:
+        return math.nan, math.nan, math.nan
+    va = np.array([a[k][0] for k in keys])
+    vb = np.array([b[k][0] for k in keys])
+    w = np.array([a[k][1] for k in keys])
+    diff = float((va * w).sum() / w.sum() - (vb * w).sum() / w.sum())
+    low, high = _quantiles(_draws([(va, w), (vb, w)], resamples, rng), confidence)
+    return diff, low, high
+
+
+# --------------------------------------------------------------------------- the tables
+
+
+def _is_quality(column: str, quality: Mapping[str, bool]) -> bool:
+    scorer = column.split(".", 1)[0]
+    return quality.get(scorer, scorer not in _COST_SCORERS)
+
+
+def _bounds(df: pd.DataFrame, labels: Sequence[str]) -> dict[str, str]:
+    """``{"ceiling": label, "floor": label}`` of the bounds present."""
+    given = df.attrs.get("bounds") or {}
+    out = {kind: label for label, kind in given.items() if label in labels}
+    for kind, name in (("ceiling", CEILING), ("floor", FLOOR)):
+        if kind not in out and name in labels:
+            out[kind] = name
+    return out
+
+
 def summary_table(
-    df: pd.DataFrame, metrics: Sequence[str] | None = None, *, weighted: bool = True
+    df: pd.DataFrame,
+    metrics: Sequence[str] | None = None,
+    *,
+    weighted: bool = True,
+    ci: bool = True,
+    confidence: float = 0.95,
+    resamples: int = 1000,
+    seed: int = 0,
 ) -> pd.DataFrame:
-    """The wide table: one row per summarizer, one column per ``scorer.metric`` (mean over
-    cases; weighted by ``n`` — facts, probes — when ``weighted``), plus ``cases`` and
-    ``errors``. ``metrics`` selects and orders columns (``["fact_recall.overall", ...]``)."""
+    """The wide table: one row per summarizer, one column per ``scorer.metric`` (the mean over
+    cases; weighted by ``n`` — facts, probes — when ``weighted``), with each quality column's
+    confidence interval in ``<metric>.lo`` / ``<metric>.hi`` (``ci``), plus ``cases`` and
+    ``errors``. ``metrics`` selects and orders columns (``["fact_recall.overall", ...]``).
+
+    ``table.attrs``: ``bounds`` (the ceiling's and floor's labels), ``tied`` (per quality
+    column, the summarizers not significantly below its best one), ``not_measuring`` (columns
+    whose ceiling is not clearly above their floor, with why), ``biased`` (flagged cells),
+    ``notes`` (all of it in sentences). See the module docstring.
+    """
     import pandas as pd
 
+    if isinstance(confidence, bool) or not 0 < confidence < 1:
+        raise InvalidSetting(f"confidence must be between 0 and 1, not {confidence!r}")
     ok = df[df["metric"] != "error"].copy()
     ok["column"] = ok["scorer"] + "." + ok["metric"]
     order = list(dict.fromkeys(df["summarizer"]))
@@ -51,33 +213,165 @@ def summary_table(
         table = table[list(metrics)]
     else:
         table = table[list(dict.fromkeys(ok["column"]))] if len(ok) else table
+    quality: Mapping[str, bool] = df.attrs.get("quality") or {}
+    bounds = _bounds(df, order)
+    attrs: dict[str, Any] = {"bounds": bounds, "tied": {}, "not_measuring": {}, "biased": {}}
+    if ci:
+        table = _with_intervals(table, ok, order, quality, bounds, attrs, weighted,
+                                confidence, resamples, seed)  # fmt: skip
+    if "flag" in ok.columns:
+        flagged = ok[ok["flag"] == "biased"]
+        for column, group in flagged.groupby("column", sort=False):
+            if column in table.columns:
+                attrs["biased"][str(column)] = list(dict.fromkeys(group["summarizer"]))
     table.columns.name = None
     table.index.name = "summarizer"
     table["cases"] = df.groupby("summarizer", sort=False)["case"].nunique().reindex(order)
     errors = df[df["metric"] == "error"].groupby("summarizer").size()
     table["errors"] = errors.reindex(order).fillna(0).astype(int)
+    attrs["notes"] = _notes(attrs, confidence)
+    table.attrs.update(attrs)
     return table
 
 
-def fact_survival_table(df: pd.DataFrame) -> pd.DataFrame:
+def _with_intervals(
+    table: pd.DataFrame,
+    ok: pd.DataFrame,
+    order: list[str],
+    quality: Mapping[str, bool],
+    bounds: Mapping[str, str],
+    attrs: dict[str, Any],
+    weighted: bool,
+    confidence: float,
+    resamples: int,
+    seed: int,
+) -> pd.DataFrame:
+    import numpy as np
+
+    columns: list[str] = []
+    data: dict[str, Any] = {}
+    ranked = [label for label in order if label not in bounds.values()]
+    for column in table.columns:
+        columns.append(column)
+        data[column] = table[column]
+        if not _is_quality(str(column), quality):
+            continue
+        rows = ok[ok["column"] == column]
+        units = {label: _units(rows[rows["summarizer"] == label], weighted) for label in order}
+        low, high = [], []
+        for label in order:
+            values = units[label]
+            if not values:
+                low.append(math.nan)
+                high.append(math.nan)
+                continue
+            v = np.array([x for x, _ in values.values()])
+            w = np.array([x for _, x in values.values()])
+            lo, hi = _quantiles(
+                _draws([(v, w)], resamples, _rng(seed, str(column), label)), confidence
+            )
+            low.append(lo)
+            high.append(hi)
+        data[f"{column}.lo"] = low
+        data[f"{column}.hi"] = high
+        columns += [f"{column}.lo", f"{column}.hi"]
+        means = table[column]
+        candidates = [label for label in ranked if not math.isnan(float(means[label]))]
+        if len(candidates) > 1:
+            best = max(candidates, key=lambda label: float(means[label]))
+            tied = [best]
+            for label in candidates:
+                if label == best:
+                    continue
+                _, lo, _hi = _paired(units[best], units[label], confidence, resamples,
+                                     _rng(seed, str(column), best, label))  # fmt: skip
+                if not lo > 0:
+                    tied.append(label)
+            if len(tied) > 1:
+                attrs["tied"][str(column)] = tied
+        if "ceiling" in bounds and "floor" in bounds:
+            ceiling, floor = bounds["ceiling"], bounds["floor"]
+            gap, lo, _hi = _paired(units[ceiling], units[floor], confidence, resamples,
+                                   _rng(seed, str(column), ceiling, floor))  # fmt: skip
+            if not math.isnan(gap) and not lo > 0:  # no common items: nothing was scored
+                attrs["not_measuring"][str(column)] = (
+                    f"the ceiling ({ceiling}) is not clearly above the floor ({floor}): "
+                    f"{float(means[ceiling]):.2f} vs {float(means[floor]):.2f}, the "
+                    f"{confidence:.0%} interval of the gap reaches {lo:.2f}"
+                )
+    out = table.copy()
+    for name in columns:
+        out[name] = data[name]
+    return out[columns]
+
+
+def _notes(attrs: Mapping[str, Any], confidence: float) -> list[str]:
+    notes = []
+    for column, why in attrs["not_measuring"].items():
+        notes.append(f"† {column} measures nothing on these cases: {why}.")
+    for column, labels in attrs["biased"].items():
+        notes.append(
+            f"* {column} is biased for {', '.join(labels)}: the facts were extracted by rules "
+            "like that summarizer's own."
+        )
+    if attrs["tied"]:
+        notes.append(
+            f"≈ not significantly below the column's best ({confidence:.0%} paired bootstrap "
+            "interval of the difference includes 0)."
+        )
+    return notes
+
+
+def fact_survival_table(df: pd.DataFrame, *, ci: bool = False) -> pd.DataFrame:
     """Share of facts kept per category (columns ``number … decision``, ``overall``) and
-    summarizer: kept facts / facts over all cases (micro average), plus ``facts`` counted."""
+    summarizer: kept facts / facts over all cases (micro average), plus ``facts`` counted;
+    ``ci=True`` adds each cell's interval (``<category>.lo`` / ``.hi``). Categories without a
+    fact in any case are left out."""
     rows = df[(df["scorer"] == "fact_recall") & df["metric"].isin([*FACT_CATEGORIES, "overall"])]
-    table = summary_table(rows)
-    rename = {f"fact_recall.{c}": c for c in (*FACT_CATEGORIES, "overall")}
+    table = summary_table(rows, ci=ci)
+    attrs = dict(table.attrs)
+    rename = {}
+    for category in (*FACT_CATEGORIES, "overall"):
+        for suffix in ("", ".lo", ".hi"):
+            rename[f"fact_recall.{category}{suffix}"] = f"{category}{suffix}"
     table = table.rename(columns=rename)
-    columns = [c for c in (*FACT_CATEGORIES, "overall") if c in table.columns]
+    columns = []
+    for category in (*FACT_CATEGORIES, "overall"):
+        if category in table.columns and table[category].notna().any():
+            columns += [c for c in (category, f"{category}.lo", f"{category}.hi")
+                        if c in table.columns]  # fmt: skip
     out = table[columns].copy()
     counts = rows[rows["metric"] == "overall"].groupby("summarizer", sort=False)["n"].sum()
     out["facts"] = counts.reindex(out.index).fillna(0).astype(int)
+    for key in ("tied", "not_measuring", "biased"):
+        renamed = {rename.get(k, k): v for k, v in attrs.get(key, {}).items()}
+        attrs[key] = {k: v for k, v in renamed.items() if k in columns}
+    attrs["notes"] = _notes(attrs, 0.95)
+    out.attrs.update(attrs)
     return out
 
 
-def markdown_table(table: pd.DataFrame, *, percent: Sequence[str] = (), digits: int = 3) -> str:
-    """``table`` as a GitHub markdown table (index first); ``percent`` columns as ``42%``."""
-    headers = [str(table.index.name or ""), *[str(c) for c in table.columns]]
+def markdown_table(
+    table: pd.DataFrame, *, percent: Sequence[str] = (), digits: int = 3, notes: bool = True
+) -> str:
+    """``table`` as a GitHub markdown table (index first); ``percent`` columns as ``42%``.
 
-    def cell(column: Any, value: Any) -> str:
+    A column with ``.lo`` / ``.hi`` columns (:func:`summary_table`) shows each cell as
+    ``value [lo, hi]``; the marks of ``table.attrs`` are drawn (``≈`` tied with the best, ``*``
+    biased, ``†`` a column that measures nothing here; the bounds' rows are named
+    ``(ceiling)``/``(floor)``) and, with ``notes``, explained below the table.
+    """
+    attrs = table.attrs
+    names = set(table.columns)
+    intervals = {c for c in table.columns if f"{c}.lo" in names and f"{c}.hi" in names}
+    hidden = {f"{c}.{end}" for c in intervals for end in ("lo", "hi")}
+    shown = [c for c in table.columns if c not in hidden]
+    not_measuring = attrs.get("not_measuring", {})
+    tied = attrs.get("tied", {})
+    biased = attrs.get("biased", {})
+    roles = {label: kind for kind, label in (attrs.get("bounds") or {}).items()}
+
+    def number(column: Any, value: Any) -> str:
         if isinstance(value, float):
             if math.isnan(value):
                 return "–"
@@ -86,9 +380,26 @@ def markdown_table(table: pd.DataFrame, *, percent: Sequence[str] = (), digits: 
             return f"{value:.{digits}g}" if abs(value) < 10**digits else f"{value:,.0f}"
         return str(value)
 
-    rule = "|" + "|".join(["---"] + ["---:"] * len(table.columns)) + "|"
+    def cell(index: Any, column: Any, row: Any) -> str:
+        text = number(column, row[column])
+        if column in intervals and text != "–":
+            low, high = row[f"{column}.lo"], row[f"{column}.hi"]
+            if not (math.isnan(low) or math.isnan(high)):
+                text += f" [{number(column, low)}, {number(column, high)}]"
+        if index in tied.get(column, [])[1:]:
+            text += " ≈"
+        if index in biased.get(column, []):
+            text += " *"
+        return text
+
+    headers = [str(table.index.name or "")]
+    headers += [f"{c} †" if c in not_measuring else str(c) for c in shown]
+    rule = "|" + "|".join(["---"] + ["---:"] * len(shown)) + "|"
     lines = ["| " + " | ".join(headers) + " |", rule]
     for index, row in table.iterrows():
-        cells = [str(index), *[cell(c, row[c]) for c in table.columns]]
+        label = f"{index} ({roles[index]})" if index in roles else str(index)
+        cells = [label, *[cell(index, c, row) for c in shown]]
         lines.append("| " + " | ".join(cells) + " |")
+    if notes and attrs.get("notes"):
+        lines += ["", *attrs["notes"]]
     return "\n".join(lines)
