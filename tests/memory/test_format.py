@@ -142,9 +142,12 @@ def test_content_to_text() -> None:
 
 def test_archive_names() -> None:
     when = datetime(2026, 4, 20, 14, 30, 45)
-    assert fmt.archive_name(when) == "history_2026-04-20_14-30-45.md"
-    assert fmt.archive_name(when, 3) == "history_2026-04-20_14-30-45_3.md"
-    assert fmt.parse_archive_name("history_2026-04-20_14-30-45_3.md") == (when, 3)
+    assert fmt.archive_name(when) == "history_2026-04-20_14-30-45Z.md"  # UTC, memorylab's
+    assert fmt.archive_name(when, 3) == "history_2026-04-20_14-30-45Z_3.md"
+    berlin = timezone(timedelta(hours=2))
+    assert fmt.archive_name(when.replace(hour=16, tzinfo=berlin)) == fmt.archive_name(when)
+    assert fmt.parse_archive_name("history_2026-04-20_14-30-45Z_3.md") == (when, 3)
+    assert fmt.parse_archive_name("history_2026-04-20_14-30-45_3.md") == (when, 3)  # reference
     assert fmt.parse_archive_name("notes.md") is None
 
 

@@ -165,7 +165,7 @@ def test_compaction_archives_exactly_the_snapshot_and_carries_over_the_rest() ->
         now=WHEN,
     )
     assert (result.archive, result.messages_archived, result.carried_over) == (
-        "history_2026-04-20_14-30-45.md",
+        "history_2026-04-20_14-30-45Z.md",
         2,
         1,
     )
@@ -187,8 +187,8 @@ def test_archives_are_never_overwritten() -> None:
             store.snapshot(), Message("System", f"s{i}", WHEN), conversation_name="conv", now=WHEN
         )
     names = [p.name for p in store.paths.archives()]
-    assert names == ["history_2026-04-20_14-30-45.md"] + [
-        f"history_2026-04-20_14-30-45_{n}.md" for n in range(2, 6)
+    assert names == ["history_2026-04-20_14-30-45Z.md"] + [
+        f"history_2026-04-20_14-30-45Z_{n}.md" for n in range(2, 6)
     ]
     assert len({p.read_bytes() for p in store.paths.archives()}) == 5
 
@@ -198,13 +198,16 @@ def test_a_foreign_archive_with_the_same_name_survives() -> None:
     store.ensure("conv", WHEN)
     store.append(_block("m"))
     store.paths.archive_dir.mkdir()
-    taken = store.paths.archive_dir / "history_2026-04-20_14-30-45.md"
-    taken.write_text("written by the reference framework")
+    reference = store.paths.archive_dir / "history_2026-04-20_14-30-45.md"  # its own form
+    reference.write_text("written by the reference framework")
+    taken = store.paths.archive_dir / "history_2026-04-20_14-30-45Z.md"  # another writer's
+    taken.write_text("written by another memorylab")
     result = store.compact(
         store.snapshot(), Message("System", "s", WHEN), conversation_name="c", now=WHEN
     )
-    assert result.archive == "history_2026-04-20_14-30-45_2.md"
-    assert taken.read_text() == "written by the reference framework"
+    assert result.archive == "history_2026-04-20_14-30-45Z_2.md"
+    assert reference.read_text() == "written by the reference framework"
+    assert taken.read_text() == "written by another memorylab"
 
 
 def test_stale_snapshot_is_a_conflict_and_writes_nothing() -> None:

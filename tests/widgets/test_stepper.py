@@ -70,7 +70,7 @@ def test_deterministic_files(tmp_path: Path) -> None:
     first, second = (CompactionStepper(workspace=tmp_path / name) for name in "ab")
     for stepper in (first, second):
         stepper.run_to_compaction()
-    assert first.archives == second.archives == ["history_2026-01-05_09-09-30.md"]
+    assert first.archives == second.archives == ["history_2026-01-05_09-09-30Z.md"]
     assert first.memory_text == second.memory_text
 
 

@@ -34,7 +34,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal, overload
 
 from memorylab.errors import MemoryFormatError
@@ -557,19 +557,27 @@ def parse(
 # ---------------------------------------------------------------------------------------------
 # Archive names: archive/history_<YYYY-MM-DD_HH-MM-SS>[_<n>].md
 
-_ARCHIVE_RE = re.compile(r"history_(\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2})(?:_(\d+))?\.md\Z")
+_ARCHIVE_RE = re.compile(r"history_(\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2})(Z?)(?:_(\d+))?\.md\Z")
 ARCHIVE_TIME_FORMAT = "%Y-%m-%d_%H-%M-%S"
 
 
 def archive_name(when: datetime, attempt: int = 1) -> str:
-    """The archive file name for a compaction at ``when`` (as given: memorylab passes UTC, the
-    reference used local time); ``attempt`` > 1 adds a suffix so a taken name is never reused."""
-    base = f"history_{when.strftime(ARCHIVE_TIME_FORMAT)}"
+    """memorylab's archive file name for a compaction at ``when``:
+    ``history_<YYYY-MM-DD_HH-MM-SS>Z[_<n>].md``, in UTC (a naive ``when`` is taken as UTC).
+
+    The ``Z`` keeps it apart from the reference framework's names (local time, no ``Z``), which
+    that framework opens for writing without checking: a name it can never choose is a name it
+    can never overwrite. ``attempt`` > 1 adds a suffix so a taken name is never reused.
+    """
+    utc = when if when.tzinfo is None else when.astimezone(UTC).replace(tzinfo=None)
+    base = f"history_{utc.strftime(ARCHIVE_TIME_FORMAT)}Z"
     return f"{base}.md" if attempt <= 1 else f"{base}_{attempt}.md"
 
 
 def parse_archive_name(name: str) -> tuple[datetime, int] | None:
-    """``(time, attempt)`` of an archive file name, or ``None`` if it is not one."""
+    """``(time, attempt)`` of an archive file name (memorylab's or the reference's), or
+    ``None`` if it is not one. The time is as written: UTC in memorylab's names, the writer's
+    local time in the reference's."""
     match = _ARCHIVE_RE.match(name)
     if match is None:
         return None
@@ -577,7 +585,7 @@ def parse_archive_name(name: str) -> tuple[datetime, int] | None:
         when = datetime.strptime(match[1], ARCHIVE_TIME_FORMAT)
     except ValueError:  # shaped like one, not a date (February 30): not an archive of ours
         return None
-    return when, int(match[2] or 1)
+    return when, int(match[3] or 1)
 
 
 __all__ = [

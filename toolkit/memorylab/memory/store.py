@@ -432,9 +432,23 @@ class MemoryStore:
                                                              default=str).encode())  # fmt: skip
         continues = name if name is not None else archived_doc.continues
         header = encode_utf8(fmt.render_header(conversation_name, now, continues=continues))
+        if not _same_file(self.path, current_fd):  # a lock-less writer replaced it meanwhile
+            self._undo_archive(name)
+            raise CompactionConflict(
+                f"{self.path} was replaced by another writer while it was being compacted; "
+                "nothing was changed — take a new snapshot and summarize again"
+            )
         atomic_replace(self.path, header + summary_bytes + tail)  # the commit point
         self._finish_compaction(line, current_fd, len(current))
         return result
+
+    def _undo_archive(self, name: str | None) -> None:
+        """Remove the archive and the journal of a compaction abandoned before its commit."""
+        if name is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.paths.archive_dir / name)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.paths.intent)
 
     def _finish_compaction(self, line: dict[str, Any], old_fd: int, read: int) -> None:
         """After the commit point: carry over what a lock-less writer appended to the replaced
@@ -443,16 +457,11 @@ class MemoryStore:
         lock = self._held_lock()
         lock.close_append()  # everything this process wrote there is archived or carried over
         try:
-            late = _read_fd(old_fd, read)
-            if late:
-                fd = open_regular(self.path, os.O_WRONLY | os.O_APPEND)
-                try:
-                    _write_block(fd, late, self.path)
-                finally:
-                    os.close(fd)
+            read = self._carry_late(old_fd, read)
             self.append_record(line)
             os.unlink(self.paths.intent)
             fsync_dir(self.paths.folder)
+            self._carry_late(old_fd, read)  # a writer that opened the old file just before
         except OSError as exc:
             logger.warning(
                 "memorylab: %s was compacted, but finishing it failed (%s); the compaction "
@@ -460,6 +469,18 @@ class MemoryStore:
                 self.path,
                 exc,
             )
+
+    def _carry_late(self, old_fd: int, read: int) -> int:
+        """Append to MEMORY.md what was appended to the replaced file ``old_fd`` after its first
+        ``read`` bytes (by a writer that does not take the lock); returns its new length."""
+        late = _read_fd(old_fd, read)
+        if late:
+            fd = open_regular(self.path, os.O_WRONLY | os.O_APPEND)
+            try:
+                _write_block(fd, late, self.path)
+            finally:
+                os.close(fd)
+        return read + len(late)
 
     def _free_archive_name(self, now: datetime) -> str:
         # Never a name in use, nor one an earlier, since deleted archive had: lineage lines and
@@ -582,6 +603,15 @@ def _read_fd(fd: int, offset: int = 0) -> bytes:
         chunks.append(chunk)
         offset += len(chunk)
     return b"".join(chunks)
+
+
+def _same_file(path: Path, fd: int) -> bool:
+    """Whether ``path`` still names the file open as ``fd``."""
+    try:
+        now, mine = os.lstat(path), os.fstat(fd)
+    except FileNotFoundError:
+        return False
+    return (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino)
 
 
 def _mtime(path: Path) -> float:
