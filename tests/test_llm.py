@@ -276,14 +276,18 @@ def test_the_local_server_says_what_it_needs(tmp_path: Any, monkeypatch: pytest.
     from memorylab.errors import PrerequisiteError
     from memorylab.llm import local_server
 
-    with pytest.raises(InvalidSetting, match="is not a GGUF model file"):
-        with local_server(tmp_path / "model.bin"):
-            pass  # pragma: no cover
+    with (
+        pytest.raises(InvalidSetting, match="is not a GGUF model file"),
+        local_server(tmp_path / "model.bin"),
+    ):
+        pass  # pragma: no cover
     model = tmp_path / "model.gguf"
     model.write_bytes(b"GGUF")
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "llama_cpp" else real(name, *a))  # fmt: skip
-    with pytest.raises(PrerequisiteError, match=r"pip install 'memorylab\[local\]'"):
-        with local_server(model):
-            pass  # pragma: no cover
+    with (
+        pytest.raises(PrerequisiteError, match=r"pip install 'memorylab\[local\]'"),
+        local_server(model),
+    ):
+        pass  # pragma: no cover

@@ -107,7 +107,7 @@ def test_differences_inside_the_interval_are_marked_not_significant() -> None:
     means = table["fact_recall.overall"]
     assert means["best"] > means["a"] == means["b"]
     tied = table.attrs["tied"].get("fact_recall.overall")
-    assert tied is None or "best" == tied[0]
+    assert tied is None or tied[0] == "best"
     # two identical summarizers are always tied with each other when one of them is the best
     df2 = compare_summarizers(cases, {"a": "memorylab/truncate", "b": "memorylab/truncate"},
                               ["fact_recall"], progress=False, cache_dir=None)  # fmt: skip
@@ -310,7 +310,7 @@ def test_two_readers_score_in_one_run_under_names_of_their_own(tmp_path: Path) -
     assert model.name == "qa_model" and get_scorer("probe_qa").name == "probe_qa"
     with pytest.raises(InvalidSetting, match="name='probe_qa_2'"):
         compare_summarizers([case], ["memorylab/full"], ["probe_qa", "probe_qa"], progress=False)
-    with pytest.raises(InvalidSetting, match="without '.'"):
+    with pytest.raises(InvalidSetting, match=r"without '\.'"):
         get_scorer("probe_qa", name="a.b")
 
 

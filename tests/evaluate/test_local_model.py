@@ -92,7 +92,9 @@ def test_a_real_local_model_through_the_gateway(tmp_path: Path,
 def test_a_model_file_the_server_cannot_load_fails_with_its_log(tmp_path: Path) -> None:
     broken = tmp_path / "broken.gguf"
     broken.write_bytes(b"not a model")
-    with pytest.raises(ModelUnavailable, match="exited") as caught:
-        with local_server(broken, startup_timeout=120):
-            pass  # pragma: no cover - never reached
+    with (
+        pytest.raises(ModelUnavailable, match="exited") as caught,
+        local_server(broken, startup_timeout=120),
+    ):
+        pass  # pragma: no cover - never reached
     assert "its log ends" in str(caught.value)
