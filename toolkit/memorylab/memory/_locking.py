@@ -30,7 +30,8 @@ except ImportError:  # pragma: no cover - Windows: fall back to filelock
 
 class AgentLock:
     __slots__ = (
-        "append_fd", "append_id", "appended", "depth", "fallback", "fd", "path", "thread_lock",
+        "append_fd", "append_id", "appended", "depth", "fallback", "fd", "late", "path",
+        "thread_lock",
     )  # fmt: skip
 
     def __init__(self, path: Path) -> None:
@@ -42,6 +43,8 @@ class AgentLock:
         self.append_fd: int | None = None
         self.append_id: tuple[int, int] | None = None  # (st_dev, st_ino) of append_fd's file
         self.appended: list[bytes] = []  # headings of the blocks this process appended there
+        # After a compaction: (the replaced file, bytes of it carried, until when to look).
+        self.late: tuple[int, int, float] | None = None
 
     def _open(self) -> int:
         if self.fd is None:
@@ -144,6 +147,10 @@ class AgentLock:
 
     def close(self) -> None:
         self.close_append()
+        if self.late is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.late[0])
+            self.late = None
         if self.fd is not None:
             with contextlib.suppress(OSError):
                 os.close(self.fd)
@@ -179,7 +186,7 @@ def _forget_inherited_locks() -> None:
     _LOCKS_GUARD = threading.Lock()
     for lock in _LOCKS.values():
         lock.fd = None  # not closed: the parent may be inside the lock right now
-        lock.append_fd, lock.append_id, lock.appended = None, None, []
+        lock.append_fd, lock.append_id, lock.appended, lock.late = None, None, [], None
         lock.thread_lock = threading.RLock()
         lock.depth = 0
 

@@ -59,6 +59,7 @@ import logging
 import os
 import shutil
 import stat
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -92,6 +93,9 @@ from memorylab.memory.records import MemoryDocument, Message
 from memorylab.memory.retention import RetentionPolicy
 
 logger = logging.getLogger("memorylab")
+
+LATE_WRITE_WINDOW_S = 1.0
+"""For how long after a compaction appends look for late writes to the replaced file."""
 
 __all__ = [
     "CompactionResult",
@@ -275,6 +279,8 @@ class MemoryStore:
         lock = self._agent_lock()
         lock.acquire(self.lock_timeout)
         try:
+            if lock.late is not None:
+                self._check_late(lock)
             fd = lock.append_fd
             try:
                 now = os.lstat(self.path)
@@ -461,7 +467,12 @@ class MemoryStore:
             self.append_record(line)
             os.unlink(self.paths.intent)
             fsync_dir(self.paths.folder)
-            self._carry_late(old_fd, read)  # a writer that opened the old file just before
+            read = self._carry_late(old_fd, read)
+            # A writer that opened the old file just before the rename may write to it a little
+            # later still: the next appends of this process look again, for a second.
+            if lock.late is not None:
+                os.close(lock.late[0])
+            lock.late = (os.dup(old_fd), read, time.monotonic() + LATE_WRITE_WINDOW_S)
         except OSError as exc:
             logger.warning(
                 "memorylab: %s was compacted, but finishing it failed (%s); the compaction "
@@ -469,6 +480,19 @@ class MemoryStore:
                 self.path,
                 exc,
             )
+
+    def _check_late(self, lock: AgentLock) -> None:
+        """Carry over what arrived in the file the last compaction replaced since it was last
+        read; stop looking once the window has passed."""
+        assert lock.late is not None
+        old_fd, read, until = lock.late
+        if os.fstat(old_fd).st_size > read:
+            read = self._carry_late(old_fd, read)
+        if time.monotonic() < until:
+            lock.late = (old_fd, read, until)
+        else:
+            os.close(old_fd)
+            lock.late = None
 
     def _carry_late(self, old_fd: int, read: int) -> int:
         """Append to MEMORY.md what was appended to the replaced file ``old_fd`` after its first
