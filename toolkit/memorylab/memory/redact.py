@@ -10,14 +10,20 @@ data: emails, phone numbers, card numbers (Luhn check) and IBANs (mod-97 check).
 >>> SECRETS_AND_PII("write to ada@example.com")
 'write to [REDACTED:email]'
 
-The rules are precompiled standard-library ``re`` patterns: no network, no model. Redaction
-is idempotent (``r(r(x)) == r(x)``): markers never match a rule, and the rules are applied until
-nothing changes. Ordinary text is returned after a few substring checks, without running any
-pattern: every secret rule needs one of ``sk-``, ``-----BEGIN``, ``xox``, ``gh`` with ``_``,
-``://`` with ``@``, ``eyJ``, ``AKIA``/``ASIA``, ``earer`` (Bearer), or a word a credential keyword
-ends with (password, pwd, secret, token, authorization, key) right before a ``:`` or ``=``; every
-PII rule needs ``@`` or a digit. Text that passes those checks is scanned rule by rule (each rule
-skipped unless its own substrings are there).
+The rules are precompiled standard-library ``re`` patterns: no network, no model. The shapes
+of provider tokens (prefix, alphabet, length) follow gitleaks' rules of the same name (MIT);
+the boundaries, the placeholder checks (``sk_live_xxxx…``, ``<token>``, ``${X}``) and the
+look-alikes they are tested against (git SHAs, UUIDs, hashes, base64 images, code that names a
+password) are memorylab's. Redaction is idempotent (``r(r(x)) == r(x)``): markers never match a
+rule, and the rules are applied until nothing changes.
+
+Ordinary text is returned after substring checks, without running any pattern (the fast path,
+:func:`may_hold_secret`): every secret rule names the substrings one of which each of its
+matches holds (its needles: a token prefix such as ``sk-`` or ``hf_``, ``-----BEGIN``,
+``://`` with ``@``, ``Bearer``, ``mysql`` with ``-p``...), or is a keyword rule whose keyword
+ends with a word the fast path looks for (password, pwd, secret, token, authorization, key,
+sig) right before a ``:`` or ``=``; every PII rule needs ``@`` or a digit. Text that passes is
+scanned rule by rule (each rule skipped unless its own substrings are there).
 """
 
 from __future__ import annotations
@@ -169,7 +175,8 @@ class Rule:
     gate: str = ""  # and only if this is in the text too
 
     def span(self, match: re.Match[str]) -> tuple[int, int] | None:
-        """The part to replace (the ``q`` or ``v`` group when the rule has one), if it passes."""
+        """The part to replace (the ``q``, ``v`` or ``w`` group when the rule has one), if the
+        match passes the rule's check."""
         name: str | int = 0
         for group in _VALUE_GROUPS:  # the alternative that matched names its value
             if group in match.re.groupindex and match[group] is not None:
@@ -268,9 +275,9 @@ _PORT_AND_PATH = re.compile(r"\d{1,5}/").match  # host:8080/@scope: a port, not 
 _SEP_END = r"(?![\w]|[.-]\d)"
 _digits_and_letters = re.compile(r"(?=.*\d)(?=.*[A-Za-z])", re.S).match
 
-# Each provider token's shape follows the rule of the same name in gitleaks' rule set
-# (github.com/gitleaks/gitleaks, config/gitleaks.toml, MIT) where it has one: its prefix, its
-# alphabet and length; the boundaries, placeholders and base64 neighbours are checked here.
+# A provider token's prefix, alphabet and length follow gitleaks' rule named in its comment
+# (gitleaks/gitleaks, config/gitleaks.toml, MIT licence); the boundaries, the placeholder checks
+# (``_varied``: a random token has many distinct characters) and base64 neighbours are ours.
 RULES: tuple[Rule, ...] = (
     Rule(
         "private_key",
@@ -288,19 +295,20 @@ RULES: tuple[Rule, ...] = (
         ("sk-ant-",),
         lambda m: has_digit(m[0][7:]) is not None,
     ),
-    Rule(  # gitleaks: openai-api-key (and sk-proj-, sk-svcacct-, sk-admin-)
+    Rule(  # gitleaks: openai-api-key, broader (any sk-, sk-proj-... key of digits and letters)
         "openai_key",
         re.compile(rf"(?<!{_KEY})sk-(?!ant-)(?:proj-|svcacct-|admin-)?{_KEY}{{20,}}(?!{_KEY})"),
         ("sk-",),
         lambda m: _digits_and_letters(m[0][3:]) is not None,
     ),
-    Rule(  # gitleaks: github-pat, github-oauth, github-app-token, github-fine-grained-pat
+    Rule(  # gitleaks: github-pat, -oauth, -app-token, -refresh-token, -fine-grained-pat
         "github_token",
         re.compile(r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_\w{30,})(?!\w)"),
         ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
         lambda m: has_digit(m[0]) is not None,
     ),
-    Rule(  # gitleaks: gitlab-pat, gitlab-pat-routable, gitlab-ptt, gitlab-rrt, gitlab-*-token
+    Rule(  # gitleaks: gitlab-pat(-routable), -deploy-, -feed-, -scim-, -runner-authentication-,
+        # -cicd-job-, -incoming-mail-, -kubernetes-agent-token, -ptt, -oauth-app-secret
         "gitlab_token",
         re.compile(
             rf"{_TOKEN_START}gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-"
@@ -396,7 +404,7 @@ RULES: tuple[Rule, ...] = (
         ("gsk_", "xai-", "pplx-", "r8_"),
         _provider_key_ok,
     ),
-    Rule(  # gitleaks: telegram-bot-api-token (the bot id, a colon, AA and 33 characters)
+    Rule(  # gitleaks: telegram-bot-api-token, without its keyword (id, colon, AA, 33 chars)
         "telegram_bot_token",
         re.compile(r"(?<![\w:])\d{8,10}:AA[\w-]{33}" + _TOKEN_END),
         (":AA",),
@@ -408,7 +416,7 @@ RULES: tuple[Rule, ...] = (
         re.compile(rf"(?<!{_KEY})eyJ{_KEY}{{10,}}\.{_KEY}{{10,}}\.{_KEY}*(?!{_KEY})"),
         ("eyJ",),
     ),
-    Rule(  # gitleaks: slack-webhook-url, discord-webhook; the path after the kind is the secret
+    Rule(  # gitleaks: slack-webhook-url; and Discord's. The path after the kind is the secret
         "webhook_url",
         re.compile(
             r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<v>[A-Za-z0-9+/_-]{20,120})"
