@@ -28,6 +28,7 @@ scanned rule by rule (each rule skipped unless its own substrings are there).
 
 from __future__ import annotations
 
+import functools
 import re
 from bisect import bisect_left
 from collections.abc import Callable
@@ -926,7 +927,17 @@ def redact_role(role: str, redactor: Callable[[str], str] | None) -> str:
     """
     if redactor is None:
         return role
-    redacted = redactor(role)
+    if type(redactor) is Redactor:  # roles repeat: each distinct one is redacted once
+        return _redact_role_with(redactor, role)
+    return _valid_role(role, redactor(role))
+
+
+@functools.lru_cache(maxsize=1024)
+def _redact_role_with(redactor: Redactor, role: str) -> str:
+    return _valid_role(role, redactor(role))
+
+
+def _valid_role(role: str, redacted: str) -> str:
     if redacted is role:
         return role
     try:
