@@ -612,4 +612,5 @@ __all__ = [
     "render_memory",
     "unescape_content",
     "validate_role",
+    "written_by_memorylab",
 ]
