@@ -2,7 +2,9 @@
 
 A thin view over :mod:`memorylab.evaluate`: :func:`~memorylab.evaluate.compare_summarizers`
 (run one summarizer at a time, so the progress bar moves), :func:`~memorylab.evaluate.
-summary_table` (the wide score table), :func:`~memorylab.evaluate.plot_cost_quality` and, for
+summary_table` (the wide score table: quality cells with their 95% intervals, the bounds'
+rows named ``(ceiling)``/``(floor)`` when a comparison has them),
+:func:`~memorylab.evaluate.plot_cost_quality` and, for
 the side-by-side view, the fact-recall scorer's own facts and
 :func:`~memorylab.evaluate.fact_kept` — the same rules that produced the scores.
 :func:`comparison_html` is the rich display of a comparison's long-form result.
@@ -83,7 +85,21 @@ def comparison_html(scores: pd.DataFrame, *, max_columns: int = 12) -> str:
 
     table = _ordered(summary_table(scores))
     columns = _shown(table, max_columns)
-    shown = table[columns].reset_index()
+    shown = table[columns].copy()
+    formats = _formats(columns)
+    for column in columns:  # a quality cell with its 95% interval: "42% [35%, 49%]"
+        low, high = f"{column}.lo", f"{column}.hi"
+        if low in table.columns and high in table.columns and column in formats:
+            show = formats.pop(column)
+            shown[column] = [
+                "" if v != v else f"{show(v)} [{show(lo)}, {show(hi)}]"
+                for v, lo, hi in zip(table[column], table[low], table[high], strict=True)
+            ]
+    roles = {label: kind for kind, label in table.attrs.get("bounds", {}).items()}
+    shown.index = [f"{label} ({roles[label]})" if label in roles else label
+                   for label in shown.index]  # fmt: skip
+    shown.index.name = "summarizer"
+    shown = shown.reset_index()
     run = scores.attrs.get("run") or {}
     facts = [
         f"{html.escape(k.replace('_', ' '))}: <b>{html.escape(str(v))}</b>"
@@ -97,7 +113,7 @@ def comparison_html(scores: pd.DataFrame, *, max_columns: int = 12) -> str:
         + (" · " + " · ".join(facts) if facts else "")
         + "</div>"
     )
-    return head + frame_html(shown, formats=_formats(columns), label_columns=("summarizer",))
+    return head + frame_html(shown, formats=formats, label_columns=("summarizer",))
 
 
 def lost_facts(case: Case, summary: str) -> tuple[list[Fact], list[Fact]]:
