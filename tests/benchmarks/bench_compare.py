@@ -12,6 +12,11 @@ row, N distinct one-message cases are summarized by one ``LiteLLMSummarizer`` po
   writes, scoring, rows;
 * cached: the same comparison again on the now full cache (no request is sent).
 
+A second table prices the confidence intervals: ``summary_table(df)`` (seeded bootstrap, 1,000
+resamples per quality cell, paired ones for ties and bounds) against ``summary_table(df,
+ci=False)`` on the same long frame, measured in the same run: the bundled sessions with the
+bounds and baselines, and a synthetic frame of ``P`` probes per case. Printed, no target.
+
 Target: compare <= 1.3 x ideal for every row (the cached re-run is printed for scale). Each
 figure is the median of ``rounds`` runs. ``--quick`` (CI smoke run) always exits 0; the full run
 exits 1 when a target fails. The client's per-request CPU (litellm builds and parses each call,
@@ -41,7 +46,7 @@ os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 TESTS = Path(__file__).resolve().parents[1]
 
 from memorylab import LiteLLMSummarizer, llm  # noqa: E402
-from memorylab.evaluate import Case, compare_summarizers  # noqa: E402
+from memorylab.evaluate import Case, compare_summarizers, summary_table  # noqa: E402
 
 TARGET = 1.3
 SERVER = """
@@ -167,6 +172,48 @@ def report(results: list[Result], rounds: int, quick: bool) -> bool:
     return ok
 
 
+def _synthetic_frame(cases_: int, probes: int, summarizers: int) -> object:
+    """A long frame of ``probes`` binary probe outcomes per case and summarizer (seeded)."""
+    import random
+
+    import pandas as pd
+
+    rng = random.Random(7)
+    rows = []
+    for s in range(summarizers):
+        label = ["memorylab/full", "memorylab/none"][s] if s < 2 else f"s{s}"
+        share = 0.9 if s == 0 else 0.0 if s == 1 else 0.1 + 0.1 * s
+        for c in range(cases_):
+            items = [1.0 if rng.random() < share else 0.0 for _ in range(probes)]
+            rows.append({"case": f"c{c}", "summarizer": label, "scorer": "probe_qa",
+                         "metric": "exact", "value": sum(items) / probes, "n": float(probes),
+                         "explanation": "", "error": None,
+                         "items": " ".join(f"{v:g}" for v in items), "flag": None})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def intervals(quick: bool) -> None:
+    from memorylab.evaluate import BASELINES, BOUNDS, cases_from_transcripts
+
+    frames = []
+    bundled = cases_from_transcripts(split="session")[: 2 if quick else None]
+    frames.append((f"bundled sessions ({len(bundled)} cases x 5 summarizers, default scorers)",
+                   compare_summarizers(bundled, [*BOUNDS, *BASELINES], progress=False,
+                                       cache_dir=None, max_tokens=2048)))  # fmt: skip
+    shape = (10, 20, 4) if quick else (50, 100, 6)
+    frames.append((f"synthetic ({shape[0]} cases x {shape[1]} probes x {shape[2]} summarizers)",
+                   _synthetic_frame(*shape)))  # fmt: skip
+    print()
+    print("# summary_table with intervals, against the same table without (same run)")
+    print()
+    print("| frame | rows | without s | with intervals s | ratio |")
+    print("|---|---:|---:|---:|---:|")
+    for name, frame in frames:
+        plain = statistics.median(timed(summary_table, frame, ci=False) for _ in range(3))
+        full = statistics.median(timed(summary_table, frame) for _ in range(3))
+        print(f"| {name} | {len(frame):,} | {plain:.3f} | {full:.3f} | {full / plain:.1f}x |")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help="CI smoke run: smaller, exits 0")
@@ -176,6 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="memorylab-bench-compare-") as scratch:
         results = [measure(row, rounds, Path(scratch)) for row in rows]
     ok = report(results, rounds, args.quick)
+    intervals(args.quick)
     if not ok and not args.quick:
         print("a target failed", file=sys.stderr)
         return 1
