@@ -48,6 +48,10 @@ class RougeScorer(BaseScorer):
     the summary has) or ``"precision"`` (share of the summary's n-grams found in the
     reference). ROUGE-Lsum compares every pair of sentences: a reference longer than
     ``max_reference_words`` words is skipped for it (NaN, explained), ROUGE-1/2 still run.
+
+    Known failure modes: word overlap, not meaning — a verbatim copy of the last messages scores
+    well, a faithful paraphrase badly; against a whole history, recall is bounded by the
+    compression ratio (the ceiling ``memorylab/full`` scores 1 by construction).
     """
 
     name = "rouge"
@@ -136,7 +140,11 @@ def _pieces(text: str, size: int) -> list[str]:
 
 
 class SimilarityScorer(BaseScorer):
-    """Cosine similarity of summary and history embeddings (see the module docstring)."""
+    """Cosine similarity of summary and history embeddings (see the module docstring).
+
+    Known failure modes: topical closeness only — a summary with every number, name and path
+    changed scores the same; long texts are averaged piece by piece, which blurs detail.
+    """
 
     name = "similarity"
 

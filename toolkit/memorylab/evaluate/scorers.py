@@ -13,8 +13,9 @@ name               metrics                                                      
                    ``output_tokens``, ``calls``
 ``fact_recall``    ``overall`` and one per category (``number``, ``path``,            —
                    ``command``, ``name``, ``decision``): share of facts kept
-``probe_qa``       ``exact``, ``fuzzy`` (``llm`` with a grader): share of probes a     a reader
-                   reader answers from the summary alone
+``probe_qa``       ``exact``, ``fuzzy`` (``llm`` with a grader): share of probes a     —
+                   reader answers from the summary alone (default: the lexical
+                   baseline, not a reader; a model reader needs a model)
 ``judge``          ``faithfulness``, ``coverage``, ``usefulness``, ``overall`` (0-1)   a model
 ``rouge``          ``rouge1``, ``rouge2``, ``rougeLsum``                               ``metrics``
 ``similarity``     ``cosine`` (embeddings of summary and history)                      ``embed``
@@ -62,7 +63,12 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 class CompressionScorer(BaseScorer):
-    """How much smaller the summary is: tokens counted with ``get_token_counter(model)``."""
+    """How much smaller the summary is: tokens counted with ``get_token_counter(model)``.
+
+    Known failure modes: size only, not quality (the floor ``memorylab/none`` compresses
+    best: its ratio is NaN, nothing at all); a model's own tokenizer may count a few percent
+    differently.
+    """
 
     name = "compression"
     quality: ClassVar[bool] = False
@@ -83,7 +89,12 @@ class CompressionScorer(BaseScorer):
 
 
 class LatencyScorer(BaseScorer):
-    """Wall time of the summary (``Summary.latency_s``; for a cached call, the original's)."""
+    """Wall time of the summary (``Summary.latency_s``; for a cached call, the original's).
+
+    Known failure modes: under concurrency a call's time includes waiting for the provider;
+    offline summarizers are timed on each run (their cost is CPU time, which other work on
+    the machine changes).
+    """
 
     name = "latency"
     quality: ClassVar[bool] = False
@@ -98,7 +109,11 @@ def _number(value: Any) -> float:
 
 
 class CostScorer(BaseScorer):
-    """What the summary cost (litellm's price; NaN for a model without one) and its tokens."""
+    """What the summary cost (litellm's price; NaN for a model without one) and its tokens.
+
+    Known failure modes: list prices only (no discounts, no cached-prompt rates); a local
+    server or a fine-tune has no price (NaN, never 0).
+    """
 
     name = "cost"
     quality: ClassVar[bool] = False
