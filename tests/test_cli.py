@@ -84,14 +84,24 @@ def test_export_purge_and_forget(workspace: Path, tmp_path: Path, capsys: pytest
     assert main(["forget", "alpha", "--yes"]) == 5  # unknown now
 
 
-def test_report_on_bundled_data_explains_a_replay_past_the_window() -> None:
+def test_report_on_bundled_data_agrees_with_its_compaction_table() -> None:
+    """The curves are drawn at the recorded settings, restarts and all: their peaks are the
+    table's tokens before, none passes the window, and the what-if row of the recorded setting
+    makes the recorded number of compactions."""
     from memorylab.report import build_report
 
     sample = Path(__file__).resolve().parents[1] / "data" / "workspace"
     text = build_report(sample)
-    # BugHunter restarted mid-segment with a bounded preload: the replay passes the window.
-    bughunter = text.split("<h2>BugHunter</h2>", 1)[1].split("<h2>", 1)[0]
-    assert "passes the context limit" in bughunter
-    assert text.count("passes the context limit") < text.count("<h2>") - 3  # not under every agent
+    for agent in ("BugHunter", "DataEngineer", "Researcher"):
+        section = text.split(f"<h2>{agent}</h2>", 1)[1].split("<h2>", 1)[0]
+        records = (sample / "agents" / agent / "compactions.jsonl").read_text().splitlines()
+        assert f"{len(records)} of them are the <i>tokens before</i>" in section
+        assert "above the" not in section  # no curve above the window
+        assert "threshold 0.85; of 3,000 (recorded)" in section
+    what_if = text.split("<h2>What-if thresholds</h2>", 1)[1]
+    made = len((sample / "agents" / "DataEngineer" / "compactions.jsonl").read_text().splitlines())
+    assert f"the replay makes <b>{made}</b> compaction(s); the agent recorded <b>{made}</b>" in what_if
+    assert "the agent&#x27;s setting" in what_if
     assert "<th class=\"\">tokens before</th>" in text and "summarizer_model" not in text
     assert text.count("<div class=wide><table>") == text.count("<table>")
+    assert "passes the context limit" not in text

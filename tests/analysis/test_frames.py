@@ -198,7 +198,7 @@ def test_lineage_beats_archive_names(tmp_path: Path) -> None:
     conv.compact("second")
     conv.add("User", "three")
     names = sorted(p.name for p in (tmp_path / "agents" / "a" / "archive").iterdir())
-    assert names == ["history_2026-04-20_11-00-07.md", "history_2026-04-20_12-00-04.md"]
+    assert names == ["history_2026-04-20_11-00-07Z.md", "history_2026-04-20_12-00-04Z.md"]
     df = memory_df(tmp_path)
     assert df["content"].tolist() == [
         "one",
@@ -207,7 +207,7 @@ def test_lineage_beats_archive_names(tmp_path: Path) -> None:
         "[Compressed Memory Summary] second",
         "three",
     ]
-    assert Path(str(df["file"].iloc[0])).name == "history_2026-04-20_12-00-04.md"
+    assert Path(str(df["file"].iloc[0])).name == "history_2026-04-20_12-00-04Z.md"
 
 
 def test_same_second_archives_use_the_suffix_order(tmp_path: Path) -> None:
@@ -218,9 +218,9 @@ def test_same_second_archives_use_the_suffix_order(tmp_path: Path) -> None:
         conv.compact(f"s{i}")
     names = sorted(p.name for p in (tmp_path / "agents" / "a" / "archive").iterdir())
     assert names == [
-        "history_2026-04-20_12-00-00.md",
-        "history_2026-04-20_12-00-00_2.md",
-        "history_2026-04-20_12-00-00_3.md",
+        "history_2026-04-20_12-00-00Z.md",
+        "history_2026-04-20_12-00-00Z_2.md",
+        "history_2026-04-20_12-00-00Z_3.md",
     ]
     contents = memory_df(tmp_path)["content"].tolist()
     assert [c for c in contents if not c.startswith("[")] == ["m0", "m1", "m2"]

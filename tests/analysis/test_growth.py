@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from memorylab.analysis import memory_df, replay, sweep, token_growth
 from memorylab.analysis._fast import Prefix, simulate, unit_prices
 from memorylab.analysis._transcript import memo_counter
+from memorylab.analysis.runs import SummarySize
 from memorylab.compress.base import Summary
 from memorylab.compress.policy import trigger_tokens
 from memorylab.compress.scripted import ScriptedSummarizer
@@ -84,6 +85,7 @@ def test_growth_is_a_sawtooth(own_workspace: Built) -> None:
         "agent",
         "timeline",
         "segment",
+        "session",
         "role",
         "is_summary",
         "tokens",
@@ -91,8 +93,11 @@ def test_growth_is_a_sawtooth(own_workspace: Built) -> None:
         "trigger",
         "context_length",
         "compaction",
+        "restart",
+        "recorded_tokens",
     ]
     assert len(growth) == len(df)
+    assert not growth["restart"].any() and growth["recorded_tokens"].isna().all()
     assert (growth["trigger"] == 800).all() and (growth["context_length"] == 1000).all()
     counter = memo_counter("gpt-4o")
     separator = counter("\n\n")
@@ -116,7 +121,7 @@ def test_growth_counts_what_the_model_reads(own_workspace: Built) -> None:
     assert text.startswith("[2026-04-20T12:00:02.000000+00:00] User: gamma question")
     assert growth["tokens"].iloc[0] == counter(text)
     static = token_growth(df, context_length=4096, model="gpt-4o", static_tokens=100)
-    assert (static["context_tokens"] - growth["context_tokens"] == 100 + counter("\n\n")).all()
+    assert (static["context_tokens"] - growth["context_tokens"] == 100).all()  # separators in it
     with pytest.raises(InvalidSetting):
         token_growth(df, context_length=4096, static_tokens=-1)
 
@@ -140,11 +145,14 @@ def test_replay_touches_no_file(own_workspace: Built, snapshot_tree: Any) -> Non
     assert list(timeline.columns) == [
         "timeline",
         "segment",
+        "session",
         "role",
         "tokens",
         "context_tokens",
         "compaction",
         "context_after",
+        "check",
+        "restart",
         "trigger",
         "context_length",
     ]
@@ -277,12 +285,14 @@ def test_fast_mode_agrees_with_real_replays(system_prompt: str | None) -> None:
         max_summary_tokens=60,
         cache=False,
         system_prompt=system_prompt,
+        fast=False,
     )  # type: ignore[arg-type]
     assert len(fast) == len(real) == 12
     columns = [
         "context_length",
         "threshold",
         "trigger",
+        "recorded",
         "compactions",
         "peak_context_tokens",
         "total_input_tokens",
@@ -290,6 +300,7 @@ def test_fast_mode_agrees_with_real_replays(system_prompt: str | None) -> None:
         "summary_tokens",
     ]
     pd.testing.assert_frame_equal(fast[columns], real[columns])
+    assert fast.attrs["error"]["settings"] >= 1  # calibrated against the extractive replay
     assert set(fast["mode"]) == {"fast"} and set(real["mode"]) == {"replay"}
 
 
@@ -302,6 +313,7 @@ def test_sweep_columns_and_skipped_settings() -> None:
         "threshold",
         "trigger",
         "mode",
+        "recorded",
         "messages",
         "compactions",
         "peak_context_tokens",
@@ -322,8 +334,9 @@ def test_sweep_columns_and_skipped_settings() -> None:
     assert frame["estimated_cost_usd"].isna().all()  # no model: no price
     with pytest.raises(InvalidSetting):
         sweep(transcript(5), thresholds=[5000], context_lengths=[1000], fast=True)
-    with pytest.raises(InvalidSetting):
+    with pytest.raises(InvalidSetting, match="summary_ratio"):
         sweep(transcript(5), fast=True, summary_ratio=2.0)
+    assert [type(t) for t in frame["threshold"]] == [float, float, float, float, int]
 
 
 def test_compactions_fall_as_the_threshold_rises() -> None:
@@ -335,6 +348,7 @@ def test_compactions_fall_as_the_threshold_rises() -> None:
         thresholds=thresholds[::3],
         context_lengths=[600],
         summarizer=SizedSummarizer(0.1, 60),
+        fast=False,
     )
     for frame in (fast, real):
         for _, part in frame.groupby("context_length"):
@@ -358,7 +372,10 @@ def test_fast_compaction_count_is_monotonic(
     against a plain loop over the messages)."""
     prefix = Prefix.of(np.array(tokens, dtype=np.int64), separator)
     outcomes = [
-        (t, simulate(prefix, t, overhead=5, ratio=1.0, cap=summary, keep_points=True))
+        (
+            t,
+            simulate(prefix, t, overhead=5, size=SummarySize(), budget=summary, keep_points=True),
+        )
         for t in sorted(set(triggers))
     ]
     counts = [o.compactions for _, o in outcomes]
@@ -395,7 +412,11 @@ def test_fact_survival() -> None:
     facts = ["make release-7", "port is 8443", "never mentioned"]
     # where the last compaction falls, from a real replay that fast mode models exactly
     sized = replay(
-        messages, threshold=0.7, context_length=600, summarizer=SizedSummarizer(0.1, 10_000)
+        messages,
+        threshold=0.7,
+        context_length=600,
+        summarizer=SizedSummarizer(0.1, 10_000),
+        max_summary_tokens=60,
     )
     fired = np.flatnonzero(sized.timeline["compaction"].to_numpy())
     tail_start = int(fired[-1]) + 1

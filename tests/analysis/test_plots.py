@@ -8,7 +8,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import matplotlib.dates
 import matplotlib.pyplot as plt
+import pandas as pd
 import pytest
 from analysis_support import Built
 from matplotlib.axes import Axes
@@ -24,6 +26,7 @@ from memorylab.analysis import (
     token_growth,
 )
 from memorylab.errors import InvalidSetting
+from memorylab.transcripts import bundled_workspace
 
 
 @pytest.fixture(autouse=True)
@@ -116,3 +119,78 @@ def test_compactions_plot(own_workspace: Built, reference_workspace: Built) -> N
     ax2 = plot_compactions(counted, ax=given, title="reference")
     assert ax2 is given and ax2.get_ylabel() == "tokens before → after"
     assert _legend(ax2) == ["Researcher", "Writer"] and ax2.get_title() == "reference"
+
+
+# --------------------------------------------------------------------------- readable plots
+
+
+def _bundled() -> pd.DataFrame:
+    return memory_df(bundled_workspace("memorylab"))
+
+
+def _outside(ax: Axes) -> bool:
+    """The legend's box lies right of the axes' box (it covers no data)."""
+    ax.figure.canvas.draw()
+    legend = ax.get_legend()
+    assert legend is not None
+    return bool(legend.get_window_extent().x0 >= ax.get_window_extent().x1)
+
+
+def test_legends_sit_outside_the_axes(own_workspace: Built) -> None:
+    growth = token_growth(memory_df(own_workspace.root), context_length=1000)
+    assert _outside(plot_token_growth(growth))
+    frame = sweep([{"role": "User", "content": "w " * 40}] * 60, [0.5, 0.9], [1000], fast=True)
+    assert _outside(plot_sweep(frame))
+    assert _outside(plot_compactions(compactions_df(own_workspace.root)))
+
+
+def test_every_compaction_is_drawn_where_it_can_be_seen() -> None:
+    frame = _bundled()
+    compactions = compactions_df(bundled_workspace("memorylab"))
+    ax = plot_compactions(compactions)
+    xs = [float(x) for line in ax.get_lines() for x in matplotlib.dates.date2num(line.get_xdata())]
+    assert len(set(xs)) == len(compactions) == 15  # the two of one morning side by side
+    growth = token_growth(frame[frame["agent"] == "DataEngineer"])
+    ax = plot_token_growth(growth)
+    markers = [line for line in ax.get_lines() if line.get_marker() == "v"]
+    assert len(markers) == 1 and len(markers[0].get_xdata()) == 6
+    low, high = ax.get_ylim()
+    assert all(low <= y <= high for y in markers[0].get_ydata())
+    assert _outside(ax)
+
+
+def test_ticks_have_thousands_separators_and_no_offset() -> None:
+    frame = _bundled()
+    ax = plot_token_growth(token_growth(frame[frame["agent"] == "BugHunter"]))
+    ax.figure.canvas.draw()
+    labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+    assert "2,500" in labels or "3,000" in labels
+    assert ax.yaxis.get_offset_text().get_text() == ""
+    assert ax.xaxis.get_offset_text().get_text() == ""
+
+
+def test_context_above_the_window_is_flagged_in_red() -> None:
+    frame = _bundled()
+    rows = frame[frame["agent"] == "BugHunter"]
+    honest = plot_token_growth(token_growth(rows))
+    assert not any("above the window" in label for label in _legend(honest))
+    one_session = plot_token_growth(token_growth(rows, restarts=False))
+    flagged = [label for label in _legend(one_session) if "above the window" in label]
+    assert len(flagged) == 1 and "more than the model could read" in flagged[0]
+    red = [
+        line
+        for line in one_session.get_lines()
+        if matplotlib.colors.to_hex(line.get_color()) == matplotlib.colors.to_hex("tab:red")
+        and line.get_linewidth() > 2
+    ]
+    assert red
+    restarts = [label for label in _legend(honest) if label.startswith("restart")]
+    assert restarts == ["restart (bounded preload)"]
+
+
+def test_sweep_plot_marks_the_recorded_setting() -> None:
+    frame = _bundled()
+    table = sweep(frame[frame["agent"] == "Researcher"], thresholds=[0.6, 0.9])
+    ax = plot_sweep(table)
+    assert "the agent's setting (0.85 of 3,000)" in _legend(ax)
+    assert _outside(ax)

@@ -40,6 +40,22 @@ def test_token_growth_uses_the_recorded_settings(workspace: Path) -> None:
     assert explorer.growth["compaction"].sum() == 3
     overridden = MemoryExplorer(workspace, context_length=4000, threshold=0.5)
     assert int(overridden.growth["trigger"].iloc[0]) == 2000
+    assert overridden.settings.source_of("threshold") == "given"
+
+
+def test_growth_is_the_functions_on_the_bundled_workspace() -> None:
+    from memorylab.analysis import memory_df, token_growth
+    from memorylab.transcripts import bundled_workspace
+
+    workspace = bundled_workspace("memorylab")
+    explorer = MemoryExplorer(workspace, agent="DataEngineer")
+    direct = token_growth(memory_df(workspace / "agents" / "DataEngineer"))
+    columns = ["timeline", "context_tokens", "compaction", "restart", "recorded_tokens"]
+    assert explorer.growth[columns].reset_index(drop=True).equals(direct[columns])
+    assert explorer.context_length == 3000 and explorer.threshold == 0.85
+    assert "static context 41 tokens (recorded)" in explorer.header.value
+    peaks = explorer.growth[explorer.growth["compaction"]]
+    assert (peaks["context_tokens"] == peaks["recorded_tokens"]).all() and len(peaks) == 6
 
 
 def test_role_filter_and_search(workspace: Path) -> None:

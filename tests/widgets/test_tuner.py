@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from memorylab import Agent, Conversation
@@ -29,8 +30,9 @@ def test_initial_state(messages: list[dict[str, Any]]) -> None:
     assert table is not None
     assert [float(t) for t in table["threshold"]] == [0.5, 0.6, 0.7, 0.8, 0.9]
     assert set(table["mode"]) == {"replay"}
-    assert 'class="mlab-hl"><td>0.70</td>' in tuner.table.value
+    assert 'class="mlab-hl"><td class="mlab-label"></td><td>0.70</td>' in tuner.table.value
     assert f"<b>{tuner.result.compactions}</b> compaction(s)" in tuner.summary.value
+    assert "Every setting replayed exactly" in tuner.table.value
     assert tuner.updates == 1 and tuner.error is None
 
 
@@ -43,7 +45,7 @@ def test_threshold_slider_updates_plot_and_table(messages: list[dict[str, Any]])
     assert tuner.result.threshold == 0.45 and tuner.result.compactions > compactions
     assert tuner.image.value != image and tuner.table.value != html
     assert 0.45 in [float(t) for t in tuner.sweep_table["threshold"]]  # type: ignore[index]
-    assert 'class="mlab-hl"><td>0.45</td>' in tuner.table.value
+    assert 'class="mlab-hl"><td class="mlab-label"></td><td>0.45</td>' in tuner.table.value
     assert tuner.axes is not None and "threshold 0.45" in tuner.axes.get_title()
 
 
@@ -52,9 +54,14 @@ def test_context_length_and_fast_mode(messages: list[dict[str, Any]]) -> None:
     tuner.context_slider.value = 4096
     assert tuner.result is not None and tuner.result.context_length == 4096
     assert set(tuner.sweep_table["context_length"]) == {4096}  # type: ignore[index]
-    tuner.fast_toggle.value = True
-    assert set(tuner.sweep_table["mode"]) == {"fast"}  # type: ignore[index]
-    assert "fast (modelled summaries)" in tuner.table.value
+    tuner.mode_picker.value = True
+    assert tuner.fast is True
+    table = tuner.sweep_table
+    assert table is not None
+    modes = dict(zip(table["threshold"], table["mode"], strict=True))
+    assert modes.pop(tuner.threshold) == "replay"  # the slider's row: exact, as the headline
+    assert set(modes.values()) == {"fast"}
+    assert "Fast sweep" in tuner.table.value and "within ±" in tuner.table.value
     assert tuner.updates == 3
 
 
@@ -142,3 +149,52 @@ def test_errors_are_reported_not_raised(messages: list[dict[str, Any]]) -> None:
     assert tuner.error is not None and "memorylab/nope" in tuner.error
     assert "InvalidSetting" in tuner.status.value
     assert tuner.result is None
+
+
+def _highlighted(tuner: ThresholdTuner) -> Any:
+    table = tuner.sweep_table
+    assert table is not None
+    rows = table[[abs(float(t) - tuner.threshold) < 1e-9 for t in table["threshold"]]]
+    assert len(rows) == 1
+    return rows.iloc[0]
+
+
+@pytest.mark.parametrize("fast", [None, False, True])
+def test_the_widget_shows_what_the_functions_return(
+    messages: list[dict[str, Any]], fast: bool | None
+) -> None:
+    """The headline and the highlighted row are the same replay, and both are what
+    replay() and sweep() return for the controls' values."""
+    from memorylab.analysis import replay, sweep
+
+    tuner = ThresholdTuner(messages, context_length=2048, threshold=0.6, fast=fast)
+    direct = replay(messages, threshold=0.6, context_length=2048)
+    assert tuner.result is not None
+    assert tuner.result.compactions == direct.compactions
+    assert tuner.result.peak_context_tokens == direct.peak_context_tokens
+    row = _highlighted(tuner)
+    assert row["compactions"] == direct.compactions  # the headline's figure
+    assert row["total_input_tokens"] == direct.total_input_tokens
+    assert f"<b>{direct.compactions}</b> compaction(s)" in tuner.summary.value
+    table = sweep(messages, tuner.thresholds, [2048], fast=fast, replay_at=[0.6])
+    pd.testing.assert_frame_equal(
+        tuner.sweep_table.drop(columns="recorded"),  # type: ignore[union-attr]
+        table.drop(columns="recorded"),
+    )
+
+
+def test_a_recorded_run_marks_the_agents_setting() -> None:
+    from memorylab.transcripts import bundled_workspace
+
+    folder = bundled_workspace("memorylab") / "agents" / "BugHunter"
+    tuner = ThresholdTuner(folder)
+    assert tuner.threshold == 0.85 and tuner.context_length == 3000
+    assert tuner.model == "gpt-4o-mini"
+    table = tuner.sweep_table
+    assert table is not None and table["recorded"].sum() == 1
+    assert "the agent&#x27;s setting" in tuner.table.value
+    assert "the agent ran at 0.85 of 3,000" in tuner.axes.get_title()  # type: ignore[union-attr]
+    row = _highlighted(tuner)
+    assert bool(row["recorded"]) and row["compactions"] == 5  # what BugHunter recorded
+    tuner.context_slider.value = 4096
+    assert not tuner.sweep_table["recorded"].any()  # type: ignore[index]

@@ -146,19 +146,21 @@ def _plot(args: argparse.Namespace) -> int:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from memorylab.analysis import memory_df, plot_token_growth, token_growth
+    from memorylab.analysis import memory_df, plot_token_growth, run_settings, token_growth
 
     folder = _agent_folder(_workspace(args.workspace), args.agent)
+    frame = memory_df(folder)
+    threshold = _threshold(args.threshold) if args.threshold else None
     growth = token_growth(
-        memory_df(folder),
-        context_length=args.context_length,
-        threshold=_threshold(args.threshold),
-        model=args.model,
+        frame, context_length=args.context_length, threshold=threshold, model=args.model
     )
-    figure, ax = plt.subplots(figsize=(9, 4))
+    figure, ax = plt.subplots(figsize=(9, 4), layout="constrained")
     plot_token_growth(growth, ax=ax, title=f"{args.agent}: context tokens per message")
     figure.savefig(args.output, dpi=120, bbox_inches="tight")
-    print(f"wrote {args.output}")
+    settings = run_settings(frame, model=args.model).given(
+        context_length=args.context_length, threshold=threshold
+    )
+    print(f"wrote {args.output} ({settings.describe()})")
     return 0
 
 
@@ -220,9 +222,15 @@ def build_parser() -> argparse.ArgumentParser:
         plot.add_argument("agent")
         plot.add_argument("-o", "--output", default="growth.png")
         plot.add_argument("--workspace", help=where)
-        plot.add_argument("--context-length", type=int, default=8192)
-        plot.add_argument("--threshold", default="0.9", help="fraction (0.9) or tokens (6000)")
-        plot.add_argument("--model", default="gpt-4o")
+        plot.add_argument(
+            "--context-length", type=int, default=None, help="default: the agent's records"
+        )
+        plot.add_argument(
+            "--threshold",
+            default=None,
+            help="fraction (0.9) or tokens (6000); default: the agent's records",
+        )
+        plot.add_argument("--model", default=None, help="tokenizer; default: the records'")
         plot.set_defaults(handler=_plot)
 
     report = commands.add_parser("report", help="write a self-contained HTML report")
@@ -235,7 +243,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="default: from the compaction records, else 8192",
     )
     report.add_argument("--threshold", default=None, help="default: from the records, else 0.9")
-    report.add_argument("--model", default="gpt-4o", help="count tokens as this model does")
+    report.add_argument(
+        "--model", default=None, help="count tokens as this model does (default: the records')"
+    )
     report.set_defaults(handler=_report)
     forget = commands.add_parser("forget", help="delete everything stored for an agent")
     forget.add_argument("agent")

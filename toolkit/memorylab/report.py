@@ -37,13 +37,21 @@ padding:.6rem 1rem;min-width:9rem}.card b{display:block;font-size:1.5rem}
 
 
 _MAX_COMPACTION_ROWS = 10
-# Shown under a growth curve that passes the window: the curve is a replay, not what was sent.
-_REPLAY_NOTE = (
-    "<p class=note>This curve passes the context limit because it is replayed from the files as "
-    "one continuous session: every message since the last summary counts. An agent that "
-    "restarted in between preloaded only part of MEMORY.md (the bounded preload), so the "
-    "context it counted and sent was smaller: see <i>tokens before</i> in the table.</p>"
+_ABOVE_NOTE = (
+    "<p class=note style='color:#cf222e'>{count:,} message(s) of this curve are above the "
+    "{limit:,}-token window (drawn in red): more than the model could have read. The settings "
+    "or restarts of this run were not all recorded; pass the window and threshold it ran at, "
+    "or the restarts, to draw what it held.</p>"
 )
+_SWEEP_COLUMNS = {
+    "threshold": "threshold",
+    "trigger": "trigger",
+    "mode": "mode",
+    "compactions": "compactions",
+    "peak_context_tokens": "peak tokens",
+    "total_input_tokens": "input tokens",
+    "estimated_cost_usd": "est. cost (USD)",
+}
 # The columns of the per-agent compaction table and their headings (short ones keep the table
 # within the page's width).
 _COMPACTION_HEADINGS = {
@@ -100,13 +108,15 @@ def build_report(
     *,
     context_length: int | None = None,
     threshold: Threshold | None = None,
-    model: str = "gpt-4o",
+    model: str | None = None,
     sweep_thresholds: Sequence[float] = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95),
 ) -> str:
     """The report's HTML for ``workspace``.
 
-    ``context_length`` and ``threshold`` default to what the workspace's compaction records say
-    (the most common values), else 8192 tokens and 0.9.
+    Each agent's curves, table and what-if sweep use the settings its compaction records hold
+    (:func:`memorylab.analysis.run_settings`: window, threshold, tokenizer, static context,
+    restarts); ``context_length``, ``threshold`` and ``model`` override them for every agent.
+    ``model`` also counts the files' tokens (default ``gpt-4o``).
     """
     import matplotlib
 
@@ -119,20 +129,32 @@ def build_report(
         plot_compactions,
         plot_sweep,
         plot_token_growth,
+        run_settings,
         sweep,
+        sweep_note,
         token_growth,
     )
 
     root = Path(workspace)
-    messages, problems = memory_df(root, tokens=model, strict=False)
+    counted_as = model or "gpt-4o"
+    messages, problems = memory_df(root, tokens=counted_as, strict=False)
     compactions = compactions_df(root)
-    context_length = context_length or _most_common(compactions, "context_length", 8192)
-    threshold = threshold or _most_common(compactions, "threshold", 0.9)
+    overrides: dict[str, Any] = {
+        "context_length": context_length,
+        "threshold": threshold,
+        "model": model,
+    }
+    given = ", ".join(f"{k} {v}" for k, v in overrides.items() if v is not None)
     parts = [
         f"<h1>memorylab report</h1><p class=meta>{html.escape(str(root))} · generated "
         f"{datetime.now(UTC):%Y-%m-%d %H:%M UTC} · memorylab {__version__} · "
-        f"tokens counted as {html.escape(model)} · window {context_length:,} tokens, "
-        f"threshold {threshold}</p>"
+        f"files' tokens counted as {html.escape(counted_as)} · "
+        + (
+            f"settings given: {html.escape(given)}"
+            if given
+            else "each agent at the settings its records hold"
+        )
+        + "</p>"
     ]
     agents = sorted(messages["agent"].unique()) if len(messages) else []
     parts.append(
@@ -151,21 +173,22 @@ def build_report(
     agent_table = _agent_table(messages, compactions).rename(columns=lambda c: c.replace("_", " "))
     parts.append("<h2>Agents</h2>" + _table(agent_table, text_columns=("agent",)))
     if len(compactions):
-        figure, ax = plt.subplots(figsize=(9, 3.2))
+        figure, ax = plt.subplots(figsize=(9, 3.2), layout="constrained")
         plot_compactions(compactions, ax=ax)
         parts.append("<h2>Compactions</h2>" + _png(figure))
         plt.close(figure)
     for agent in agents:
         rows = messages[messages["agent"] == agent]
-        growth = token_growth(rows, context_length=context_length, threshold=threshold, model=model)
-        figure, ax = plt.subplots(figsize=(9, 3.4))
+        settings = run_settings(rows, model=model)
+        growth = token_growth(rows, **overrides)
+        figure, ax = plt.subplots(figsize=(9, 3.4), layout="constrained")
         plot_token_growth(growth, ax=ax, title=f"{agent}: context tokens per message")
-        parts.append(f"<h2>{html.escape(str(agent))}</h2>" + _png(figure))
+        parts.append(
+            f"<h2>{html.escape(str(agent))}</h2><p class=note>{html.escape(settings.describe())}"
+            "</p>" + _png(figure)
+        )
         plt.close(figure)
-        if len(growth) and int(growth["context_tokens"].max()) > int(
-            growth["context_length"].iloc[0]
-        ):
-            parts.append(_REPLAY_NOTE)
+        parts.append(_growth_note(growth))
         mine = compactions[compactions["agent"] == agent] if len(compactions) else compactions
         if len(mine) > _MAX_COMPACTION_ROWS:
             parts.append(
@@ -184,32 +207,34 @@ def build_report(
             )
     if agents:
         biggest = messages.groupby("agent", observed=True).size().idxmax()
-        timeline = messages[(messages["agent"] == biggest) & ~messages["is_summary"]]
+        timeline = messages[messages["agent"] == biggest]
         result = sweep(
             timeline,
             thresholds=sweep_thresholds,
-            context_lengths=(context_length,),
+            context_lengths=(context_length,) if context_length else None,
             model=model,
-            fast=True,
         )
-        figure, ax = plt.subplots(figsize=(7, 3.2))
+        figure, ax = plt.subplots(figsize=(8, 3.2), layout="constrained")
         plot_sweep(result, ax=ax, title=f"What if: {biggest} replayed at other thresholds")
-        columns = [
-            c
-            for c in (
-                "threshold",
-                "compactions",
-                "peak_context_tokens",
-                "total_input_tokens",
-                "estimated_cost_usd",
+        columns = [c for c in _SWEEP_COLUMNS if c in result.columns]
+        shown = result[columns].rename(columns=_SWEEP_COLUMNS)
+        shown.insert(0, "", ["the agent's setting" if r else "" for r in result["recorded"]])
+        recorded = result[result["recorded"]]
+        agreement = ""
+        if len(recorded) and len(compactions):
+            made = int((compactions["agent"] == biggest).sum())
+            agreement = (
+                f" At the setting the agent ran at, the replay makes "
+                f"<b>{int(recorded['compactions'].iloc[0])}</b> compaction(s); the agent "
+                f"recorded <b>{made}</b>."
             )
-            if c in result.columns
-        ]
         parts.append(
-            "<h2>What-if thresholds</h2><p class=note>The full timeline of the largest agent "
-            "replayed in the fast mode (summaries modelled by size, no model called).</p>"
+            "<h2>What-if thresholds</h2><p class=note>The full timeline of "
+            f"{html.escape(str(biggest))} (the largest agent) replayed at other thresholds, "
+            "with the same check points, static context, restarts and summaries as the run. "
+            f"{html.escape(sweep_note(result))}{agreement}</p>"
             + _png(figure)
-            + _table(result[columns])
+            + _table(shown, text_columns=("", "mode"))
         )
         plt.close(figure)
     if len(problems):
@@ -228,14 +253,23 @@ def build_report(
     )
 
 
-def _most_common(frame: Any, column: str, default: Any) -> Any:
-    if column not in frame.columns or not len(frame):
-        return default
-    values = frame[column].dropna()
-    if not len(values):
-        return default
-    value = values.mode().iloc[0]
-    return int(value) if float(value).is_integer() and value > 1 else float(value)
+def _growth_note(growth: Any) -> str:
+    """What the curve's peaks are, and a red warning when it passes the window."""
+    compacted = growth[growth["compaction"]]
+    recorded = int(compacted["recorded_tokens"].notna().sum())
+    note = ""
+    if len(compacted):
+        note = (
+            f"<p class=note>The curve's {len(compacted)} peak(s) are where compaction fired; "
+            f"{recorded} of them are the <i>tokens before</i> the records hold (the table "
+            "below). A restart (dotted line) starts with the static context and the bounded "
+            "preload of MEMORY.md, as the agent did.</p>"
+        )
+    limit = int(growth["context_length"].iloc[0]) if len(growth) else 0
+    above = int((growth["context_tokens"] > limit).sum()) if len(growth) else 0
+    if above:
+        note += _ABOVE_NOTE.format(count=above, limit=limit)
+    return note
 
 
 _AGENT_COLUMNS = (

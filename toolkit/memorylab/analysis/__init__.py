@@ -5,11 +5,14 @@ pandas and matplotlib are imported by the functions that need them, so importing
 """
 
 from memorylab.analysis.frames import compactions_df, documents_df, memory_df
-from memorylab.analysis.growth import ReplayResult, replay, sweep, token_growth
+from memorylab.analysis.growth import ReplayResult, replay, sweep, sweep_note, token_growth
 from memorylab.analysis.plots import plot_compactions, plot_sweep, plot_token_growth
+from memorylab.analysis.runs import RunSettings, SummarySize, run_settings
 
 __all__ = [
     "ReplayResult",
+    "RunSettings",
+    "SummarySize",
     "compactions_df",
     "documents_df",
     "memory_df",
@@ -17,6 +20,8 @@ __all__ = [
     "plot_sweep",
     "plot_token_growth",
     "replay",
+    "run_settings",
     "sweep",
+    "sweep_note",
     "token_growth",
 ]

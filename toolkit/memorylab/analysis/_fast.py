@@ -1,17 +1,22 @@
 """The fast sweep: compaction simulated on prefix sums, and prices (internal).
 
-Per message ``i`` the context the model reads is ``base + P[i+1] - P[k]``, where ``P`` is the
-prefix sum of (message tokens + separator), ``k`` the first message since the last compaction
-and ``base`` the summary entry's tokens (``-separator`` before the first compaction: no entry
-precedes the first message). The next compaction is the first ``i >= k`` whose context reaches
-the trigger: one binary search in ``P``. The context sent over a segment ``[k, e]`` is
-``(e - k + 1) * (base - P[k]) + R[e+2] - R[k+1]`` with ``R`` the prefix sum of ``P``. So a
-setting costs one search per compaction, not a loop over messages.
+The fast sweep runs the replay's rules (:mod:`memorylab.analysis.growth`) on token counts
+instead of a :class:`~memorylab.Conversation`: the trigger and the summary budget come from
+:class:`~memorylab.compress.compressor.ContextCompressor`, the checks fall where the Agent's do
+(:attr:`Prefix.checks`), a restart reloads MEMORY.md through the real bounded preload (a
+``preload`` callback of the caller, which renders the file and plans the preload), and the only
+thing modelled is the size of each summary
+(:class:`~memorylab.analysis.runs.SummarySize`).
 
-The summary is modelled, not written: ``min(max_summary_tokens, ratio * summarized tokens)``
-tokens (at least 1), where the summarized tokens are the context at the compaction (the previous
-summary and the messages since), plus the entry's fixed overhead
-(``[<ts>] System: [Compressed Memory Summary]``).
+Per message ``i`` the context is ``base + P[i+1] - P[k]``, where ``P`` is the prefix sum of
+(message tokens + separator), ``k`` the first message of the current stretch (since the last
+compaction or restart) and ``base`` what precedes it: the static context and the summary or the
+preload entry (``S + entry``), or the static context alone (``S - separator``: no entry). The
+next compaction is the first check at or after the first message whose context reaches the
+trigger: one binary search in ``P`` and a look-up of the next check. The context the model reads
+at the checks of a stretch ``[k, e]`` is ``c * (base - P[k]) + Q[e+1] - Q[k]`` (``c`` checks;
+``Q`` sums ``P[i+1]`` over the checks). So a setting costs one search per compaction and per
+restart, not a loop over the messages.
 """
 
 from __future__ import annotations
@@ -19,27 +24,61 @@ from __future__ import annotations
 import functools
 import math
 from bisect import bisect_left
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from memorylab.analysis.runs import SummarySize
+
+Preload = Callable[[int | None, int, int, int], int]
+"""``preload(summary_tokens, summary_at, file_start, restart) -> tokens`` of the preload entry
+a process starting at message ``restart`` reads: MEMORY.md holds the summary made at the check
+after message ``summary_at`` (``summary_tokens`` ``None``: no compaction yet) and the messages
+``file_start .. restart - 1``; 0 when nothing is preloaded."""
 
 
 @dataclass(frozen=True, slots=True)
 class Prefix:
-    """Prefix sums of one transcript's message costs (see the module docstring)."""
+    """Prefix sums of one transcript's message costs and checks (the module docstring)."""
 
     p: list[int]
-    r: list[int]
     count: int
     separator: int
+    next_check: list[int]
+    """``next_check[i]``: the first message at or after ``i`` that a check follows (``count``:
+    none)."""
+    check_count: list[int]
+    """``check_count[i]``: the checks after messages ``0 .. i-1``."""
+    check_sum: list[int]
+    """``check_sum[i]``: ``P[j+1]`` summed over the checks after messages ``j < i``."""
 
     @classmethod
-    def of(cls, tokens: np.ndarray[Any, np.dtype[np.int64]], separator: int) -> Prefix:
+    def of(
+        cls,
+        tokens: np.ndarray[Any, np.dtype[np.int64]],
+        separator: int,
+        checks: np.ndarray[Any, np.dtype[np.bool_]] | None = None,
+    ) -> Prefix:
+        count = len(tokens)
         weights = tokens.astype(np.int64) + separator
         p = np.concatenate([[0], np.cumsum(weights)])
-        r = np.concatenate([[0], np.cumsum(p)])
-        return cls(p.tolist(), r.tolist(), len(tokens), separator)
+        checked = np.ones(count, dtype=bool) if checks is None else np.asarray(checks, bool)
+        index = np.where(checked, np.arange(count), count)
+        following = np.minimum.accumulate(index[::-1])[::-1] if count else index
+        next_check = np.concatenate([following, [count]])
+        check_count = np.concatenate([[0], np.cumsum(checked)])
+        check_sum = np.concatenate([[0], np.cumsum(np.where(checked, p[1:], 0))])
+        return cls(
+            p.tolist(),
+            count,
+            separator,
+            next_check.tolist(),
+            check_count.tolist(),
+            check_sum.tolist(),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +90,9 @@ class Outcome:
     summary_tokens: int
     final_start: int
     points: tuple[int, ...]
+    messages: int
+    summarized: tuple[int, ...] = ()
+    """With ``keep_points``: the tokens each compaction summarized."""
 
 
 def simulate(
@@ -58,38 +100,73 @@ def simulate(
     trigger: int,
     *,
     overhead: int,
-    ratio: float,
-    cap: int,
+    size: SummarySize,
+    budget: int,
     static_tokens: int = 0,
+    restarts: Sequence[int] = (),
+    preload: Preload | None = None,
     keep_points: bool = False,
+    stop_after: int | None = None,
 ) -> Outcome:
-    """One setting of the fast sweep (see the module docstring)."""
-    p, r, n = prefix.p, prefix.r, prefix.count
-    base = static_tokens if static_tokens else -prefix.separator
-    static = static_tokens + prefix.separator if static_tokens else 0  # static entry + its "\n\n"
-    k = 0
+    """One setting of the fast sweep (the module docstring). ``stop_after``: end after that many
+    compactions (a calibration prefix); ``Outcome.messages`` is how many messages were run."""
+    p, n, separator = prefix.p, prefix.count, prefix.separator
+    next_check, count, sums = prefix.next_check, prefix.check_count, prefix.check_sum
+    static = static_tokens
+    empty = static - separator  # the base with no entry after the static context
+    base, k, file_start = empty, 0, 0
+    last_summary: int | None = None
+    last_at = -1
     compactions = peak = total = summarized = written = 0
     points: list[int] = []
+    inputs: list[int] = []
+    pending = sorted(r for r in set(restarts) if 0 < r < n)
+    upcoming = 0
+    end = n
     while k < n:
-        # smallest index with p[index] >= target: the message i = index - 1 reaches the trigger
-        index = bisect_left(p, trigger - base + p[k], lo=k + 1)
-        end = n - 1 if index > n else index - 1
-        context = base + p[end + 1] - p[k]
-        span = (end - k + 1) * (base - p[k]) + r[end + 2] - r[k + 1]
-        peak = max(peak, context)
-        if index > n:  # no more compactions: the last segment runs to the end
-            total += span
+        while upcoming < len(pending) and pending[upcoming] <= k:
+            upcoming += 1
+        restart = pending[upcoming] if upcoming < len(pending) else n
+        # the first message whose context reaches the trigger, then the first check from there
+        first = bisect_left(p, trigger - base + p[k], lo=k + 1) - 1
+        check = next_check[min(first, n)]
+        if check < restart:  # a compaction at the check after message `check`
+            context = base + p[check + 1] - p[k]
+            peak = max(peak, context)
+            total += (count[check] - count[k]) * (base - p[k]) + sums[check] - sums[k]
+            summary = size.tokens(context - static, budget)
+            base = static + summary + overhead
+            total += base  # the call after the compaction reads the static context and summary
+            compactions += 1
+            summarized += context - static
+            written += summary
+            if keep_points:
+                points.append(check)
+                inputs.append(context - static)
+            last_summary, last_at, file_start, k = summary, check, check + 1, check + 1
+            if stop_after is not None and compactions >= stop_after:
+                end = k
+                break
+            continue
+        last = restart - 1
+        peak = max(peak, base + p[last + 1] - p[k])
+        total += (count[restart] - count[k]) * (base - p[k]) + sums[restart] - sums[k]
+        if restart >= n:
             break
-        summary = min(cap, max(1, int(ratio * (context - static))))
-        new_base = summary + overhead + static
-        total += span - context + new_base
-        compactions += 1
-        summarized += context - static
-        written += summary
-        if keep_points:
-            points.append(end)
-        base, k = new_base, end + 1
-    return Outcome(compactions, peak, total, summarized, written, k, tuple(points))
+        entry = preload(last_summary, last_at, file_start, restart) if preload else 0
+        base = static + entry if entry else empty
+        k = restart
+    return Outcome(
+        compactions,
+        peak,
+        total,
+        summarized,
+        written,
+        file_start,
+        tuple(points),
+        min(end, n),
+        tuple(inputs),
+    )
 
 
 # --------------------------------------------------------------------------- prices

@@ -19,7 +19,8 @@ import numpy as np
 from memorylab.compress.tokens import TokenCounter, get_token_counter
 from memorylab.errors import InvalidSetting
 from memorylab.memory import format as fmt
-from memorylab.memory.records import SUMMARY_PREFIX
+from memorylab.memory.preload import has_messages, plan_preload
+from memorylab.memory.records import PRELOAD_PREFIX, SUMMARY_PREFIX, MemoryDocument, Message
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -151,13 +152,29 @@ def _synthetic(count: int) -> np.ndarray[Any, np.dtype[np.int64]]:
     return start + np.arange(count, dtype=np.int64) * 1_000_000
 
 
-def _timestamp_of(value: Any, index: int) -> int:
-    if value is None or value == "":
-        return int(_synthetic(index + 1)[-1])
+def to_micros(value: datetime | str) -> int:
+    """Microseconds since the epoch of a timestamp (a naive one is local time)."""
     when = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
     if when.tzinfo is None:
         when = when.astimezone()
     return (when - _EPOCH) // timedelta(microseconds=1)
+
+
+def _timestamp_of(value: Any, index: int) -> int:
+    if value is None or value == "":
+        return int(_synthetic(index + 1)[-1])
+    return to_micros(value)
+
+
+def positions(transcript: Transcript, times: Sequence[datetime]) -> list[int]:
+    """For each time, the first message at or after it (left out: none, or the first message)."""
+    micros = transcript.utc_us
+    found = set()
+    for when in times:
+        at = np.flatnonzero(micros >= to_micros(when))
+        if len(at) and 0 < int(at[0]) < len(micros):
+            found.add(int(at[0]))
+    return sorted(found)
 
 
 def from_messages(messages: Sequence[Mapping[str, Any]]) -> Transcript:
@@ -220,3 +237,30 @@ def entry_tokens(frame: pd.DataFrame, model: str | None) -> EntryTokens:
         drop_summaries=False,
     )
     return EntryTokens(transcript.tokens(counter), separator_tokens(counter))
+
+
+# --------------------------------------------------------------------------- the preload
+
+
+def memory_text(
+    messages: Sequence[Message], *, name: str, created: datetime, continues: str | None
+) -> str:
+    """MEMORY.md as memorylab writes it, holding ``messages`` (a replay's file at a restart)."""
+    doc = MemoryDocument(
+        conversation_name=name,
+        created=created,
+        messages=tuple(messages),
+        format_version=fmt.FORMAT_VERSION,
+        continues=continues,
+    )
+    return fmt.render_memory(doc)
+
+
+def preload_content(text: str, *, max_tokens: int | None, counter: MemoCounter) -> str | None:
+    """The preload entry a new process reads for a MEMORY.md of ``text`` (``None``: it holds no
+    messages, nothing is preloaded): :func:`memorylab.memory.preload.plan_preload`, the rule
+    :class:`~memorylab.Conversation` follows, within ``max_tokens``."""
+    if not has_messages(text):
+        return None
+    plan = plan_preload(text, max_tokens=max_tokens, count=counter)
+    return f"{PRELOAD_PREFIX}\n{plan.text}"

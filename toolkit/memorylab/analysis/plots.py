@@ -1,8 +1,10 @@
 """Plots of token growth, sweeps and compactions: ``plot_*(frame, ..., ax=None) -> Axes``.
 
-Each helper draws on ``ax`` (a new figure's axes when ``None``), labels the axes, adds a legend
-and returns the ``Axes``; none calls ``plt.show()`` (a notebook shows the figure, a script saves
-it with ``ax.figure.savefig(...)``). matplotlib is imported when a helper is called.
+Each helper draws on ``ax`` (a new figure's axes when ``None``), labels the axes, puts the legend
+outside the axes, on the right (it never covers data), writes tick labels with thousands
+separators (never an offset) and returns the ``Axes``; none calls ``plt.show()`` (a notebook
+shows the figure, a script saves it with ``ax.figure.savefig(..., bbox_inches="tight")``).
+matplotlib is imported when a helper is called.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
 __all__ = ["plot_compactions", "plot_sweep", "plot_token_growth"]
+
+ABOVE_WINDOW_COLOR = "tab:red"
+RECORDED_COLOR = "black"
 
 
 def _axes(ax: Axes | None, size: tuple[float, float] = (8.0, 4.0)) -> Axes:
@@ -42,6 +47,24 @@ def _groups(frame: pd.DataFrame) -> list[tuple[str | None, pd.DataFrame]]:
     return [(label, frame)]
 
 
+def _thousands(axes: Axes, *, x: bool = True, y: bool = True) -> None:
+    """Tick labels as ``12,345``: thousands separators, no offset, no scientific notation."""
+    from matplotlib.ticker import FuncFormatter
+
+    def plain(value: float, _: Any) -> str:
+        return f"{value:,.0f}" if abs(value - round(value)) < 1e-9 else f"{value:,.2f}"
+
+    if x:
+        axes.xaxis.set_major_formatter(FuncFormatter(plain))
+    if y:
+        axes.yaxis.set_major_formatter(FuncFormatter(plain))
+
+
+def _legend_outside(axes: Axes) -> None:
+    """The legend to the right of the axes, so it covers none of the data."""
+    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize="small")
+
+
 def plot_token_growth(
     growth: pd.DataFrame,
     *,
@@ -50,35 +73,78 @@ def plot_token_growth(
     show_limit: bool = True,
 ) -> Axes:
     """The sawtooth: context tokens per message, the threshold (dashed), the window (dotted)
-    and the compactions (markers), for a :func:`token_growth` frame or a replay's timeline.
+    and the compactions (markers, every one drawn above the line), for a :func:`token_growth`
+    frame or a replay's timeline.
 
     One line per agent when the frame holds several. In a replay's timeline (it has a
-    ``context_after`` column) the line drops to the context left after each compaction.
+    ``context_after`` column) the line drops to the context left after each compaction. Restarts
+    (a ``restart`` column: a new process, which read the bounded preload) are thin vertical
+    lines. Context above the window — more than the model could have read — is drawn in red and
+    named in the legend.
     """
     import numpy as np
 
     _require(growth, ("timeline", "context_tokens", "compaction"), "plot_token_growth")
     axes = _axes(ax)
+    limit = (
+        int(growth["context_length"].iloc[0])
+        if "context_length" in growth.columns and len(growth)
+        else None
+    )
+    above_count = 0
+    restarts_drawn = False
+    highest = 0.0
     for label, part in _groups(growth):
-        x = part["timeline"].to_numpy()
-        y = part["context_tokens"].to_numpy()
+        x = part["timeline"].to_numpy().astype(float)
+        y = part["context_tokens"].to_numpy().astype(float)
         fired = part["compaction"].to_numpy(dtype=bool)
         if "context_after" in part.columns and fired.any():  # a vertical drop at each compaction
-            after = part["context_after"].to_numpy()
+            after = part["context_after"].to_numpy().astype(float)
             at = np.flatnonzero(fired)
-            x = np.insert(x.astype(float), at + 1, x[at])
-            y = np.insert(y.astype(float), at + 1, after[at])
+            x = np.insert(x, at + 1, x[at])
+            y = np.insert(y, at + 1, after[at])
+        highest = max(highest, float(y.max()) if len(y) else 0.0)
         name = f"context tokens ({label})" if label else "context tokens"
-        (line,) = axes.plot(x, y, linewidth=1.2, label=name)
+        (line,) = axes.plot(x, y, linewidth=1.2, label=name, zorder=2)
         if fired.any():
             axes.plot(
                 part["timeline"].to_numpy()[fired],
                 part["context_tokens"].to_numpy()[fired],
                 linestyle="none",
                 marker="v",
+                markersize=6,
                 color=line.get_color(),
+                markeredgecolor="white",
+                markeredgewidth=0.6,
                 label=f"compaction ({label})" if label else "compaction",
+                zorder=4,
+                clip_on=False,
             )
+        if "restart" in part.columns and part["restart"].any():
+            for position in part["timeline"].to_numpy()[part["restart"].to_numpy(dtype=bool)]:
+                axes.axvline(
+                    float(position),
+                    color=line.get_color(),
+                    linestyle=(0, (1, 3)),
+                    linewidth=0.8,
+                    alpha=0.7,
+                    zorder=1,
+                    label=None if restarts_drawn else "restart (bounded preload)",
+                )
+                restarts_drawn = True
+        if limit is not None:
+            over = np.where(y > limit, y, np.nan)
+            if np.isfinite(over).any():
+                above_count += int((part["context_tokens"].to_numpy() > limit).sum())
+                axes.plot(x, over, color=ABOVE_WINDOW_COLOR, linewidth=2.2, zorder=3)
+    if above_count:
+        axes.plot(
+            [],
+            [],
+            color=ABOVE_WINDOW_COLOR,
+            linewidth=2.2,
+            label=f"above the window ({above_count:,} messages): more than the model could read",
+        )
     lines = [("trigger", "threshold", "--", "tab:red")]
     if show_limit:
         lines.append(("context_length", "context limit", ":", "black"))
@@ -86,12 +152,14 @@ def plot_token_growth(
         if column in growth.columns and len(growth):
             tokens = int(growth[column].iloc[0])
             label = f"{name} ({tokens:,} tokens)"
-            axes.axhline(tokens, linestyle=style, color=color, linewidth=1, label=label)
+            axes.axhline(tokens, linestyle=style, color=color, linewidth=1, label=label, zorder=1)
+            highest = max(highest, tokens)
     axes.set_xlabel("message (timeline)")
     axes.set_ylabel("tokens in context")
     axes.set_title(title or "Context size across compactions")
-    axes.set_ylim(bottom=0)
-    axes.legend(loc="best", fontsize="small")
+    axes.set_ylim(0, max(1.0, highest) * 1.08)
+    _thousands(axes)
+    _legend_outside(axes)
     return axes
 
 
@@ -104,7 +172,8 @@ def plot_sweep(
     ax: Axes | None = None,
     title: str | None = None,
 ) -> Axes:
-    """``y`` against ``x`` for a :func:`sweep` frame, one line per value of ``hue``."""
+    """``y`` against ``x`` for a :func:`sweep` frame, one line per value of ``hue``; the setting
+    the agent ran at (the ``recorded`` row) is ringed and named in the legend."""
     import numpy as np
 
     _require(sweep, (x, y), "plot_sweep")
@@ -122,18 +191,60 @@ def plot_sweep(
     for label, part in groups:
         ordered = part.sort_values(x, kind="stable")
         axes.plot(ordered[x].astype(float), ordered[y].astype(float), marker="o", label=label)
+    if "recorded" in sweep.columns and sweep["recorded"].any():
+        row = sweep[sweep["recorded"]].iloc[0]
+        axes.plot(
+            [float(row[x])],
+            [float(row[y])],
+            linestyle="none",
+            marker="o",
+            markersize=13,
+            markerfacecolor="none",
+            markeredgecolor=RECORDED_COLOR,
+            markeredgewidth=1.6,
+            label=f"the agent's setting ({_setting(row)})",
+            zorder=5,
+            clip_on=False,
+        )
     axes.set_xlabel(x.replace("_", " "))
     axes.set_ylabel(y.replace("_", " "))
     axes.set_title(title or f"{y.replace('_', ' ')} by {x.replace('_', ' ')}")
-    axes.legend(loc="best", fontsize="small")
+    axes.margins(x=0.06, y=0.1)
+    _thousands(axes, x=x != "threshold")
+    _legend_outside(axes)
     return axes
+
+
+def _dodged(times: list[Any], gap: Any) -> Any:
+    """``times`` with each one at least ``gap`` after the one before it (none hidden behind
+    another); missing times are kept."""
+    import numpy as np
+    import pandas as pd
+
+    out: list[Any] = []
+    for when in times:
+        if pd.notna(when) and out and pd.notna(out[-1]) and when - out[-1] < gap:
+            when = out[-1] + gap
+        out.append(when)
+    return np.array(out, dtype="datetime64[us]")
+
+
+def _setting(row: Any) -> str:
+    threshold = row["threshold"]
+    shown = (
+        f"{float(threshold):g}" if isinstance(threshold, float) else f"{int(threshold):,} tokens"
+    )
+    if "context_length" in row.index:
+        return f"{shown} of {int(row['context_length']):,}"
+    return shown
 
 
 def plot_compactions(
     compactions: pd.DataFrame, *, ax: Axes | None = None, title: str | None = None
 ) -> Axes:
     """Each compaction of a :func:`compactions_df` frame: a bar from the tokens after to the
-    tokens before (or the messages archived, when tokens are unknown), per agent over time."""
+    tokens before (or the messages archived, when tokens are unknown), per agent over time.
+    Compactions closer in time than a bar's width are set side by side, so each one shows."""
     import matplotlib.dates as mdates
     import numpy as np
     import pandas as pd
@@ -142,10 +253,13 @@ def plot_compactions(
     axes = _axes(ax)
     known = "tokens_before" in compactions.columns and compactions["tokens_before"].notna().any()
     groups = _groups(compactions)
+    when_all = compactions["time"].dropna()
+    span = (when_all.max() - when_all.min()) if len(when_all) > 1 else pd.Timedelta(0)
+    gap = max(span, pd.Timedelta(hours=1)) / 120  # about a bar's width at the default size
     for index, (label, part) in enumerate(groups):
         when = part["time"]
-        x: Any = when.dt.tz_convert(None) if getattr(when.dt, "tz", None) is not None else when
-        x = x.to_numpy()
+        stamps: Any = when.dt.tz_convert(None) if getattr(when.dt, "tz", None) is not None else when
+        x = _dodged(list(stamps), gap)
         if known:  # nullable counts: a missing one becomes NaN (no bar), or 0 at the bottom
             top = part["tokens_before"].to_numpy(dtype=float, na_value=np.nan)
             bottom = part["tokens_after"].fillna(0).to_numpy(dtype=float)
@@ -154,7 +268,16 @@ def plot_compactions(
             bottom = np.zeros(len(part))
         color = f"C{index % 10}"  # vlines does not advance the color cycle: one color per agent
         axes.vlines(x, bottom, top, linewidth=3, alpha=0.6, color=color)
-        axes.plot(x, top, linestyle="none", marker="o", color=color, label=label or "compactions")
+        axes.plot(
+            x,
+            top,
+            linestyle="none",
+            marker="o",
+            color=color,
+            label=label or "compactions",
+            clip_on=False,
+            zorder=3,
+        )
     # Dates that do not overlap, also in a narrow axes (matplotlib leaves these two untyped).
     locator = mdates.AutoDateLocator()  # type: ignore[no-untyped-call]
     axes.xaxis.set_major_locator(locator)
@@ -162,9 +285,9 @@ def plot_compactions(
     axes.set_xlabel("time (UTC)")
     axes.set_ylabel("tokens before → after" if known else "messages archived")
     axes.set_title(title or "Compactions")
-    # The bars fill the plot's width, so any corner legend covers some: one row above them.
     highest = compactions["tokens_before" if known else "messages_archived"].max()
     if pd.notna(highest) and highest > 0:
-        axes.set_ylim(0, float(highest) * 1.3)
-    axes.legend(loc="upper center", ncol=max(1, min(len(groups), 4)), fontsize="small")
+        axes.set_ylim(0, float(highest) * 1.08)
+    _thousands(axes, x=False)
+    _legend_outside(axes)
     return axes

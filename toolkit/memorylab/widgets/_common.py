@@ -143,12 +143,6 @@ def frame_html(
     )
 
 
-def legend_outside(axes: Axes) -> None:
-    """Move the plot helper's legend to the right of the axes (it never hides the lines)."""
-    if axes.get_legend() is not None:
-        axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
-
-
 def status_html(text: str, *, error: bool = False) -> str:
     """A one-line status (an error in red)."""
     color = "#cf222e" if error else "#57606a"

@@ -12,9 +12,9 @@ from __future__ import annotations
 import html
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from memorylab.compress.policy import DEFAULT_THRESHOLD, Threshold
+from memorylab.compress.policy import Threshold
 from memorylab.errors import InvalidSetting, MemorylabError
 from memorylab.memory.display import document_html
 from memorylab.widgets._common import (
@@ -22,7 +22,6 @@ from memorylab.widgets._common import (
     figure_png,
     frame_html,
     import_widgets,
-    legend_outside,
     new_axes,
     status_html,
 )
@@ -32,6 +31,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
+    from memorylab.analysis.runs import RunSettings
     from memorylab.evaluate.cases import Case
 
 __all__ = ["ALL", "MESSAGE_COLUMNS", "MemoryExplorer"]
@@ -45,24 +45,21 @@ MESSAGE_COLUMNS = ("timeline", "segment", "role", "timestamp", "content")
 _SEGMENT_COLORS = ("#ddf4ff", "#fbefff", "#dafbe1", "#fff8c5", "#ffebe9", "#eaeef2")
 
 
-def _known(values: Any) -> Any:
-    present = values.dropna()
-    return present.iloc[-1] if len(present) else None
-
-
 class MemoryExplorer(View):
     """Explore the memory of a workspace (default: the current one, ``$WORKSPACE_DIR``).
 
     ``source`` is anything :func:`~memorylab.analysis.memory_df` reads: a workspace, an agent
-    folder, a memory file. ``context_length`` / ``threshold`` draw the token-growth plot's
-    limit lines; by default they come from the agent's ``compactions.jsonl`` records (else 8192
-    tokens and the default threshold). ``model`` picks the tokenizer.
+    folder, a memory file. The token-growth plot is :func:`~memorylab.analysis.token_growth` at
+    the settings the agent's ``compactions.jsonl`` records (:attr:`settings`: window,
+    threshold, tokenizer, static context, restarts; else 8192 tokens and the default
+    threshold); ``context_length``, ``threshold`` and ``model`` override them.
 
     State for code and tests: :attr:`frame` / :attr:`problems` (the loaded frames),
     :attr:`agent_frame`, :attr:`table` (the filtered message DataFrame shown),
     :attr:`segments` (one row per segment of the agent), :attr:`growth` (the
-    :func:`token_growth` frame), :attr:`figure` / :attr:`axes`, :attr:`cases` (the agent's
-    compactions as evaluation cases) and :attr:`case` (the one shown).
+    :func:`token_growth` frame), :attr:`settings` (the agent's
+    :class:`~memorylab.analysis.RunSettings`), :attr:`figure` / :attr:`axes`, :attr:`cases` (the
+    agent's compactions as evaluation cases) and :attr:`case` (the one shown).
     """
 
     def __init__(
@@ -182,21 +179,20 @@ class MemoryExplorer(View):
         return records[records["agent"].astype(str) == self.agent] if len(records) else records
 
     @property
+    def settings(self) -> RunSettings:
+        """The agent's settings: its record's, with this explorer's overrides."""
+        from memorylab.analysis.runs import run_settings
+
+        recorded = run_settings(self.agent_frame, model=self.model)
+        return recorded.given(context_length=self._context_length, threshold=self._threshold)
+
+    @property
     def context_length(self) -> int:
-        if self._context_length is not None:
-            return int(self._context_length)
-        known = _known(self._agent_records().get("context_length", []))
-        return int(known) if known is not None else 8192
+        return int(self.settings.context_length)
 
     @property
     def threshold(self) -> Threshold:
-        if self._threshold is not None:
-            return self._threshold
-        known = _known(self._agent_records().get("threshold", []))
-        if known is None:
-            return DEFAULT_THRESHOLD
-        value = float(known)
-        return int(value) if value > 1 else value
+        return self.settings.threshold
 
     def __repr__(self) -> str:
         return (
@@ -222,7 +218,8 @@ class MemoryExplorer(View):
         self.header.value = (
             '<div style="font-family:system-ui,sans-serif;font-size:13px;padding:4px 8px">'
             f"<b>{len(frame):,}</b> messages in <b>{len(segments)}</b> segment(s) · "
-            f"<b>{len(records)}</b> compaction(s) · {html.escape(str(self.source))}</div>"
+            f"<b>{len(records)}</b> compaction(s) · {html.escape(str(self.source))}<br>"
+            f'<span style="color:#57606a">{html.escape(self.settings.describe())}</span></div>'
         )
         self._draw_growth()
         self._load_cases()
@@ -287,8 +284,8 @@ class MemoryExplorer(View):
         try:
             self.growth = token_growth(
                 self.agent_frame,
-                context_length=self.context_length,
-                threshold=self.threshold,
+                context_length=self._context_length,
+                threshold=self._threshold,
                 model=self.model,
             )
         except MemorylabError as error:
@@ -296,7 +293,6 @@ class MemoryExplorer(View):
             return
         figure, axes = new_axes((9.0, 3.6))
         plot_token_growth(self.growth, ax=axes, title=f"Context size of {self.agent}")
-        legend_outside(axes)
         self.figure, self.axes = figure, axes
         self.image.value = figure_png(figure)
 

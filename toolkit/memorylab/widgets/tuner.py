@@ -2,13 +2,18 @@
 
 A thin view over :func:`memorylab.analysis.replay`, :func:`~memorylab.analysis.sweep`,
 :func:`~memorylab.analysis.plot_token_growth` and :func:`~memorylab.analysis.plot_sweep`: every
-change of a control replays the transcript under the new setting (the sawtooth plot) and
-sweeps the thresholds at the chosen context length (the table, the current threshold's row
-highlighted). Replays cache their summaries, so moving a slider back costs nothing.
+change of a control replays the transcript under the new setting (the sawtooth plot and the
+headline) and sweeps the thresholds at the chosen context length (the table). The slider's row
+is always replayed exactly (``sweep(replay_at=...)``), so the headline and the highlighted row
+are the same figures; the other rows are exact when that fits in a few seconds, else the fast
+sweep's, whose measured error the table states (:func:`~memorylab.analysis.sweep_note`). The
+setting the agent ran at, when the source recorded one, is marked in the table and the plots.
+Replays cache their summaries, so moving a slider back costs nothing.
 """
 
 from __future__ import annotations
 
+import html
 import os
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -20,7 +25,6 @@ from memorylab.widgets._common import (
     figure_png,
     frame_html,
     import_widgets,
-    legend_outside,
     new_axes,
     provider_model,
     status_html,
@@ -33,13 +37,25 @@ if TYPE_CHECKING:
 
     from memorylab.analysis.growth import ReplayResult
 
-__all__ = ["CONTEXT_LENGTHS", "SWEEP_COLUMNS", "SWEEP_HEADERS", "ThresholdTuner", "tuner_source"]
+__all__ = [
+    "CONTEXT_LENGTHS",
+    "MODES",
+    "SWEEP_COLUMNS",
+    "SWEEP_HEADERS",
+    "ThresholdTuner",
+    "tuner_source",
+]
 
 CONTEXT_LENGTHS = (2048, 4096, 8192, 16384, 32768, 65536, 131072)
 """The context lengths the slider offers (the given one is added when missing)."""
 
+MODES = (("exact when it fits", None), ("exact replays", False), ("fast (modelled)", True))
+"""The sweep modes offered: ``sweep(fast=...)``'s three values."""
+
 SWEEP_COLUMNS = (
+    "setting",
     "threshold",
+    "mode",
     "trigger",
     "compactions",
     "peak_context_tokens",
@@ -51,6 +67,7 @@ SWEEP_COLUMNS = (
 """The sweep columns the table shows (those the sweep has)."""
 
 SWEEP_HEADERS = {
+    "setting": "",
     "peak_context_tokens": "peak",
     "total_input_tokens": "input tokens",
     "summarizer_calls": "summarizer calls",
@@ -76,8 +93,10 @@ class _Source:
         threshold: Threshold | None = None,
         model: str | None = None,
         name: str = "transcript",
+        recorded: tuple[int, Threshold] | None = None,
     ) -> None:
         self.transcript = transcript
+        self.recorded = recorded
         self.facts = facts
         self.context_length = context_length
         self.threshold = threshold
@@ -110,18 +129,42 @@ def tuner_source(source: Any) -> _Source:
         if transcript is None:
             transcript = _history(short_memory.conversation_history)
         compressor = getattr(source, "context_compressor", None)
+        threshold = getattr(compressor, "threshold", None)
         return _Source(
             transcript,
             context_length=int(source.context_length),
-            threshold=getattr(compressor, "threshold", None),
+            threshold=threshold,
             model=getattr(source, "model_name", None),
             name=str(getattr(source, "agent_name", "agent")),
+            recorded=(int(source.context_length), threshold) if threshold is not None else None,
         )
     if hasattr(source, "conversation_history") and hasattr(source, "token_count"):
         return _Source(_history(source.conversation_history), name=str(source.name))
-    if isinstance(source, str | os.PathLike):
-        return _Source(source, name=os.path.basename(os.fspath(source).rstrip("/")) or "memory")
+    if isinstance(source, str | os.PathLike) or hasattr(source, "columns"):
+        return _recorded_source(source)
     return _Source(source)
+
+
+def _recorded_source(source: Any) -> _Source:
+    """A memory path or a memory_df frame: its record gives the defaults and the marked row."""
+    from memorylab.analysis.runs import run_settings
+
+    settings = run_settings(source)
+    recorded = None
+    if settings.source_of("threshold") == "recorded":
+        recorded = (settings.context_length, settings.threshold)
+    if isinstance(source, str | os.PathLike):
+        name = os.path.basename(os.fspath(source).rstrip("/")) or "memory"
+    else:
+        name = settings.agent or "transcript"
+    return _Source(
+        source,
+        context_length=settings.context_length if recorded else None,
+        threshold=settings.threshold if recorded else None,
+        model=settings.token_model,
+        name=name,
+        recorded=recorded,
+    )
 
 
 class ThresholdTuner(View):
@@ -134,9 +177,13 @@ class ThresholdTuner(View):
     frame of one agent, a list of ``{"role", "content"}`` messages, or an agent folder / memory
     file path.
 
+    A workspace's agent folder (or its frame) and an Agent give the setting the agent ran at: the
+    sliders start there, and that row of the table is marked "the agent's setting".
+
     ``summarizers``: the summarizers offered (default: the offline extractive one, plus a cheap
-    real model when a provider key is set). ``fast=True`` starts with the fast sweep (summary
-    sizes modelled, nothing summarized); the replay plot always runs the chosen summarizer.
+    real model when a provider key is set). ``fast``: the sweep's mode (:data:`MODES`: ``None``
+    replays every setting exactly when that fits in a few seconds, ``True`` models the summary
+    sizes, ``False`` always replays); the replay plot always runs the chosen summarizer.
 
     State for code and tests: :attr:`result` (the :class:`~memorylab.analysis.ReplayResult`),
     :attr:`sweep_table` (the sweep DataFrame), :attr:`figure` / :attr:`axes` (the replay plot),
@@ -152,7 +199,7 @@ class ThresholdTuner(View):
         context_lengths: Sequence[int] = CONTEXT_LENGTHS,
         thresholds: Sequence[Threshold] | None = None,
         summarizers: Sequence[str] | None = None,
-        fast: bool = False,
+        fast: bool | None = None,
         model: str | None = None,
         facts: Sequence[str] | None = None,
         system_prompt: str | None = None,
@@ -206,8 +253,11 @@ class ThresholdTuner(View):
             description="summarizer",
             style={"description_width": "110px"},
         )
-        self.fast_toggle = widgets.Checkbox(
-            value=fast, description="fast sweep (model summary sizes)", indent=False
+        self.mode_picker = widgets.Dropdown(
+            options=list(MODES),
+            value=fast,
+            description="sweep",
+            style={"description_width": "50px"},
         )
         self.image = widgets.Image(format="png", layout=widgets.Layout(width="100%"))
         self.sweep_image = widgets.Image(format="png", layout=widgets.Layout(width="100%"))
@@ -218,7 +268,7 @@ class ThresholdTuner(View):
             [
                 self.threshold_slider,
                 self.context_slider,
-                widgets.HBox([self.summarizer_picker, self.fast_toggle]),
+                widgets.HBox([self.summarizer_picker, self.mode_picker]),
             ]
         )
         self.widget = widgets.VBox(
@@ -252,7 +302,7 @@ class ThresholdTuner(View):
             self.threshold_slider,
             self.context_slider,
             self.summarizer_picker,
-            self.fast_toggle,
+            self.mode_picker,
         ):
             control.observe(self._changed, names="value")
         self.update()
@@ -272,8 +322,9 @@ class ThresholdTuner(View):
         return str(self.summarizer_picker.value)
 
     @property
-    def fast(self) -> bool:
-        return bool(self.fast_toggle.value)
+    def fast(self) -> bool | None:
+        value = self.mode_picker.value
+        return None if value is None else bool(value)
 
     def __repr__(self) -> str:
         outcome = "" if self.result is None else f", {self.result.compactions} compaction(s)"
@@ -289,7 +340,7 @@ class ThresholdTuner(View):
 
     def update(self) -> None:
         """Replay and sweep under the controls' values and redraw (called on every change)."""
-        from memorylab.analysis.growth import replay, sweep
+        from memorylab.analysis.growth import replay, sweep, sweep_note
         from memorylab.analysis.plots import plot_sweep, plot_token_growth
 
         threshold, length = self.threshold, self.context_length
@@ -304,49 +355,63 @@ class ThresholdTuner(View):
                 model=self.model,
                 system_prompt=self.system_prompt,
             )
-            wanted = sorted({*(float(t) for t in self.thresholds), threshold})
+            recorded = self.source.recorded
+            wanted = {*(float(t) for t in self.thresholds), threshold}
+            if recorded is not None and recorded[0] == length:
+                wanted.add(float(recorded[1]))
             table = sweep(
                 self.source.transcript,
-                wanted,
+                sorted(wanted),
                 [length],
                 summarizer=spec,
                 model=self.model,
                 fast=self.fast,
                 facts=self.facts,
                 system_prompt=self.system_prompt,
+                replay_at=[threshold],
             )
         except MemorylabError as error:
             self._report(error)
             return
+        table["recorded"] = [
+            recorded is not None and recorded[0] == length and _close(t, recorded[1])
+            for t in table["threshold"]
+        ]
         self.result, self.sweep_table = result, table
         self.updates += 1
 
+        ran_at = ""
+        if recorded is not None:
+            ran_at = f"; the agent ran at {_threshold_text(recorded[1])} of {recorded[0]:,}"
         figure, axes = new_axes((9.0, 3.4))
         plot_token_growth(
             result.timeline,
             ax=axes,
-            title=f"Replay at threshold {threshold:.2f} of {length:,} tokens ({result.summarizer})",
+            title=f"Replay at threshold {threshold:.2f} of {length:,} tokens ({result.summarizer})"
+            + ran_at,
         )
-        legend_outside(axes)
         self.figure, self.axes = figure, axes
         self.image.value = figure_png(figure)
 
-        sweep_figure, sweep_axes = new_axes((4.8, 3.0))
-        plot_sweep(table, ax=sweep_axes, hue=None, title="Input tokens carried, by threshold")
+        sweep_figure, sweep_axes = new_axes((5.6, 3.0))
+        plot_sweep(table, ax=sweep_axes, hue=None, title="Input tokens the model read")
         sweep_axes.axvline(threshold, color="tab:red", linestyle="--", linewidth=1)
         self.sweep_figure = sweep_figure
         self.sweep_image.value = figure_png(sweep_figure)
 
-        current = [i for i, t in enumerate(table["threshold"]) if abs(float(t) - threshold) < 1e-9]
-        present = [c for c in SWEEP_COLUMNS if c in table.columns and table[c].notna().any()]
-        shown = table[present].rename(columns=SWEEP_HEADERS)
-        mode = "fast (modelled summaries)" if self.fast else f"replayed with {result.summarizer}"
+        current = [i for i, t in enumerate(table["threshold"]) if _close(t, threshold)]
+        labels = ["the agent's setting" if r else "" for r in table["recorded"]]
+        shown = table.assign(setting=labels)
+        present = [c for c in SWEEP_COLUMNS if c in shown.columns and shown[c].notna().any()]
+        shown = shown[present].rename(columns=SWEEP_HEADERS)
         self.table.value = (
-            f'<div style="font-size:12px;color:#57606a">Sweep at {length:,} tokens, {mode}; '
-            "the highlighted row is the slider's threshold</div>"
+            f'<div style="font-size:12px;color:#57606a">Sweep at {length:,} tokens. '
+            f"{html.escape(sweep_note(table))} The highlighted row is the slider's threshold, "
+            "replayed exactly (the figures above the plot).</div>"
             + frame_html(
                 shown,
                 highlight=current,
+                label_columns=("",),
                 formats={
                     "threshold": lambda v: f"{float(v):.2f}",
                     "est. cost": lambda v: "" if v != v else f"${float(v):.4f}",
@@ -359,10 +424,24 @@ class ThresholdTuner(View):
             if self.facts
             else ""
         )
+        above = int((result.timeline["context_tokens"] > length).sum())
+        warning = (
+            f' · <span style="color:#cf222e">{above:,} message(s) above the window</span>'
+            if above
+            else ""
+        )
         self.summary.value = (
             '<div style="font-family:system-ui,sans-serif;font-size:13px">'
             f"<b>{result.compactions}</b> compaction(s) over {len(result.timeline):,} messages · "
             f"trigger {result.trigger:,} tokens · peak {result.peak_context_tokens:,} · "
-            f"{result.total_input_tokens:,} input tokens carried{survival}</div>"
+            f"{result.total_input_tokens:,} input tokens read{survival}{warning}</div>"
         )
         self._report(None, f"updated ({self.updates})")
+
+
+def _close(value: Any, other: Any) -> bool:
+    return abs(float(value) - float(other)) < 1e-9
+
+
+def _threshold_text(threshold: Threshold) -> str:
+    return f"{threshold:g}" if isinstance(threshold, float) else f"{threshold:,} tokens"

@@ -1,0 +1,311 @@
+"""One engine, run at the recorded settings: run_settings, growth from the record, the replay's
+check points, restarts and preload, and sweeps that mark the recorded setting and state their
+error. The bundled workspace was written by memorylab's own Agent (data/make_data.py)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from memorylab.agent import check_points, default_preload_max_tokens
+from memorylab.analysis import (
+    RunSettings,
+    SummarySize,
+    _progress,
+    memory_df,
+    replay,
+    run_settings,
+    sweep,
+    sweep_note,
+    token_growth,
+)
+from memorylab.errors import InvalidSetting
+from memorylab.transcripts import bundled_workspace
+
+AGENTS = ("BugHunter", "DataEngineer", "Researcher")
+
+
+@pytest.fixture(scope="module")
+def bundled() -> pd.DataFrame:
+    return memory_df(bundled_workspace("memorylab"))
+
+
+def _records(agent: str) -> list[dict[str, object]]:
+    path = bundled_workspace("memorylab") / "agents" / agent / "compactions.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _agent(frame: pd.DataFrame, agent: str) -> pd.DataFrame:
+    return frame[frame["agent"] == agent]
+
+
+# --------------------------------------------------------------------------- the record
+
+
+def test_run_settings_come_from_the_record(bundled: pd.DataFrame) -> None:
+    settings = run_settings(_agent(bundled, "BugHunter"))
+    assert isinstance(settings, RunSettings)
+    assert (settings.threshold, settings.context_length) == (0.85, 3000)
+    assert settings.summarizer == "memorylab/extractive" and settings.summarizer_max_tokens == 500
+    assert settings.static_tokens == 42 and settings.token_model == "gpt-4o-mini"
+    assert settings.checks == "model_call" and settings.reply_roles == ("BugHunter",)
+    assert settings.preload_max_tokens == default_preload_max_tokens(3000, 0.85) == 750
+    assert len(settings.restarts) == 4  # five sessions, a new Agent each
+    assert settings.compactions == 5
+    assert [t for t in settings.recorded_tokens] == [
+        r["tokens_before"] for r in _records("BugHunter")
+    ]
+    for name in ("threshold", "context_length", "summarizer_max_tokens", "static_tokens", "checks"):
+        assert settings.source_of(name) == "recorded", name
+    assert settings.source_of("preload_max_tokens") == "default"  # the Agent's rule, recorded
+    assert "0.85" in settings.describe() and "42 tokens (recorded)" in settings.describe()
+    assert settings.summary_size is not None and 0.9 < settings.summary_size.fill <= 1.0
+    given = settings.given(threshold=0.6, context_length=None)
+    assert given.threshold == 0.6 and given.source_of("threshold") == "given"
+    assert given.context_length == 3000
+    with pytest.raises(InvalidSetting, match="no field"):
+        settings.given(window=5)
+
+
+def test_settings_of_a_path_equal_those_of_its_frame(bundled: pd.DataFrame) -> None:
+    folder = bundled_workspace("memorylab") / "agents" / "Researcher"
+    assert run_settings(folder) == run_settings(_agent(bundled, "Researcher"))
+
+
+def test_older_records_are_inferred(tmp_path: Path) -> None:
+    """Files written before the replay's fields were recorded: the static context comes from
+    tokens_after - summary_tokens, the restarts from the gaps, the checks from the roles, the
+    budget from the summaries' sizes; the replay still makes the recorded compactions."""
+    source = bundled_workspace("memorylab") / "agents" / "DataEngineer"
+    folder = tmp_path / "agents" / "DataEngineer"
+    shutil.copytree(source, folder)
+    records = _records("DataEngineer")
+    keep = {"summary_calls", "summary_input_tokens", "summary_output_tokens"}
+    lines = [
+        json.dumps({**r, "extra": {k: v for k, v in r["extra"].items() if k in keep}})  # type: ignore[union-attr]
+        for r in records
+    ]
+    (folder / "compactions.jsonl").write_text("\n".join(lines) + "\n")
+    settings = run_settings(folder)
+    assert settings.source_of("static_tokens") == "inferred" and settings.static_tokens == 41
+    assert settings.source_of("checks") == "inferred" and settings.checks == "model_call"
+    assert settings.source_of("restarts") == "inferred" and len(settings.restarts) == 4
+    assert settings.source_of("summarizer_max_tokens") == "inferred"
+    assert 470 < settings.summarizer_max_tokens <= 500
+    result = replay(folder, model="gpt-4o-mini", cache=False)
+    assert result.compactions == len(records)
+    for got, want in zip(
+        [e.tokens_before for e in result.events], settings.recorded_tokens, strict=True
+    ):
+        assert got is not None and want is not None and abs(got - want) <= 0.02 * want
+
+
+# --------------------------------------------------------------------------- growth
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_growth_agrees_with_the_compaction_table(bundled: pd.DataFrame, agent: str) -> None:
+    growth = token_growth(_agent(bundled, agent))
+    records = _records(agent)
+    peaks = growth[growth["compaction"]]
+    assert peaks["context_tokens"].tolist() == [r["tokens_before"] for r in records]
+    assert peaks["recorded_tokens"].tolist() == [r["tokens_before"] for r in records]
+    assert (growth["trigger"] == 2550).all() and (growth["context_length"] == 3000).all()
+    assert growth["context_tokens"].max() <= 3000  # never above what the model could read
+    assert int(growth["restart"].sum()) == 4 and growth["session"].max() == 4
+    after = growth[growth["restart"]]
+    bound = default_preload_max_tokens(3000, 0.85)
+    assert (after["context_tokens"] < 42 + bound + after["tokens"] + 50).all()
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_growth_and_replay_are_one_engine(bundled: pd.DataFrame, agent: str) -> None:
+    """At the recorded settings the replay makes the recorded compactions with the recorded
+    tokens_before, and its context is the growth's, message by message."""
+    rows = _agent(bundled, agent)
+    result = replay(rows, cache=False)
+    records = _records(agent)
+    assert result.compactions == len(records)
+    assert [e.tokens_before for e in result.events] == [r["tokens_before"] for r in records]
+    growth = token_growth(rows)
+    messages = growth[~growth["is_summary"]]
+    assert messages["context_tokens"].tolist() == result.timeline["context_tokens"].tolist()
+    assert result.restarts == 4 and result.settings is not None
+
+
+def test_arguments_override_the_record(bundled: pd.DataFrame) -> None:
+    rows = _agent(bundled, "BugHunter")
+    growth = token_growth(rows, context_length=8192, threshold=0.5)
+    assert (growth["trigger"] == 4096).all() and (growth["context_length"] == 8192).all()
+    one_session = token_growth(rows, restarts=False)
+    assert not one_session["restart"].any()
+    peak = one_session.loc[~one_session["compaction"], "context_tokens"].max()
+    assert peak > 3000  # one session would have been above the window: the old curve
+
+
+# --------------------------------------------------------------------------- the replay's rules
+
+
+def test_checks_fall_before_model_calls() -> None:
+    messages = [
+        {"role": "user", "content": "task " * 20},
+        {"role": "assistant", "content": "calling a tool"},
+        {"role": "tool", "content": "result " * 700},  # lands before the next check
+        {"role": "assistant", "content": "done"},
+        {"role": "user", "content": "next " * 20},
+    ]
+    result = replay(messages, threshold=0.5, context_length=600, cache=False)
+    assert result.timeline["check"].tolist() == [True, False, True, False, False]
+    assert result.timeline["check"].tolist() == check_points(
+        [m["role"] for m in messages], {"assistant"}
+    )
+    fired = result.timeline[result.timeline["compaction"]]
+    assert fired["timeline"].tolist() == [2]  # the check before the second model call
+    assert result.peak_context_tokens > 600  # the tool result passed the window before it
+    every = replay(messages, threshold=0.5, context_length=600, checks="message", cache=False)
+    assert every.timeline["check"].all()
+    with pytest.raises(InvalidSetting, match="checks must be"):
+        replay(messages, context_length=600, checks="sometimes")
+
+
+def test_a_restart_preloads_memory_within_the_bound() -> None:
+    start = datetime(2026, 1, 1, 9, tzinfo=UTC)
+    messages = [
+        {
+            "role": "user" if i % 2 == 0 else "assistant",
+            "content": f"message {i}: " + "word " * 60,
+            "timestamp": (start + timedelta(minutes=i) + timedelta(days=i // 20)).isoformat(),
+        }
+        for i in range(60)
+    ]
+    result = replay(messages, threshold=0.9, context_length=4000, cache=False)
+    timeline = result.timeline
+    assert timeline["restart"].sum() == 2 and result.compactions == 0
+    bound = default_preload_max_tokens(4000, 0.9)
+    assert bound == 1000
+    at = timeline[timeline["restart"]]
+    assert (at["context_tokens"] <= bound + at["tokens"] + 30).all()  # + the entry's prefix
+    assert (at["context_tokens"].to_numpy() < timeline["context_tokens"].shift(1)[at.index]).all()
+    explicit = replay(
+        messages, threshold=0.9, context_length=4000, preload_max_tokens=bound, cache=False
+    )
+    pd.testing.assert_frame_equal(explicit.timeline, timeline)  # the Agent's rule by default
+    unbounded = replay(
+        messages, threshold=0.9, context_length=4000, preload_max_tokens=None, cache=False
+    )
+    assert unbounded.timeline["context_tokens"].iloc[-1] > timeline["context_tokens"].iloc[-1]
+    given = replay(messages, threshold=0.9, context_length=4000, restarts=False, cache=False)
+    assert not given.timeline["restart"].any()
+
+
+def test_static_tokens_count_as_recorded() -> None:
+    messages = [{"role": "User", "content": f"note {i} " + "x " * 30} for i in range(40)]
+    plain = replay(messages, threshold=0.8, context_length=900, cache=False)
+    static = replay(messages, threshold=0.8, context_length=900, static_tokens=200, cache=False)
+    assert (
+        static.timeline["context_tokens"].iloc[:5] - plain.timeline["context_tokens"].iloc[:5]
+        == 200
+    ).all()
+    assert static.compactions > plain.compactions
+    assert all(e.extra.get("static_tokens") == 200 for e in static.events if e.ok)
+    with pytest.raises(InvalidSetting, match="not both"):
+        replay(messages, context_length=900, static_tokens=10, system_prompt="x")
+    with pytest.raises(InvalidSetting, match="static_tokens"):
+        replay(messages, context_length=900, static_tokens=-1)
+
+
+def test_the_summary_budget_is_the_compressors(bundled: pd.DataFrame) -> None:
+    """The replay asks for what ContextCompressor asks for: summarizer_max_tokens within half
+    the trigger (the fast sweep used to assume a tenth of the window)."""
+    messages = [{"role": "User", "content": f"step {i}: " + "detail " * 40} for i in range(80)]
+    result = replay(messages, threshold=0.8, context_length=1000, cache=False)
+    assert {e.extra["summary_budget"] for e in result.events if e.ok} == {400}
+    small = replay(
+        messages, threshold=0.8, context_length=1000, max_summary_tokens=100, cache=False
+    )
+    assert {e.extra["summary_budget"] for e in small.events if e.ok} == {100}
+    assert small.compactions < result.compactions
+
+
+# --------------------------------------------------------------------------- sweeps
+
+
+def test_sweep_marks_the_recorded_setting(bundled: pd.DataFrame) -> None:
+    rows = _agent(bundled, "DataEngineer")
+    table = sweep(rows, thresholds=[0.5, 0.7, 0.9])
+    assert table["threshold"].tolist() == [0.5, 0.7, 0.85, 0.9]  # the recorded one added
+    assert table["recorded"].tolist() == [False, False, True, False]
+    assert set(table["mode"]) == {"replay"}  # small enough to replay exactly
+    row = table[table["recorded"]].iloc[0]
+    assert row["compactions"] == len(_records("DataEngineer"))
+    assert sweep_note(table).startswith("Every setting replayed exactly")
+    other_window = sweep(rows, thresholds=[0.5], context_lengths=[8192])
+    assert not other_window["recorded"].any() and len(other_window) == 1
+
+
+def test_fast_sweep_states_its_measured_error(bundled: pd.DataFrame) -> None:
+    rows = _agent(bundled, "DataEngineer")
+    fast = sweep(rows, thresholds=[0.5, 0.7, 0.9], fast=True)
+    exact = sweep(rows, thresholds=[0.5, 0.7, 0.9], fast=False)
+    assert set(fast["mode"]) == {"fast"}
+    error = fast.attrs["error"]
+    assert error["settings"] == 3 and error["messages"] > 0
+    calibration = pd.DataFrame(fast.attrs["calibration"])
+    assert {"exact_compactions", "fast_compactions"} <= set(calibration.columns)
+    worst = (calibration["fast_compactions"] - calibration["exact_compactions"]).abs().max()
+    assert worst == error["compactions"]
+    note = sweep_note(fast)
+    assert f"within ±{error['compactions']}" in note and "Fast sweep" in note
+    # the stated error bounds what it stated it for; the whole grid stays close as well
+    assert (fast["compactions"] - exact["compactions"]).abs().max() <= 2
+    uncalibrated = sweep(rows, thresholds=[0.5], fast=True, calibrate=False)
+    assert uncalibrated.attrs["error"] == {} and "not measured" in sweep_note(uncalibrated)
+
+
+def test_replay_at_gives_exact_rows_in_a_fast_sweep(bundled: pd.DataFrame) -> None:
+    rows = _agent(bundled, "BugHunter")
+    table = sweep(rows, thresholds=[0.5, 0.7], fast=True, calibrate=False, replay_at=[0.7])
+    assert table["mode"].tolist() == ["fast", "replay", "fast"]
+    direct = replay(rows, threshold=0.7)
+    row = table.iloc[1]
+    assert row["compactions"] == direct.compactions
+    assert row["peak_context_tokens"] == direct.peak_context_tokens
+    assert row["total_input_tokens"] == direct.total_input_tokens
+
+
+def test_a_large_sweep_goes_fast_by_itself() -> None:
+    messages = [
+        {"role": "User" if i % 2 else "assistant", "content": f"row {i} " + "value " * 120}
+        for i in range(3000)
+    ]
+    table = sweep(
+        messages, thresholds=np.linspace(0.3, 0.9, 12).round(2).tolist(), context_lengths=[4096]
+    )
+    assert set(table["mode"]) == {"fast"}
+    assert table.attrs["error"]["settings"] >= 1
+
+
+def test_summary_size_model() -> None:
+    size = SummarySize.fit([(2000, 480, 500), (2500, 485, 500), (900, 300, 500)])
+    assert size is not None and size.fill == 0.97 and size.ratio == pytest.approx(1 / 3, abs=1e-3)
+    assert size.tokens(5000, 500) == 485 and size.tokens(300, 500) == 99
+    assert SummarySize.fit([]) is None
+    with pytest.raises(InvalidSetting, match=r"SummarySize.ratio must be a number in \(0, 1\]"):
+        SummarySize(ratio=1.5)
+
+
+def test_progress_bars_are_off_in_tests(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert not _progress.watched()
+    bar = _progress.bar(10, "replay", "msg")
+    assert bar.disable
+    bar.close()
+    monkeypatch.setenv("MEMORYLAB_PROGRESS", "1")
+    assert _progress.watched()
+    monkeypatch.setenv("MEMORYLAB_PROGRESS", "0")
+    assert not _progress.watched()
