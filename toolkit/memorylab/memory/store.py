@@ -40,6 +40,11 @@ Compaction, under the same lock, in this order — and what a crash after each s
 5. append the compaction record to ``compactions.jsonl`` (fsync);
 6. remove the journal.
 
+An edit of the history (a ``Conversation``'s ``update``, ``delete`` or ``clear``:
+:meth:`MemoryStore.edit`) takes the same path, steps 1-6, through the same code
+(:meth:`MemoryStore.rewrite`): the whole old file is the archive and the new MEMORY.md holds the
+edited blocks instead of a summary, so what an edit removes is archived, never destroyed.
+
 Everything a compaction will write is checked before its first write (the summary encodes as
 UTF-8, ``compactions.jsonl`` and ``archive/`` are of the right kind); after the commit point
 nothing fails the call: a record that cannot be written is logged and written by recovery.
@@ -279,15 +284,7 @@ class MemoryStore:
         lock = self._agent_lock()
         lock.acquire(self.lock_timeout)
         try:
-            if lock.late is not None:
-                self._check_late(lock)
-            fd = lock.append_fd
-            try:
-                now = os.lstat(self.path)
-            except FileNotFoundError:
-                now = None
-            if fd is None or now is None or (now.st_dev, now.st_ino) != lock.append_id:
-                fd = self._reopen_append(lock, now)
+            fd = self._append_fd(lock)
             _write_block(fd, data, self.path)
             if self.durable:
                 os.fsync(fd)
@@ -296,6 +293,21 @@ class MemoryStore:
             raise store_error(exc, self.path, "append to") from exc
         finally:
             lock.release()
+
+    def _append_fd(self, lock: AgentLock) -> int:
+        """The descriptor to append to, checked before every write (the lock is held): late
+        writes to the file the last compaction replaced are carried over, and a MEMORY.md
+        replaced or deleted since the last append is reopened (:meth:`_reopen_append`)."""
+        if lock.late is not None:
+            self._check_late(lock)
+        fd = lock.append_fd
+        try:
+            now = os.lstat(self.path)
+        except FileNotFoundError:
+            now = None
+        if fd is None or now is None or (now.st_dev, now.st_ino) != lock.append_id:
+            fd = self._reopen_append(lock, now)
+        return fd
 
     def _reopen_append(self, lock: AgentLock, now: os.stat_result | None) -> int:
         """Open MEMORY.md for appending (first use, or the file was replaced or deleted), and
@@ -380,28 +392,88 @@ class MemoryStore:
         appended after the snapshot (the steps and their crash behaviour: module docstring).
         A snapshot without messages (a header only) is not archived, as the reference does."""
         summary_bytes = encode_utf8(fmt.render_block(summary))  # refused before any write
+        return self.rewrite(
+            snapshot, summary_bytes, conversation_name=conversation_name, now=now, record=record
+        )
+
+    def edit(
+        self,
+        change: Callable[[bytes], bytes | None],
+        *,
+        conversation_name: str,
+        now: datetime,
+        record: Callable[[CompactionResult], dict[str, Any]] | None = None,
+    ) -> CompactionResult | None:
+        """Rewrite the blocks of MEMORY.md (everything after its header) under the lock: the
+        ``Conversation``'s ``update``, ``delete`` and ``clear``.
+
+        ``change`` gets the blocks as they are on disk and returns them edited (whole blocks),
+        or ``None`` to leave the file alone. An edit is written as a compaction is (the steps
+        of the module docstring, through :meth:`rewrite`): the old file is archived, then
+        replaced atomically by a fresh header naming that archive and the edited blocks, so
+        nothing an edit removes is destroyed, and blocks other writers append meanwhile are
+        carried over. Returns what was archived, or ``None`` when nothing changed.
+        """
         try:
             with self.locked():
-                self._held_lock().check()
+                lock = self._held_lock()
+                if lock.append_fd is not None:
+                    self._append_fd(lock)  # first carry over what a replacer dropped
+                snapshot = Snapshot(self.read_bytes())
+                start = _blocks_start(snapshot.data)
+                blocks = snapshot.data[start:]
+                edited = change(blocks)
+                if edited is None or edited == blocks:
+                    return None
+                return self.rewrite(
+                    snapshot, edited, conversation_name=conversation_name, now=now,
+                    record=record, action="edit",
+                )  # fmt: skip
+        except OSError as exc:
+            raise store_error(exc, self.path, "edit") from exc
+
+    def rewrite(
+        self,
+        snapshot: Snapshot,
+        body: bytes,
+        *,
+        conversation_name: str,
+        now: datetime,
+        record: Callable[[CompactionResult], dict[str, Any]] | None = None,
+        action: str = "compact",
+    ) -> CompactionResult:
+        """Archive ``snapshot`` and replace MEMORY.md with a fresh header naming the archive,
+        then ``body`` (whole blocks), then every block appended after the snapshot: the one
+        crash-ordered path of compactions (``body`` is the summary's block) and edits
+        (:meth:`edit`). Raises ``CompactionConflict`` when MEMORY.md no longer starts with
+        ``snapshot``."""
+        try:
+            with self.locked():
+                lock = self._held_lock()
+                lock.check()
                 self._prepare_folders()
                 self._recover()
                 for path, kind in ((self.paths.compactions, "file"), (self.paths.intent, "file"),
                                    (self.paths.archive_dir, "folder")):  # fmt: skip
                     _require_kind(path, kind)
+                if lock.append_fd is not None:
+                    # Blocks a replacer dropped are carried over now: the rewrite closes the
+                    # descriptor they were written through.
+                    self._append_fd(lock)
                 current_fd = open_regular(self.path, os.O_RDONLY)
                 try:
                     return self._compact_locked(
-                        snapshot, summary_bytes, conversation_name, now, record, current_fd
+                        snapshot, body, conversation_name, now, record, current_fd
                     )
                 finally:
                     os.close(current_fd)
         except OSError as exc:
-            raise store_error(exc, self.path, "compact") from exc
+            raise store_error(exc, self.path, action) from exc
 
     def _compact_locked(
         self,
         snapshot: Snapshot,
-        summary_bytes: bytes,
+        body: bytes,
         conversation_name: str,
         now: datetime,
         record: Callable[[CompactionResult], dict[str, Any]] | None,
@@ -444,7 +516,7 @@ class MemoryStore:
                 f"{self.path} was replaced by another writer while it was being compacted; "
                 "nothing was changed — take a new snapshot and summarize again"
             )
-        atomic_replace(self.path, header + summary_bytes + tail)  # the commit point
+        atomic_replace(self.path, header + body + tail)  # the commit point
         self._finish_compaction(line, current_fd, len(current))
         return result
 
@@ -665,6 +737,19 @@ def _kind_of(mode: int) -> str:
         if test(mode):
             return name
     return "device"  # fmt: skip
+
+
+def _blocks_start(data: bytes) -> int:
+    """Where the blocks of a memory file start: after its header (``# Agent Memory`` ... up to
+    the blank line after ``## Interaction Log``), or at 0 in a file without one."""
+    if not data.startswith(fmt.TITLE_LINE.encode()):
+        return 0
+    marker = b"\n" + fmt.LOG_LINE.encode() + b"\n"
+    end = data.find(marker)
+    if end < 0:
+        return len(data)  # a header without its log line: nothing after it is a block
+    end += len(marker)
+    return end + 1 if data[end : end + 1] == b"\n" else end
 
 
 def _continues_of(data: bytes) -> str | None:
