@@ -309,3 +309,21 @@ def test_progress_bars_are_off_in_tests(monkeypatch: pytest.MonkeyPatch) -> None
     assert _progress.watched()
     monkeypatch.setenv("MEMORYLAB_PROGRESS", "0")
     assert not _progress.watched()
+
+
+def test_bad_settings_get_one_line_errors() -> None:
+    messages = [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}]
+    cases = [
+        ({"restarts": ["not a time"]}, "restarts holds 'not a time'"),
+        ({"preload_max_tokens": 0}, "preload_max_tokens must be >= 1"),
+        ({"preload_max_tokens": "lots"}, "preload_max_tokens must be an int"),
+        ({"context_length": 100, "threshold": 500}, "larger than context_length"),
+    ]
+    for options, message in cases:
+        with pytest.raises(InvalidSetting, match=message) as caught:
+            replay(messages, **options)  # type: ignore[arg-type]
+        assert "\n" not in str(caught.value)
+    with pytest.raises(InvalidSetting, match="summary_size or summary_ratio"):
+        sweep(messages, fast=True, summary_ratio=0.2, summary_size=SummarySize())
+    with pytest.raises(InvalidSetting, match="needs the role of the model's replies"):
+        replay([{"role": "User", "content": "x"}], checks="model_call")

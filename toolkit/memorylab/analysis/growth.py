@@ -66,12 +66,12 @@ EXACT_SECONDS = 3.0
 """:func:`sweep` replays every setting exactly when that is estimated to take at most this long
 (and the summarizer runs locally); else it sweeps fast, calibrated against exact replays."""
 
-CALIBRATION_SECONDS = 1.0
+CALIBRATION_SECONDS = 0.6
 """What a fast sweep's calibration may spend (estimated) on its exact replays, by default: the
 whole transcript when that fits, else its start (at least :data:`CALIBRATION_COMPACTIONS`
 compactions of each calibration setting)."""
 
-CALIBRATION_COMPACTIONS = 4
+CALIBRATION_COMPACTIONS = 2
 
 # The estimate behind EXACT_SECONDS (an extractive replay on a laptop: about 20 µs a message and
 # 4 µs a summarized token); it only chooses a mode, nothing is asserted about it.
@@ -147,12 +147,7 @@ def _prepare(
     import numpy as np
 
     from memorylab.agent import check_points
-    from memorylab.analysis._transcript import (
-        as_transcript,
-        memo_counter,
-        positions,
-        to_micros,
-    )
+    from memorylab.analysis._transcript import as_transcript, memo_counter, positions
     from memorylab.analysis.runs import _from_records, run_settings
 
     frame = transcript
@@ -184,9 +179,15 @@ def _prepare(
     if restarts is False:
         changes["restarts"] = ()
     elif restarts is not None and restarts is not True:
-        changes["restarts"] = tuple(
-            datetime.fromtimestamp(to_micros(r) / 1e6, UTC) for r in restarts
-        )
+        changes["restarts"] = _restart_times(restarts)
+    if preload_max_tokens is not _RECORDED and preload_max_tokens is not None:
+        if isinstance(preload_max_tokens, bool) or not isinstance(preload_max_tokens, int):
+            raise InvalidSetting(
+                f"preload_max_tokens must be an int >= 1 or None (no bound), not "
+                f"{preload_max_tokens!r}"
+            )
+        if preload_max_tokens < 1:
+            raise InvalidSetting(f"preload_max_tokens must be >= 1, not {preload_max_tokens}")
     settings = settings.given(**changes)
     if preload_max_tokens is not _RECORDED:
         settings = _with(settings, preload_max_tokens=preload_max_tokens)
@@ -256,6 +257,24 @@ def _recorded_compactions(
         if archive is not None and when is not None and len(rows):
             out[int(index[rows[-1]])] = (when, archive)
     return out, created
+
+
+def _restart_times(restarts: Iterable[datetime | str]) -> tuple[datetime, ...]:
+    """Restart times given as datetimes or ISO-8601 strings (a naive one is local time)."""
+    from memorylab.analysis._transcript import to_micros
+
+    out = []
+    for value in restarts:
+        try:
+            micros = to_micros(value)
+        except (TypeError, ValueError):
+            raise InvalidSetting(
+                f"restarts holds {value!r}: give the first message time of each new process as "
+                "a datetime or an ISO-8601 string, restarts=False for one process, or None for "
+                "the recorded ones"
+            ) from None
+        out.append(datetime.fromtimestamp(micros / 1e6, UTC))
+    return tuple(out)
 
 
 def _default_preload(settings: RunSettings) -> RunSettings:

@@ -81,8 +81,9 @@ class SummarySize:
     def fit(cls, samples: Iterable[tuple[int, int, int]]) -> SummarySize | None:
         """The model of ``(summarized, summary, budget)`` token triples (``None`` without any):
         ``fill`` is the largest share of its budget a summary took; ``ratio`` the share of the
-        summarized tokens that, with that cap, misses the sizes by the least in all (1.0, "the
-        budget decides", when that is as good)."""
+        summarized tokens that, with that cap, misses the sizes by the least in all, when it
+        misses by clearly less (10 %) than the budget alone does (else 1.0: the budget decides).
+        """
         usable = [(x, s, b) for x, s, b in samples if x > 0 and s > 0 and b > 0]
         if not usable:
             return None
@@ -91,8 +92,10 @@ class SummarySize:
         def miss(ratio: float) -> float:
             return sum(abs(max(1, min(int(fill * b), int(ratio * x))) - s) for x, s, b in usable)
 
-        candidates = sorted({1.0, *(min(1.0, s / x) for x, s, _ in usable)}, reverse=True)
-        ratio = min(candidates, key=miss)  # the first (largest) of the best: 1.0 on a tie
+        candidates = sorted({min(1.0, s / x) for x, s, _ in usable})
+        best = min(candidates, key=miss)
+        # the budget alone (ratio 1.0) unless a ratio explains the sizes clearly better
+        ratio = best if miss(best) < 0.9 * miss(1.0) else 1.0
         return cls(ratio=round(ratio, 4), fill=round(fill, 4))
 
     def __str__(self) -> str:

@@ -382,7 +382,7 @@ class ThresholdTuner(View):
 
         ran_at = ""
         if recorded is not None:
-            ran_at = f"; the agent ran at {_threshold_text(recorded[1])} of {recorded[0]:,}"
+            ran_at = f"\n(the agent ran at {_threshold_text(recorded[1])} of {recorded[0]:,})"
         figure, axes = new_axes((9.0, 3.4))
         plot_token_growth(
             result.timeline,
@@ -393,7 +393,7 @@ class ThresholdTuner(View):
         self.figure, self.axes = figure, axes
         self.image.value = figure_png(figure)
 
-        sweep_figure, sweep_axes = new_axes((5.6, 3.0))
+        sweep_figure, sweep_axes = new_axes((6.4, 3.2))
         plot_sweep(table, ax=sweep_axes, hue=None, title="Input tokens the model read")
         sweep_axes.axvline(threshold, color="tab:red", linestyle="--", linewidth=1)
         self.sweep_figure = sweep_figure
