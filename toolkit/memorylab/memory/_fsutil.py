@@ -1,5 +1,7 @@
-"""Low-level file operations of the store (private: only :mod:`memorylab.memory.store` and its
-lock use them). Writes are exclusive-create, fsync'd, and never follow symlinks."""
+"""Low-level file operations (private). The store and its lock write memory with them; every other
+file memorylab writes for a user (reports, plots, exports, save files, caches) goes through
+:func:`write_private_file`, so it is private (0o600) too. Writes are exclusive-create, fsync'd,
+and never follow symlinks."""
 
 from __future__ import annotations
 
@@ -79,6 +81,34 @@ def atomic_replace(target: Path, data: bytes) -> None:
             os.unlink(tmp)
         raise
     fsync_dir(target.parent)
+
+
+def write_private_file(target: Path, data: bytes, *, overwrite: bool = True) -> None:
+    """Write ``data`` to ``target`` as a private file (0o600; a missing folder is made 0o700):
+    a temp file beside it, fsync, then a rename, so a reader never sees half a file. With
+    ``overwrite=False`` an existing ``target`` is refused (the temp file is linked into place,
+    which fails rather than replaces). Failures are a :class:`StoreError` naming the path."""
+    target = Path(target)
+    tmp = temp_name(target)
+    try:
+        if not target.parent.is_dir():
+            target.parent.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+        write_new_file(tmp, data)
+        if overwrite:
+            os.replace(tmp, target)
+        else:
+            os.link(tmp, target)  # atomic "create unless it exists"
+            os.unlink(tmp)
+    except FileExistsError:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise StoreError(
+            f"{target} exists; choose another path, or overwrite it (--overwrite, overwrite=True)"
+        ) from None
+    except OSError as exc:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise store_error(exc, target, "write") from exc
 
 
 def open_regular(path: Path, flags: int, mode: int = FILE_MODE) -> int:

@@ -9,7 +9,6 @@ builder (pandas and pyarrow are imported when needed).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import importlib
 import json
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from memorylab.errors import InvalidSetting, PrerequisiteError, StoreError
 from memorylab.memory import format as fmt
+from memorylab.memory._fsutil import write_private_file
 from memorylab.memory.permissions import warn_permissions
 from memorylab.memory.records import MemoryDocument
 from memorylab.memory.store import MemoryStore, read_memory
@@ -161,29 +161,8 @@ def export_agent(
         data = _parquet_bytes(doc)
     target = Path(path) if path is not None else _default_export_path(agent_name, format)
     target = target.expanduser().absolute()
-    _write_private(target, data, overwrite=overwrite)
+    write_private_file(target, data, overwrite=overwrite)
     return target
-
-
-def _write_private(target: Path, data: bytes, *, overwrite: bool) -> None:
-    """Create ``target`` 0o600 (atomically replacing it only with ``overwrite``)."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}") if overwrite else target
-    try:
-        fd = os.open(tmp, flags, 0o600)
-    except FileExistsError:
-        raise StoreError(f"{target} exists; choose another path or pass overwrite=True") from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if overwrite:
-            os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
 
 
 # ---------------------------------------------------------------------------------------------
