@@ -15,11 +15,14 @@ from pathlib import Path
 from typing import Literal
 
 from memorylab.config import resolve_workspace
-from memorylab.errors import AgentNotFound, UnsafePath
+from memorylab.errors import AgentNotFound, MemorylabError, UnsafePath
 from memorylab.memory.paths import MemoryPaths, agent_paths, validate_agent_name
 from memorylab.memory.retention import format_duration, parse_duration
 from memorylab.memory.retention import older_than as archives_older_than
-from memorylab.memory.store import MemoryStore, delete_archives, remove_memory
+from memorylab.memory.store import MemoryStore, delete_archives, read_memory, remove_memory
+
+CACHE_ENV = "MEMORYLAB_CACHE_DIR"
+"""Where ``compare_summarizers`` caches model calls when set (else ``<workspace>/.cache/llm``)."""
 
 # ---------------------------------------------------------------------------------------------
 # Forget
@@ -27,17 +30,24 @@ from memorylab.memory.store import MemoryStore, delete_archives, remove_memory
 
 @dataclass(frozen=True, slots=True)
 class ForgetReport:
-    """What :func:`forget` removed: the agent folder and every file that was in it."""
+    """What :func:`forget` removed: the agent folder and every file that was in it, and the
+    evaluation cache entries that quoted the agent's messages (``cache_entries``, in
+    ``cache_dirs``)."""
 
     agent: str
     folder: Path
     files: tuple[str, ...]
     bytes_removed: int
+    cache_entries: tuple[Path, ...] = ()
+    cache_dirs: tuple[Path, ...] = ()
 
     def __str__(self) -> str:
+        searched = ", ".join(str(d) for d in self.cache_dirs) or "none found"
         return (
             f"forgot {self.agent!r}: removed {len(self.files)} file(s), {self.bytes_removed} "
-            f"bytes, and the folder {self.folder}"
+            f"bytes, and the folder {self.folder}; removed {len(self.cache_entries)} evaluation "
+            f"cache entr{'y' if len(self.cache_entries) == 1 else 'ies'} quoting it "
+            f"(caches searched: {searched})"
         )
 
 
@@ -81,20 +91,66 @@ def forget(
 
     MEMORY.md, every archive, ``compactions.jsonl``, the lock, journal and temp files, and any
     other file in the agent's folder (caches) are deleted under the agent's lock, so a running
-    writer cannot resurrect them: its next ``add()`` raises ``StoreError``. A new
+    writer cannot resurrect them: its next ``add()`` raises ``StoreError``. Then the entries of
+    the evaluation caches (the workspace's ``.cache/llm`` and ``$MEMORYLAB_CACHE_DIR``) that quote
+    the agent's messages, or the replies to such requests, are deleted too (the report lists
+    them and says which caches were searched). A new
     ``Conversation`` made afterwards starts a fresh, empty folder. Works on folders written by
     the reference framework too. Raises ``AgentNotFound`` for an unknown agent and
     ``StoreError`` if anything is left afterwards.
     """
     paths = existing_agent(agent_name, workspace_dir)
     store = MemoryStore.for_agent(agent_name, workspace_dir, lock_timeout=lock_timeout)
+    texts = agent_texts(paths)  # read before deleting: what cache entries may quote
     removed = remove_memory(store, whole_folder=True)
+    caches = evaluation_caches(workspace_dir)
     return ForgetReport(
         agent=agent_name,
         folder=paths.folder,
         files=tuple(name for name, _ in removed),
         bytes_removed=sum(size for _, size in removed),
+        cache_entries=forget_cached_quotes(texts, caches),
+        cache_dirs=tuple(caches),
     )
+
+
+def agent_texts(paths: MemoryPaths) -> list[str]:
+    """Every message of the agent's MEMORY.md and archives (summaries included); a file that
+    does not parse gives its raw text, so nothing of it escapes the cache clean-up."""
+    texts: list[str] = []
+    for file in [*paths.archives(), paths.memory_md]:
+        try:
+            document, _ = read_memory(file, strict=False)
+        except MemorylabError:
+            with contextlib.suppress(OSError):
+                texts.append(file.read_bytes().decode("utf-8", errors="replace"))
+            continue
+        texts += [message.content for message in document.messages]
+    return texts
+
+
+def evaluation_caches(workspace_dir: str | os.PathLike[str] | None) -> list[Path]:
+    """The model-call caches comparisons write that exist: the workspace's ``.cache/llm`` and
+    ``$MEMORYLAB_CACHE_DIR`` (see :func:`memorylab.evaluate.compare.default_cache_dir`)."""
+    folders = [resolve_workspace(workspace_dir) / ".cache" / "llm"]
+    configured = os.environ.get(CACHE_ENV)
+    if configured:
+        folders.append(Path(configured).expanduser())
+    unique = dict.fromkeys(folder.resolve() for folder in folders if folder.is_dir())
+    return list(unique)
+
+
+def forget_cached_quotes(texts: list[str], caches: list[Path]) -> tuple[Path, ...]:
+    """Delete the entries of ``caches`` that quote ``texts`` (and the entries quoting their
+    replies); the evaluation package is imported only when there is a cache to clean."""
+    if not texts or not caches:
+        return ()
+    from memorylab.evaluate._cache import LLMCache
+
+    removed: list[Path] = []
+    for folder in caches:
+        removed += LLMCache(folder).forget_quoting(texts)
+    return tuple(removed)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -197,5 +253,7 @@ def _purge_agent(paths: MemoryPaths, agent: str, cutoff: datetime, lock_timeout:
         last = _last_change(paths.folder, paths.lock)
         if last is not None and last >= cutoff:
             return False
+        texts = agent_texts(paths)
         remove_memory(store, whole_folder=True)
+    forget_cached_quotes(texts, evaluation_caches(paths.folder.parent.parent))
     return True
