@@ -70,7 +70,8 @@ def test_every_frame_has_the_declared_dtypes(
 ) -> None:
     (tmp_path / "empty" / "agents").mkdir(parents=True)
     for root in (own_workspace.root, reference_workspace.root, tmp_path / "empty"):
-        frame, problems = memory_df(root, strict=False)
+        read = memory_df(root, strict=False)
+        frame, problems = read.frame, read.problems
         _assert_declared(frame, MEMORY_COLUMNS)
         _assert_declared(problems, PROBLEM_COLUMNS)
         _assert_declared(memory_df(root, tokens="gpt-4o"), (*MEMORY_COLUMNS, ("tokens", "Int64")))
@@ -182,7 +183,8 @@ def test_empty_workspace_has_the_columns(tmp_path: Path) -> None:
     df = memory_df(tmp_path / "ws")
     assert list(df.columns) == [name for name, _ in MEMORY_COLUMNS] and len(df) == 0
     assert isinstance(df["timestamp"].dtype, pd.DatetimeTZDtype)
-    _, problems = memory_df(tmp_path / "ws", strict=False)
+    read = memory_df(tmp_path / "ws", strict=False)
+    problems = read.problems
     assert list(problems.columns) == [name for name, _ in PROBLEM_COLUMNS] and len(problems) == 0
 
 
@@ -236,7 +238,8 @@ def test_uncommitted_archive_is_skipped(own_workspace: Built) -> None:
     shutil.copyfile(folder / "MEMORY.md", pending)
     (folder / ".MEMORY.md.intent.json").write_text(json.dumps({"archive": pending.name}))
     before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
-    df, problems = memory_df(own_workspace.root, strict=False)
+    read = memory_df(own_workspace.root, strict=False)
+    df, problems = read.frame, read.problems
     gamma = df[df["agent"] == "gamma"]
     assert _pairs(gamma) == own_workspace.messages["gamma"]
     assert set(gamma["kind"].astype(str)) == {"memory"}
@@ -248,7 +251,8 @@ def test_uncommitted_archive_is_skipped(own_workspace: Built) -> None:
 
 
 def test_reference_workspace(reference_workspace: Built) -> None:
-    df, problems = memory_df(reference_workspace.root, strict=False)
+    read = memory_df(reference_workspace.root, strict=False)
+    df, problems = read.frame, read.problems
     for agent, expected in reference_workspace.messages.items():
         assert _pairs(df[df["agent"] == agent]) == expected
     assert df["naive_timestamp"].all()
@@ -311,7 +315,8 @@ def test_archive_that_is_a_prefix_of_the_next_file(tmp_path: Path) -> None:
         reference_file("c", "2026-04-20T09:00:00", blocks[:2])
     )
     (folder / "MEMORY.md").write_text(reference_file("c", "2026-04-20T09:00:00", blocks))
-    df, problems = memory_df(tmp_path, strict=False)
+    read = memory_df(tmp_path, strict=False)
+    df, problems = read.frame, read.problems
     assert df["content"].tolist() == ["m0", "m1", "m2", "m3"]
     assert problems["kind"].tolist() == ["duplicate"]
     assert "starts with all of it" in problems["message"].iloc[0]
@@ -321,7 +326,8 @@ def test_unknown_files_in_archive_are_noted(reference_workspace: Built) -> None:
     archive = reference_workspace.root / "agents" / "Writer" / "archive"
     (archive / "notes.md").write_text("# my notes\n")
     (archive / ".history_x.md.tmp-1").write_text("partial")
-    _, problems = memory_df(reference_workspace.root, strict=False)
+    read = memory_df(reference_workspace.root, strict=False)
+    problems = read.problems
     skipped = problems[problems["kind"] == "skipped"]
     assert [Path(f).name for f in skipped["file"]] == ["notes.md"]
 
@@ -342,7 +348,8 @@ def test_strict_raises_and_lenient_salvages(tmp_path: Path) -> None:
     with pytest.raises(MemoryFormatError) as raised:
         memory_df(tmp_path)
     assert raised.value.path == str(path) and raised.value.line == 16
-    df, problems = memory_df(tmp_path, strict=False)
+    read = memory_df(tmp_path, strict=False)
+    df, problems = read.frame, read.problems
     assert df["content"].tolist() == ["fine", "cut off in the mi"]
     torn = problems[problems["kind"] == "torn"]
     assert torn["file"].tolist() == [str(path)] and torn["line"].tolist() == [16]
@@ -356,7 +363,8 @@ def test_binary_file(tmp_path: Path) -> None:
     (folder / "MEMORY.md").write_bytes(good.encode() + b"### Human \xff\xfe\n\n")
     with pytest.raises(MemoryFormatError, match="not UTF-8"):
         memory_df(tmp_path)
-    df, problems = memory_df(tmp_path, strict=False)
+    read = memory_df(tmp_path, strict=False)
+    df, problems = read.frame, read.problems
     doc, expected = read_memory(folder / "MEMORY.md", strict=False)
     assert _pairs(df) == [(m.role, m.content) for m in doc.messages]
     assert problems["kind"].tolist() == [p.kind for p in expected]
@@ -370,7 +378,8 @@ def test_timestamp_out_of_range(tmp_path: Path) -> None:
     (folder / "MEMORY.md").write_text(bad)
     with pytest.raises(MemoryFormatError, match="timestamp"):
         memory_df(tmp_path)
-    df, problems = memory_df(tmp_path, strict=False)
+    read = memory_df(tmp_path, strict=False)
+    df, problems = read.frame, read.problems
     assert len(df) == 0 and "structure" in set(problems["kind"])
 
 

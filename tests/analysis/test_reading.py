@@ -43,7 +43,8 @@ def _same_as_parser(data: bytes, naive_tz: tzinfo = UTC) -> None:
         path.parent.mkdir(parents=True)
         path.write_bytes(data)
         doc, expected = read_memory(path, strict=False)
-        frame, problems = memory_df(path, strict=False, naive_tz=naive_tz)
+        read = memory_df(path, strict=False, naive_tz=naive_tz)
+        frame, problems = read.frame, read.problems
         messages = doc.messages
         assert frame["role"].astype(str).tolist() == [m.role for m in messages]
         assert frame["content"].tolist() == [m.content for m in messages]
@@ -198,7 +199,8 @@ def test_invalid_utf8_in_a_content() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "MEMORY.md"
         path.write_bytes(bad)
-        frame, problems = memory_df(path, strict=False)
+        read = memory_df(path, strict=False)
+        frame, problems = read.frame, read.problems
         assert frame["content"].tolist() == ["caf\ufffd"] and problems["kind"].iloc[0] == "encoding"
         with pytest.raises(MemoryFormatError, match="not UTF-8"):
             memory_df(path)

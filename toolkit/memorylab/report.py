@@ -2,7 +2,12 @@
 
 One file, no external assets: plots are inline PNGs (matplotlib's Agg backend), styles are
 inline. Built only from :mod:`memorylab.analysis` functions; nothing is written into the
-workspace.
+workspace. The report quotes stored conversations, so :func:`write_report` writes it private
+(0o600), as an export is.
+
+Problems come first: files that could not be read are listed (wrapped, whole) above everything
+else, and the header counts their agents ("5 agents, 4 unreadable"), so a report of a damaged
+workspace says so before it shows the little it could read.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ white-space:pre-wrap;font-size:.9rem;max-height:16rem;overflow:auto}
 .cards{display:flex;gap:1rem;flex-wrap:wrap}.card{border:1px solid #d0d7de;border-radius:6px;
 padding:.6rem 1rem;min-width:9rem}.card b{display:block;font-size:1.5rem}
 .note{color:#57606a;font-size:.9rem}.wide{overflow-x:auto}
+.problems{border-left:4px solid #cf222e;padding-left:.9rem}
+table.wrap td{white-space:normal;overflow-wrap:anywhere;vertical-align:top}
 """
 
 
@@ -43,15 +50,16 @@ _ABOVE_NOTE = (
     "or restarts of this run were not all recorded; pass the window and threshold it ran at, "
     "or the restarts, to draw what it held.</p>"
 )
-_SWEEP_COLUMNS = {
-    "threshold": "threshold",
-    "trigger": "trigger",
-    "mode": "mode",
-    "compactions": "compactions",
-    "peak_context_tokens": "peak tokens",
-    "total_input_tokens": "input tokens",
-    "estimated_cost_usd": "est. cost (USD)",
-}
+# The sweep's columns the report shows (sweep_table gives them their headings and formats).
+_SWEEP_COLUMNS = (
+    "threshold",
+    "trigger",
+    "mode",
+    "compactions",
+    "peak_context_tokens",
+    "total_input_tokens",
+    "estimated_cost_usd",
+)
 # The columns of the per-agent compaction table and their headings (short ones keep the table
 # within the page's width).
 _COMPACTION_HEADINGS = {
@@ -73,7 +81,12 @@ def _png(figure: Any) -> str:
     return f'<img alt="plot" src="data:image/png;base64,{encoded}">'
 
 
-def _table(frame: Any, *, text_columns: Sequence[str] = ()) -> str:
+def _counted(count: int, noun: str) -> str:
+    """``1 agent``, ``5 agents``: a count with its noun in the right number."""
+    return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"
+
+
+def _table(frame: Any, *, text_columns: Sequence[str] = (), wrap: bool = False) -> str:
     head = "".join(
         f'<th class="{"text" if c in text_columns else ""}">{html.escape(str(c))}</th>'
         for c in frame.columns
@@ -85,8 +98,10 @@ def _table(frame: Any, *, text_columns: Sequence[str] = ()) -> str:
             css = "text" if column in text_columns else ""
             cells.append(f'<td class="{css}">{html.escape(_cell(value))}</td>')
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    # A table wider than the page scrolls inside its own box instead of widening the page.
-    return f"<div class=wide><table><tr>{head}</tr>{''.join(rows)}</table></div>"
+    # A table wider than the page scrolls inside its own box instead of widening the page; a
+    # table of long texts (problems) wraps them instead, so every word stays in view.
+    css = ' class="wrap"' if wrap else ""
+    return f"<div class=wide><table{css}><tr>{head}</tr>{''.join(rows)}</table></div>"
 
 
 def _cell(value: Any) -> str:
@@ -132,21 +147,29 @@ def build_report(
         run_settings,
         sweep,
         sweep_note,
+        sweep_table,
         token_growth,
     )
 
     root = Path(workspace)
     counted_as = model or "gpt-4o"
-    messages, problems = memory_df(root, tokens=counted_as, strict=False)
+    read = memory_df(root, tokens=counted_as, strict=False)
+    messages, problems = read.frame, read.problems
     compactions = compactions_df(root)
+    agents = sorted(messages["agent"].unique()) if len(messages) else []
+    unreadable = _unreadable_agents(problems, agents)
     overrides: dict[str, Any] = {
         "context_length": context_length,
         "threshold": threshold,
         "model": model,
     }
     given = ", ".join(f"{k} {v}" for k, v in overrides.items() if v is not None)
+    agent_count = _counted(len(agents) + len(unreadable), "agent") + (
+        f", {len(unreadable):,} unreadable" if unreadable else ""
+    )
     parts = [
-        f"<h1>memorylab report</h1><p class=meta>{html.escape(str(root))} · generated "
+        f"<h1>memorylab report</h1><p class=meta>{html.escape(str(root))} · {agent_count} · "
+        "generated "
         f"{datetime.now(UTC):%Y-%m-%d %H:%M UTC} · memorylab {__version__} · "
         f"files' tokens counted as {html.escape(counted_as)} · "
         + (
@@ -156,20 +179,21 @@ def build_report(
         )
         + "</p>"
     ]
-    agents = sorted(messages["agent"].unique()) if len(messages) else []
+    cards = [
+        (len(agents) + len(unreadable), f"agents, {len(unreadable):,} unreadable")
+        if unreadable
+        else (len(agents), "agent" if len(agents) == 1 else "agents"),
+        (len(messages), "messages"),
+        (len(compactions), "compactions"),
+        (int(messages["tokens"].sum()) if len(messages) else 0, "tokens in all files"),
+    ]
     parts.append(
         '<div class="cards">'
-        + "".join(
-            f'<div class="card"><b>{_cell(v)}</b>{label}</div>'
-            for v, label in (
-                (len(agents), "agents"),
-                (len(messages), "messages"),
-                (len(compactions), "compactions"),
-                (int(messages["tokens"].sum()) if len(messages) else 0, "tokens in all files"),
-            )
-        )
+        + "".join(f'<div class="card"><b>{_cell(v)}</b>{label}</div>' for v, label in cards)
         + "</div>"
     )
+    if len(problems):
+        parts.append(_problems_section(problems, root, unreadable))
     agent_table = _agent_table(messages, compactions).rename(columns=lambda c: c.replace("_", " "))
     parts.append("<h2>Agents</h2>" + _table(agent_table, text_columns=("agent",)))
     if len(compactions):
@@ -197,6 +221,10 @@ def build_report(
             mine = mine.tail(_MAX_COMPACTION_ROWS)
         if len(mine):
             shown = mine[list(_COMPACTION_HEADINGS)].rename(columns=_COMPACTION_HEADINGS)
+            # One format for the column: seconds to the millisecond, not 4 significant digits.
+            shown["latency (s)"] = [
+                "" if v != v else f"{v:,.3f}" for v in mine["latency_s"].astype(float)
+            ]
             parts.append(_table(shown, text_columns=("archive", "summarizer")))
         summaries = rows[rows["is_summary"]]
         if len(summaries):
@@ -216,9 +244,7 @@ def build_report(
         )
         figure, ax = plt.subplots(figsize=(8, 3.2), layout="constrained")
         plot_sweep(result, ax=ax, title=f"What if: {biggest} replayed at other thresholds")
-        columns = [c for c in _SWEEP_COLUMNS if c in result.columns]
-        shown = result[columns].rename(columns=_SWEEP_COLUMNS)
-        shown.insert(0, "", ["the agent's setting" if r else "" for r in result["recorded"]])
+        shown = sweep_table(result, _SWEEP_COLUMNS)
         recorded = result[result["recorded"]]
         agreement = ""
         if len(recorded) and len(compactions):
@@ -237,10 +263,6 @@ def build_report(
             + _table(shown, text_columns=("", "mode"))
         )
         plt.close(figure)
-    if len(problems):
-        parts.append(
-            "<h2>Problems found</h2>" + _table(problems, text_columns=("file", "kind", "message"))
-        )
     parts.append(
         "<h2>Privacy</h2><p class=note>This report contains excerpts of stored conversations. "
         "The memory files live under the workspace shown above; see docs/privacy.md for "
@@ -250,6 +272,50 @@ def build_report(
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         f"<title>memorylab report</title><style>{_STYLE}</style></head><body>{body}</body></html>"
+    )
+
+
+def _agent_of(file: str) -> str:
+    from memorylab.analysis._sources import locate
+
+    return locate(Path(file))[1].name
+
+
+def _unreadable_agents(problems: Any, readable: Sequence[str]) -> list[str]:
+    """The agents that problems name and of which not one message could be read."""
+    named = dict.fromkeys(_agent_of(str(f)) for f in problems["file"]) if len(problems) else {}
+    return sorted(agent for agent in named if agent not in set(readable))
+
+
+def _problems_section(problems: Any, root: Path, unreadable: Sequence[str]) -> str:
+    """The problems, first in the report: which agent, which file (relative to the workspace),
+    what was wrong; long texts wrap instead of running off the page."""
+    import pandas as pd
+
+    def shorter(file: str) -> str:
+        path = Path(file)
+        return str(path.relative_to(root)) if path.is_relative_to(root) else file
+
+    shown = pd.DataFrame(
+        {
+            "agent": [_agent_of(str(f)) for f in problems["file"]],
+            "file": [shorter(str(f)) for f in problems["file"]],
+            "line": problems["line"],
+            "kind": problems["kind"],
+            "problem": problems["message"],
+        }
+    )
+    files = problems["file"].nunique()
+    summary = f"{_counted(len(problems), 'problem')} in {_counted(files, 'file')}"
+    if unreadable:
+        summary += (
+            f"; nothing could be read of {_counted(len(unreadable), 'agent')} "
+            f"({html.escape(', '.join(unreadable))}), which the rest of this report leaves out"
+        )
+    return (
+        f"<section class=problems><h2>Problems found</h2><p class=note>{summary}.</p>"
+        + _table(shown, text_columns=("agent", "file", "kind", "problem"), wrap=True)
+        + "</section>"
     )
 
 
@@ -308,9 +374,13 @@ def _agent_table(messages: Any, compactions: Any) -> Any:
 def write_report(
     workspace: str | os.PathLike[str], output: str | os.PathLike[str], **options: Any
 ) -> Path:
-    """Write :func:`build_report` to ``output`` (an ``.html`` file) and return its path."""
+    """Write :func:`build_report` to ``output`` (an ``.html`` file) and return its path.
+
+    The file is private (0o600, replaced atomically): it quotes stored conversations."""
+    from memorylab.memory._fsutil import write_private_file
+
     path = Path(output)
-    path.write_text(build_report(workspace, **options), encoding="utf-8")
+    write_private_file(path, build_report(workspace, **options).encode("utf-8"), overwrite=True)
     return path
 
 

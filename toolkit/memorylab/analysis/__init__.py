@@ -4,12 +4,20 @@ pandas and matplotlib are imported by the functions that need them, so importing
 (or :mod:`memorylab`) stays fast. See docs/analysis.md.
 """
 
-from memorylab.analysis.frames import compactions_df, documents_df, memory_df
-from memorylab.analysis.growth import ReplayResult, replay, sweep, sweep_note, token_growth
-from memorylab.analysis.plots import plot_compactions, plot_sweep, plot_token_growth
+from memorylab.analysis.frames import ReadResult, compactions_df, documents_df, memory_df
+from memorylab.analysis.growth import (
+    ReplayResult,
+    replay,
+    sweep,
+    sweep_note,
+    sweep_table,
+    token_growth,
+)
+from memorylab.analysis.plots import plot_compactions, plot_sweep, plot_token_growth, save_plot
 from memorylab.analysis.runs import RunSettings, SummarySize, run_settings
 
 __all__ = [
+    "ReadResult",
     "ReplayResult",
     "RunSettings",
     "SummarySize",
@@ -21,7 +29,9 @@ __all__ = [
     "plot_token_growth",
     "replay",
     "run_settings",
+    "save_plot",
     "sweep",
     "sweep_note",
+    "sweep_table",
     "token_growth",
 ]

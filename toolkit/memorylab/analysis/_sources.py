@@ -149,11 +149,22 @@ def _one(path: Path, notes: list[Note]) -> list[AgentFiles]:
             f"{path} is not a workspace (it has no agents/ folder) nor an agent folder (no "
             "MEMORY.md, no archive/)"
         )
-    return [
-        _agent_folder(child, notes)
-        for child in sorted(agents_dir.iterdir(), key=lambda p: p.name)
-        if child.is_dir() and not child.name.startswith(".") and _is_agent_folder(child)
-    ]
+    found = []
+    for child in sorted(agents_dir.iterdir(), key=lambda p: p.name):
+        if not child.is_dir() or child.name.startswith("."):
+            continue
+        if _is_agent_folder(child):
+            found.append(_agent_folder(child, notes))
+        elif (child / MEMORY_FILE).exists():  # a folder or a device where the file should be
+            notes.append(
+                Note(
+                    str(child / MEMORY_FILE),
+                    0,
+                    "io",
+                    "not a regular file; not read (move it away and let the agent write again)",
+                )
+            )
+    return found
 
 
 def resolve(source: Source) -> tuple[list[AgentFiles], list[Note]]:

@@ -14,9 +14,10 @@ timestamps), and :func:`build_frame` makes every frame of the package from those
 
 Both loaders read memorylab's files and the reference framework's (naive local timestamps, no
 lineage, archive names that collide). With ``strict=True`` a file that does not parse raises
-:class:`~memorylab.errors.MemoryFormatError`; with ``strict=False`` the result is ``(frame,
-problems)``, where ``problems`` is a DataFrame with ``file, line, kind, message`` that also lists
-what was skipped (duplicate and uncommitted archives, unknown files) and what looks missing.
+:class:`~memorylab.errors.MemoryFormatError`; with ``strict=False`` the result is a
+:class:`ReadResult`: ``.frame``, and ``.problems``, a DataFrame with ``file, line, kind,
+message`` that also lists what was skipped (duplicate and uncommitted archives, unknown files)
+and what looks missing.
 pandas is imported when a loader is called, not with :mod:`memorylab`.
 
 Both log a warning (logger ``memorylab.privacy``) when memory under a path they are given can be
@@ -30,7 +31,9 @@ import importlib
 import itertools
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+import warnings
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
@@ -58,6 +61,7 @@ __all__ = [
     "DTYPES",
     "MEMORY_COLUMNS",
     "PROBLEM_COLUMNS",
+    "ReadResult",
     "build_frame",
     "columns",
     "compactions_df",
@@ -136,7 +140,7 @@ MEMORY_COLUMNS = columns(
 """The columns of :func:`memory_df`, in order (``tokens`` is added when a model is given)."""
 
 PROBLEM_COLUMNS = columns("file", "line", "kind", "message")
-"""The columns of the problems :func:`memory_df` returns with ``strict=False``."""
+"""The columns of :attr:`ReadResult.problems` (:func:`memory_df` with ``strict=False``)."""
 
 COMPACTION_COLUMNS = columns(
     "workspace",
@@ -190,6 +194,35 @@ def build_frame(declared: Sequence[tuple[str, str]], data: Mapping[str, Any]) ->
 # --------------------------------------------------------------------------- messages
 
 
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    """What :func:`memory_df` read with ``strict=False``: ``frame``, the rows it could read
+    (:data:`MEMORY_COLUMNS`), and ``problems`` (:data:`PROBLEM_COLUMNS`: ``file, line, kind,
+    message``), one row per problem found or file skipped.
+
+    It replaces the ``(frame, problems)`` tuple of earlier versions: unpacking it that way, or
+    indexing it ``[0]``/``[1]``, still works for now and warns (``DeprecationWarning``).
+    """
+
+    frame: pd.DataFrame
+    problems: pd.DataFrame
+
+    def _as_tuple(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        warnings.warn(
+            "memory_df(..., strict=False) returns a ReadResult: use result.frame and "
+            "result.problems instead of unpacking or indexing it as (frame, problems)",
+            DeprecationWarning,
+            stacklevel=3,  # the caller's line that unpacks or indexes
+        )
+        return self.frame, self.problems
+
+    def __iter__(self) -> Iterator[pd.DataFrame]:
+        return iter(self._as_tuple())
+
+    def __getitem__(self, index: int) -> pd.DataFrame:
+        return self._as_tuple()[index]
+
+
 @overload
 def memory_df(
     source: Source,
@@ -207,7 +240,7 @@ def memory_df(
     tokens: str | None = None,
     strict: Literal[False],
     naive_tz: tzinfo | None = None,
-) -> tuple[pd.DataFrame, pd.DataFrame]: ...
+) -> ReadResult: ...
 
 
 def memory_df(
@@ -216,7 +249,7 @@ def memory_df(
     tokens: str | None = None,
     strict: bool = True,
     naive_tz: tzinfo | None = None,
-) -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame]:
+) -> pd.DataFrame | ReadResult:
     """One row per message of ``source``, in timeline order (see docs/analysis.md).
 
     ``source``: a MEMORY.md, an archive file, an agent folder, a workspace (the folder holding
@@ -229,7 +262,8 @@ def memory_df(
     ``tokens`` (of the content) when ``tokens`` names a model.
 
     ``strict=True`` raises :class:`~memorylab.errors.MemoryFormatError` for a file that does not
-    parse; ``strict=False`` returns ``(frame, problems)`` with what could be read.
+    parse; ``strict=False`` returns a :class:`ReadResult`: ``.frame``, what could be read, and
+    ``.problems``, what could not (:data:`PROBLEM_COLUMNS`).
     """
     agent_files, notes = resolve(source)
     agents = [
@@ -239,7 +273,7 @@ def memory_df(
     frame = _messages_frame(agents, tokens, naive_tz)
     if strict:
         return frame
-    return frame, build_frame(
+    problems = build_frame(
         PROBLEM_COLUMNS,
         {
             "file": [n.file for n in notes],
@@ -248,6 +282,7 @@ def memory_df(
             "message": [n.message for n in notes],
         },
     )
+    return ReadResult(frame, problems)
 
 
 def documents_df(

@@ -30,9 +30,10 @@ import hashlib
 import math
 import os
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from numbers import Integral
 from typing import TYPE_CHECKING, Any
 
 from memorylab.analysis.runs import DEFAULT_RESTART_GAP, RunSettings, SummarySize
@@ -52,10 +53,12 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_THRESHOLDS",
     "EXACT_SECONDS",
+    "SWEEP_HEADINGS",
     "ReplayResult",
     "replay",
     "sweep",
     "sweep_note",
+    "sweep_table",
     "token_growth",
 ]
 
@@ -905,6 +908,72 @@ def sweep_note(frame: pd.DataFrame) -> str:
         f"±{error['compactions']} ({error['compactions_pct']:.0f} %), peak context within "
         f"{error['peak_pct']:.1f} %."
     )
+
+
+def _threshold_text(value: Any) -> str:
+    """A threshold as people read it: a fraction of the window with two decimals (``0.50``,
+    ``0.85``), a token count with separators (``3,000 tokens``)."""
+    if isinstance(value, bool) or value is None:
+        return ""
+    if isinstance(value, Integral):
+        return f"{int(value):,} tokens"
+    number = float(value)
+    return "" if math.isnan(number) else f"{number:.2f}"
+
+
+def _count_text(value: Any) -> str:
+    return "" if value is None or _missing(value) else f"{int(value):,}"
+
+
+def _usd_text(value: Any) -> str:
+    """Dollars with four decimals (a sweep's costs are cents: ``$0.0149``), ``–`` when unknown."""
+    return "–" if value is None or _missing(value) else f"${float(value):,.4f}"
+
+
+def _share_text(value: Any) -> str:
+    return "" if value is None or _missing(value) else f"{float(value):.0%}"
+
+
+def _missing(value: Any) -> bool:
+    import pandas as pd
+
+    return bool(pd.isna(value))
+
+
+SWEEP_HEADINGS: Mapping[str, tuple[str, Callable[[Any], str]]] = {
+    "context_length": ("window (tokens)", _count_text),
+    "threshold": ("threshold", _threshold_text),
+    "trigger": ("compacts at (tokens)", _count_text),
+    "mode": ("mode", str),
+    "messages": ("messages", _count_text),
+    "compactions": ("compactions", _count_text),
+    "peak_context_tokens": ("peak context (tokens)", _count_text),
+    "total_input_tokens": ("input tokens read", _count_text),
+    "summarizer_calls": ("summarizer calls", _count_text),
+    "summarizer_input_tokens": ("summarizer input tokens", _count_text),
+    "summary_tokens": ("summary tokens", _count_text),
+    "estimated_cost_usd": ("est. cost (USD)", _usd_text),
+    "fact_survival": ("facts kept", _share_text),
+}
+"""Each :func:`sweep` column shown by :func:`sweep_table`: its heading and its one format."""
+
+
+def sweep_table(frame: pd.DataFrame, columns: Sequence[str] | None = None) -> pd.DataFrame:
+    """A :func:`sweep` frame to read: human headings, one number format per column (thresholds
+    ``0.85``, counts ``12,345``, costs ``$0.0149``), and a first column naming the agent's own
+    setting. The values are text; ``frame`` keeps its columns for computing (this is the table
+    the report shows, and what a notebook displays)."""
+    import pandas as pd
+
+    chosen = [c for c in (columns or SWEEP_HEADINGS) if c in frame.columns and c in SWEEP_HEADINGS]
+    shown = pd.DataFrame(
+        {SWEEP_HEADINGS[c][0]: [SWEEP_HEADINGS[c][1](v) for v in frame[c]] for c in chosen},
+        index=frame.index,
+    )
+    if "recorded" in frame.columns:
+        marks = ["the agent's setting" if bool(r) else "" for r in frame["recorded"]]
+        shown.insert(0, "", marks)
+    return shown.reset_index(drop=True)
 
 
 def _extent(error: Mapping[str, Any]) -> str:

@@ -2,13 +2,17 @@
 
 Each helper draws on ``ax`` (a new figure's axes when ``None``), labels the axes, puts the legend
 outside the axes, on the right (it never covers data), writes tick labels with thousands
-separators (never an offset) and returns the ``Axes``; none calls ``plt.show()`` (a notebook
-shows the figure, a script saves it with ``ax.figure.savefig(..., bbox_inches="tight")``).
+separators and one decimal count per axis (never an offset, :mod:`memorylab.analysis._ticks`),
+draws times with concise date labels, and returns the ``Axes``; none calls ``plt.show()`` (a
+notebook shows the figure, a script saves it with :func:`save_plot`, which writes it private).
 matplotlib is imported when a helper is called.
 """
 
 from __future__ import annotations
 
+import io
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memorylab.errors import InvalidSetting
@@ -16,8 +20,9 @@ from memorylab.errors import InvalidSetting
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
-__all__ = ["plot_compactions", "plot_sweep", "plot_token_growth"]
+__all__ = ["plot_compactions", "plot_sweep", "plot_token_growth", "save_plot"]
 
 ABOVE_WINDOW_COLOR = "tab:red"
 RECORDED_COLOR = "black"
@@ -47,17 +52,15 @@ def _groups(frame: pd.DataFrame) -> list[tuple[str | None, pd.DataFrame]]:
     return [(label, frame)]
 
 
-def _thousands(axes: Axes, *, x: bool = True, y: bool = True) -> None:
-    """Tick labels as ``12,345``: thousands separators, no offset, no scientific notation."""
-    from matplotlib.ticker import FuncFormatter
+def _thousands(axes: Axes, *, x: bool = True, y: bool = True, counts: bool = False) -> None:
+    """Tick labels as ``12,345`` or ``0.85`` (:mod:`memorylab.analysis._ticks`): thousands
+    separators, one decimal count per axis, no offset, no scientific notation; ``counts``: ticks
+    on whole numbers only."""
+    from memorylab.analysis._ticks import count_axis, number_axis
 
-    def plain(value: float, _: Any) -> str:
-        return f"{value:,.0f}" if abs(value - round(value)) < 1e-9 else f"{value:,.2f}"
-
-    if x:
-        axes.xaxis.set_major_formatter(FuncFormatter(plain))
-    if y:
-        axes.yaxis.set_major_formatter(FuncFormatter(plain))
+    for wanted, axis in ((x, axes.xaxis), (y, axes.yaxis)):
+        if wanted:
+            (count_axis if counts else number_axis)(axis)
 
 
 def _legend_outside(axes: Axes) -> None:
@@ -158,7 +161,7 @@ def plot_token_growth(
     axes.set_ylabel("tokens in context")
     axes.set_title(title or "Context size across compactions")
     axes.set_ylim(0, max(1.0, highest) * 1.08)
-    _thousands(axes)
+    _thousands(axes, counts=True)  # message positions and token counts
     _legend_outside(axes)
     return axes
 
@@ -210,7 +213,7 @@ def plot_sweep(
     axes.set_ylabel(y.replace("_", " "))
     axes.set_title(title or f"{y.replace('_', ' ')} by {x.replace('_', ' ')}")
     axes.margins(x=0.06, y=0.1)
-    _thousands(axes, x=x != "threshold")
+    _thousands(axes)
     _legend_outside(axes)
     return axes
 
@@ -239,13 +242,51 @@ def _setting(row: Any) -> str:
     return shown
 
 
+_SHORTEST_TIME_AXIS = 30
+"""Minutes a time axis spans at the least: a run of a few seconds is drawn in a half hour around
+it, so its ticks fall on whole minutes (``14:10``), not on fractions of a second (``56.2``)."""
+
+
+def _date_axis(axes: Axes, times: Any) -> None:
+    """A readable time axis: concise date labels (``09:00``, ``Apr 28``) that do not overlap, no
+    offset (the dates it spans are in the axis label), at least :data:`_SHORTEST_TIME_AXIS`
+    minutes wide."""
+    import matplotlib.dates as mdates
+    import pandas as pd
+
+    # matplotlib leaves these two untyped.
+    locator = mdates.AutoDateLocator(minticks=3, maxticks=8)  # type: ignore[no-untyped-call]
+    formatter = mdates.ConciseDateFormatter(locator, show_offset=False)  # type: ignore[no-untyped-call]
+    # Days as "Apr 21" (not a bare "21"), seconds as "14:17:56" (not "56.2"): each label whole.
+    formatter.formats = ["%Y", "%b", "%b %d", "%H:%M", "%H:%M", "%H:%M:%S"]
+    formatter.zero_formats = ["", "%Y", "%b %d", "%b %d", "%H:%M", "%H:%M:%S"]
+    axes.xaxis.set_major_locator(locator)
+    axes.xaxis.set_major_formatter(formatter)
+    label = "time (UTC)"
+    if len(times):
+        first, last = times.min(), times.max()
+        shortest = pd.Timedelta(minutes=_SHORTEST_TIME_AXIS)
+        if last - first < shortest:
+            middle = first + (last - first) / 2
+            start, end = middle - shortest / 2, middle + shortest / 2
+            naive = [t.tz_convert(None) if t.tzinfo is not None else t for t in (start, end)]
+            limits = mdates.date2num(naive)  # type: ignore[no-untyped-call]
+            axes.set_xlim(float(limits[0]), float(limits[1]))
+        span = (
+            f"{first:%Y-%m-%d}"
+            if first.date() == last.date()
+            else f"{first:%Y-%m-%d} to {last:%Y-%m-%d}"
+        )
+        label = f"time (UTC), {span}"
+    axes.set_xlabel(label)
+
+
 def plot_compactions(
     compactions: pd.DataFrame, *, ax: Axes | None = None, title: str | None = None
 ) -> Axes:
     """Each compaction of a :func:`compactions_df` frame: a bar from the tokens after to the
     tokens before (or the messages archived, when tokens are unknown), per agent over time.
     Compactions closer in time than a bar's width are set side by side, so each one shows."""
-    import matplotlib.dates as mdates
     import numpy as np
     import pandas as pd
 
@@ -278,16 +319,40 @@ def plot_compactions(
             clip_on=False,
             zorder=3,
         )
-    # Dates that do not overlap, also in a narrow axes (matplotlib leaves these two untyped).
-    locator = mdates.AutoDateLocator()  # type: ignore[no-untyped-call]
-    axes.xaxis.set_major_locator(locator)
-    axes.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]
-    axes.set_xlabel("time (UTC)")
+    _date_axis(axes, when_all)
     axes.set_ylabel("tokens before → after" if known else "messages archived")
     axes.set_title(title or "Compactions")
     highest = compactions["tokens_before" if known else "messages_archived"].max()
     if pd.notna(highest) and highest > 0:
         axes.set_ylim(0, float(highest) * 1.08)
-    _thousands(axes, x=False)
+    _thousands(axes, x=False, counts=True)
     _legend_outside(axes)
     return axes
+
+
+def save_plot(
+    plot: Axes | Figure, path: str | os.PathLike[str], *, dpi: int = 110, overwrite: bool = True
+) -> Path:
+    """Save the figure of ``plot`` (an ``Axes`` a helper returned, or a ``Figure``) to ``path``,
+    private (0o600, written atomically), in the format its suffix names (``.png``, ``.svg``,
+    ``.pdf``): a plot of memory shows what agents were told, so it is kept like the memory.
+    ``overwrite=False`` refuses an existing file."""
+    from matplotlib.figure import Figure
+
+    from memorylab.memory._fsutil import write_private_file
+
+    target = Path(path).expanduser()
+    figure = plot if isinstance(plot, Figure) else plot.get_figure()
+    if not isinstance(figure, Figure):
+        raise InvalidSetting("save_plot needs a Figure or an Axes drawn on one")
+    kind = target.suffix.lstrip(".").lower()
+    supported = figure.canvas.get_supported_filetypes()
+    if kind not in supported:
+        raise InvalidSetting(
+            f"{target}: cannot save a plot as {target.suffix or 'a file without a suffix'}; "
+            f"end the name in one of {', '.join('.' + k for k in sorted(supported))}"
+        )
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format=kind, dpi=dpi, bbox_inches="tight")
+    write_private_file(target, buffer.getvalue(), overwrite=overwrite)
+    return target

@@ -1,7 +1,8 @@
 """Plots of a comparison's long-form DataFrame (matplotlib, imported when a plot is drawn).
 
 Every function takes ``ax=None`` (a new figure is made) and returns the ``Axes``; none calls
-``plt.show()``.
+``plt.show()``. Tick labels are plain numbers (:mod:`memorylab.analysis._ticks`: no offset, no
+power of ten, one decimal count per axis; costs in dollars).
 
 * :func:`plot_quality` — fact recall (or another scorer) per category, one bar per summarizer,
   with its confidence interval; the bounds (``memorylab/full``, ``memorylab/none``) are drawn
@@ -23,7 +24,7 @@ from memorylab.evaluate.cases import FACT_CATEGORIES
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["pareto_front", "plot_cost_quality", "plot_latency", "plot_quality"]
+__all__ = ["ALL_FREE_NOTE", "pareto_front", "plot_cost_quality", "plot_latency", "plot_quality"]
 
 
 def _axes(ax: Any, size: tuple[float, float]) -> Any:
@@ -88,9 +89,16 @@ def plot_quality(
     axes.set_xticks(range(len(metrics)), names)
     axes.set_ylabel(f"{scorer} (share kept)" if scorer == "fact_recall" else scorer)
     axes.set_ylim(0, 1.05)
+    _plain_numbers(axes.yaxis)
     axes.set_title(f"{scorer} by category (95% intervals; ≈ tied with the best)")
     axes.legend(fontsize="small")
     return axes
+
+
+def _plain_numbers(axis: Any, prefix: str = "") -> None:
+    from memorylab.analysis._ticks import number_axis
+
+    number_axis(axis, prefix=prefix)
 
 
 def _value(value: Any) -> float:
@@ -171,10 +179,30 @@ def plot_cost_quality(
                   color="grey", label="Pareto front")  # fmt: skip
     if len(front) > 1 or bounds:
         axes.legend(fontsize="small")
-    axes.set_xlabel(f"{cost} (mean per summary)")
+    _cost_axis(axes, [usd for _, usd, _ in points])
+    axes.set_xlabel(f"{cost} (mean per summary, USD)")
     axes.set_ylabel(f"{quality} (mean, 95% interval)")
     axes.set_title("cost vs quality")
+    _plain_numbers(axes.yaxis)
     return axes
+
+
+ALL_FREE_NOTE = "all costs are zero (local/offline)"
+"""What :func:`plot_cost_quality` writes on a plot whose summarizers all cost nothing."""
+
+
+def _cost_axis(axes: Any, costs: list[float]) -> None:
+    """Costs start at $0 (none is negative); when every cost is zero the axis shows $0 alone and
+    says so, instead of a span around zero (−0.04 … 0.04) that no summarizer could cost."""
+    highest = max(costs, default=0.0)
+    if highest > 0:
+        axes.set_xlim(left=0.0, right=highest * 1.15)
+        _plain_numbers(axes.xaxis, prefix="$")
+        return
+    axes.set_xlim(-0.05, 1.0)  # the points sit at the left edge, their labels to their right
+    axes.set_xticks([0.0], ["$0"])
+    axes.text(0.5, 0.04, ALL_FREE_NOTE, transform=axes.transAxes, ha="center", va="bottom",
+              fontsize="small", color="dimgray")  # fmt: skip
 
 
 def plot_latency(df: pd.DataFrame, metric: str = "latency.seconds", *, ax: Any = None) -> Any:
@@ -190,4 +218,5 @@ def plot_latency(df: pd.DataFrame, metric: str = "latency.seconds", *, ax: Any =
     axes.set_xticks(range(1, len(order) + 1), order, rotation=20, ha="right")
     axes.set_ylabel("seconds per summary")
     axes.set_title("latency")
+    _plain_numbers(axes.yaxis)
     return axes
