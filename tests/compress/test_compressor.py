@@ -155,9 +155,10 @@ def test_messages_added_while_summarizing_are_carried_over() -> None:
     assert doc.messages[-1].content == "typed while the summary was being made"
 
 
-def test_token_count_needs_a_counter() -> None:
-    with pytest.raises(InvalidSetting, match="get_token_counter"):
-        Conversation().token_count()
+def test_token_count_defaults_to_the_reference_tokenizer() -> None:
+    conv = Conversation(time_enabled=False)  # the reference's tokenizer_model_name: gpt-5.4
+    conv.add("User", "hello world")
+    assert conv.token_count() == get_token_counter("gpt-5.4")("User: hello world") == 4
 
 
 def test_bounded_preload_keeps_summary_and_newest(isolated_workspace: Path) -> None:

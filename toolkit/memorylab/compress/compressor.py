@@ -28,22 +28,37 @@ import math
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, overload
 
 from memorylab.compress import policy
 from memorylab.compress.base import Summarizer, Summary
+from memorylab.compress.litellm_summarizer import SUMMARY_PROMPT, SUMMARY_SYSTEM_PROMPT
 from memorylab.compress.policy import Backoff, Threshold
 from memorylab.compress.summarizers import DEFAULT_SUMMARIZER, get_summarizer, summarizer_names
+from memorylab.compress.tokens import get_token_counter
 from memorylab.errors import CompactionConflict, CompressionFailed, InvalidSetting
 from memorylab.llm import check_int
 from memorylab.memory import format as fmt
-from memorylab.memory.conversation import Conversation
-from memorylab.memory.records import CompactionEvent
+from memorylab.memory.conversation import Conversation, register_tokenizer
+from memorylab.memory.records import SUMMARY_PREFIX, CompactionEvent
 
 logger = logging.getLogger("memorylab")
 
 MIN_SUMMARY_TOKENS = 64
 """The smallest summary budget the compressor asks for, however small the window."""
+
+COMPRESSION_SYSTEM_PROMPT = SUMMARY_SYSTEM_PROMPT
+"""The reference's name for the system prompt of a model summary: memorylab's
+(:data:`~memorylab.compress.SUMMARY_SYSTEM_PROMPT`, what a litellm model summarizer sends)."""
+
+COMPRESSION_USER_TEMPLATE = SUMMARY_PROMPT.replace("{transcript}", "{history}")
+"""The reference's name for the request of a model summary: memorylab's
+(:data:`~memorylab.compress.SUMMARY_PROMPT`), with the reference's ``{history}`` placeholder
+(``COMPRESSION_USER_TEMPLATE.format(history=conversation.get_str())``)."""
+
+# ``Conversation().token_count()`` counts with the tokenizer of its ``tokenizer_model_name``:
+# the memory core, a floor below, has no tokenizer of its own, so this floor installs it.
+register_tokenizer(get_token_counter)
 
 
 class ContextCompressor:
@@ -125,28 +140,51 @@ class ContextCompressor:
             min(self.summarizer_max_tokens, self.trigger_tokens(context_length) // 2),
         )
 
-    def should_compress(self, conversation: Conversation, context_length: int) -> bool:
-        """Whether the history's tokens reached the threshold (no back-off applied)."""
+    def should_compress(self, conversation: Any, context_length: int | None = None) -> bool:
+        """Whether the history's tokens reached the threshold (no back-off applied).
+
+        ``should_compress(agent)`` is the reference's form (:meth:`usage_ratio`)."""
+        if context_length is None:
+            return self._agent_should_compress(conversation)
         return policy.should_compress(conversation.token_count(), context_length, self.threshold)
 
     # -- doing ----------------------------------------------------------------------------------
 
+    @overload
     def compress(
         self,
         conversation: Conversation,
         context_length: int,
         *,
+        force: bool = ...,
+        default_model: str | None = ...,
+        extra: Mapping[str, Any] | None = ...,
+    ) -> CompactionEvent | None: ...
+
+    @overload
+    def compress(self, conversation: Any, /) -> str | None: ...
+
+    def compress(
+        self,
+        conversation: Any,
+        context_length: int | None = None,
+        *,
         force: bool = False,
         default_model: str | None = None,
         extra: Mapping[str, Any] | None = None,
-    ) -> CompactionEvent | None:
+    ) -> CompactionEvent | str | None:
         """Compress if the threshold is reached (or ``force``); ``None`` when nothing was done.
 
         Returns the successful event, or the failed one (``event.ok`` is False) when this attempt
         failed; raises :class:`CompressionFailed` once the attempts are exhausted. ``extra`` goes
         into the event's ``extra`` (and ``compactions.jsonl``) next to what the compressor
         records itself (the module docstring).
+
+        ``compress(agent)`` is the reference's form (:meth:`_agent_compress`): it compresses
+        ``agent.short_memory`` whatever its size and returns the summary text.
         """
+        if context_length is None:
+            return self._agent_compress(conversation)
         tokens_before = conversation.token_count()
         if not force and not policy.should_compress(tokens_before, context_length, self.threshold):
             return None
@@ -170,7 +208,7 @@ class ContextCompressor:
                 **_context_record(conversation),
                 **(extra or {}),
             }
-            event = conversation.compact(
+            event: CompactionEvent = conversation.compact(
                 summary.text,
                 ticket=ticket,
                 tokens_before=tokens_before,
@@ -227,6 +265,85 @@ class ContextCompressor:
         )
         return event
 
+    # -- the reference's calls: an agent (``.short_memory``, ``.context_length``) ---------------
+
+    def usage_ratio(self, agent: Any, context_length: int | None = None) -> float:
+        """Tokens of the history as a fraction of the window: the reference's
+        ``usage_ratio(agent)`` (``agent.short_memory.count_history_tokens() /
+        agent.context_length``; 0.0 without a window), or ``usage_ratio(conversation,
+        context_length)``. It may exceed 1."""
+        if context_length is not None:
+            return float(agent.token_count()) / float(context_length)
+        window = getattr(agent, "context_length", None)
+        if not window:
+            return 0.0
+        return float(_agent_memory(agent, "usage_ratio").count_history_tokens()) / float(window)
+
+    def _agent_should_compress(self, agent: Any) -> bool:
+        """``should_compress(agent)``: :meth:`usage_ratio` reached the threshold (False without
+        a window). A history that is not memorylab's (the reference's, a stand-in) is first
+        ruled out by its size, as the reference does: a token is at least one byte."""
+        window = getattr(agent, "context_length", None)
+        if not window:
+            return False
+        memory = _agent_memory(agent, "should_compress")
+        trigger = self.trigger_tokens(window)
+        history = getattr(memory, "conversation_history", None)
+        if (
+            not isinstance(memory, Conversation)
+            and isinstance(history, list)
+            and _history_bytes(history) < trigger
+        ):
+            return False
+        return round(self.usage_ratio(agent) * float(window), 6) >= trigger  # round: float noise
+
+    def _agent_compress(self, agent: Any) -> str | None:
+        """``compress(agent)``: summarize ``agent.short_memory`` (a memorylab Conversation)
+        whatever its size and compact it; the summary text, or ``None`` when there was nothing
+        to compress or the attempt failed (the failed event is in :attr:`events`). The
+        summarizer is ``summarizer_model``, else ``agent.model_name`` (as the reference's)."""
+        memory = _agent_memory(agent, "compress")
+        if not str(memory.return_history_as_string()).strip():
+            return None
+        if not isinstance(memory, Conversation):
+            raise InvalidSetting(
+                "compress(agent) compacts a memorylab Conversation; agent.short_memory is a "
+                f"{type(memory).__name__}: construct it with memorylab.Conversation"
+            )
+        window = getattr(agent, "context_length", None) or memory.context_length
+        if not window:
+            raise InvalidSetting(
+                "compress(agent) needs the model's window: set agent.context_length (or the "
+                "Conversation's context_length)"
+            )
+        event = self.compress(
+            memory, window, force=True, default_model=getattr(agent, "model_name", None)
+        )
+        if event is None or not event.ok:
+            return None
+        summary = next(e for e in memory.conversation_history if e.get("kind") == "summary")
+        text = str(summary["content"])
+        return text.removeprefix(SUMMARY_PREFIX + " ") if text != SUMMARY_PREFIX else text
+
+    def maybe_compress(self, agent: Any) -> str | None:
+        """The reference's loop call: :meth:`compress` ``(agent)`` when :meth:`should_compress`
+        ``(agent)`` says so; the summary text or ``None``. After a failed attempt the next
+        ``backoff.delay(n)`` checks are skipped; an error other than the compressor's own give-up
+        (:class:`CompressionFailed`) or a setting (:class:`InvalidSetting`) is logged and the
+        loop goes on, as the reference does."""
+        if not self.should_compress(agent):
+            return None
+        if self._skip_checks > 0:
+            self._skip_checks -= 1
+            return None
+        try:
+            return self.compress(agent)
+        except (CompressionFailed, InvalidSetting):
+            raise
+        except Exception as error:
+            logger.error("memorylab: compression failed (%s); continuing without it", error)
+            return None
+
     def __repr__(self) -> str:
         name = self._summarizer.name if self._summarizer else self.summarizer_model
         return f"ContextCompressor(threshold={self.threshold!r}, summarizer={name!r})"
@@ -263,4 +380,34 @@ def _context_record(conversation: Conversation) -> dict[str, Any]:
     return record
 
 
-__all__ = ["ContextCompressor", "MIN_SUMMARY_TOKENS"]
+def _agent_memory(agent: Any, method: str) -> Any:
+    """``agent.short_memory``, or the error that says how to call ``method``."""
+    if isinstance(agent, Conversation):
+        raise InvalidSetting(
+            f"{method}(conversation) needs the context length: {method}(conversation, "
+            "context_length), or pass an agent (with .short_memory and .context_length)"
+        )
+    memory = getattr(agent, "short_memory", None)
+    if memory is None:
+        raise InvalidSetting(
+            f"{method}() takes a Conversation and a context length, or an agent with "
+            f".short_memory and .context_length; got {type(agent).__name__}"
+        )
+    return memory
+
+
+def _history_bytes(history: list[Any]) -> int:
+    """At least the UTF-8 size of the history as the reference formats it."""
+    return sum(
+        len(f"[{m.get('timestamp')}] {m.get('role')}: {m.get('content')}\n\n".encode())
+        for m in history
+        if isinstance(m, Mapping)
+    )
+
+
+__all__ = [
+    "COMPRESSION_SYSTEM_PROMPT",
+    "COMPRESSION_USER_TEMPLATE",
+    "ContextCompressor",
+    "MIN_SUMMARY_TOKENS",
+]

@@ -177,9 +177,11 @@ class LiteLLMSummarizer(BaseSummarizer):
             (``max_input_tokens``), else :data:`~memorylab.llm.DEFAULT_CONTEXT_WINDOW`.
         llm_args: given to ``litellm.completion`` as they are (``api_base``, ``api_key``,
             ``mock_response``, ``drop_params`` ...; ``drop_params=True`` is the default here).
-            Timeouts and retries are not llm_args: they are ``retry``.
+            They mean the same as everywhere in memorylab (:class:`memorylab.llm.Caller`):
+            ``timeout`` is the wall-clock bound of each attempt (as ``retry.timeout``); retries
+            are ``retry``, never llm_args.
         retry: timeout and retries of each call; default :data:`SUMMARIZER_RETRY`.
-        timeout: shortcut that replaces ``retry.timeout`` (seconds per call).
+        timeout: shortcut that replaces ``retry.timeout`` (seconds of wall clock per attempt).
         retries: shortcut that replaces ``retry.retries`` (attempts after the first one).
     """
 

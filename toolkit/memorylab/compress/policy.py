@@ -76,7 +76,7 @@ def validate_threshold(threshold: object) -> Threshold:
     >>> validate_threshold(2.0)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    memorylab.errors.InvalidSetting: threshold=2.0 is invalid: a float must be in (0, 1]; ...
+    memorylab.errors.InvalidSetting: threshold=2.0 is invalid: a threshold must be in (0, 1] ...
     """
     if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real):
         raise InvalidSetting(
@@ -87,14 +87,15 @@ def validate_threshold(threshold: object) -> Threshold:
         count = int(threshold)
         if count < 1:
             raise InvalidSetting(
-                f"threshold={threshold!r} is invalid: an int must be >= 1; {THRESHOLD_CONVENTION}."
+                f"threshold={threshold!r} is invalid: a threshold must be in (0, 1] (a fraction) "
+                f"or an int >= 1; {THRESHOLD_CONVENTION}."
             )
         return count
     fraction = float(threshold)
     if not (math.isfinite(fraction) and 0.0 < fraction <= 1.0):
         raise InvalidSetting(
-            f"threshold={threshold!r} is invalid: a float must be in (0, 1]; "
-            f"{THRESHOLD_CONVENTION} (to mean an absolute count, pass an int)."
+            f"threshold={threshold!r} is invalid: a threshold must be in (0, 1] when it is a "
+            f"float; {THRESHOLD_CONVENTION} (to mean an absolute count, pass an int)."
         )
     return fraction
 

@@ -67,7 +67,9 @@ def write_all(fd: int, data: bytes) -> None:
 
 
 def temp_name(target: Path) -> Path:
-    return target.with_name(f".{target.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+    """A unique hidden name beside ``target``; a long name is cut, so the temp file of a
+    target near the filesystem's 255-byte limit still fits."""
+    return target.with_name(f".{target.name[:150]}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
 
 
 def atomic_replace(target: Path, data: bytes) -> None:

@@ -10,25 +10,35 @@ History layout after construction (the static context never reaches the file)::
 
 Every ``add()`` appends to ``conversation_history`` and writes one block to MEMORY.md through the
 :class:`~memorylab.memory.store.MemoryStore` (the only writer). ``compact()`` archives the file,
-re-seeds it with the summary and carries over anything appended meanwhile.
+re-seeds it with the summary and carries over anything appended meanwhile. Edits (``update``,
+``delete``, ``clear``) change the blocks in the file by the same crash-ordered path: the old file
+is archived, then atomically replaced (:meth:`MemoryStore.edit`).
+
+The constructor also takes the reference framework's keywords and the class has the methods its
+users call (``get_str``, ``to_dict``, ``save_as_json`` ...), so a script written for
+``swarms.structs.conversation.Conversation`` runs with only its import changed
+(docs/migrating-from-swarms.md says what each keyword does here).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import secrets
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memorylab.errors import EmptySummary, InvalidSetting
+from memorylab.errors import EmptySummary, InvalidSetting, PrerequisiteError, StoreError
 from memorylab.memory import display
 from memorylab.memory import format as fmt
+from memorylab.memory._fsutil import write_private_file
 from memorylab.memory.paths import validate_agent_name
 from memorylab.memory.permissions import warn_permissions
 from memorylab.memory.preload import PreloadPlan, has_messages, plan_preload
@@ -54,8 +64,32 @@ class _Default:
 DEFAULT_PATH: Any = _Default()
 """Sentinel: ``memory_md_path`` follows ``agent_name`` (``<ws>/agents/<agent_name>/MEMORY.md``)."""
 
+DEFAULT_TOKENIZER_MODEL = "gpt-5.4"
+"""The reference framework's default ``tokenizer_model_name`` (o200k_base, the gpt-4o family)."""
+
 _RECORD_KEYS = frozenset({"time", "agent", "archive", "kind"})  # structure: never redacted
 _TOOL_ROLES = ("tool", "tool executor", "function", "tool result")
+_EXPORT_METHODS = ("json", "yaml")
+_ON_DISK_KINDS = (None, "summary")  # entries that are blocks of MEMORY.md (when persisted)
+
+_TokenizerFactory = Callable[[str], Callable[[str], int]]
+_tokenizer_factory: list[_TokenizerFactory] = []
+
+
+def register_tokenizer(factory: _TokenizerFactory) -> None:
+    """Install what turns a ``tokenizer_model_name`` into a token counter (``str -> int``).
+
+    :mod:`memorylab.compress` registers :func:`~memorylab.compress.get_token_counter` when
+    memorylab is imported: the memory core counts no tokens itself (it is a floor below the
+    tokenizers), yet ``Conversation().token_count()`` works without a ``token_counter``.
+    """
+    _tokenizer_factory[:] = [factory]
+
+
+def generate_conversation_name() -> str:
+    """The name of a conversation without a name or an agent: ``conversation-<8 hex digits>``
+    (the reference's form), different for every instance."""
+    return f"conversation-{secrets.token_hex(4)}"
 
 
 def _utc_now() -> datetime:
@@ -78,6 +112,12 @@ def _utc_stamp() -> str:
     return f"{text}.{nanos // 1000:06d}+00:00"
 
 
+def _check_flag(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidSetting(f"{name} must be True or False, not {value!r}")
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class CompactionTicket:
     """Taken before summarizing: what the summary will replace (file bytes and history length)."""
@@ -96,12 +136,14 @@ class Conversation:
 
     Args:
         name: The conversation's name, written in the header of a new MEMORY.md (default:
-            ``<agent_name>_conversation``, or a random one without an agent).
+            ``<agent_name>_conversation``, or :func:`generate_conversation_name` without an
+            agent).
         system_prompt: Static context: the first history entry, never written to disk.
         rules: Static context after the system prompt (a ``user`` entry), never written.
         custom_rules_prompt: More static context (skills), never written.
         time_enabled: Whether :meth:`return_history_as_string` prefixes each entry with its
-            timestamp (``[<timestamp>] Role: content``).
+            timestamp (``[<timestamp>] Role: content``). Default ``True`` (the reference's is
+            ``False``; its ``Agent`` turns it on); every entry is stamped either way.
         agent_name: Picks ``<workspace>/agents/<agent_name>/MEMORY.md``; must be one safe
             folder name. Without it (and without ``memory_md_path``) the conversation lives in
             memory only.
@@ -116,16 +158,53 @@ class Conversation:
         durable: ``fsync`` every append (slower; survives a power loss, not just a crash).
         preload: Load the existing MEMORY.md as one ``System`` entry (the seed's preload).
         preload_max_tokens: A budget for the preload: the latest summary and the newest
-            messages that fit, with a note of what was left out (needs ``token_counter``).
+            messages that fit, with a note of what was left out.
         token_counter: Counts tokens for :meth:`token_count` (e.g.
-            ``memorylab.compress.get_token_counter("gpt-4o")``).
+            ``memorylab.compress.get_token_counter("gpt-4o")``); default: the tokenizer of
+            ``tokenizer_model_name``, loaded at the first count.
         lock_timeout: Seconds to wait for the agent's lock (other threads and processes).
         clock: Returns the time that stamps messages and compactions (default: UTC now).
-        redact: What is removed before anything reaches disk: the default
-            :data:`~memorylab.memory.redact.SECRETS`, ``None``/``False`` for nothing, any
-            callable ``str -> str`` to replace the built-in rules.
+        redact: What is removed before anything reaches disk (MEMORY.md and the save files of
+            :meth:`save_as_json`): the default :data:`~memorylab.memory.redact.SECRETS`,
+            ``None``/``False`` for nothing, any callable ``str -> str`` to replace the
+            built-in rules.
         retention: A :class:`~memorylab.memory.retention.RetentionPolicy` applied after every
             compaction (opt-in); each deletion is recorded in ``compactions.jsonl``.
+
+    The reference framework's keywords (pass them by keyword: its positional order differs)
+    mean here what they mean there, except the few marked as ignored:
+
+    Args:
+        id: An identifier (``self.id``); default 32 random hex digits.
+        autosave: Save the history (:meth:`export`) after every :meth:`add`.
+        save_filepath: Where :meth:`save_as_json` / :meth:`export` write; default
+            ``<conversations_dir>/conversation_<name>.json`` (``.yaml`` for YAML). A
+            conversation given this, ``load_filepath`` or an explicit ``name`` resumes from that
+            file at construction when it exists (in memory only: MEMORY.md is not rewritten).
+        load_filepath: A saved conversation (JSON or YAML) to resume from when it exists.
+        conversations_dir: The folder of the default ``save_filepath`` (default
+            ``./conversations``, created only when something is saved).
+        export_method: ``"json"`` or ``"yaml"``; default: from ``save_filepath``'s extension,
+            else JSON. A ``save_filepath`` whose extension disagrees is refused.
+        context_length: The model's window, kept as ``self.context_length`` (default 8192).
+            memorylab never cuts the history to it: compression keeps the history below it.
+        token_count: Store each entry's token count in it (``entry["token_count"]``), as the
+            reference does. (The count of the whole history is :meth:`token_count`; this flag is
+            kept as ``self.token_count_on``.)
+        message_id_on: Give each entry a ``message_id`` (a UUID4 string).
+        tokenizer_model_name: The model whose tokenizer counts tokens when no
+            ``token_counter`` is given (default the reference's ``"gpt-5.4"``: o200k_base).
+        dynamic_context_window: Ignored (documented no-op): the reference cuts the history
+            string and caps :meth:`count_history_tokens` at ``context_length``; memorylab never
+            drops context silently, it compresses it (``ContextCompressor``), and reports the
+            real count.
+        cache_enabled: Ignored: memorylab keeps a running token count instead of the
+            reference's string cache (no ``get_cache_stats``).
+        output_metadata, save_as_yaml_on, save_as_json_bool: Ignored, as the reference ignores
+            them (it only stores them).
+        channel: A comms channel (``messages()`` rows of ``agent_name``/``content``, and
+            ``post(role, text)``): its messages seed the history (in memory only) and every
+            later :meth:`add` of a non-``System`` message is posted to it.
     """
 
     def __init__(
@@ -149,12 +228,29 @@ class Conversation:
         clock: Callable[[], datetime] | None = None,
         redact: Callable[[str], str] | bool | None = SECRETS,
         retention: RetentionPolicy | None = None,
+        id: str | None = None,
+        autosave: bool = False,
+        save_filepath: str | os.PathLike[str] | None = None,
+        load_filepath: str | os.PathLike[str] | None = None,
+        conversations_dir: str | os.PathLike[str] | None = None,
+        export_method: str | None = None,
+        context_length: int | None = 8192,
+        token_count: bool = False,
+        message_id_on: bool = False,
+        tokenizer_model_name: str = DEFAULT_TOKENIZER_MODEL,
+        dynamic_context_window: bool = True,
+        cache_enabled: bool = False,
+        output_metadata: bool = False,
+        save_as_yaml_on: bool = False,
+        save_as_json_bool: bool = False,
+        channel: Any = None,
     ) -> None:
         if agent_name is not None:
             agent_name = validate_agent_name(agent_name)  # its NFC form, or InvalidAgentName
         self.agent_name = agent_name
+        self.id = id or secrets.token_hex(16)
         self.name = name or (
-            f"{agent_name}_conversation" if agent_name else f"conversation_{uuid.uuid4().hex[:12]}"
+            f"{agent_name}_conversation" if agent_name else generate_conversation_name()
         )
         self.system_prompt = system_prompt
         self.rules = rules
@@ -174,14 +270,55 @@ class Conversation:
         self._lock = threading.RLock()  # orders the history and its writes to the file
         self._store: MemoryStore | None = None
         self.memory_created = False
+        if token_counter is not None and not callable(token_counter):
+            raise InvalidSetting(
+                f"token_counter must be a callable str -> int, not {token_counter!r}"
+            )
         self.token_counter = token_counter
+        if not isinstance(tokenizer_model_name, str) or not tokenizer_model_name.strip():
+            raise InvalidSetting(
+                f"tokenizer_model_name must be a model name such as 'gpt-4o', not "
+                f"{tokenizer_model_name!r}"
+            )
+        self.tokenizer_model_name = tokenizer_model_name
+        self._default_counter: tuple[str, Callable[[str], int]] | None = None
         self.preload_max_tokens = preload_max_tokens
         self.preload_plan: PreloadPlan | None = None
-        self._counted_list: list[dict[str, Any]] | None = None
+        # Each entry is rendered once (get_str and token_count share the lines); the cache is
+        # for this history list and time_enabled, and starts again when either changes.
+        self._lines: list[str] = []
+        self._lines_for: tuple[list[dict[str, Any]], bool] | None = None
+        self._counted_lines: list[str] | None = None
         self._counted_with: Callable[[str], int] | None = None
         self._counted = 0
         self._total_tokens = 0
         self._separator_tokens = 0
+        # The reference framework's settings (see the class docstring).
+        if context_length is not None and (
+            isinstance(context_length, bool)
+            or not isinstance(context_length, int)
+            or context_length < 1
+        ):
+            raise InvalidSetting(f"context_length must be an int >= 1, not {context_length!r}")
+        self.context_length = context_length
+        self.autosave = _check_flag("autosave", autosave)
+        self.token_count_on = _check_flag("token_count", token_count)
+        self.message_id_on = _check_flag("message_id_on", message_id_on)
+        self.dynamic_context_window = _check_flag("dynamic_context_window", dynamic_context_window)
+        self.cache_enabled = _check_flag("cache_enabled", cache_enabled)
+        self.output_metadata = output_metadata
+        self.save_as_yaml_on = save_as_yaml_on
+        self.save_as_json_bool = save_as_json_bool
+        self.conversations_dir = conversations_dir
+        self.export_method = _export_method(export_method, save_filepath)
+        self.save_filepath = os.fspath(save_filepath) if save_filepath is not None else None
+        if self.save_filepath is None:
+            folder = Path(conversations_dir) if conversations_dir is not None else None
+            folder = folder or Path.cwd() / "conversations"
+            extension = ".json" if self.export_method == "json" else ".yaml"
+            self.save_filepath = str(folder / f"conversation_{self.name}{extension}")
+        self.load_filepath = os.fspath(load_filepath) if load_filepath is not None else None
+        self.channel: Any = None  # attached last: nothing added while constructing is posted
 
         if memory_md_path is DEFAULT_PATH:
             self._store = (
@@ -196,13 +333,26 @@ class Conversation:
         elif agent_name is not None:
             agent_paths(agent_name, workspace_dir)  # still validate the name
 
-        self._seed_static_context()
+        # Like the reference: a conversation given a file or a name resumes from its save file.
+        resume = self.load_filepath
+        if resume is None or not os.path.exists(resume):
+            resume = self.save_filepath
+        if (name is not None or save_filepath is not None or load_filepath is not None) and (
+            os.path.isfile(resume)
+        ):
+            self.load(resume)
+        if not self.conversation_history:
+            self._seed_static_context()
         if self._store is not None:
             self._ensure_file()
             if preload:
                 self._preload()
         for seed in messages or ():
             self._append(str(seed["role"]), seed.get("content"), persist=False)
+        if channel is not None:
+            for row in channel.messages():
+                self._append(str(row["agent_name"]), row.get("content"), persist=False)
+            self.channel = channel
 
     # -- construction helpers -----------------------------------------------------------------
 
@@ -237,7 +387,7 @@ class Conversation:
         warn_permissions(self._store.path)  # the file only: one lstat
         if not has_messages(text):
             return  # a header without messages: nothing worth loading
-        plan = plan_preload(text, max_tokens=self.preload_max_tokens, count=self.token_counter)
+        plan = plan_preload(text, max_tokens=self.preload_max_tokens, count=self._count)
         self.preload_plan = plan
         if not plan.complete:
             logger.info(
@@ -279,14 +429,33 @@ class Conversation:
         now = self.clock()
         return now if now.tzinfo is not None else now.astimezone()
 
-    def add(self, role: str, content: Any, **metadata: Any) -> dict[str, Any]:
-        """Append a message to the history and write it through to MEMORY.md.
+    def add(
+        self,
+        role: str,
+        content: Any,
+        metadata: Mapping[str, Any] | None = None,
+        category: str | None = None,
+        **fields: Any,
+    ) -> dict[str, Any]:
+        """Append a message to the history and write it through to MEMORY.md; returns its entry.
 
         ``content`` may be any object: dicts and lists are stored as JSON, others with ``str()``
-        (the history keeps the original object). ``metadata`` (e.g. ``tool_call_id``) is kept in
-        the history entry only.
+        (the history keeps the original object). ``metadata`` and ``category`` (the reference's
+        positional arguments) are kept in the entry under those keys when given; other keyword
+        ``fields`` (e.g. ``tool_call_id``) go into the entry as they are. None of them is written
+        to the file.
         """
-        return self._append(role, content, metadata)
+        if metadata:
+            fields["metadata"] = metadata
+        if category:
+            fields["category"] = category
+        entry = self._append(role, content, fields)
+        channel = self.channel
+        if channel is not None and content is not None and role not in ("System", "system"):
+            channel.post(role, str(content))
+        if self.autosave:
+            self.export()
+        return entry
 
     def _append(
         self,
@@ -308,32 +477,76 @@ class Conversation:
             entry["kind"] = kind
         if extra:
             entry.update(extra)
+        if self.message_id_on:
+            entry["message_id"] = str(uuid.uuid4())
+        if self.token_count_on:
+            entry["token_count"] = self._count(self._entry_text(entry))
         with self._lock:
             store = self._store
             if persist and store is not None and not self._suppress_memory_md:
-                text = fmt.content_to_text(content)
-                # Like the reference, blank content stays in memory only.
-                if text and not text.isspace():
-                    if self.redactor is not None:  # disk only: the history keeps the original
-                        text = self.redactor(text)
-                    store.append(fmt.block_text(role, stamp, text))
+                block = self._block(role, stamp, content)
+                if block is not None:  # like the reference, blank content stays in memory only
+                    store.append(block)
             self.conversation_history.append(entry)
         return entry
 
+    def _disk_text(self, text: str, *, summary: bool = False) -> str:
+        """``text`` as it is written to disk: redacted (a summary after its prefix)."""
+        redactor = self.redactor
+        if redactor is None:
+            return text
+        if summary and text.startswith(SUMMARY_PREFIX):
+            return SUMMARY_PREFIX + redactor(text[len(SUMMARY_PREFIX) :])
+        return redactor(text)
+
+    def _block(self, role: str, stamp: str, content: Any, *, summary: bool = False) -> str | None:
+        """The block an entry is in MEMORY.md; ``None`` for blank content (never written)."""
+        text = fmt.content_to_text(content)
+        if not text or text.isspace():
+            return None
+        return fmt.block_text(role, stamp, self._disk_text(text, summary=summary))
+
     def return_history_as_string(self) -> str:
         """The history as the model reads it: ``[<timestamp>] Role: content`` blocks."""
-        return "\n\n".join(self._entry_text(e) for e in self.conversation_history)
+        with self._lock:
+            return "\n\n".join(self._history_lines())
+
+    def _history_lines(self) -> list[str]:
+        """Each entry rendered as :meth:`return_history_as_string` shows it, rendered once: an
+        agent loop reads the history every turn and must not pay for the old entries again.
+        Replacing ``conversation_history``, shrinking it, changing ``time_enabled``, or an
+        :meth:`update` / :meth:`delete` starts the cache again; an entry edited in place by
+        hand is not noticed. The caller holds the lock."""
+        history = self.conversation_history
+        lines = self._lines
+        cached = self._lines_for
+        stale = cached is None or cached[0] is not history or cached[1] != self.time_enabled
+        if stale or len(history) < len(lines):
+            lines = self._lines = []
+            self._lines_for = (history, self.time_enabled)
+        if len(history) > len(lines):
+            lines.extend(self._entry_text(e) for e in history[len(lines) :])
+        return lines
+
+    def _forget_rendering(self) -> None:
+        """An entry changed: render (and count) the history again at the next read."""
+        self._lines_for = None
+
+    def get_str(self) -> str:
+        """:meth:`return_history_as_string` (the reference's name, its most used call)."""
+        return self.return_history_as_string()
 
     def _entry_text(self, entry: Mapping[str, Any]) -> str:
-        stamp = entry["timestamp"] if self.time_enabled else None
+        stamp = entry.get("timestamp") if self.time_enabled else None
         return fmt.history_line(entry["role"], entry["content"], stamp)
 
     def to_messages(self) -> list[dict[str, Any]]:
         """Provider-ready ``{"role", "content"}`` messages, preloaded memory included.
 
         ``System`` rows become ``system``; the user's role (and ``User``/``Human``) ``user``;
-        rows with a ``tool_call_id`` ``tool``; other tool-ish roles a ``user`` row tagged with the
-        role; everything else (the agent's own name) ``assistant``.
+        rows with a ``tool_call_id`` (in the entry or its ``metadata``, as :meth:`add_messages`
+        keeps it) ``tool``; other tool-ish roles a ``user`` row tagged with the role;
+        everything else (the agent's own name) ``assistant``.
         """
         out: list[dict[str, Any]] = []
         user_roles = {self.user.lower(), "user", "human"}
@@ -341,9 +554,12 @@ class Conversation:
             role = str(entry["role"])
             content = fmt.content_to_text(entry["content"])
             lowered = role.lower()
+            fields: Mapping[str, Any] = entry
+            if "metadata" in entry and isinstance(entry["metadata"], Mapping):
+                fields = {**entry["metadata"], **entry}
             message: dict[str, Any]
-            if entry.get("tool_call_id"):
-                message = {"role": "tool", "tool_call_id": entry["tool_call_id"]}
+            if fields.get("tool_call_id"):
+                message = {"role": "tool", "tool_call_id": fields["tool_call_id"]}
                 message["content"] = content
             elif lowered == "system":
                 message = {"role": "system", "content": content}
@@ -353,10 +569,31 @@ class Conversation:
                 message = {"role": "user", "content": f"[{role}]\n{content}"}
             else:
                 message = {"role": "assistant", "content": content}
-                if entry.get("tool_calls"):
-                    message["tool_calls"] = entry["tool_calls"]
+                if fields.get("tool_calls"):
+                    message["tool_calls"] = fields["tool_calls"]
             out.append(message)
         return out
+
+    def _count(self, text: str) -> int:
+        """Tokens of ``text`` with ``token_counter``, else ``tokenizer_model_name``'s tokenizer."""
+        return self.counter(text)
+
+    @property
+    def counter(self) -> Callable[[str], int]:
+        """What counts tokens: ``token_counter``, else the tokenizer of
+        ``tokenizer_model_name`` (made on first use; tiktoken loads at the first count)."""
+        if self.token_counter is not None:
+            return self.token_counter
+        model = self.tokenizer_model_name
+        made = self._default_counter
+        if made is None or made[0] != model:
+            if not _tokenizer_factory:
+                raise InvalidSetting(
+                    "token_count() needs a tokenizer: import memorylab.compress (it installs "
+                    "one) or construct the Conversation with token_counter=..."
+                )
+            made = self._default_counter = (model, _tokenizer_factory[0](model))
+        return made[1]
 
     def token_count(self, counter: Callable[[str], int] | None = None) -> int:
         """Tokens of the history as the model reads it (:meth:`return_history_as_string`).
@@ -365,43 +602,38 @@ class Conversation:
         messages added since the last one. The total is the sum of the entries' counts plus one
         ``"\\n\\n"`` separator between entries (BPE merges across the joins make counting the
         joined string differ by at most about one token per entry). ``counter`` defaults to
-        ``token_counter`` (e.g. ``memorylab.compress.get_token_counter("gpt-4o")``). Entries
-        edited in place are not noticed; replacing ``conversation_history`` or changing the
-        counter recounts everything.
+        :attr:`counter` (``token_counter``, else the tokenizer of ``tokenizer_model_name``).
+        Entries edited in place are not noticed (:meth:`update` and :meth:`delete` are);
+        replacing ``conversation_history`` or changing the counter recounts everything.
         """
-        counter = counter or self.token_counter
-        if counter is None:
-            raise InvalidSetting(
-                "token_count() needs a tokenizer: pass "
-                "counter=memorylab.compress.get_token_counter(model) or construct the "
-                "Conversation with token_counter=..."
-            )
+        counter = counter or self.counter
         with self._lock:
-            history = self.conversation_history
+            lines = self._history_lines()
             if (
-                history is not self._counted_list
+                lines is not self._counted_lines
                 or counter is not self._counted_with
-                or len(history) < self._counted
+                or len(lines) < self._counted
             ):
-                self._counted_list, self._counted_with = history, counter
+                self._counted_lines, self._counted_with = lines, counter
                 self._counted = self._total_tokens = 0
                 self._separator_tokens = counter("\n\n")
-            if len(history) == self._counted + 1 and self._counted:  # one new message: add()
-                self._total_tokens += counter(self._entry_text(history[-1]))
-                self._total_tokens += self._separator_tokens
+            if len(lines) == self._counted + 1 and self._counted:  # one new message: add()
+                self._total_tokens += counter(lines[-1]) + self._separator_tokens
                 self._counted += 1
                 return self._total_tokens
-            new = history[self._counted :]
+            new = lines[self._counted :]
             if new:
-                texts = [self._entry_text(e) for e in new]
                 batch = getattr(counter, "count_batch", None)
-                counts = (
-                    batch(texts) if batch is not None and len(texts) > 64 else map(counter, texts)
-                )
+                counts = batch(new) if batch is not None and len(new) > 64 else map(counter, new)
                 separators = len(new) - (1 if self._counted == 0 else 0)
                 self._total_tokens += sum(counts) + separators * self._separator_tokens
-                self._counted = len(history)
+                self._counted = len(lines)
             return self._total_tokens
+
+    def count_history_tokens(self) -> int:
+        """:meth:`token_count` (the reference's name). Never capped at ``context_length``:
+        memorylab reports the real size (``dynamic_context_window`` is ignored)."""
+        return self.token_count()
 
     def static_context(self) -> list[dict[str, Any]]:
         return [e for e in self.conversation_history if e.get("kind") == "static"]
@@ -482,12 +714,9 @@ class Conversation:
                         }
                     return line
 
-                on_disk = content
-                if redactor is not None:
-                    on_disk = SUMMARY_PREFIX + redactor(content[len(SUMMARY_PREFIX) :])
                 result = self._store.compact(
                     ticket.snapshot,
-                    Message(summary_role, on_disk, now),
+                    Message(summary_role, self._disk_text(content, summary=True), now),
                     conversation_name=self.name,
                     now=now,
                     record=record,
@@ -514,6 +743,388 @@ class Conversation:
         if deleted:
             logger.info("memorylab: retention (%s) deleted %s", self.retention, ", ".join(deleted))
 
+    # -- edits: update, delete, clear -----------------------------------------------------------
+
+    def update(self, index: int | str, role: str, content: Any) -> None:
+        """Replace the role and content of the entry at ``index``; its other fields (its
+        timestamp among them) stay.
+
+        An entry that is a block of MEMORY.md is changed there too, by the compaction's
+        crash-ordered path (:meth:`MemoryStore.edit`): the old file is archived, then replaced
+        atomically, so the old text stays in ``archive/`` and blocks other writers append
+        meanwhile are kept. The static context and the preload are not blocks of the file:
+        editing them changes this history only. An index outside the history is an
+        ``IndexError`` (the reference logs a warning and does nothing).
+        """
+        fmt.validate_role(role)
+        with self._lock:
+            position = self._position(index, "update")
+            entry = self.conversation_history[position]
+            block = self._entry_block(entry)
+            if block is not None:
+                new = self._block(role, entry["timestamp"], content,
+                                  summary=entry.get("kind") == "summary")  # fmt: skip
+                self._edit_block(position, block, "" if new is None else new, "update")
+            entry["role"] = role
+            entry["content"] = content
+            self._forget_rendering()
+
+    def delete(self, index: int | str) -> None:
+        """Remove the entry at ``index`` (negative counts from the end, as for a list); a block
+        of MEMORY.md is removed from the file as :meth:`update` changes one (archived first).
+        An index outside the history is an ``IndexError``."""
+        with self._lock:
+            position = self._position(index, "delete")
+            block = self._entry_block(self.conversation_history[position])
+            if block is not None:
+                self._edit_block(position, block, "", "delete")
+            del self.conversation_history[position]
+            self._forget_rendering()
+
+    def clear(self) -> None:
+        """Empty the history, static context and preload included (as the reference does), and
+        MEMORY.md: its blocks are archived and it starts again from a fresh header, so the next
+        run preloads nothing. Blocks other writers added are in that archive too; nothing is
+        destroyed (``memorylab forget`` deletes memory for good)."""
+        with self._lock:
+            self._edit_file(_without_messages, "clear", None)
+            self.conversation_history = []
+
+    def _position(self, index: object, method: str) -> int:
+        """``index`` as a position in the history (``"3"`` too, as the reference takes it)."""
+        try:
+            position = int(index) if isinstance(index, str) else _as_int(index)
+        except (TypeError, ValueError):
+            raise InvalidSetting(
+                f"{method}(index={index!r}): the index must be an int, a position in "
+                "conversation_history"
+            ) from None
+        size = len(self.conversation_history)
+        if not -size <= position < size:
+            raise IndexError(
+                f"{method}({index!r}): no entry at that index; conversation_history has {size} "
+                f"entries{f' (0 to {size - 1})' if size else ''}"
+            )
+        return position % size
+
+    def _entry_block(self, entry: Mapping[str, Any]) -> str | None:
+        """The block ``entry`` is in MEMORY.md if it was written there: a message or summary
+        stamped by memorylab, with content, while persistence is on. ``None`` otherwise."""
+        stamp = entry.get("timestamp")
+        if (
+            self._store is None
+            or self._suppress_memory_md
+            or entry.get("kind") not in _ON_DISK_KINDS
+            or not isinstance(stamp, str)
+            or not fmt.written_by_memorylab(stamp)
+        ):
+            return None
+        try:
+            return self._block(str(entry["role"]), stamp, entry.get("content"),
+                               summary=entry.get("kind") == "summary")  # fmt: skip
+        except ValueError:  # a role loaded from a save file that no heading can hold
+            return None
+
+    def _edit_block(self, position: int, block: str, new: str, action: str) -> None:
+        """Replace, in MEMORY.md, the block of the entry at ``position`` by ``new``."""
+        history = self.conversation_history
+        entry = history[position]
+        occurrence = sum(  # identical blocks (same role, time and content) are told by order
+            1
+            for earlier in history[:position]
+            if earlier.get("timestamp") == entry.get("timestamp")
+            and earlier.get("role") == entry.get("role")
+            and self._entry_block(earlier) == block
+        )
+        old, replacement = _utf8(block), _utf8(new)
+        found = True
+
+        def change(blocks: bytes) -> bytes | None:
+            nonlocal found
+            edited = _replace_block(blocks, old, replacement, occurrence)
+            found = edited is not None
+            return edited
+
+        self._edit_file(change, action, position)
+        if not found:
+            logger.info(
+                "memorylab: %s(%d): the message is no longer in %s (compacted or rewritten by "
+                "another writer); only the history was changed",
+                action,
+                position,
+                self.memory_md_path,
+            )
+
+    def _edit_file(
+        self, change: Callable[[bytes], bytes | None], action: str, position: int | None
+    ) -> None:
+        """Apply ``change`` to the blocks of MEMORY.md (archived first: :meth:`MemoryStore.edit`)
+        and record the edit in ``compactions.jsonl`` (kind ``"edit"``: never content)."""
+        store = self._store
+        if store is None or self._suppress_memory_md:
+            return
+        now = self._now()
+        agent = self.agent_name
+        detail: dict[str, Any] = {"edit": action}
+        if position is not None:
+            detail["index"] = position
+
+        def record(result: CompactionResult) -> dict[str, Any]:
+            return CompactionEvent(
+                time=now,
+                agent=agent,
+                archive=result.archive,
+                messages_archived=result.messages_archived,
+                carried_over=result.carried_over,
+                kind="edit",
+                extra=detail,
+            ).to_dict()
+
+        store.edit(change, conversation_name=self.name, now=now, record=record)
+
+    # -- the reference framework's methods ------------------------------------------------------
+
+    def add_messages(self, messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """Add chat-format messages (``{"role", "content", ...}``) in order, each by :meth:`add`;
+        their other keys (``name``, ``tool_calls``, ``tool_call_id``) are kept as the entry's
+        ``metadata``, as the reference keeps them. Returns the entries."""
+        added = []
+        for message in messages:
+            role, content, extra = _message_parts(message, "add_messages")
+            added.append(self.add(role, content, metadata=extra or None))
+        return added
+
+    def batch_add(self, messages: Iterable[Mapping[str, Any]]) -> None:
+        """Add message dicts in order, their other keys kept in the entry. Each is stamped now and
+        written through by :meth:`add` (the reference only extends the list: its batch never
+        reaches MEMORY.md)."""
+        for message in messages:
+            role, content, extra = _message_parts(message, "batch_add")
+            extra.pop("timestamp", None)
+            extra.pop("kind", None)
+            self.add(role, content, **extra)
+
+    def add_multiple_messages(
+        self, roles: Sequence[str], contents: Sequence[Any]
+    ) -> list[dict[str, Any]]:
+        """:meth:`add` of each ``(role, content)`` pair, in order; returns the entries."""
+        return self.add_multiple(roles, contents)
+
+    def add_multiple(self, roles: Sequence[str], contents: Sequence[Any]) -> list[dict[str, Any]]:
+        """:meth:`add_multiple_messages` (the reference has both names)."""
+        roles, contents = list(roles), list(contents)
+        if len(roles) != len(contents):
+            raise InvalidSetting(
+                f"got {len(roles)} roles and {len(contents)} contents: give one content per role"
+            )
+        return [self.add(role, content) for role, content in zip(roles, contents, strict=True)]
+
+    def add_tool_output_to_agent(self, role: str, tool_output: Any) -> None:
+        """:meth:`add` of a tool's output (a dict is stored as JSON, kept as a dict here)."""
+        self.add(role, tool_output)
+
+    def query(self, index: int | str) -> dict[str, Any] | None:
+        """The entry at ``index`` (0 to ``len - 1``), or ``None`` outside that range (as the
+        reference answers)."""
+        try:
+            position = int(index) if isinstance(index, str) else _as_int(index)
+        except (TypeError, ValueError):
+            raise InvalidSetting(
+                f"query(index={index!r}): the index must be an int, a position in "
+                "conversation_history"
+            ) from None
+        history = self.conversation_history
+        return history[position] if 0 <= position < len(history) else None
+
+    def search(self, keyword: str) -> list[dict[str, Any]]:
+        """The entries whose content (as text: JSON for dicts) contains ``keyword``."""
+        if not isinstance(keyword, str):
+            raise InvalidSetting(f"search() takes the text to look for, not {keyword!r}")
+        return [
+            e for e in self.conversation_history if keyword in fmt.content_to_text(e["content"])
+        ]
+
+    def count_messages_by_role(self) -> dict[str, int]:
+        """Entries per role (as written: ``"User"`` and ``"user"`` are two roles); ``system``,
+        ``user``, ``assistant`` and ``function`` are always there, as in the reference."""
+        counts = dict.fromkeys(("system", "user", "assistant", "function"), 0)
+        for entry in self.conversation_history:
+            role = str(entry["role"])
+            counts[role] = counts.get(role, 0) + 1
+        return counts
+
+    def get_final_message(self) -> str:
+        """The last entry as ``"Role: content"`` (``""`` when the history is empty)."""
+        history = self.conversation_history
+        return fmt.history_line(history[-1]["role"], history[-1]["content"]) if history else ""
+
+    def display_conversation(self, detailed: bool = False) -> None:
+        """Print the history, one ``Role: content`` line per entry (``detailed``: each line
+        starts with the entry's timestamp)."""
+        for entry in self.conversation_history:
+            stamp = entry.get("timestamp") if detailed else None
+            print(fmt.history_line(entry["role"], entry["content"], stamp))
+
+    def get_last_message_as_string(self) -> str:
+        """:meth:`get_final_message` (the reference has both names)."""
+        return self.get_final_message()
+
+    def get_final_message_content(self) -> Any:
+        """The content of the last entry, as it was added (``""`` when the history is empty)."""
+        history = self.conversation_history
+        return history[-1]["content"] if history else ""
+
+    def _index_after_first_message(self) -> int:
+        """Where the output starts: after the context (static context, preload, summary; or a
+        ``System`` first entry added by hand) and after the first message, the input."""
+        history = self.conversation_history
+        start = 0
+        while start < len(history) and history[start].get("kind") is not None:
+            start += 1
+        if start == 0 and history and history[0].get("role") == "System":
+            start = 1
+        return start + 1
+
+    def return_all_except_first(self) -> list[dict[str, Any]]:
+        """The entries after the context and the first input (what the agents answered)."""
+        return self.conversation_history[self._index_after_first_message() :]
+
+    def return_all_except_first_string(self) -> str:
+        """The contents of :meth:`return_all_except_first`, one per line."""
+        return "\n".join(fmt.content_to_text(e["content"]) for e in self.return_all_except_first())
+
+    def return_messages_as_list(self) -> list[dict[str, Any]]:
+        """One ``{"role", "content"}`` dict per entry (content as it was added)."""
+        return [{"role": e["role"], "content": e["content"]} for e in self.conversation_history]
+
+    def return_messages_as_dictionary(self) -> list[dict[str, Any]]:
+        """:meth:`return_messages_as_list` (the reference has both names)."""
+        return self.return_messages_as_list()
+
+    def return_messages_as_strings(self) -> list[str]:
+        """One ``"Role: content"`` string per entry (no timestamps)."""
+        return [fmt.history_line(e["role"], e["content"]) for e in self.conversation_history]
+
+    def to_dict(self) -> list[dict[str, Any]]:
+        """The history: a list of copies of the entries (the reference returns the list)."""
+        return [dict(e) for e in self.conversation_history]
+
+    def to_list(self) -> list[dict[str, Any]]:
+        """:meth:`to_dict`."""
+        return self.to_dict()
+
+    def to_json(self) -> str:
+        """The history as JSON (objects that are not JSON as ``str()``)."""
+        return json.dumps(self.conversation_history, default=str)
+
+    def return_json(self) -> str:
+        """:meth:`return_messages_as_dictionary` as indented JSON."""
+        return json.dumps(self.return_messages_as_dictionary(), indent=4, default=str)
+
+    def to_yaml(self) -> str:
+        """The history as YAML (what :meth:`to_json` holds, readable by ``yaml.safe_load``)."""
+        text: str = _yaml().safe_dump(
+            json.loads(self.to_json()), sort_keys=False, allow_unicode=True
+        )
+        return text
+
+    # -- save files (the reference's JSON/YAML persistence, beside MEMORY.md) -------------------
+
+    def save_as_json(self, force: bool | str | os.PathLike[str] = True) -> None:
+        """Write the history to ``save_filepath`` as JSON (through the redactor, like
+        everything memorylab writes; 0o600, atomically). With ``force=False`` nothing is saved
+        unless ``autosave`` is on (the reference's rule). A path given in place of ``force``
+        (the reference's own tests pass one) is where to write."""
+        self._save(force, "json")
+
+    def save_as_yaml(self, force: bool | str | os.PathLike[str] = True) -> None:
+        """:meth:`save_as_json` in YAML."""
+        self._save(force, "yaml")
+
+    def export(self, force: bool | str | os.PathLike[str] = True) -> None:
+        """:meth:`save_as_json` or :meth:`save_as_yaml`, as ``export_method`` says."""
+        self._save(force, self.export_method)
+
+    def _save(self, force: bool | str | os.PathLike[str], method: str) -> None:
+        target = self.save_filepath
+        if isinstance(force, str | os.PathLike):
+            target, force = os.fspath(force), True
+        if not force and not self.autosave:
+            logger.warning(
+                "memorylab: not saved: autosave is off; call save_as_%s(force=True) to save", method
+            )
+            return
+        assert target is not None
+        history: Any = [dict(e) for e in self.conversation_history]
+        if self.redactor is not None:
+            history = redact_values(history, self.redactor)
+        text = json.dumps(history, indent=4, default=str, ensure_ascii=False)
+        if method == "yaml":
+            text = _yaml().safe_dump(
+                json.loads(text), sort_keys=False, allow_unicode=True, indent=4
+            )
+        write_private_file(Path(target), text.encode("utf-8"))
+        logger.info("memorylab: conversation saved to %s", target)
+
+    def load_from_json(self, filename: str | os.PathLike[str]) -> None:
+        """Replace the history with a saved one (a list of entries, or the reference's
+        ``{"conversation_history": [...]}``). In memory only: MEMORY.md is not rewritten."""
+        path = Path(filename)
+        try:
+            data = json.loads(_read_text(path))
+        except json.JSONDecodeError as exc:
+            raise InvalidSetting(
+                f"{path} is not JSON (line {exc.lineno}: {exc.msg}); give a file written by "
+                "save_as_json() or export()"
+            ) from None
+        self._restore(data, path)
+
+    def load_from_yaml(self, filename: str | os.PathLike[str]) -> None:
+        """:meth:`load_from_json` for a YAML file."""
+        path = Path(filename)
+        yaml = _yaml()
+        try:
+            data = yaml.safe_load(_read_text(path))
+        except yaml.YAMLError as exc:
+            raise InvalidSetting(
+                f"{path} is not YAML ({str(exc).splitlines()[0]}); give a file written by "
+                "save_as_yaml() or export()"
+            ) from None
+        self._restore(data, path)
+
+    def load(self, filename: str | os.PathLike[str]) -> None:
+        """:meth:`load_from_json` or :meth:`load_from_yaml`, by the file's extension."""
+        extension = Path(filename).suffix.lower()
+        if extension == ".json":
+            self.load_from_json(filename)
+        elif extension in (".yaml", ".yml"):
+            self.load_from_yaml(filename)
+        else:
+            raise InvalidSetting(
+                f"cannot load {filename}: the extension must be .json, .yaml or .yml"
+            )
+
+    def _restore(self, data: Any, path: Path) -> None:
+        if isinstance(data, Mapping):
+            data = data.get("conversation_history", [])
+        if not isinstance(data, list):
+            raise InvalidSetting(
+                f"{path} holds no conversation: expected a list of messages, got "
+                f"{type(data).__name__}"
+            )
+        restored: list[dict[str, Any]] = []
+        for number, item in enumerate(data):
+            if not isinstance(item, Mapping) or "role" not in item:
+                raise InvalidSetting(
+                    f"{path}: entry {number} is not a message (a dict with 'role' and 'content')"
+                )
+            entry = dict(item)
+            entry.setdefault("content", None)
+            entry.setdefault("timestamp", "")  # a message saved without time reads without one
+            restored.append(entry)
+        with self._lock:
+            self.conversation_history = restored
+
     # -- misc -----------------------------------------------------------------------------------
 
     def __len__(self) -> int:
@@ -527,8 +1138,93 @@ class Conversation:
         return f"Conversation(name={self.name!r}, messages={len(self)}, path={str(where)!r})"
 
 
+def _as_int(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(value)
+    return value
+
+
+def _export_method(method: str | None, save_filepath: str | os.PathLike[str] | None) -> str:
+    """``export_method``, or the one ``save_filepath``'s extension names (JSON otherwise)."""
+    suffix = Path(save_filepath).suffix.lower() if save_filepath is not None else ""
+    implied = "yaml" if suffix in (".yaml", ".yml") else "json" if suffix == ".json" else None
+    if method is None:
+        return implied or "json"
+    if method not in _EXPORT_METHODS:
+        raise InvalidSetting(f"export_method must be 'json' or 'yaml', not {method!r}")
+    if implied is not None and implied != method:
+        raise InvalidSetting(
+            f"save_filepath {os.fspath(save_filepath)!r} does not match export_method="  # type: ignore[arg-type]
+            f"{method!r}: give a .{method} path, or leave export_method out"
+        )
+    return method
+
+
+def _message_parts(message: object, method: str) -> tuple[str, Any, dict[str, Any]]:
+    """``(role, content, other keys)`` of a message dict, or a clear error."""
+    if not isinstance(message, Mapping) or "role" not in message:
+        raise InvalidSetting(
+            f"{method}() takes dicts with 'role' and 'content', not {message!r}"[:300]
+        )
+    extra = {k: v for k, v in message.items() if k not in ("role", "content")}
+    return str(message["role"]), message.get("content"), extra
+
+
+def _replace_block(blocks: bytes, old: bytes, new: bytes, occurrence: int) -> bytes | None:
+    """``blocks`` with the ``occurrence``-th (from 0) block ``old`` replaced by ``new``; ``None``
+    when there is no such block. A block starts at a line start."""
+    start = seen = 0
+    while (at := blocks.find(old, start)) >= 0:
+        if at == 0 or blocks[at - 1 : at] == b"\n":
+            if seen == occurrence:
+                return blocks[:at] + new + blocks[at + len(old) :]
+            seen += 1
+        start = at + 1
+    return None
+
+
+def _without_messages(blocks: bytes) -> bytes | None:
+    """What :meth:`Conversation.clear` leaves of the blocks: nothing (``None`` when there is
+    no message to clear, so a file without messages is not rewritten)."""
+    text = f"{fmt.TITLE_LINE}\n\n{fmt.LOG_LINE}\n\n" + blocks.decode("utf-8", errors="replace")
+    return b"" if fmt.parse(text, strict=False)[0].messages else None
+
+
+def _utf8(text: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"text contains a character that cannot be stored as UTF-8 ({exc.reason}); "
+            "remove lone surrogates, e.g. text.encode('utf-8', 'replace').decode()"
+        ) from None
+
+
+def _yaml() -> Any:
+    try:
+        import yaml  # type: ignore[import-untyped]
+    except ImportError:
+        raise PrerequisiteError("YAML needs PyYAML: pip install pyyaml") from None
+    return yaml
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise StoreError(
+            f"{path} does not exist: give the path of a conversation saved with save_as_json() "
+            "or export()"
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise StoreError(f"cannot read {path}: {exc}") from None
+
+
 __all__ = [
     "CompactionTicket",
     "Conversation",
     "DEFAULT_PATH",
+    "DEFAULT_TOKENIZER_MODEL",
+    "generate_conversation_name",
+    "register_tokenizer",
 ]
