@@ -699,11 +699,6 @@ def test_redact_role_always_gives_a_valid_role(role: str) -> None:
         assert out == redactor(role)  # a built-in redactor keeps a role a role
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs redact_role at the two heading writes of memory/conversation.py (the lead's "
-    "change; then remove this mark)",
-)
 def test_conversation_redacts_the_roles_it_writes(isolated_workspace: Path) -> None:
     key = "sk-proj-4fGh7Jk9Lm2Np5Qr8St1Uv3Wx6Yz0Ab"
     conv = Conversation(agent_name="Agent")

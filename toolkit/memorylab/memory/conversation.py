@@ -43,7 +43,7 @@ from memorylab.memory.paths import validate_agent_name
 from memorylab.memory.permissions import warn_permissions
 from memorylab.memory.preload import PreloadPlan, has_messages, plan_preload
 from memorylab.memory.records import PRELOAD_PREFIX, SUMMARY_PREFIX, CompactionEvent, Message
-from memorylab.memory.redact import SECRETS, redact_values, resolve_redactor
+from memorylab.memory.redact import SECRETS, redact_role, redact_values, resolve_redactor
 from memorylab.memory.retention import RetentionPolicy
 from memorylab.memory.store import (
     CompactionResult,
@@ -504,6 +504,7 @@ class Conversation:
         text = fmt.content_to_text(content)
         if not text or text.isspace():
             return None
+        role = redact_role(role, self.redactor)  # a heading reaches disk like the content
         return fmt.block_text(role, stamp, self._disk_text(text, summary=summary))
 
     def return_history_as_string(self) -> str:
@@ -716,7 +717,11 @@ class Conversation:
 
                 result = self._store.compact(
                     ticket.snapshot,
-                    Message(summary_role, self._disk_text(content, summary=True), now),
+                    Message(
+                        redact_role(summary_role, self.redactor),
+                        self._disk_text(content, summary=True),
+                        now,
+                    ),
                     conversation_name=self.name,
                     now=now,
                     record=record,
