@@ -52,10 +52,10 @@ def _run_script(python: str, script: Path, folder: Path, server: FakeOpenAIServe
         cwd=folder, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
-    # The script prints one JSON line; the framework may log to stdout around it.
-    lines = [line for line in done.stdout.splitlines() if line.startswith('{"summaries"')]
-    assert len(lines) == 1, f"no result line in stdout:\n{done.stdout[-3000:]}"
-    result: dict[str, Any] = json.loads(lines[0])
+    # The script prints one JSON object; the framework logs to stdout around (even inside) it.
+    start = done.stdout.find('{"summaries"')
+    assert start >= 0, f"no result in stdout:\n{done.stdout[-3000:]}"
+    result: dict[str, Any] = json.JSONDecoder().raw_decode(done.stdout, start)[0]
     return result
 
 
