@@ -121,3 +121,61 @@ def test_agent_argument_and_errors(workspace: Path, tmp_path: Path) -> None:
 def test_an_agent_folder_as_source(workspace: Path) -> None:
     explorer = MemoryExplorer(workspace / "agents" / "beta")
     assert list(explorer.agent_picker.options) == ["beta"] and len(explorer.cases) == 3
+
+
+def test_search_matches_are_marked_and_escaped(isolated_workspace: Path) -> None:
+    from memorylab import Conversation
+
+    conv = Conversation(agent_name="marks", workspace_dir=isolated_workspace)
+    conv.add("User", "<script>alert('PORT')</script> then the Port 5433 & the port again")
+    conv.add("User", "x " * 400 + "the staging port is deep in a long message")
+    conv.add("User", "nothing to see here")
+    explorer = MemoryExplorer(isolated_workspace)
+    explorer.search_box.value = "port"
+    assert len(explorer.table) == 2
+    shown = explorer.table_view.value
+    assert "&lt;script&gt;alert(&#x27;<mark>PORT</mark>&#x27;)&lt;/script&gt;" in shown
+    assert "the <mark>Port</mark> 5433 &amp; the <mark>port</mark> again" in shown
+    assert "<script>" not in shown
+    assert "…" in shown and "staging <mark>port</mark> is deep" in shown  # clipped around it
+    assert "matches of “port” marked" in shown
+    explorer.search_box.value = "<b>"
+    assert explorer.table.empty and "<mark>" not in explorer.table_view.value
+
+
+def test_the_table_pages_through_every_row(workspace: Path) -> None:
+    explorer = MemoryExplorer(workspace, max_rows=5)
+    assert explorer.page_size_picker.options == (5, 20, 40, 100, 250)
+    assert len(explorer.table) == 19 and explorer.page_count == 4
+    assert explorer.page == 0 and list(explorer.page_rows["timeline"]) == [0, 1, 2, 3, 4]
+    assert "rows 1–5 of 19" in explorer.page_label.value
+    assert explorer.previous_button.disabled and not explorer.next_button.disabled
+    seen = list(explorer.page_rows["timeline"])
+    while not explorer.next_button.disabled:
+        explorer.next_button.click()
+        seen += list(explorer.page_rows["timeline"])
+    assert seen == list(explorer.table["timeline"])  # every row, once, in order
+    assert explorer.page == 3 and "rows 16–19 of 19" in explorer.page_label.value
+    assert "more rows" not in explorer.table_view.value
+    last = explorer.table_view.value
+    assert f"<td>{explorer.table['timeline'].iloc[-1]}</td>" in last
+    explorer.previous_button.click()
+    assert explorer.page == 2 and "rows 11–15 of 19" in explorer.page_label.value
+    explorer.show_page(99)
+    assert explorer.page == 3
+    explorer.role_picker.value = "User"  # a new filter starts at its first page
+    assert explorer.page == 0 and "rows 1–5 of 5" in explorer.page_label.value
+    assert explorer.next_button.disabled
+    explorer.role_picker.value = ALL
+    explorer.page_size_picker.value = 20
+    assert explorer.page_count == 1 and "rows 1–19 of 19" in explorer.page_label.value
+    explorer.search_box.value = "no such words anywhere"
+    assert "no rows" in explorer.page_label.value and explorer.page_count == 1
+
+
+def test_summaries_are_highlighted_on_later_pages(workspace: Path) -> None:
+    explorer = MemoryExplorer(workspace, max_rows=5)
+    summaries = [i for i, c in enumerate(explorer.table["content"]) if "Extractive summary" in c]
+    assert summaries and summaries[-1] >= 5
+    explorer.show_page(summaries[-1] // 5)
+    assert 'class="mlab-hl"' in explorer.table_view.value

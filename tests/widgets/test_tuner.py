@@ -198,3 +198,39 @@ def test_a_recorded_run_marks_the_agents_setting() -> None:
     assert bool(row["recorded"]) and row["compactions"] == 5  # what BugHunter recorded
     tuner.context_slider.value = 4096
     assert not tuner.sweep_table["recorded"].any()  # type: ignore[index]
+
+
+def test_peaks_above_the_window_are_flagged(messages: list[dict[str, Any]]) -> None:
+    """At threshold 1.0 of 2,048 tokens the demo transcript peaks above the window: the sweep
+    and the replay say so, and the widget flags it in red, with a line of text."""
+    from memorylab.analysis import replay, sweep
+
+    direct = sweep(messages, [0.5, 0.6, 0.7, 0.8, 0.9, 1.0], [2048])
+    over = direct[direct["peak_context_tokens"] > 2048]
+    assert list(over["threshold"]) == [1.0]  # what the analysis functions report
+    tuner = ThresholdTuner(messages, context_length=2048, threshold=1.0)
+    assert tuner.above_window == [1.0]
+    peak = int(over["peak_context_tokens"].iloc[0])
+    assert "Peak above the 2,048-token window at threshold(s) 1.00" in tuner.table.value
+    assert f'<td class="mlab-flag">{peak:,}</td>' in tuner.table.value
+    assert tuner.table.value.count('class="mlab-flag"') == 1  # only the row above the window
+    result = replay(messages, threshold=1.0, context_length=2048)
+    assert tuner.result is not None and tuner.result.peak_context_tokens == peak == (
+        result.peak_context_tokens
+    )
+    assert f"The context peaks at {peak:,} tokens, {peak - 2048:,} above" in tuner.summary.value
+    assert f'color:#cf222e;font-weight:600">{peak:,}</span>' in tuner.summary.value
+    legend = tuner.sweep_figure.axes[0].get_legend()  # type: ignore[union-attr]
+    assert "peak above the window" in [t.get_text() for t in legend.get_texts()]
+    assert tuner.axes is not None and any(
+        "above the window" in t.get_text() for t in tuner.axes.get_legend().get_texts()
+    )
+    tuner.threshold_slider.value = 0.7  # the sweep's rows: 0.5 … 0.9 and the slider's
+    assert tuner.above_window == [] and "above the" not in tuner.summary.value
+    swept = ThresholdTuner(messages, context_length=2048, threshold=0.7,
+                           thresholds=(0.5, 0.7, 1.0))  # fmt: skip
+    assert swept.above_window == [1.0] and "above the" not in swept.summary.value
+    assert "at threshold(s) 1.00" in swept.table.value  # a row other than the slider's
+    tuner.context_slider.value = 4096
+    assert tuner.above_window == [] and "mlab-flag\">" not in tuner.table.value
+    assert "Peak above" not in tuner.table.value

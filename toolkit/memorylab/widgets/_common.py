@@ -11,7 +11,8 @@ from __future__ import annotations
 import html
 import io
 import os
-from collections.abc import Callable, Iterable, Sequence
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memorylab.errors import MemorylabError, PrerequisiteError
@@ -82,6 +83,7 @@ _TABLE_CSS = (
     "max-width:60em}"
     ".mlab-table td.mlab-label{text-align:left;white-space:nowrap}"
     ".mlab-table tr.mlab-hl td{background:#fff8c5;font-weight:600}"
+    ".mlab-table td.mlab-flag{color:#cf222e;font-weight:600}"
     "</style>"
 )
 
@@ -98,6 +100,36 @@ def _cell(value: Any, formats: dict[str, Callable[[Any], str]] | None, column: s
     return str(value)
 
 
+def marked_html(text: str, query: str = "", clip: int = 0) -> str:
+    """``text`` HTML-escaped, each case-insensitive occurrence of ``query`` in ``<mark>``.
+
+    With ``clip`` (characters), a longer text is cut to ``clip`` characters around its first
+    match (or from its start), with ``…`` where it was cut, so a match deep in a long message
+    is still shown.
+    """
+    matches = list(re.finditer(re.escape(query), text, re.IGNORECASE)) if query else []
+    start, end = 0, len(text)
+    if clip and len(text) > clip:
+        first = matches[0].start() if matches else 0
+        start = max(0, min(first - clip // 3, len(text) - clip + 1))
+        end = start + clip - 1
+    pieces = ["…"] if start > 0 else []
+    at = start
+    for match in matches:
+        if match.start() < at:
+            continue
+        if match.start() >= end:
+            break
+        stop = min(match.end(), end)
+        found = html.escape(text[match.start() : stop])
+        pieces += [html.escape(text[at : match.start()]), f"<mark>{found}</mark>"]
+        at = stop
+    pieces.append(html.escape(text[at:end]))
+    if end < len(text):
+        pieces.append("…")
+    return "".join(pieces)
+
+
 def frame_html(
     frame: pd.DataFrame,
     *,
@@ -107,11 +139,18 @@ def frame_html(
     label_columns: Sequence[str] = (),
     formats: dict[str, Callable[[Any], str]] | None = None,
     clip: int = 300,
+    mark: str = "",
+    more_hint: str = "narrow the filter",
+    flagged: Mapping[str, Iterable[int]] | None = None,
 ) -> str:
     """A compact HTML table of ``frame`` (the first ``max_rows`` rows; rows at the positions
     in ``highlight`` marked). ``text_columns`` are left-aligned, wrapped and clipped at ``clip``
-    chars; ``label_columns`` are left-aligned and never wrapped."""
+    chars, and every occurrence of ``mark`` in them (case-insensitive) is wrapped in ``<mark>``
+    (the clipped part shows the first one); ``label_columns`` are left-aligned and never
+    wrapped. ``more_hint`` says what to do about rows beyond ``max_rows``. ``flagged`` names,
+    per column, the row positions whose cell is drawn in red (a value to worry about)."""
     marked = set(highlight)
+    red = {column: set(rows) for column, rows in (flagged or {}).items()}
     columns = [str(c) for c in frame.columns]
     head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
     body = []
@@ -120,11 +159,11 @@ def frame_html(
         for column, value in zip(columns, row, strict=True):
             text = _cell(value, formats, column)
             if column in text_columns:
-                if len(text) > clip:
-                    text = text[: clip - 1] + "…"
-                cells.append(f'<td class="mlab-text">{html.escape(text)}</td>')
+                cells.append(f'<td class="mlab-text">{marked_html(text, mark, clip)}</td>')
             elif column in label_columns:
                 cells.append(f'<td class="mlab-label">{html.escape(text)}</td>')
+            elif position in red.get(column, ()):
+                cells.append(f'<td class="mlab-flag">{html.escape(text)}</td>')
             else:
                 cells.append(f"<td>{html.escape(text)}</td>")
         css = ' class="mlab-hl"' if position in marked else ""
@@ -133,7 +172,7 @@ def frame_html(
     if len(frame) > max_rows:
         more = (
             f'<div style="color:#57606a;font-size:12px">… {len(frame) - max_rows:,} more rows '
-            "(narrow the filter)</div>"
+            f"({html.escape(more_hint)})</div>"
         )
     if not body:
         body.append(f'<tr><td colspan="{max(1, len(columns))}">(no rows)</td></tr>')
@@ -165,11 +204,24 @@ class View:
     def __init__(self) -> None:
         self.error: str | None = None
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        """The live widget for a kernel, and one line for every static rendering.
+
+        ipywidgets' own bundle holds the widget view and, as ``text/plain``, the repr of the
+        ``VBox`` (its children, cut at 110 characters). A static rendering (nbconvert, GitHub,
+        a notebook opened without its kernel) cannot show the view, so it falls back to
+        ``text/html`` or ``text/plain``: both say what this widget shows, in one line.
+        """
         bundle = self.widget._repr_mimebundle_(**kwargs)
-        if isinstance(bundle, dict):  # where widgets do not render (nbconvert, a terminal)
-            bundle["text/plain"] = repr(self)
-        return bundle
+        data: dict[str, Any] = dict(bundle) if isinstance(bundle, dict) else {}
+        line = repr(self)
+        data["text/plain"] = line
+        data["text/html"] = (
+            '<div class="mlab-static" style="font-family:ui-monospace,monospace;font-size:12px;'
+            f'color:#57606a">{html.escape(line)} <i>(an interactive widget: run the notebook '
+            "to use it)</i></div>"
+        )
+        return data
 
     def _report(self, error: MemorylabError | None, note: str = "") -> None:
         self.error = None if error is None else str(error)

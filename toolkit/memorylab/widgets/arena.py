@@ -300,7 +300,7 @@ class SummarizerArena(View):
         try:
             for label in chosen:
                 self.status.value = status_html(f"summarizing with {label} …")
-                scores, summaries = compare_summarizers(
+                result = compare_summarizers(
                     self.cases,
                     {label: self.choices[label]},
                     self.scorers,
@@ -311,9 +311,9 @@ class SummarizerArena(View):
                     summarizer_args=self.summarizer_args,
                     with_summaries=True,
                 )
-                frames.append(scores)
-                texts.append(summaries)
-                for key, value in (scores.attrs.get("run") or {}).items():
+                frames.append(result.scores)
+                texts.append(result.summaries)
+                for key, value in (result.scores.attrs.get("run") or {}).items():
                     if isinstance(value, int | float) and not isinstance(value, bool):
                         run[key] = run.get(key, 0) + value
                 self.progress.value += 1

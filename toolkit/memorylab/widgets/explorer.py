@@ -4,7 +4,8 @@ A thin view over :func:`memorylab.analysis.memory_df` (messages in timeline orde
 per archive and the live MEMORY.md last), :func:`~memorylab.analysis.compactions_df`,
 :func:`~memorylab.analysis.token_growth` + :func:`~memorylab.analysis.plot_token_growth`, and
 :func:`memorylab.evaluate.cases.cases_from_workspace` (which summary replaced which archive).
-Filtering the message table (role, search, segment) is the only thing the widget does itself.
+Filtering the message table (role, search, segment), marking the search's matches and paging
+through the rows are the only things the widget does itself.
 """
 
 from __future__ import annotations
@@ -34,13 +35,16 @@ if TYPE_CHECKING:
     from memorylab.analysis.runs import RunSettings
     from memorylab.evaluate.cases import Case
 
-__all__ = ["ALL", "MESSAGE_COLUMNS", "MemoryExplorer"]
+__all__ = ["ALL", "MESSAGE_COLUMNS", "PAGE_SIZES", "MemoryExplorer"]
 
 ALL = "(all)"
 """The filter value that keeps everything."""
 
 MESSAGE_COLUMNS = ("timeline", "segment", "role", "timestamp", "content")
 """The columns of the message table."""
+
+PAGE_SIZES = (20, 40, 100, 250)
+"""The page sizes offered (the given ``max_rows`` is added when missing)."""
 
 _SEGMENT_COLORS = ("#ddf4ff", "#fbefff", "#dafbe1", "#fff8c5", "#ffebe9", "#eaeef2")
 
@@ -54,8 +58,13 @@ class MemoryExplorer(View):
     threshold, tokenizer, static context, restarts; else 8192 tokens and the default
     threshold); ``context_length``, ``threshold`` and ``model`` override them.
 
+    The message table shows ``max_rows`` rows a page (the page-size picker changes it; the
+    previous/next buttons page through, and the line above says "rows a–b of N"); the search's
+    matches are marked in the messages.
+
     State for code and tests: :attr:`frame` / :attr:`problems` (the loaded frames),
-    :attr:`agent_frame`, :attr:`table` (the filtered message DataFrame shown),
+    :attr:`agent_frame`, :attr:`table` (the filtered message DataFrame, every page),
+    :attr:`page` / :attr:`page_count` / :attr:`page_rows` (the rows shown),
     :attr:`segments` (one row per segment of the agent), :attr:`growth` (the
     :func:`token_growth` frame), :attr:`settings` (the agent's
     :class:`~memorylab.analysis.RunSettings`), :attr:`figure` / :attr:`axes`, :attr:`cases` (the
@@ -82,7 +91,8 @@ class MemoryExplorer(View):
         self.max_rows = max_rows
         self._context_length = context_length
         self._threshold = threshold
-        self.frame, self.problems = memory_df(self.source, strict=False, tokens=None)
+        read = memory_df(self.source, strict=False, tokens=None)
+        self.frame, self.problems = read.frame, read.problems
         self.compactions = compactions_df(self.source)
         agents = [str(a) for a in dict.fromkeys(self.frame["agent"].astype(str))]
         if not agents:
@@ -113,6 +123,20 @@ class MemoryExplorer(View):
         self.header = widgets.HTML()
         self.timeline_view = widgets.HTML()
         self.table_view = widgets.HTML()
+        self.page_size_picker = widgets.Dropdown(
+            options=sorted({*PAGE_SIZES, int(max_rows)}),
+            value=int(max_rows),
+            description="rows a page",
+            style={"description_width": "80px"},
+            layout=widgets.Layout(width="170px"),
+        )
+        self.previous_button = widgets.Button(
+            description="previous", icon="chevron-left", layout=widgets.Layout(width="110px")
+        )
+        self.next_button = widgets.Button(
+            description="next", icon="chevron-right", layout=widgets.Layout(width="110px")
+        )
+        self.page_label = widgets.HTML()
         self.image = widgets.Image(format="png", layout=widgets.Layout(width="100%"))
         self.archive_view = widgets.HTML(layout=widgets.Layout(width="50%"))
         self.summary_view = widgets.HTML(layout=widgets.Layout(width="50%"))
@@ -120,6 +144,14 @@ class MemoryExplorer(View):
         messages = widgets.VBox(
             [
                 widgets.HBox([self.segment_picker, self.role_picker, self.search_box]),
+                widgets.HBox(
+                    [
+                        self.previous_button,
+                        self.next_button,
+                        self.page_size_picker,
+                        self.page_label,
+                    ]
+                ),
                 self.table_view,
             ]
         )
@@ -139,6 +171,8 @@ class MemoryExplorer(View):
             layout=widgets.Layout(max_width="1100px"),
         )
         self.table: pd.DataFrame = self.frame.iloc[:0]
+        self.page = 0
+        self._summary_rows: list[int] = []
         self.figure: Figure | None = None
         self.axes: Axes | None = None
         self.cases: list[Case] = []
@@ -147,6 +181,9 @@ class MemoryExplorer(View):
         for control in (self.segment_picker, self.role_picker, self.search_box):
             control.observe(lambda _: self._filter(), names="value")
         self.case_picker.observe(lambda _: self._show_case(), names="value")
+        self.page_size_picker.observe(lambda _: self.show_page(0), names="value")
+        self.previous_button.on_click(lambda _: self.show_page(self.page - 1))
+        self.next_button.on_click(lambda _: self.show_page(self.page + 1))
         self._agent_changed()
 
     # -- state ----------------------------------------------------------------------------------
@@ -154,6 +191,21 @@ class MemoryExplorer(View):
     @property
     def agent(self) -> str:
         return str(self.agent_picker.value)
+
+    @property
+    def page_size(self) -> int:
+        return int(self.page_size_picker.value)
+
+    @property
+    def page_count(self) -> int:
+        """Pages of the filtered table (at least one, empty or not)."""
+        return max(1, -(-len(self.table) // self.page_size))
+
+    @property
+    def page_rows(self) -> pd.DataFrame:
+        """The rows of the current page, as the table shows them."""
+        start = self.page * self.page_size
+        return self.table.iloc[start : start + self.page_size]
 
     @property
     def agent_frame(self) -> pd.DataFrame:
@@ -195,8 +247,9 @@ class MemoryExplorer(View):
         return self.settings.threshold
 
     def __repr__(self) -> str:
+        # The folder's name, not its path: this line is what a saved notebook keeps.
         return (
-            f"MemoryExplorer({str(self.source)!r}, agent={self.agent!r}, "
+            f"MemoryExplorer({self.source.name!r}, agent={self.agent!r}, "
             f"{len(self.agent_picker.options)} agent(s), {len(self.frame):,} messages)"
         )
 
@@ -263,19 +316,41 @@ class MemoryExplorer(View):
         if query:
             frame = frame[frame["content"].str.contains(query, case=False, regex=False)]
         self.table = frame[list(MESSAGE_COLUMNS)].reset_index(drop=True)
-        summaries = [i for i, s in enumerate(frame["is_summary"].tolist()) if s]
+        self._summary_rows = [i for i, s in enumerate(frame["is_summary"].tolist()) if s]
         self.timeline_view.value = self._timeline_html(-1 if segment is None else int(segment))
-        shown = self.table.assign(
-            timestamp=self.table["timestamp"].astype(str).str.slice(0, 19).str.replace("T", " ")
+        self.show_page(0)
+        self._report(None, "")
+
+    def show_page(self, page: int) -> None:
+        """Show page ``page`` (from 0; clamped to the pages there are) of the filtered table."""
+        self.page = min(max(0, int(page)), self.page_count - 1)
+        start = self.page * self.page_size
+        rows = self.page_rows
+        shown = rows.assign(
+            timestamp=rows["timestamp"].astype(str).str.slice(0, 19).str.replace("T", " ")
         )
+        summaries = [i - start for i in self._summary_rows if start <= i < start + len(rows)]
+        query = str(self.search_box.value or "").strip()
+        total = len(self.table)
+        where = f"rows {start + 1:,}–{start + len(rows):,} of {total:,}" if total else "no rows"
+        self.page_label.value = (
+            f'<div style="font-size:12px;color:#57606a;padding:6px 8px">{where} · page '
+            f"{self.page + 1:,} of {self.page_count:,}</div>"
+        )
+        self.previous_button.disabled = self.page == 0
+        self.next_button.disabled = self.page >= self.page_count - 1
+        matched = f"; matches of “{html.escape(query)}” marked" if query else ""
         self.table_view.value = (
-            f'<div style="font-size:12px;color:#57606a">{len(self.table):,} of '
-            f"{len(self.agent_frame):,} messages; summaries highlighted</div>"
+            f'<div style="font-size:12px;color:#57606a">{total:,} of '
+            f"{len(self.agent_frame):,} messages ({where}); summaries highlighted{matched}</div>"
             + frame_html(
-                shown, max_rows=self.max_rows, highlight=summaries, text_columns=("content",)
+                shown,
+                max_rows=self.page_size,
+                highlight=summaries,
+                text_columns=("content",),
+                mark=query,
             )
         )
-        self._report(None, "")
 
     def _draw_growth(self) -> None:
         from memorylab.analysis.growth import token_growth

@@ -80,6 +80,10 @@ sweep's own column names)."""
 
 EXTRACTIVE = "memorylab/extractive"
 
+ABOVE_WINDOW_CSS = "#cf222e"
+"""The red of context above the window in the headline and the table (the plots' red is
+:data:`memorylab.analysis.plots.ABOVE_WINDOW_COLOR`)."""
+
 
 class _Source:
     """What the tuner replays, with the defaults its source suggests."""
@@ -185,8 +189,14 @@ class ThresholdTuner(View):
     replays every setting exactly when that fits in a few seconds, ``True`` models the summary
     sizes, ``False`` always replays); the replay plot always runs the chosen summarizer.
 
+    Context above the window — a peak larger than the context length, more than the model could
+    have read — is flagged in red: in the replay plot, in the headline (with a line saying how
+    far above), and in the table's peak column, with a line naming the thresholds whose sweep
+    row peaks above it (their points on the sweep plot are red too).
+
     State for code and tests: :attr:`result` (the :class:`~memorylab.analysis.ReplayResult`),
-    :attr:`sweep_table` (the sweep DataFrame), :attr:`figure` / :attr:`axes` (the replay plot),
+    :attr:`sweep_table` (the sweep DataFrame), :attr:`above_window` (the swept thresholds whose
+    peak is above the window), :attr:`figure` / :attr:`axes` (the replay plot),
     :attr:`sweep_figure`, :attr:`updates` (how many times the view was recomputed).
     """
 
@@ -297,6 +307,7 @@ class ThresholdTuner(View):
         self.figure: Figure | None = None
         self.axes: Axes | None = None
         self.sweep_figure: Figure | None = None
+        self.above_window: list[float] = []
         self.updates = 0
         for control in (
             self.threshold_slider,
@@ -341,7 +352,7 @@ class ThresholdTuner(View):
     def update(self) -> None:
         """Replay and sweep under the controls' values and redraw (called on every change)."""
         from memorylab.analysis.growth import replay, sweep, sweep_note
-        from memorylab.analysis.plots import plot_sweep, plot_token_growth
+        from memorylab.analysis.plots import ABOVE_WINDOW_COLOR, plot_sweep, plot_token_growth
 
         threshold, length = self.threshold, self.context_length
         spec = None if self.summarizer == EXTRACTIVE else self.summarizer
@@ -393,9 +404,24 @@ class ThresholdTuner(View):
         self.figure, self.axes = figure, axes
         self.image.value = figure_png(figure)
 
+        # The sweep's own peaks, against the window it swept: the rows to flag.
+        over = [i for i, peak in enumerate(table["peak_context_tokens"]) if int(peak) > length]
+        self.above_window = [float(table["threshold"].iloc[i]) for i in over]
         sweep_figure, sweep_axes = new_axes((6.4, 3.2))
         plot_sweep(table, ax=sweep_axes, hue=None, title="Input tokens the model read")
         sweep_axes.axvline(threshold, color="tab:red", linestyle="--", linewidth=1)
+        if over:
+            sweep_axes.plot(
+                table["threshold"].iloc[over].astype(float),
+                table["total_input_tokens"].iloc[over].astype(float),
+                linestyle="none",
+                marker="X",
+                markersize=9,
+                color=ABOVE_WINDOW_COLOR,
+                label="peak above the window",
+                zorder=5,
+            )
+            sweep_axes.legend(fontsize="small")
         self.sweep_figure = sweep_figure
         self.sweep_image.value = figure_png(sweep_figure)
 
@@ -404,14 +430,25 @@ class ThresholdTuner(View):
         shown = table.assign(setting=labels)
         present = [c for c in SWEEP_COLUMNS if c in shown.columns and shown[c].notna().any()]
         shown = shown[present].rename(columns=SWEEP_HEADERS)
+        flag_note = ""
+        if over:
+            highest = int(table["peak_context_tokens"].iloc[over].max())
+            thresholds = ", ".join(f"{t:.2f}" for t in self.above_window)
+            flag_note = (
+                f'<div style="font-size:12px;color:{ABOVE_WINDOW_CSS};font-weight:600">'
+                f"Peak above the {length:,}-token window at threshold(s) {thresholds} (up to "
+                f"{highest:,} tokens): more than the model could read.</div>"
+            )
         self.table.value = (
             f'<div style="font-size:12px;color:#57606a">Sweep at {length:,} tokens. '
             f"{html.escape(sweep_note(table))} The highlighted row is the slider's threshold, "
             "replayed exactly (the figures above the plot).</div>"
+            + flag_note
             + frame_html(
                 shown,
                 highlight=current,
                 label_columns=("",),
+                flagged={SWEEP_HEADERS["peak_context_tokens"]: over},
                 formats={
                     "threshold": lambda v: f"{float(v):.2f}",
                     "est. cost": lambda v: "" if v != v else f"${float(v):.4f}",
@@ -425,15 +462,20 @@ class ThresholdTuner(View):
             else ""
         )
         above = int((result.timeline["context_tokens"] > length).sum())
-        warning = (
-            f' · <span style="color:#cf222e">{above:,} message(s) above the window</span>'
-            if above
-            else ""
-        )
+        peak = f"{result.peak_context_tokens:,}"
+        warning = ""
+        if result.peak_context_tokens > length:
+            peak = f'<span style="color:{ABOVE_WINDOW_CSS};font-weight:600">{peak}</span>'
+            warning = (
+                f'<div style="color:{ABOVE_WINDOW_CSS}">The context peaks at '
+                f"{result.peak_context_tokens:,} tokens, {result.peak_context_tokens - length:,} "
+                f"above the {length:,}-token window: {above:,} message(s) with more context than "
+                "the model could read (red in the plot).</div>"
+            )
         self.summary.value = (
             '<div style="font-family:system-ui,sans-serif;font-size:13px">'
             f"<b>{result.compactions}</b> compaction(s) over {len(result.timeline):,} messages · "
-            f"trigger {result.trigger:,} tokens · peak {result.peak_context_tokens:,} · "
+            f"trigger {result.trigger:,} tokens · peak {peak} · "
             f"{result.total_input_tokens:,} input tokens read{survival}{warning}</div>"
         )
         self._report(None, f"updated ({self.updates})")
