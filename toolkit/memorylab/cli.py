@@ -1,40 +1,42 @@
 """The ``memorylab`` command: thin argument parsing over the library.
 
-Every ``MemorylabError`` becomes a one-line message on stderr and a non-zero exit code:
-2 for bad usage/arguments, 3 for format errors, 4 for store errors, 5 for an unknown agent,
-1 otherwise.
+Every failure is one line on stderr, starting ``memorylab:``, that names the flag to change, and
+an exit code (the table in ``docs/cli.md``): 2 the command line is wrong, 3 a file does not
+parse, 4 the filesystem refused, 5 what was named is not there, 1 anything else; 141 when the
+reader of stdout went away (``| head``), quietly. Outputs, numbers and model names are checked
+before any work starts. The plumbing is shared with ``memorylab compare``
+(:mod:`memorylab.evaluate.cli`).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import tempfile
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from memorylab.errors import (
-    AgentNotFound,
-    InvalidAgentName,
-    InvalidSetting,
-    MemoryFormatError,
-    MemorylabError,
-    StoreError,
+from memorylab.errors import AgentNotFound, InvalidSetting, MemoryFormatError
+from memorylab.evaluate.cli import (
+    MAX_CONTEXT_TOKENS,
+    _bounded_int,
+    _check_model_name,
+    _check_output,
+    _HelpFormatter,
+    _image_formats,
+    _NothingThere,
+    _OneLineParser,
+    _run_handler,
+    _save_figure,
+    add_compare_arguments,
 )
 
-
-def _exit_code(error: MemorylabError) -> int:
-    if isinstance(error, InvalidAgentName | InvalidSetting):
-        return 2
-    if isinstance(error, AgentNotFound):
-        return 5
-    if isinstance(error, MemoryFormatError):
-        return 3
-    if isinstance(error, StoreError):
-        return 4
-    return 1
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -74,6 +76,44 @@ def _workspace(value: str | None) -> Path:
     return bundled_workspace()
 
 
+def _existing_workspace(value: str | None, *, agent_folder_ok: bool = False) -> Path:
+    """The workspace to read (see :func:`_workspace`); one that is not there is exit code 5,
+    whichever command reads it. ``agent_folder_ok``: an agent folder or memory file will do
+    (``stats`` and ``report`` read those too)."""
+    workspace = _workspace(value)
+    if not workspace.exists():
+        raise _NothingThere(
+            f"no workspace at {workspace} (it does not exist, so no agents/ folder either): give "
+            "the folder that holds agents/ (WORKSPACE or --workspace, else $WORKSPACE_DIR)"
+        )
+    if (workspace / "agents").is_dir():
+        return workspace
+    if agent_folder_ok and (
+        workspace.is_file()
+        or (workspace / "MEMORY.md").exists()
+        or (workspace / "archive").is_dir()
+    ):
+        return workspace
+    raise _NothingThere(
+        f"{workspace} has no agents/ folder: is it a memorylab workspace? Give the folder that "
+        "holds agents/"
+    )
+
+
+def _existing_or_default_workspace(value: str | None) -> str | None:
+    """For the commands that delete or export: a named workspace must exist; without one the
+    library's default applies ($WORKSPACE_DIR, else ./agent_workspace)."""
+    from memorylab.config import resolve_workspace
+
+    workspace = resolve_workspace(value)
+    if not workspace.is_dir():
+        raise _NothingThere(
+            f"no workspace at {workspace}: give the folder that holds agents/ (WORKSPACE or "
+            "--workspace, else $WORKSPACE_DIR)"
+        )
+    return value
+
+
 def _agent_folder(workspace: Path, agent: str) -> Path:
     from memorylab.memory.paths import agent_paths, validate_agent_name
 
@@ -87,35 +127,58 @@ def _agent_folder(workspace: Path, agent: str) -> Path:
     return folder
 
 
+def _last_message_time(memory_md: Path) -> str:
+    """When the last message of MEMORY.md was written (its timestamp), ``-`` if none."""
+    from memorylab.errors import StoreError
+    from memorylab.memory.store import read_memory
+
+    if not memory_md.is_file():
+        return "-"
+    try:
+        messages = read_memory(memory_md, strict=False)[0].messages
+    except (MemoryFormatError, StoreError):
+        return "unreadable"
+    return f"{messages[-1].timestamp:%Y-%m-%d %H:%M}" if messages else "-"
+
+
 def _ls(args: argparse.Namespace) -> int:
     from memorylab.memory.paths import MemoryPaths
 
-    workspace = _workspace(args.workspace)
-    agents_dir = workspace / "agents"
-    if not agents_dir.is_dir():
-        raise AgentNotFound(f"{workspace} has no agents/ folder: is it a memorylab workspace?")
-    print(f"{'agent':<28} {'MEMORY.md':>10} {'archives':>8}  last change")
-    for folder in sorted(p for p in agents_dir.iterdir() if p.is_dir()):
+    workspace = _existing_workspace(args.workspace)
+    print(f"workspace: {workspace}")
+    print(f"{'agent':<28} {'MEMORY.md':>10} {'archives':>8}  last message")
+    for folder in sorted(p for p in (workspace / "agents").iterdir() if p.is_dir()):
         paths = MemoryPaths(folder / "MEMORY.md")
         size = paths.memory_md.stat().st_size if paths.memory_md.is_file() else 0
-        changed = (
-            f"{datetime.fromtimestamp(paths.memory_md.stat().st_mtime):%Y-%m-%d %H:%M}"
-            if paths.memory_md.is_file()
-            else "-"
-        )
-        print(f"{folder.name:<28} {size:>10,} {len(paths.archives()):>8}  {changed}")
+        last = _last_message_time(paths.memory_md)
+        print(f"{folder.name:<28} {size:>10,} {len(paths.archives()):>8}  {last}")
     return 0
 
 
-def _show(args: argparse.Namespace) -> int:
+def _read_frame(source: Path, args: argparse.Namespace, tokens: str | None = None) -> pd.DataFrame:
+    """``memory_df`` of ``source``; with ``--lenient`` what can be read, and a one-line note
+    on stderr of what could not."""
     from memorylab.analysis import memory_df
 
-    folder = _agent_folder(_workspace(args.workspace), args.agent)
-    frame = memory_df(folder)
+    if not getattr(args, "lenient", False):
+        return memory_df(source, tokens=tokens)
+    result = memory_df(source, tokens=tokens, strict=False)
+    if len(result.problems):
+        print(
+            f"memorylab: warning: skipped {len(result.problems)} unreadable part(s) of {source} "
+            "(--lenient)",
+            file=sys.stderr,
+        )
+    return result.frame
+
+
+def _show(args: argparse.Namespace) -> int:
+    folder = _agent_folder(_existing_workspace(args.workspace), args.agent)
+    frame = _read_frame(folder, args)
     if not args.all:
         frame = frame[frame["kind"] == "memory"]
-    if args.tail:
-        frame = frame.tail(args.tail)
+    if args.tail is not None:
+        frame = frame.tail(args.tail) if args.tail else frame.iloc[0:0]
     for row in frame.itertuples():
         print(f"[{row.timestamp:%Y-%m-%d %H:%M:%S}] {row.role} ({Path(str(row.file)).name}):")
         print(f"{row.content}\n")
@@ -123,10 +186,11 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _stats(args: argparse.Namespace) -> int:
-    from memorylab.analysis import compactions_df, memory_df
+    from memorylab.analysis import compactions_df
 
-    workspace = _workspace(args.workspace)
-    frame = memory_df(workspace, tokens=args.model)
+    workspace = _existing_workspace(args.workspace, agent_folder_ok=True)
+    _check_model_name(args.model, "--model")
+    frame = _read_frame(workspace, args, tokens=args.model)
     compactions = compactions_df(workspace)
     grouped = frame.groupby("agent", observed=True)
     print(f"workspace: {workspace} (tokens counted as {args.model})")
@@ -141,38 +205,46 @@ def _stats(args: argparse.Namespace) -> int:
 
 
 def _plot(args: argparse.Namespace) -> int:
+    output = _check_output(Path(args.output), "-o", formats=_image_formats())
+    threshold = _threshold(args.threshold) if args.threshold else None
+    if args.model is not None:
+        _check_model_name(args.model, "--model")
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from memorylab.analysis import memory_df, plot_token_growth, run_settings, token_growth
+    from memorylab.analysis import plot_token_growth, run_settings, token_growth
 
-    folder = _agent_folder(_workspace(args.workspace), args.agent)
-    frame = memory_df(folder)
-    threshold = _threshold(args.threshold) if args.threshold else None
+    folder = _agent_folder(_existing_workspace(args.workspace), args.agent)
+    frame = _read_frame(folder, args)
     growth = token_growth(
         frame, context_length=args.context_length, threshold=threshold, model=args.model
     )
     figure, ax = plt.subplots(figsize=(9, 4), layout="constrained")
     plot_token_growth(growth, ax=ax, title=f"{args.agent}: context tokens per message")
-    figure.savefig(args.output, dpi=120, bbox_inches="tight")
+    _save_figure(figure, output, dpi=120, bbox_inches="tight")
+    plt.close(figure)
     settings = run_settings(frame, model=args.model).given(
         context_length=args.context_length, threshold=threshold
     )
-    print(f"wrote {args.output} ({settings.describe()})")
+    print(f"wrote {output} ({settings.describe()})")
     return 0
 
 
 def _report(args: argparse.Namespace) -> int:
     from memorylab.report import write_report
 
-    workspace = _workspace(args.workspace)
+    output = _check_output(Path(args.output), "-o", formats=("html", "htm"))
+    threshold = _threshold(args.threshold) if args.threshold else None
+    if args.model is not None:
+        _check_model_name(args.model, "--model")
+    workspace = _existing_workspace(args.workspace, agent_folder_ok=True)
     path = write_report(
         workspace,
-        args.output,
+        output,
         context_length=args.context_length,
-        threshold=_threshold(args.threshold) if args.threshold else None,
+        threshold=threshold,
         model=args.model,
     )
     print(f"wrote {path} ({path.stat().st_size:,} bytes) for {workspace}")
@@ -187,116 +259,70 @@ def _threshold(text: str) -> float | int:
             f"--threshold {text!r} is not a number: give a fraction such as 0.9 or tokens such "
             "as 6000"
         ) from None
+    if not math.isfinite(value) or value <= 0 or value > MAX_CONTEXT_TOKENS:
+        raise InvalidSetting(
+            f"--threshold {text} is out of range: give a fraction such as 0.9 or tokens such "
+            f"as 6000 (at most {MAX_CONTEXT_TOKENS:,})"
+        )
     return int(value) if value > 1 and value.is_integer() else value
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="memorylab", description="Persistent agent memory (MEMORY.md) and tools to study it."
-    )
-    commands = parser.add_subparsers(dest="command", required=True)
-    where = "workspace folder (default: $WORKSPACE_DIR, else the bundled sample workspace)"
+def _duration(text: str) -> timedelta:
+    """``--older-than``: a duration the clock can go back by (a huge one is refused here rather
+    than overflowing in datetime)."""
+    from memorylab.memory.retention import parse_duration
 
-    demo = commands.add_parser("demo", help="write, compact and show a small agent memory")
-    demo.add_argument("--workspace", help="workspace folder (default: a new temporary folder)")
-    demo.set_defaults(handler=_demo)
+    try:
+        duration = parse_duration(text)
+        _ = datetime.now(UTC) - duration  # a cutoff before year 1 raises OverflowError
+    except OverflowError:
+        raise InvalidSetting(
+            f"--older-than {text!r} is too long: give a duration such as 30d, 12h or 52w"
+        ) from None
+    return duration
 
-    ls = commands.add_parser("ls", help="list the agents of a workspace")
-    ls.add_argument("workspace", nargs="?", help=where)
-    ls.set_defaults(handler=_ls)
 
-    show = commands.add_parser("show", help="print an agent's messages")
-    show.add_argument("agent")
-    show.add_argument("--workspace", help=where)
-    show.add_argument("--all", action="store_true", help="include the archives, oldest first")
-    show.add_argument("--tail", type=int, default=0, help="only the last N messages")
-    show.set_defaults(handler=_show)
+# `forget` and `purge` ask the same way: at a terminal they ask (no: exit code 1); without a
+# terminal they refuse (exit code 2) unless --yes says it beforehand.
 
-    stats = commands.add_parser("stats", help="messages, segments, compactions, tokens per agent")
-    stats.add_argument("workspace", nargs="?", help=where)
-    stats.add_argument("--model", default="gpt-4o", help="count tokens as this model does")
-    stats.set_defaults(handler=_stats)
 
-    for name, help_text in (("plot", "plot an agent's token growth to a PNG"),):
-        plot = commands.add_parser(name, help=help_text)
-        plot.add_argument("agent")
-        plot.add_argument("-o", "--output", default="growth.png")
-        plot.add_argument("--workspace", help=where)
-        plot.add_argument(
-            "--context-length", type=int, default=None, help="default: the agent's records"
-        )
-        plot.add_argument(
-            "--threshold",
-            default=None,
-            help="fraction (0.9) or tokens (6000); default: the agent's records",
-        )
-        plot.add_argument("--model", default=None, help="tokenizer; default: the records'")
-        plot.set_defaults(handler=_plot)
+def _no_terminal_to_ask(what: str) -> bool:
+    """True (and the one-line refusal printed) when there is no terminal to ask."""
+    if sys.stdin.isatty():
+        return False
+    print(f"memorylab: refusing to {what} without --yes (no terminal to ask)", file=sys.stderr)
+    return True
 
-    report = commands.add_parser("report", help="write a self-contained HTML report")
-    report.add_argument("workspace", nargs="?", help=where)
-    report.add_argument("-o", "--output", default="report.html")
-    report.add_argument(
-        "--context-length",
-        type=int,
-        default=None,
-        help="default: from the compaction records, else 8192",
-    )
-    report.add_argument("--threshold", default=None, help="default: from the records, else 0.9")
-    report.add_argument(
-        "--model", default=None, help="count tokens as this model does (default: the records')"
-    )
-    report.set_defaults(handler=_report)
-    forget = commands.add_parser("forget", help="delete everything stored for an agent")
-    forget.add_argument("agent")
-    forget.add_argument("--workspace", help="workspace folder (default: $WORKSPACE_DIR)")
-    forget.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    forget.set_defaults(handler=_forget)
 
-    export = commands.add_parser("export", help="export an agent's whole memory (all segments)")
-    export.add_argument("agent")
-    export.add_argument("--workspace", help="workspace folder (default: $WORKSPACE_DIR)")
-    export.add_argument("--format", choices=("json", "parquet"), default="json")
-    export.add_argument("-o", "--output", default=None, help="file to write")
-    export.set_defaults(handler=_export)
-
-    purge = commands.add_parser("purge", help="remove memory older than a duration")
-    purge.add_argument("--workspace", help="workspace folder (default: $WORKSPACE_DIR)")
-    purge.add_argument("--older-than", default="30d", help="e.g. 30d, 12h")
-    purge.add_argument("--dry-run", action="store_true", help="only list what would go")
-    purge.set_defaults(handler=_purge)
-
-    from memorylab.evaluate.cli import add_compare_arguments
-
-    add_compare_arguments(
-        commands.add_parser(
-            "compare", help="compare summarizers: which facts survive, at what cost"
-        )
-    )
-    return parser
+def _confirmed(question: str) -> bool:
+    return input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
 
 
 def _forget(args: argparse.Namespace) -> int:
     from memorylab.privacy import forget
 
+    workspace = _existing_or_default_workspace(args.workspace)
     if not args.yes:
-        if not sys.stdin.isatty():
-            print(
-                "memorylab: refusing to forget without --yes (no terminal to ask)", file=sys.stderr
-            )
+        if _no_terminal_to_ask("forget"):
             return 2
-        answer = input(f"Delete all memory of {args.agent!r} for good? [y/N] ")
-        if answer.strip().lower() not in ("y", "yes"):
+        if not _confirmed(f"Delete all memory of {args.agent!r} for good?"):
             print("nothing deleted")
             return 1
-    print(forget(args.agent, args.workspace))
+    print(forget(args.agent, workspace))
     return 0
 
 
 def _export(args: argparse.Namespace) -> int:
     from memorylab.privacy import export_agent
 
-    path = export_agent(args.agent, args.workspace, format=args.format, path=args.output)
+    output = None
+    if args.output is not None:
+        output = _check_output(Path(args.output), "-o", overwrite=args.overwrite,
+                               formats=(args.format,))  # fmt: skip
+    workspace = _existing_or_default_workspace(args.workspace)
+    path = export_agent(
+        args.agent, workspace, format=args.format, path=output, overwrite=args.overwrite
+    )
     print(f"wrote {path}")
     return 0
 
@@ -304,23 +330,171 @@ def _export(args: argparse.Namespace) -> int:
 def _purge(args: argparse.Namespace) -> int:
     from memorylab.privacy import purge
 
-    items = purge(args.workspace, older_than=args.older_than, dry_run=args.dry_run)
+    older_than = _duration(args.older_than)
+    workspace = _existing_or_default_workspace(args.workspace)
+    if not args.dry_run and not args.yes:
+        if _no_terminal_to_ask("purge"):
+            return 2
+        doomed = purge(workspace, older_than=older_than, dry_run=True)
+        if not doomed:
+            print("removed 0 item(s)")
+            return 0
+        for item in doomed:
+            print(item)
+        if not _confirmed(f"Remove these {len(doomed)} item(s) for good?"):
+            print("nothing removed")
+            return 1
+    items = purge(workspace, older_than=older_than, dry_run=args.dry_run)
     for item in items:
         print(item)
     print(f"{'would remove' if args.dry_run else 'removed'} {len(items)} item(s)")
     return 0
 
 
+_CONTEXT_LENGTH = _bounded_int(1, MAX_CONTEXT_TOKENS, "a context window in tokens")
+
+
+def _non_negative(text: str) -> int:
+    return _bounded_int(0, 10**9, "a number of messages, 0 or more")(text)
+
+
+def _add_workspace(parser: argparse.ArgumentParser, where: str) -> None:
+    """The workspace, as an argument or as --workspace (both ways on every command)."""
+    parser.add_argument("workspace_arg", nargs="?", metavar="WORKSPACE", help=where)
+    parser.add_argument("--workspace", dest="workspace_opt", metavar="WORKSPACE",
+                        help="the same as WORKSPACE")  # fmt: skip
+
+
+def _one_workspace(args: argparse.Namespace) -> None:
+    """``args.workspace`` from WORKSPACE or --workspace (given twice, they must agree)."""
+    given = [w for w in (getattr(args, "workspace_arg", None), getattr(args, "workspace_opt", None))
+             if w]  # fmt: skip
+    if len(given) == 2 and Path(given[0]) != Path(given[1]):
+        raise InvalidSetting(
+            f"two workspaces given ({given[0]} and --workspace {given[1]}); give one"
+        )
+    args.workspace = given[0] if given else None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _OneLineParser(
+        prog="memorylab",
+        description="Persistent agent memory (MEMORY.md) and tools to study it.",
+        formatter_class=_HelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    def command(name: str, help_text: str) -> argparse.ArgumentParser:
+        return commands.add_parser(
+            name, help=help_text, description=help_text, formatter_class=_HelpFormatter
+        )
+
+    where = "workspace folder (default: $WORKSPACE_DIR, else the bundled sample workspace)"
+    where_private = "workspace folder (default: $WORKSPACE_DIR, else ./agent_workspace)"
+    lenient = "read what can be read of damaged files (say on stderr what was skipped)"
+
+    demo = command("demo", "write, compact and show a small agent memory")
+    _add_workspace(demo, "workspace folder (default: a new temporary folder)")
+    demo.set_defaults(handler=_demo)
+
+    ls = command("ls", "list the agents of a workspace")
+    _add_workspace(ls, where)
+    ls.set_defaults(handler=_ls)
+
+    show = command("show", "print an agent's messages")
+    show.add_argument("agent")
+    _add_workspace(show, where)
+    show.add_argument("--all", action="store_true", help="include the archives, oldest first")
+    show.add_argument("--tail", type=_non_negative, metavar="N",
+                      help="only the last N messages (default: all)")  # fmt: skip
+    show.add_argument("--lenient", action="store_true", help=lenient)
+    show.set_defaults(handler=_show)
+
+    stats = command("stats", "messages, segments, compactions, tokens per agent")
+    _add_workspace(stats, where)
+    stats.add_argument("--model", default="gpt-4o", help="count tokens as this model does")
+    stats.add_argument("--lenient", action="store_true", help=lenient)
+    stats.set_defaults(handler=_stats)
+
+    plot = command("plot", "plot an agent's token growth to an image")
+    plot.add_argument("agent")
+    _add_workspace(plot, where)
+    plot.add_argument("-o", "--output", default="growth.png",
+                      help="image file (.png, .svg, .pdf ...; replaced if it exists)")  # fmt: skip
+    plot.add_argument("--context-length", type=_CONTEXT_LENGTH, default=None,
+                      help="tokens (default: the agent's records)")  # fmt: skip
+    plot.add_argument(
+        "--threshold", default=None,
+        help="fraction (0.9) or tokens (6000) (default: the agent's records)",
+    )  # fmt: skip
+    plot.add_argument("--model", default=None, help="tokenizer (default: the records')")
+    plot.add_argument("--lenient", action="store_true", help=lenient)
+    plot.set_defaults(handler=_plot)
+
+    report = command("report", "write a self-contained HTML report")
+    _add_workspace(report, where)
+    report.add_argument("-o", "--output", default="report.html",
+                        help="HTML file (replaced if it exists)")  # fmt: skip
+    report.add_argument(
+        "--context-length", type=_CONTEXT_LENGTH, default=None,
+        help="tokens (default: from the compaction records, else 8192)",
+    )  # fmt: skip
+    report.add_argument(
+        "--threshold", default=None,
+        help="fraction or tokens (default: from the records, else 0.9)",
+    )  # fmt: skip
+    report.add_argument(
+        "--model", default=None, help="count tokens as this model does (default: the records')"
+    )
+    report.set_defaults(handler=_report)
+
+    forget = command("forget", "delete everything stored for an agent")
+    forget.add_argument("agent")
+    _add_workspace(forget, where_private)
+    forget.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    forget.set_defaults(handler=_forget)
+
+    export = command("export", "export an agent's whole memory (all segments)")
+    export.add_argument("agent")
+    _add_workspace(export, where_private)
+    export.add_argument("--format", choices=("json", "parquet"), default="json")
+    export.add_argument("-o", "--output", default=None,
+                        help="file to write (default: ./AGENT.export.FORMAT)")  # fmt: skip
+    export.add_argument("--overwrite", action="store_true", help="replace an existing file")
+    export.set_defaults(handler=_export)
+
+    purge = command("purge", "remove memory older than a duration")
+    _add_workspace(purge, where_private)
+    purge.add_argument("--older-than", default="30d", help="e.g. 30d, 12h, 2w, 1d12h")
+    purge.add_argument("--dry-run", action="store_true", help="only list what would go")
+    purge.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    purge.set_defaults(handler=_purge)
+
+    add_compare_arguments(
+        command("compare", "compare summarizers: which facts survive, at what cost")
+    )
+    return parser
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """Run ``memorylab ARGV``; return the exit code (docs/cli.md's table)."""
     try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as stop:  # --help (0) or a usage error (2), already printed
+        return stop.code if isinstance(stop.code, int) else 2
+
+    def handler(args: argparse.Namespace) -> int:
+        _one_workspace(args)
         return int(args.handler(args))
-    except MemorylabError as error:
-        print(f"memorylab: {error}", file=sys.stderr)
-        return _exit_code(error)
+
+    return _run_handler(handler, args)
 
 
 __all__ = [
     "build_parser",
     "main",
 ]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -14,22 +14,265 @@ markdown, with confidence intervals and its notes; ``--csv`` writes the long-for
 ``--local-model PATH.gguf`` starts llama.cpp's server for that model file for the run (extra
 ``local``); the name ``local`` then means that model in ``-s``, ``--reader`` and ``--judge``
 (without any of them, it is compared as a summarizer). The exit code is 1 when every summary of
-a summarizer failed (its first error is printed), 2 for bad settings.
+a summarizer failed (its first error is printed); every other failure is one ``memorylab:`` line
+and the exit code of the table in ``docs/cli.md`` (the same as ``memorylab compare``).
+
+The terminal table holds the key columns (compression, latency, cost, each quality scorer's
+headline metric; errors when there are any) so it fits a terminal; rates (facts kept, probes
+answered, judge ratings) are percentages, as in ``--table fact-survival``. Every metric is in
+the ``--csv`` file.
+
+This module also holds the command-line plumbing ``memorylab`` shares with it (the exit codes,
+one-line errors that name flags rather than Python arguments, checks of output paths and model
+names before any work): :mod:`memorylab.cli` imports it, since ``memorylab.evaluate`` may not
+import ``memorylab.cli`` (docs/architecture.md).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
+import importlib.util
+import io
 import json
+import math
+import os
+import re
 import sys
-from collections.abc import Sequence
+import textwrap
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from memorylab.errors import InvalidSetting, MemorylabError
+from memorylab.errors import (
+    AgentNotFound,
+    InvalidAgentName,
+    InvalidSetting,
+    MemoryFormatError,
+    MemorylabError,
+    StoreError,
+)
 
 __all__ = ["add_compare_arguments", "load_cases", "main", "run_compare"]
+
+
+# --------------------------------------------------------------------------- shared plumbing
+# Used by memorylab.cli too (see the module docstring): one rule for exit codes and messages.
+
+
+class _NothingThere(MemorylabError, FileNotFoundError):
+    """A path the command was told to read, or to write into, does not exist (exit code 5)."""
+
+
+def _exit_code(error: MemorylabError) -> int:
+    """The code of docs/cli.md's table: 2 the command line is wrong, 3 a file does not parse,
+    4 the filesystem refused, 5 what was named is not there, 1 anything else."""
+    if isinstance(error, InvalidAgentName | InvalidSetting):
+        return 2
+    if isinstance(error, AgentNotFound | _NothingThere):
+        return 5
+    if isinstance(error, MemoryFormatError):
+        return 3
+    if isinstance(error, StoreError):
+        return 4
+    return 1
+
+
+# The library's messages name Python arguments; a command-line user needs the flag instead.
+_FLAG_FOR_ARGUMENT: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern), flag)
+    for pattern, flag in (
+        (r"\(--overwrite, overwrite=True\)", "(--overwrite)"),
+        (r"\bpass overwrite=True\b", "pass --overwrite"),
+        (r"\boverwrite=True\b", "--overwrite"),
+        (r"\b[Uu]se strict=False\b", "use --lenient"),
+        (r"\bstrict=False\b", "--lenient"),
+        (r"\bmax_cost_usd=(?=\S)", "--max-cost "),
+        (r"\bmax_cost_usd\b", "--max-cost"),
+        (r"\bmax_tokens\b", "--max-tokens"),
+        (r"\bworkspace_dir, else \$WORKSPACE_DIR", "--workspace, else $WORKSPACE_DIR"),
+        (r"""format=["']json["']""", "--format json"),
+    )
+)
+
+
+def _cli_message(error: BaseException) -> str:
+    """``memorylab: <message>`` on one line, with flags where the library names arguments."""
+    text = " ".join(str(error).split()) or type(error).__name__
+    for pattern, flag in _FLAG_FOR_ARGUMENT:
+        text = pattern.sub(flag, text)
+    return f"memorylab: {text}"
+
+
+def _run_handler(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run a command: a memorylab error is one line on stderr and its exit code; a reader that
+    closed the pipe (``| head``) ends the command quietly, as Unix tools do."""
+    try:
+        return int(handler(args))
+    except MemorylabError as error:
+        print(_cli_message(error), file=sys.stderr)
+        return _exit_code(error)
+    except BrokenPipeError:
+        _silence_stdout()
+        return 141  # 128 + SIGPIPE: what a shell reports for `yes | head`
+    except KeyboardInterrupt:
+        print("memorylab: interrupted", file=sys.stderr)
+        return 130
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's last flush does not fail again."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse's usage errors as one ``memorylab:`` line (exit code 2) instead of the usage."""
+
+    def error(self, message: str) -> Any:
+        print(f"memorylab: {self.prog}: {message} (see: {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(2)
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows each option's default, except where there is none to show (None, False) or the
+    help text already explains it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if action.default in (None, False, argparse.SUPPRESS) or "default" in text:
+            return text
+        return super()._get_help_string(action)
+
+
+def _bounded_int(low: int, high: int, what: str) -> Callable[[str], int]:
+    """An argparse type: an int in [low, high] (a huge number is refused here, not overflowed
+    deep in numpy or datetime)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number ({what})") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(
+                f"{text} is out of range: give {what} from {low:,} to {high:,}"
+            )
+        return value
+
+    return parse
+
+
+def _cost_limit(text: str) -> float:
+    """An argparse type: a finite amount of USD >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an amount of USD >= 0 (e.g. 0.5)")
+    return value
+
+
+MAX_CONTEXT_TOKENS = 100_000_000
+"""The largest context window a command accepts (no model comes near it)."""
+
+
+def _check_output(
+    path: Path, flag: str, *, overwrite: bool = True, formats: Sequence[str] = ()
+) -> Path:
+    """Refuse, before any work, an output the command could not write: a folder, a missing
+    folder to write into, an unsupported format (``formats``: suffixes without the dot), or an
+    existing file without ``--overwrite``."""
+    path = path.expanduser()
+    if path.is_dir():
+        raise InvalidSetting(f"{flag} {path} is a folder; give a file name inside it")
+    suffix = path.suffix.lower().lstrip(".")
+    if formats and suffix not in formats:
+        given = f"'.{suffix}'" if suffix else "no file extension"
+        raise InvalidSetting(
+            f"{flag} {path}: {given} is not a format memorylab can write there; use one of "
+            f"{', '.join('.' + f for f in formats)}"
+        )
+    folder = path.absolute().parent
+    if not folder.exists():
+        raise _NothingThere(
+            f"cannot write {flag} {path}: the folder {folder} does not exist; create it or "
+            "choose another path"
+        )
+    if not folder.is_dir():
+        raise InvalidSetting(f"cannot write {flag} {path}: {folder} is not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise StoreError(
+            f"cannot write {flag} {path}: no permission to write into {folder}; choose "
+            "another path"
+        )
+    if not overwrite and path.exists():
+        raise InvalidSetting(f"{flag} {path} exists; choose another path or pass --overwrite")
+    return path
+
+
+def _image_formats() -> list[str]:
+    """The file formats matplotlib can save a figure as."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    return sorted(FigureCanvasBase.get_supported_filetypes())
+
+
+def _save_figure(figure: Any, path: Path, *, dpi: int, **options: Any) -> None:
+    """Save a matplotlib figure as a private file (0o600, atomic), its format from the suffix."""
+    from memorylab.memory._fsutil import write_private_file
+
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format=path.suffix.lower().lstrip("."), dpi=dpi, **options)
+    write_private_file(path, buffer.getvalue())
+
+
+@functools.cache
+def _litellm_names() -> tuple[frozenset[str], frozenset[str]]:
+    """The model names of litellm's bundled model map and its provider prefixes, read from
+    litellm's JSON files without importing litellm (seconds of import for a name check);
+    empty when litellm is not installed."""
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or not spec.submodule_search_locations:
+        return frozenset(), frozenset()
+    root = Path(next(iter(spec.submodule_search_locations)))
+    models: set[str] = set()
+    providers: set[str] = set()
+    with contextlib.suppress(OSError, ValueError):
+        prices = json.loads((root / "model_prices_and_context_window_backup.json").read_bytes())
+        for name, info in prices.items():
+            models.add(name)
+            if isinstance(info, dict) and isinstance(info.get("litellm_provider"), str):
+                providers.add(info["litellm_provider"])
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        endpoints = json.loads((root / "provider_endpoints_support_backup.json").read_bytes())
+        providers.update(str(name) for name in endpoints.get("providers", {}))
+    return frozenset(models), frozenset(providers)
+
+
+def _check_model_name(name: str, flag: str, *, summarizers: bool = False) -> str:
+    """``name`` if litellm knows it (its model map, or ``provider/model`` of a provider it
+    supports, e.g. ``openai/my-model`` behind ``--api-base``) or, with ``summarizers``, it is a
+    registered memorylab summarizer; else :class:`InvalidSetting` saying how to name one."""
+    from memorylab.compress import summarizer_names
+
+    registered = [*summarizer_names(), "memorylab/existing"] if summarizers else []
+    if name in registered:
+        return name
+    models, providers = _litellm_names()
+    provider = name.split("/", 1)[0] if "/" in name else ""
+    if not models or name in models or (provider in providers and name != provider + "/"):
+        return name
+    ours = f"a memorylab summarizer ({', '.join(registered)}), " if summarizers else ""
+    raise InvalidSetting(
+        f"{flag} {name!r} is not a model memorylab knows: name {ours}a model in litellm's "
+        "model map (e.g. gpt-4o-mini, claude-sonnet-4-5) or provider/model (e.g. "
+        "openai/my-model with --api-base, ollama/llama3)"
+    )
 
 
 def add_compare_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -64,26 +307,41 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
         help="start llama.cpp's server for this GGUF file for the run; call it 'local' in -s, "
         "--reader, --judge (needs the 'local' extra)",
     )  # fmt: skip
-    parser.add_argument("--context-window", type=int, default=4096,
-                        help="the local model's context window in tokens (default 4096)")
-    parser.add_argument("--max-tokens", type=int, help="summary budget for every summarizer")
+    parser.add_argument(
+        "--context-window", type=_bounded_int(256, MAX_CONTEXT_TOKENS, "tokens"), default=4096,
+        help="the local model's context window in tokens",
+    )  # fmt: skip
+    parser.add_argument("--max-tokens", type=_bounded_int(1, MAX_CONTEXT_TOKENS, "tokens"),
+                        help="summary budget for every summarizer")  # fmt: skip
     parser.add_argument(
         "--split", choices=("whole", "session", "window"), default="whole",
         help="how transcripts and benchmarks are cut into cases: whole (a LoCoMo conversation, "
         "a LongMemEval haystack), session (a LoCoMo session, LongMemEval's evidence sessions) "
-        "or window (default: whole)",
+        "or window",
     )  # fmt: skip
-    parser.add_argument("--window", type=int, default=40, help="messages per --split window")
-    parser.add_argument("--concurrency", type=int, default=8, help="parallel calls (default 8)")
-    parser.add_argument("--cache-dir", type=Path, help="LLM call cache (default: workspace)")
+    parser.add_argument("--window", type=_bounded_int(1, 1_000_000, "messages"), default=40,
+                        help="messages per --split window")  # fmt: skip
+    parser.add_argument("--concurrency", type=_bounded_int(1, 1024, "calls"), default=8,
+                        help="parallel calls")  # fmt: skip
+    parser.add_argument("--cache-dir", type=Path,
+                        help="LLM call cache (default: $MEMORYLAB_CACHE_DIR, else the "
+                        "workspace's .cache/llm)")  # fmt: skip
     parser.add_argument("--no-cache", action="store_true", help="do not cache model calls")
-    parser.add_argument("--max-cost", type=float, metavar="USD", help="refuse above this")
+    parser.add_argument(
+        "--max-cost", type=_cost_limit, metavar="USD",
+        help="estimate the cost first and refuse to start above this many USD (default: no "
+        "limit)",
+    )  # fmt: skip
     parser.add_argument(
         "--table", choices=("summary", "fact-survival"), default="summary",
-        help="what to print: the wide summary table or the per-category fact survival",
+        help="what to print: the key columns of the summary or the per-category fact survival",
     )  # fmt: skip
-    parser.add_argument("--csv", type=Path, help="write the long-form scores here")
-    parser.add_argument("--png", type=Path, help="write the plots here (one PNG, 3 panels)")
+    parser.add_argument("--csv", type=Path,
+                        help="write the long-form scores here (every metric; replaced if it "
+                        "exists)")  # fmt: skip
+    parser.add_argument("--png", type=Path,
+                        help="write the plots here (one image, 3 panels; .png, .svg, .pdf ...; "
+                        "replaced if it exists)")  # fmt: skip
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(handler=run_compare)
     return parser
@@ -147,7 +405,85 @@ def _plots(df: Any, path: Path) -> None:
             plot_cost_quality(df, ax=axes[1])
     if "latency" in scorers:
         plot_latency(df, ax=axes[2])
-    figure.savefig(path, dpi=110)
+    _save_figure(figure, path, dpi=110)
+
+
+TERMINAL_WIDTH = 100
+"""The width the terminal table of ``compare`` aims at (the key columns; the rest is in --csv)."""
+
+_HEADLINE = {"fact_recall": "overall", "probe_qa": "exact", "judge": "overall"}
+"""Each quality scorer's headline metric (a ``probe_qa[reader]`` scorer shows its ``llm``
+grade when it has one); any other scorer shows its first metric."""
+
+_RATE_SCORERS = ("fact_recall", "probe_qa", "judge")
+"""Scorers whose values are shares (facts kept, probes answered, ratings scaled to [0, 1]):
+shown as percentages, in both tables."""
+
+
+def _scorer_of(column: str) -> str:
+    return column.rsplit(".", 1)[0]
+
+
+def _key_columns(columns: Sequence[str]) -> list[str]:
+    """The columns the terminal shows: compression, latency, cost, one per quality scorer."""
+    metrics = [
+        c for c in columns if c not in ("cases", "errors") and not c.endswith((".lo", ".hi"))
+    ]
+    chosen: dict[str, str] = {}
+    for column in metrics:
+        scorer = _scorer_of(column)
+        if scorer in ("compression", "latency", "cost"):
+            wanted = {"compression": "ratio", "latency": "seconds", "cost": "usd"}[scorer]
+            if column == f"{scorer}.{wanted}":
+                chosen[scorer] = column
+            continue
+        family = scorer.split("[", 1)[0]
+        preferred = [f"{scorer}.llm", f"{scorer}.{_HEADLINE.get(family, '')}"]
+        best = next((c for c in preferred if c in metrics), None)
+        chosen.setdefault(scorer, best or column)
+    return list(chosen.values())
+
+
+def _terminal_table(table: Any) -> str:
+    """The key columns of :func:`~memorylab.evaluate.summary_table` as markdown for a
+    terminal: compression as ``144×``, latency in seconds, cost in USD, rates as percentages
+    with their intervals; errors only when there were some; the hidden columns named below."""
+    from memorylab.evaluate.tables import _notes, markdown_table
+
+    keys = _key_columns(list(table.columns))
+    shown = [c for c in keys if not table[c].isna().all()] or keys
+    columns = [part for c in shown for part in (c, f"{c}.lo", f"{c}.hi") if part in table.columns]
+    if "errors" in table.columns and table["errors"].fillna(0).astype(float).any():
+        columns.append("errors")
+    out = table[columns].copy()
+    units: dict[str, tuple[str, Callable[[float], str]]] = {
+        "compression.ratio": ("compression", lambda v: f"{v:,.3g}×"),
+        "latency.seconds": ("latency", lambda v: f"{v:.3g} s"),
+        "cost.usd": ("cost", lambda v: f"${v:,.4f}"),
+    }
+    renamed: dict[str, str] = {}
+    for column, (header, show) in units.items():
+        if column in out.columns:
+            out[column] = [
+                "–" if not isinstance(v, int | float) or math.isnan(v) else show(float(v))
+                for v in out[column]
+            ]
+            renamed[column] = header
+    out = out.rename(columns=renamed)
+    attrs: dict[str, Any] = {"bounds": table.attrs.get("bounds")}
+    for key in ("tied", "not_measuring", "biased"):
+        attrs[key] = {renamed.get(c, c): v for c, v in table.attrs.get(key, {}).items()
+                      if c in shown}  # fmt: skip
+    attrs["notes"] = _notes(attrs, 0.95)
+    out.attrs = attrs
+    rates = [c for c in out.columns if _scorer_of(str(c)).split("[", 1)[0] in _RATE_SCORERS]
+    text = markdown_table(out, percent=rates)
+    hidden = [c for c in table.columns if c not in (*columns, "cases", "errors")
+              and not str(c).endswith((".lo", ".hi"))]  # fmt: skip
+    if hidden:
+        more = f"More columns in --csv (long form): {', '.join(map(str, hidden))}."
+        text += "\n\n" + "\n".join(textwrap.wrap(more, TERMINAL_WIDTH, break_on_hyphens=False))
+    return text
 
 
 LOCAL = "local"
@@ -165,8 +501,28 @@ def _failed_summarizers(df: Any) -> list[tuple[str, str]]:
     return out
 
 
+def _check_arguments(args: argparse.Namespace) -> None:
+    """Everything that can be refused before any work: model names, outputs, sources."""
+    for flag, names in (("-s", args.summarizers), ("--reader", args.readers),
+                        ("--judge", [args.judge]), ("--grader", [args.grader])):  # fmt: skip
+        for name in names or ():
+            if name is not None and name != LOCAL:
+                _check_model_name(name, flag, summarizers=flag == "-s")
+    if args.csv is not None:
+        args.csv = _check_output(args.csv, "--csv", formats=("csv",))
+    if args.png is not None:
+        args.png = _check_output(args.png, "--png", formats=_image_formats())
+    for source in args.sources:
+        if not source.exists():
+            raise _NothingThere(
+                f"{source} does not exist; give transcripts (.jsonl or a folder of them), a "
+                "benchmark .json, a workspace, an agent folder or a memory file"
+            )
+
+
 def run_compare(args: argparse.Namespace) -> int:
     """Run the comparison that ``args`` describe; print the table; write CSV/PNG."""
+    _check_arguments(args)
     with contextlib.ExitStack() as stack:
         local_base = None
         if args.local_model is not None:
@@ -249,7 +605,7 @@ def _run(args: argparse.Namespace, local_base: str | None) -> int:
         shares = [c for c in table.columns if c != "facts"]
         print(markdown_table(table, percent=shares))
     else:
-        print(markdown_table(summary_table(df)))
+        print(_terminal_table(summary_table(df)))
     run = df.attrs.get("run", {})
     print(
         f"\n{len(cases)} cases x {len(set(df['summarizer']))} summarizers; model requests "
@@ -258,7 +614,9 @@ def _run(args: argparse.Namespace, local_base: str | None) -> int:
         file=sys.stderr,
     )
     if args.csv:
-        df.to_csv(args.csv, index=False)
+        from memorylab.memory._fsutil import write_private_file
+
+        write_private_file(args.csv, df.to_csv(index=False).encode("utf-8"))
     if args.png:
         _plots(df, args.png)
     failed = _failed_summarizers(df)
@@ -271,14 +629,17 @@ def _run(args: argparse.Namespace, local_base: str | None) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m memorylab.evaluate.cli``: the ``compare`` command on its own."""
     parser = add_compare_arguments(
-        argparse.ArgumentParser(prog="memorylab compare", description=__doc__.split("\n")[0])
+        _OneLineParser(
+            prog="memorylab compare",
+            description=__doc__.split("\n")[0],
+            formatter_class=_HelpFormatter,
+        )
     )
-    args = parser.parse_args(argv)
     try:
-        return run_compare(args)
-    except MemorylabError as error:
-        print(f"memorylab: {error}", file=sys.stderr)
-        return 2 if isinstance(error, InvalidSetting) else 1
+        args = parser.parse_args(argv)
+    except SystemExit as stop:  # --help (0) or a usage error (2), already printed
+        return stop.code if isinstance(stop.code, int) else 2
+    return _run_handler(run_compare, args)
 
 
 if __name__ == "__main__":
