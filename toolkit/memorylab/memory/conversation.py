@@ -38,7 +38,7 @@ from typing import Any
 from memorylab.errors import EmptySummary, InvalidSetting, PrerequisiteError, StoreError
 from memorylab.memory import display
 from memorylab.memory import format as fmt
-from memorylab.memory._fsutil import write_private_file
+from memorylab.memory._fsutil import encode_utf8, write_private_file
 from memorylab.memory.paths import validate_agent_name
 from memorylab.memory.permissions import warn_permissions
 from memorylab.memory.preload import PreloadPlan, has_messages, plan_preload
@@ -841,7 +841,7 @@ class Conversation:
             and earlier.get("role") == entry.get("role")
             and self._entry_block(earlier) == block
         )
-        old, replacement = _utf8(block), _utf8(new)
+        old, replacement = encode_utf8(block), encode_utf8(new)
         found = True
 
         def change(blocks: bytes) -> bytes | None:
@@ -1074,26 +1074,25 @@ class Conversation:
     def load_from_json(self, filename: str | os.PathLike[str]) -> None:
         """Replace the history with a saved one (a list of entries, or the reference's
         ``{"conversation_history": [...]}``). In memory only: MEMORY.md is not rewritten."""
-        path = Path(filename)
-        try:
-            data = json.loads(_read_text(path))
-        except json.JSONDecodeError as exc:
-            raise InvalidSetting(
-                f"{path} is not JSON (line {exc.lineno}: {exc.msg}); give a file written by "
-                "save_as_json() or export()"
-            ) from None
-        self._restore(data, path)
+        self._load(Path(filename), "json")
 
     def load_from_yaml(self, filename: str | os.PathLike[str]) -> None:
         """:meth:`load_from_json` for a YAML file."""
-        path = Path(filename)
-        yaml = _yaml()
+        self._load(Path(filename), "yaml")
+
+    def _load(self, path: Path, method: str) -> None:
+        text = _read_text(path)
+        if method == "json":
+            parse, malformed = json.loads, json.JSONDecodeError
+        else:
+            yaml = _yaml()
+            parse, malformed = yaml.safe_load, yaml.YAMLError
         try:
-            data = yaml.safe_load(_read_text(path))
-        except yaml.YAMLError as exc:
+            data = parse(text)
+        except malformed as exc:
             raise InvalidSetting(
-                f"{path} is not YAML ({str(exc).splitlines()[0]}); give a file written by "
-                "save_as_yaml() or export()"
+                f"{path} is not {method.upper()} ({str(exc).splitlines()[0]}); give a file "
+                f"written by save_as_{method}() or export()"
             ) from None
         self._restore(data, path)
 
@@ -1193,16 +1192,6 @@ def _without_messages(blocks: bytes) -> bytes | None:
     no message to clear, so a file without messages is not rewritten)."""
     text = f"{fmt.TITLE_LINE}\n\n{fmt.LOG_LINE}\n\n" + blocks.decode("utf-8", errors="replace")
     return b"" if fmt.parse(text, strict=False)[0].messages else None
-
-
-def _utf8(text: str) -> bytes:
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ValueError(
-            f"text contains a character that cannot be stored as UTF-8 ({exc.reason}); "
-            "remove lone surrogates, e.g. text.encode('utf-8', 'replace').decode()"
-        ) from None
 
 
 def _yaml() -> Any:
