@@ -177,6 +177,8 @@ def test_entries_carry_what_the_reference_keywords_ask_for() -> None:
     entry = conv.add("User", "hello world", {"source": "cli"}, "input")
     assert entry["metadata"] == {"source": "cli"} and entry["category"] == "input"
     assert len(entry["message_id"]) == 36 and entry["token_count"] == conv.token_count() == 4
+    conv.update(0, "User", "hello world, and a longer greeting than before")
+    assert conv.conversation_history[0]["token_count"] == conv.token_count() == 11
     conv.batch_add([{"role": "Tool", "content": "42", "tool_call_id": "call_1"}])
     assert conv.conversation_history[-1]["tool_call_id"] == "call_1"
 

@@ -772,6 +772,8 @@ class Conversation:
                 self._edit_block(position, block, "" if new is None else new, "update")
             entry["role"] = role
             entry["content"] = content
+            if "token_count" in entry:  # token_count=True: the entry's own count follows it
+                entry["token_count"] = self._count(self._entry_text(entry))
             self._forget_rendering()
 
     def delete(self, index: int | str) -> None:
