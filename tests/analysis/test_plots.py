@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
+import stat
 from collections.abc import Iterator
+from pathlib import Path
 
 import matplotlib
 
@@ -22,10 +25,11 @@ from memorylab.analysis import (
     plot_sweep,
     plot_token_growth,
     replay,
+    save_plot,
     sweep,
     token_growth,
 )
-from memorylab.errors import InvalidSetting
+from memorylab.errors import InvalidSetting, StoreError
 from memorylab.transcripts import bundled_workspace
 
 
@@ -194,3 +198,90 @@ def test_sweep_plot_marks_the_recorded_setting() -> None:
     ax = plot_sweep(table)
     assert "the agent's setting (0.85 of 3,000)" in _legend(ax)
     assert _outside(ax)
+
+
+# --------------------------------------------------------------------------- ticks people read
+
+
+def _tick_texts(ax: Axes, axis: str) -> list[str]:
+    ax.figure.canvas.draw()
+    labels = ax.get_xticklabels() if axis == "x" else ax.get_yticklabels()
+    return [t.get_text() for t in labels if t.get_text()]
+
+
+def _short_run() -> pd.DataFrame:
+    """Three compactions within a second, as a test or a quick demo makes them."""
+    frame = compactions_df(bundled_workspace("memorylab")).head(3).copy()
+    start = pd.Timestamp("2026-12-04 14:17:56.1", tz="UTC")
+    frame["time"] = [start, start + pd.Timedelta("0.4s"), start + pd.Timedelta("0.9s")]
+    frame["tokens_before"] = pd.array([None] * 3, dtype="Int64")
+    return frame
+
+
+def test_a_short_run_has_readable_time_ticks_and_whole_counts() -> None:
+    ax = plot_compactions(_short_run())
+    times = _tick_texts(ax, "x")
+    assert times and all(re.fullmatch(r"\d\d:\d\d(:\d\d)?", t) for t in times), times  # not "56.2"
+    assert ax.get_xlabel() == "time (UTC), 2026-12-04"
+    counts = _tick_texts(ax, "y")
+    assert all(re.fullmatch(r"\d{1,3}(,\d{3})*", c) for c in counts), counts  # no "2.5"
+    assert ax.xaxis.get_offset_text().get_text() == ""
+
+
+def test_days_are_named_with_their_month() -> None:
+    ax = plot_compactions(compactions_df(bundled_workspace("memorylab")))
+    days = _tick_texts(ax, "x")
+    assert all(re.fullmatch(r"[A-Z][a-z]{2}( \d\d)?", d) for d in days), days  # "Apr 21"
+    assert ax.get_xlabel() == "time (UTC), 2026-04-20 to 2026-05-08"
+
+
+def test_no_plot_writes_an_offset_even_for_millions() -> None:
+    messages = [{"role": "User", "content": "word " * 4000} for _ in range(300)]
+    growth = token_growth(
+        pd.DataFrame(
+            {
+                "agent": "big",
+                "timeline": range(300),
+                "role": "User",
+                "content": [m["content"] for m in messages],
+                "timestamp": pd.date_range("2026-01-01", periods=300, freq="min", tz="UTC"),
+            }
+        ),
+        context_length=2_000_000,
+        threshold=0.9,
+    )
+    frame = sweep(messages, thresholds=[0.5, 0.9], context_lengths=[2_000_000], fast=True)
+    for ax in (
+        plot_token_growth(growth),
+        plot_sweep(frame),
+        plot_sweep(frame, y="estimated_cost_usd"),
+        plot_compactions(_short_run()),
+    ):
+        ax.figure.canvas.draw()
+        assert ax.xaxis.get_offset_text().get_text() == "", ax.get_title()
+        assert ax.yaxis.get_offset_text().get_text() == "", ax.get_title()
+        for label in _tick_texts(ax, "y"):
+            assert "e" not in label and (len(label) < 5 or "," in label or "." in label), label
+    tokens = _tick_texts(plot_token_growth(growth), "y")
+    assert any(re.fullmatch(r"\d{1,3}(,\d{3}){2}", t) for t in tokens), tokens  # "1,000,000"
+
+
+def test_thresholds_have_one_decimal_count() -> None:
+    frame = sweep(
+        [{"role": "User", "content": "w " * 40}] * 80, [0.5, 0.85, 0.9], [1000], fast=True
+    )
+    labels = _tick_texts(plot_sweep(frame), "x")
+    assert len({len(label.partition(".")[2]) for label in labels if label != "0"}) == 1, labels
+
+
+def test_save_plot_writes_a_private_file(tmp_path: Path) -> None:
+    ax = plot_compactions(_short_run())
+    target = save_plot(ax, tmp_path / "plots" / "compactions.png")
+    assert target.read_bytes().startswith(b"\x89PNG")
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert stat.S_IMODE(target.parent.stat().st_mode) == 0o700
+    save_plot(ax.figure, target)  # overwrite by default
+    with pytest.raises(StoreError, match="exists"):
+        save_plot(ax, target, overwrite=False)
+    with pytest.raises(InvalidSetting, match=r"end the name in one of .*\.png"):
+        save_plot(ax, tmp_path / "plot.txt")

@@ -52,7 +52,7 @@ class PlainFormatter(Formatter):
     def _text(self, value: float) -> str:
         shown = f"{value:,.{self.decimals}f}"
         if shown.lstrip("-").strip("0.,") == "":
-            shown = shown.lstrip("-")  # "-0.00" is 0
+            shown = "0"  # zero is "0" (or "$0"), not "-0.00" nor "0.000000"
         return f"{self.prefix}{shown}{self.suffix}"
 
     def format_ticks(self, values: Sequence[float]) -> list[str]:
@@ -74,5 +74,6 @@ def number_axis(axis: Axis, *, prefix: str = "", suffix: str = "") -> None:
 
 def count_axis(axis: Axis) -> None:
     """A count axis: ticks on whole numbers only, labelled ``12,345``."""
-    axis.set_major_locator(MaxNLocator(integer=True))
+    # matplotlib's own choice of ticks (AutoLocator's), only never between two whole numbers.
+    axis.set_major_locator(MaxNLocator(nbins="auto", steps=[1, 2, 2.5, 5, 10], integer=True))
     number_axis(axis)

@@ -53,8 +53,8 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_THRESHOLDS",
     "EXACT_SECONDS",
-    "SWEEP_HEADINGS",
     "ReplayResult",
+    "SWEEP_HEADINGS",
     "replay",
     "sweep",
     "sweep_note",

@@ -30,8 +30,10 @@ from __future__ import annotations
 import asyncio
 import math
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
@@ -61,6 +63,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BASELINES",
     "BOUNDS",
+    "ComparisonResult",
     "DEFAULT_SCORERS",
     "EXISTING",
     "ExistingSummaries",
@@ -249,6 +252,37 @@ def _frame(rows: list[dict[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
     return frame
 
 
+@dataclass(frozen=True, slots=True)
+class ComparisonResult:
+    """What :func:`compare_summarizers` returns with ``with_summaries=True``: ``scores``, the
+    long-form frame it returns otherwise, and ``summaries``, one row per (case, summarizer):
+    the summary's text, model, tokens, cost, latency, whether it came whole from the cache, and
+    its error.
+
+    It replaces the ``(scores, summaries)`` tuple of earlier versions: unpacking it that way, or
+    indexing it ``[0]``/``[1]``, still works for now and warns (``DeprecationWarning``).
+    """
+
+    scores: pd.DataFrame
+    summaries: pd.DataFrame
+
+    def _as_tuple(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        warnings.warn(
+            "compare_summarizers(..., with_summaries=True) returns a ComparisonResult: use "
+            "result.scores and result.summaries instead of unpacking or indexing it as "
+            "(scores, summaries)",
+            DeprecationWarning,
+            stacklevel=3,  # the caller's line that unpacks or indexes
+        )
+        return self.scores, self.summaries
+
+    def __iter__(self) -> Iterator[pd.DataFrame]:
+        return iter(self._as_tuple())
+
+    def __getitem__(self, index: int) -> pd.DataFrame:
+        return self._as_tuple()[index]
+
+
 @overload
 def compare_summarizers(
     cases: Case | Iterable[Case],
@@ -280,7 +314,7 @@ def compare_summarizers(
     max_tokens: int | None = ...,
     summarizer_args: Mapping[str, Any] | None = ...,
     with_summaries: Literal[True],
-) -> tuple[pd.DataFrame, pd.DataFrame]: ...
+) -> ComparisonResult: ...
 
 
 def compare_summarizers(
@@ -296,7 +330,7 @@ def compare_summarizers(
     max_tokens: int | None = None,
     summarizer_args: Mapping[str, Any] | None = None,
     with_summaries: bool = False,
-) -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame]:
+) -> pd.DataFrame | ComparisonResult:
     """Summarize every case with every summarizer, score the summaries (module docstring).
 
     Args:
@@ -317,7 +351,7 @@ def compare_summarizers(
             default).
         summarizer_args: options for summarizers given as litellm model names (``llm_args``,
             ``retry`` ...).
-        with_summaries: also return the frame of the summaries.
+        with_summaries: return a :class:`ComparisonResult`, the scores and the summaries.
 
     Returns:
         The long-form scores, one row per (case, summarizer, scorer, metric) with columns
@@ -328,8 +362,9 @@ def compare_summarizers(
         counters: model ``requests`` sent (retries not counted), ``cache_hits``,
         ``spent_usd``, ``estimate_usd``, ``unpriced_models``; ``df.attrs["bounds"]`` the labels
         of the ceiling and floor, ``df.attrs["quality"]`` which scorers measure quality.
-        With ``with_summaries=True``, also a frame of the summaries (text, model, tokens,
-        cost, latency, whether they came whole from the cache, error).
+        With ``with_summaries=True``, a :class:`ComparisonResult`: that frame as ``.scores``
+        and the frame of the summaries as ``.summaries`` (text, model, tokens, cost, latency,
+        whether they came whole from the cache, error).
     """
     _check_settings(concurrency, max_cost_usd, max_tokens)
     items = _resolve_cases(cases)
@@ -377,7 +412,7 @@ def compare_summarizers(
     }
     frame.attrs["quality"] = {s.name: bool(getattr(s, "quality", True)) for s in scorer_list}
     if with_summaries:
-        return frame, _frame([record for _, record in results], SUMMARY_COLUMNS)
+        return ComparisonResult(frame, _frame([record for _, record in results], SUMMARY_COLUMNS))
     return frame
 
 

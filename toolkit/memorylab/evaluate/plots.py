@@ -157,6 +157,7 @@ def plot_cost_quality(
     axes = _axes(ax, (6.0, 4.5))
     bounds = table.attrs.get("bounds", {})
     points = []
+    labelled: dict[tuple[float, float], int] = {}
     for name, row in table.iterrows():
         usd, value = float(row[cost]), float(row[quality])
         if name in bounds.values():
@@ -171,8 +172,13 @@ def plot_cost_quality(
         points.append((str(name), usd, value))
         errors = _errors(table, name, [quality])
         axes.errorbar([usd], [value], yerr=errors, fmt="o", markersize=6, capsize=3)
-        axes.annotate(label, (usd, value), textcoords="offset points", xytext=(5, 5),
-                      fontsize="small")  # fmt: skip
+        # Summarizers at the same point (free and equally good) get their labels stacked, one
+        # line each, instead of printed over one another.
+        spot = (round(usd, 12), round(value, 12) if not math.isnan(value) else value)
+        stacked = labelled.get(spot, 0)
+        labelled[spot] = stacked + 1
+        axes.annotate(label, (usd, value), textcoords="offset points",
+                      xytext=(5, 5 + 11 * stacked), fontsize="small")  # fmt: skip
     front = pareto_front(points)
     if len(front) > 1:
         axes.step([p[1] for p in front], [p[2] for p in front], where="post", linestyle="--",
@@ -217,6 +223,7 @@ def plot_latency(df: pd.DataFrame, metric: str = "latency.seconds", *, ax: Any =
     axes.boxplot(data)
     axes.set_xticks(range(1, len(order) + 1), order, rotation=20, ha="right")
     axes.set_ylabel("seconds per summary")
+    axes.set_ylim(bottom=0)  # no summary takes less than no time
     axes.set_title("latency")
     _plain_numbers(axes.yaxis)
     return axes

@@ -1,0 +1,132 @@
+"""One result object per call, one dtype per column, one price map, one table format (issue 19)."""
+
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from analysis_support import Built
+
+from memorylab.analysis import ReadResult, compactions_df, memory_df, sweep, sweep_table
+from memorylab.analysis._fast import _listed_prices, unit_prices
+from memorylab.analysis.frames import DTYPES, PROBLEM_COLUMNS
+from memorylab.privacy import export_agent, load_export
+from memorylab.transcripts import bundled_workspace
+
+# --------------------------------------------------------------------------- memory_df's result
+
+
+def test_lenient_memory_df_returns_one_result(own_workspace: Built) -> None:
+    read = memory_df(own_workspace.root, strict=False)
+    assert isinstance(read, ReadResult)
+    assert read.frame.equals(memory_df(own_workspace.root))
+    assert list(read.problems.columns) == [name for name, _ in PROBLEM_COLUMNS]
+
+
+def test_unpacking_the_old_tuple_still_works_and_warns(own_workspace: Built) -> None:
+    read = memory_df(own_workspace.root, strict=False)
+    with pytest.warns(DeprecationWarning, match=r"use result\.frame and result\.problems"):
+        frame, problems = memory_df(own_workspace.root, strict=False)
+    assert frame.equals(read.frame) and problems.equals(read.problems)
+    with pytest.warns(DeprecationWarning, match="ReadResult"):
+        assert read[1].equals(read.problems)
+
+
+def test_the_warning_points_at_the_callers_line(own_workspace: Built) -> None:
+    with pytest.warns(DeprecationWarning) as caught:
+        _frame, _problems = memory_df(own_workspace.root, strict=False)
+    assert caught[0].filename == __file__
+
+
+# --------------------------------------------------------------------------- dtypes
+
+
+def test_every_column_shared_by_the_frames_has_one_dtype(tmp_path: Path) -> None:
+    """memory_df, compactions_df, load_export and the problems: a column name means one dtype
+    (categories for labels, nullable Int64 for counts), whatever the frame."""
+    workspace = bundled_workspace()
+    exported = export_agent("BugHunter", workspace, path=tmp_path / "bug.json")
+    read = memory_df(workspace, tokens="gpt-4o", strict=False)
+    frames = {
+        "memory_df": read.frame,
+        "problems": read.problems,
+        "compactions_df": compactions_df(workspace),
+        "compactions_df(tokens)": compactions_df(workspace, tokens="gpt-4o"),
+        "load_export": load_export(exported, tokens="gpt-4o"),
+    }
+    seen: dict[str, dict[str, str]] = {}
+    for name, frame in frames.items():
+        for column in frame.columns:
+            kind = "category" if isinstance(frame[column].dtype, pd.CategoricalDtype) else None
+            seen.setdefault(column, {})[name] = kind or str(frame[column].dtype)
+    for column, dtypes in seen.items():
+        assert len(set(dtypes.values())) == 1, (column, dtypes)
+        assert set(dtypes.values()) == {DTYPES[column]}, (column, dtypes)
+    shared = {c for c, d in seen.items() if len(d) > 1}
+    assert {"workspace", "agent", "file", "tokens"} <= shared
+    compactions = frames["compactions_df"]
+    assert str(compactions["agent"].dtype) == "category"
+    for column in ("messages_archived", "tokens_before", "tokens_after", "carried_over"):
+        assert compactions[column].dtype == "Int64", column
+
+
+# --------------------------------------------------------------------------- prices
+
+
+@pytest.mark.parametrize(
+    "model", ["gpt-4o", "gpt-4o-mini", "openai/gpt-4o-mini", "gpt-4.1-mini", "ollama/llama3"]
+)
+def test_the_price_map_read_as_a_file_is_litellms_price(model: str) -> None:
+    from memorylab.llm import token_prices
+
+    listed = _listed_prices(model)
+    assert listed is not None, f"{model} should be priced from the file alone"
+    assert listed == pytest.approx(token_prices(model), rel=1e-12, abs=0)
+
+
+def test_unknown_and_offline_models() -> None:
+    assert unit_prices("memorylab/extractive") == (0.0, 0.0)
+    assert all(math.isnan(p) for p in unit_prices(None))
+    assert all(math.isnan(p) for p in unit_prices("no-such-provider/no-such-model-xyz"))
+
+
+def test_pricing_a_listed_model_does_not_import_litellm() -> None:
+    script = (
+        "import sys\n"
+        "from memorylab.analysis._fast import price\n"
+        "assert price('gpt-4o', 1_000_000) == 2.5\n"
+        "print('litellm' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "False", done.stderr
+
+
+# --------------------------------------------------------------------------- sweep_table
+
+
+def test_sweep_table_formats_for_reading_and_keeps_the_frame() -> None:
+    frame = memory_df(bundled_workspace())
+    result = sweep(frame[frame["agent"] == "Researcher"], thresholds=[0.5, 0.6, 0.9])
+    before = result.copy()
+    shown = sweep_table(result)
+    assert result.equals(before) and "total_input_tokens" in result.columns  # untouched
+    assert not any("_" in str(c) for c in shown.columns)
+    assert shown.columns[0] == "" and "the agent's setting" in set(shown[""])
+    assert list(shown["threshold"]) == ["0.50", "0.60", "0.85", "0.90"]
+    assert all(re.fullmatch(r"\$\d+\.\d{4}", v) for v in shown["est. cost (USD)"])
+    assert all(re.fullmatch(r"\d{1,3}(,\d{3})*", v) for v in shown["input tokens read"])
+    chosen = sweep_table(result, ["threshold", "compactions"])
+    assert list(chosen.columns) == ["", "threshold", "compactions"]
+
+
+def test_sweep_table_of_token_thresholds() -> None:
+    messages = [{"role": "User", "content": "word " * 40} for _ in range(120)]
+    result = sweep(messages, thresholds=[1500, 3000], context_lengths=[4000], fast=True)
+    assert list(sweep_table(result)["threshold"]) == ["1,500 tokens", "3,000 tokens"]

@@ -1,0 +1,121 @@
+"""The HTML report as a newcomer reads it: problems first and counted, private, fast to make."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memorylab.report import build_report, write_report
+from memorylab.transcripts import bundled_workspace
+
+
+@pytest.fixture(scope="module")
+def damaged_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Five agents, four of them unreadable (bytes that are not text, a folder where MEMORY.md
+    should be, text that is not the format): the workspace issue 19 reported."""
+    root = tmp_path_factory.mktemp("damaged")
+    agents = root / "agents"
+    agents.mkdir()
+    shutil.copytree(bundled_workspace() / "agents" / "BugHunter", agents / "BugHunter")
+    for name in ("Broken", "Folder", "Latin1", "Plain"):
+        (agents / name).mkdir()
+    (agents / "Broken" / "MEMORY.md").write_bytes(bytes(range(256)) * 8)
+    (agents / "Folder" / "MEMORY.md").mkdir()
+    (agents / "Latin1" / "MEMORY.md").write_bytes(b"\xff\xfe caf\xe9")
+    (agents / "Plain" / "MEMORY.md").write_text("hello\nnot a memory file\n")
+    return root
+
+
+@pytest.fixture(scope="module")
+def damaged_report(damaged_workspace: Path) -> str:
+    return build_report(damaged_workspace, sweep_thresholds=(0.5, 0.9))
+
+
+def _text(html: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+
+
+def test_the_header_counts_every_agent_and_the_unreadable_ones(damaged_report: str) -> None:
+    header = _text(damaged_report[: damaged_report.index("</p>")])
+    assert "5 agents, 4 unreadable" in header
+    cards = _text(damaged_report[: damaged_report.index("<h2>")])
+    assert "5 agents, 4 unreadable" in cards
+    # "1 agents" nowhere (a path such as "agents/x" after a line number is not a count)
+    assert not re.search(r"\b1 agents\b(?!/)", _text(damaged_report))
+
+
+def test_problems_come_first_whole_and_wrapped(damaged_report: str) -> None:
+    headings = re.findall(r"<h2>([^<]+)</h2>", damaged_report)
+    assert headings[0] == "Problems found"
+    section = damaged_report[
+        damaged_report.index("<section class=problems>") : damaged_report.index("</section>")
+    ]
+    assert '<table class="wrap">' in section  # long messages wrap instead of running off
+    text = _text(section)
+    assert "nothing could be read of 4 agents (Broken, Folder, Latin1, Plain)" in text
+    assert "agents/Folder/MEMORY.md" in text and "not a regular file" in text
+    assert "not UTF-8" in text
+    assert "table.wrap td{white-space:normal" in damaged_report
+
+
+def test_a_clean_workspace_has_no_problems_section_and_a_plain_count() -> None:
+    html = build_report(bundled_workspace(), sweep_thresholds=(0.5, 0.9))
+    assert "Problems found" not in html
+    assert "3 agents ·" in _text(html[: html.index("</p>")])
+
+
+def test_the_what_if_table_has_human_headings_and_one_format_per_column(
+    damaged_report: str,
+) -> None:
+    section = damaged_report[damaged_report.index("What-if thresholds") :]
+    table = section[section.index("<table") : section.index("</table>")]
+    headings = re.findall(r"<th[^>]*>([^<]*)</th>", table)
+    assert headings == [
+        "",
+        "threshold",
+        "compacts at (tokens)",
+        "mode",
+        "compactions",
+        "peak context (tokens)",
+        "input tokens read",
+        "est. cost (USD)",
+    ]
+    assert not any("_" in heading for heading in headings)
+    rows = [re.findall(r"<td[^>]*>([^<]*)</td>", row) for row in table.split("<tr>")[2:]]
+    thresholds = [row[1] for row in rows]
+    assert all(re.fullmatch(r"0\.\d\d", value) for value in thresholds), thresholds
+    costs = [row[-1] for row in rows]
+    assert all(re.fullmatch(r"\$\d+\.\d{4}", value) for value in costs), costs
+    assert all(re.fullmatch(r"\d{1,3}(,\d{3})*", row[6]) for row in rows)
+
+
+def test_the_report_is_written_private(damaged_workspace: Path, tmp_path: Path) -> None:
+    output = tmp_path / "report.html"
+    output.write_text("an older report, readable by all")
+    output.chmod(0o644)
+    written = write_report(damaged_workspace, output, sweep_thresholds=(0.5,))
+    assert written == output and "Problems found" in output.read_text()
+    assert stat.S_IMODE(output.stat().st_mode) == 0o600  # it quotes stored conversations
+
+
+def test_the_report_prices_without_importing_litellm(tmp_path: Path) -> None:
+    """litellm takes seconds to import; the report prices its one column from the cost map
+    litellm ships, read as a file."""
+    script = (
+        "import sys\n"
+        "from memorylab.report import build_report\n"
+        "from memorylab.transcripts import bundled_workspace\n"
+        "html = build_report(bundled_workspace(), sweep_thresholds=(0.5, 0.9))\n"
+        "assert '$0.0' in html, 'the cost column is priced'\n"
+        "print('litellm' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=tmp_path
+    )
+    assert done.stdout.strip() == "False", done.stderr
