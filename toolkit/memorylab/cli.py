@@ -306,7 +306,7 @@ def _forget(args: argparse.Namespace) -> int:
         if _no_terminal_to_ask("forget"):
             return 2
         if not _confirmed(f"Delete all memory of {args.agent!r} for good?"):
-            print("nothing deleted")
+            print("memorylab: not confirmed; nothing deleted", file=sys.stderr)
             return 1
     print(forget(args.agent, workspace))
     return 0
@@ -342,7 +342,7 @@ def _purge(args: argparse.Namespace) -> int:
         for item in doomed:
             print(item)
         if not _confirmed(f"Remove these {len(doomed)} item(s) for good?"):
-            print("nothing removed")
+            print("memorylab: not confirmed; nothing removed", file=sys.stderr)
             return 1
     items = purge(workspace, older_than=older_than, dry_run=args.dry_run)
     for item in items:
@@ -355,7 +355,7 @@ _CONTEXT_LENGTH = _bounded_int(1, MAX_CONTEXT_TOKENS, "a context window in token
 
 
 def _non_negative(text: str) -> int:
-    return _bounded_int(0, 10**9, "a number of messages, 0 or more")(text)
+    return _bounded_int(0, 10**9, "a number of messages")(text)
 
 
 def _add_workspace(parser: argparse.ArgumentParser, where: str) -> None:

@@ -133,7 +133,7 @@ class _OneLineParser(argparse.ArgumentParser):
     """argparse's usage errors as one ``memorylab:`` line (exit code 2) instead of the usage."""
 
     def error(self, message: str) -> Any:
-        print(f"memorylab: {self.prog}: {message} (see: {self.prog} --help)", file=sys.stderr)
+        print(f"memorylab: {message} (see: {self.prog} --help)", file=sys.stderr)
         raise SystemExit(2)
 
 
