@@ -185,15 +185,27 @@ class BudgetedSummarizer(BaseSummarizer):
         text = self.text(messages, budget, counter).strip()
         if not text:
             raise EmptySummary(f"{self.name}: the budget of {budget} tokens kept nothing")
-        return Summary(
-            text=text,
-            model=self.name,
-            input_tokens=counter.count(fmt.history_text(messages)),
-            output_tokens=counter.count(text),
-            cost_usd=0.0,
-            latency_s=time.perf_counter() - started,
-            chunks=1,
-        )
+        return local_summary(self.name, messages, text, counter, started)
+
+
+def local_summary(
+    name: str,
+    messages: Sequence[Mapping[str, Any]],
+    text: str,
+    counter: TokenCounter,
+    started: float,
+) -> Summary:
+    """The :class:`Summary` of a summarizer that runs here: tokens counted, no cost, one chunk
+    (``started`` is its ``time.perf_counter()`` at the start)."""
+    return Summary(
+        text=text,
+        model=name,
+        input_tokens=counter.count(fmt.history_text(messages)),
+        output_tokens=counter.count(text),
+        cost_usd=0.0,
+        latency_s=time.perf_counter() - started,
+        chunks=1,
+    )
 
 
 __all__ = [
@@ -205,4 +217,5 @@ __all__ = [
     "Summary",
     "check_history",
     "fit_to_budget",
+    "local_summary",
 ]

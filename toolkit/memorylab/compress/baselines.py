@@ -31,7 +31,13 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from memorylab.compress.base import BaseSummarizer, BudgetedSummarizer, Summary, check_history
+from memorylab.compress.base import (
+    BaseSummarizer,
+    BudgetedSummarizer,
+    Summary,
+    check_history,
+    local_summary,
+)
 from memorylab.compress.tokens import TokenCounter, get_token_counter
 from memorylab.errors import InvalidSetting
 from memorylab.llm import check_int
@@ -172,16 +178,7 @@ class _Bound(BaseSummarizer):
         started = time.perf_counter()
         check_history(messages)
         counter = get_token_counter(self.model)
-        text = self.text(messages)
-        return Summary(
-            text=text,
-            model=self.name,
-            input_tokens=counter.count(fmt.history_text(messages)),
-            output_tokens=counter.count(text),
-            cost_usd=0.0,
-            latency_s=time.perf_counter() - started,
-            chunks=1,
-        )
+        return local_summary(self.name, messages, self.text(messages), counter, started)
 
 
 class FullHistory(_Bound):
