@@ -83,3 +83,32 @@ def test_lost_facts_and_comparison_html(cases: list[Case]) -> None:
     html = comparison_html(scores)
     assert "1 summarizer(s) × 2 case(s)" in html and "memorylab/truncate" in html
     assert "%" in html  # fact recall as a percentage
+
+
+def test_facts_kept_are_plotted_from_the_fact_recall_scores(cases: list[Case]) -> None:
+    from matplotlib.container import BarContainer
+
+    from memorylab.evaluate import fact_survival_table
+
+    forgetful = ScriptedSummarizer(["The port is 5433. Nothing else was said."], name="forgetful")
+    arena = SummarizerArena(cases[:1], {"forgetful": forgetful, "truncate": "memorylab/truncate"})
+    assert arena.facts_axes is None and arena.facts_image.value == b""
+    arena.run_button.click()
+    assert arena.scores is not None and arena.facts_axes is not None
+    assert bytes(arena.facts_image.value).startswith(b"\x89PNG")
+    assert arena.facts_axes.get_title() == "Facts kept, by category (95% intervals)"
+    expected = fact_survival_table(arena.scores)
+    labels = [t.get_text() for t in arena.facts_axes.get_xticklabels()]
+    categories = [c for c in expected.columns if c not in ("facts",) and "." not in c]
+    assert [label.rstrip(" †") for label in labels] == categories  # number, path, overall
+    bars = [c for c in arena.facts_axes.containers if isinstance(c, BarContainer)]
+    for container, name in zip(bars, ["forgetful", "truncate"], strict=True):
+        heights = [round(bar.get_height(), 6) for bar in container]
+        assert heights == [round(float(expected.loc[name, c]), 6) for c in categories]
+    assert round(bars[0][len(categories) - 1].get_height(), 2) == 0.5  # forgetful: 1 of 2 kept
+
+
+def test_without_fact_recall_the_facts_plot_says_why(cases: list[Case]) -> None:
+    arena = SummarizerArena(cases[:1], ["memorylab/truncate"], scorers=["compression"], run=True)
+    assert arena.error is None and arena.facts_axes is not None
+    assert "fact_recall" in arena.facts_axes.texts[0].get_text()

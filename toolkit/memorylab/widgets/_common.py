@@ -212,7 +212,8 @@ class View:
         a notebook opened without its kernel) cannot show the view, so it falls back to
         ``text/html`` or ``text/plain``: both say what this widget shows, in one line.
         """
-        bundle = self.widget._repr_mimebundle_(**kwargs)
+        live = getattr(self.widget, "_repr_mimebundle_", None)  # ipywidgets sets None on close
+        bundle = live(**kwargs) if callable(live) else None
         data: dict[str, Any] = dict(bundle) if isinstance(bundle, dict) else {}
         line = repr(self)
         data["text/plain"] = line

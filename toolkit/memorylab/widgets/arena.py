@@ -4,7 +4,8 @@ A thin view over :mod:`memorylab.evaluate`: :func:`~memorylab.evaluate.compare_s
 (run one summarizer at a time, so the progress bar moves), :func:`~memorylab.evaluate.
 summary_table` (the wide score table: quality cells with their 95% intervals, the bounds'
 rows named ``(ceiling)``/``(floor)`` when a comparison has them),
-:func:`~memorylab.evaluate.plot_cost_quality` and, for
+:func:`~memorylab.evaluate.plot_cost_quality`, :func:`~memorylab.evaluate.plot_quality` (the
+share of facts kept, by category, from the fact-recall scores) and, for
 the side-by-side view, the fact-recall scorer's own facts and
 :func:`~memorylab.evaluate.fact_kept` — the same rules that produced the scores.
 :func:`comparison_html` is the rich display of a comparison's long-form result.
@@ -178,7 +179,8 @@ class SummarizerArena(View):
     go to ``compare_summarizers``. ``run=True`` runs the comparison at once.
 
     State for code and tests: :attr:`scores` (long-form), :attr:`summaries` (one row per case
-    and summarizer), :attr:`table` (the wide table), :attr:`figure` / :attr:`axes`,
+    and summarizer), :attr:`table` (the wide table), :attr:`figure` / :attr:`axes` (cost vs
+    quality), :attr:`facts_figure` / :attr:`facts_axes` (the facts kept by category),
     :attr:`progress` (an ``IntProgress``) and :attr:`columns` (per summarizer, the kept and
     lost facts of the case shown).
     """
@@ -245,6 +247,7 @@ class SummarizerArena(View):
         self.status = widgets.HTML()
         self.table_view = widgets.HTML()
         self.image = widgets.Image(format="png", layout=widgets.Layout(width="560px"))
+        self.facts_image = widgets.Image(format="png", layout=widgets.Layout(width="560px"))
         self.side_by_side = widgets.HTML()
         self.widget = widgets.VBox(
             [
@@ -254,7 +257,7 @@ class SummarizerArena(View):
                 ),
                 self.status,
                 self.table_view,
-                self.image,
+                widgets.HBox([self.image, self.facts_image]),
                 self.case_picker,
                 self.side_by_side,
             ],
@@ -265,6 +268,8 @@ class SummarizerArena(View):
         self.table: pd.DataFrame | None = None
         self.figure: Figure | None = None
         self.axes: Axes | None = None
+        self.facts_figure: Figure | None = None
+        self.facts_axes: Axes | None = None
         self.columns: dict[str, tuple[list[Fact], list[Fact]]] = {}
         self._report(None, "choose summarizers and press Run comparison")
         if run:
@@ -285,7 +290,7 @@ class SummarizerArena(View):
         import pandas as pd
 
         from memorylab.evaluate.compare import compare_summarizers, summary_table
-        from memorylab.evaluate.plots import plot_cost_quality
+        from memorylab.evaluate.plots import plot_cost_quality, plot_quality
 
         chosen = self.selected
         if not chosen:
@@ -337,6 +342,15 @@ class SummarizerArena(View):
             axes.text(0.5, 0.5, str(error), ha="center", va="center", wrap=True)
         self.figure, self.axes = figure, axes
         self.image.value = figure_png(figure)
+        facts_figure, facts_axes = new_axes((6.4, 4.0))
+        try:
+            plot_quality(scores, "fact_recall", ax=facts_axes)
+            facts_axes.set_title("Facts kept, by category (95% intervals)")
+        except MemorylabError as error:  # no fact_recall scorer chosen
+            facts_axes.text(0.5, 0.5, str(error), ha="center", va="center", wrap=True)
+            facts_axes.set_axis_off()
+        self.facts_figure, self.facts_axes = facts_figure, facts_axes
+        self.facts_image.value = figure_png(facts_figure)
         self._show_case()
         errors = int(self.table["errors"].sum()) if "errors" in self.table else 0
         self._report(None, f"done: {len(chosen)} summarizer(s) × {len(self.cases)} case(s)"
