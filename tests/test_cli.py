@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -105,3 +106,237 @@ def test_report_on_bundled_data_agrees_with_its_compaction_table() -> None:
     assert "<th class=\"\">tokens before</th>" in text and "summarizer_model" not in text
     assert text.count("<div class=wide><table>") == text.count("<table>")
     assert "passes the context limit" not in text
+
+
+# -- issue 19: the first hour at the command line ------------------------------------------------
+
+
+def test_show_tail_zero_prints_none_and_a_negative_tail_is_refused(
+    workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["show", "alpha", "--tail", "0"]) == 0
+    assert capsys.readouterr().out == ""
+    assert main(["show", "alpha", "--tail", "1"]) == 0
+    assert capsys.readouterr().out.count("(MEMORY.md):") == 1
+    assert main(["show", "alpha", "--tail", "-1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("memorylab: ") and "--tail" in err
+
+
+def test_every_command_that_reads_a_workspace_takes_it_both_ways(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("WORKSPACE_DIR")
+    ws = str(workspace)
+    for argv in (["ls"], ["stats"], ["show", "alpha"], ["purge", "--dry-run"]):
+        assert main([*argv, ws]) == 0
+        by_argument = capsys.readouterr().out
+        assert main([*argv, "--workspace", ws]) == 0
+        assert capsys.readouterr().out == by_argument and by_argument
+    out = tmp_path / "a.json"
+    assert main(["export", "alpha", ws, "-o", str(out)]) == 0 and out.exists()
+    assert main(["plot", "alpha", "--workspace", ws, "-o", str(tmp_path / "g.png")]) == 0
+    assert main(["ls", ws, "--workspace", str(tmp_path)]) == 2
+    assert "give one" in capsys.readouterr().err
+
+
+def test_ls_names_the_workspace_and_the_last_message_time(
+    workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from memorylab.memory.store import read_memory
+
+    assert main(["ls"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"workspace: {workspace}" and out[1].endswith("last message")
+    last = read_memory(workspace / "agents" / "alpha" / "MEMORY.md").messages[-1].timestamp
+    assert next(line for line in out if line.startswith("alpha")).endswith(f"{last:%Y-%m-%d %H:%M}")
+
+
+def test_help_shows_the_defaults(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plot", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(default: growth.png)" in text and "(default: the agent's records)" in text
+    assert main(["compare", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(default: 8)" in text and "(default: 4096)" in text and "(default: whole)" in text
+    assert main(["stats", "--help"]) == 0
+    assert "(default: gpt-4o)" in " ".join(capsys.readouterr().out.split())
+
+
+def test_purge_asks_at_a_terminal_as_forget_does(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+    import time
+
+    old = time.time() - 90 * 86400
+    for path in (workspace / "agents" / "beta").rglob("*"):
+        os.utime(path, (old, old))
+    assert main(["purge"]) == 2  # no terminal, no --yes: refused like forget
+    assert "--yes" in capsys.readouterr().err
+    assert (workspace / "agents" / "beta").exists()
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
+    answers = iter(["n", "y"])
+    asked: list[str] = []
+    monkeypatch.setattr("builtins.input", lambda prompt="": asked.append(prompt) or next(answers))
+    assert main(["purge"]) == 1
+    assert "beta: the whole agent" in capsys.readouterr().out and asked[-1].endswith("[y/N] ")
+    assert (workspace / "agents" / "beta").exists()
+    assert main(["purge"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "removed 1 item(s)"
+    assert not (workspace / "agents" / "beta").exists() and (workspace / "agents" / "alpha").exists()
+    monkeypatch.setattr("builtins.input", lambda prompt="": "n")
+    assert main(["forget", "alpha"]) == 1 and (workspace / "agents" / "alpha").exists()
+
+
+def test_messages_name_flags_not_python_arguments(
+    workspace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    memory = workspace / "agents" / "alpha" / "MEMORY.md"
+    memory.write_bytes(memory.read_bytes() + b"\n## stray heading\n\xff\xfe\n")
+    assert main(["show", "alpha"]) == 3
+    err = capsys.readouterr().err
+    assert "--lenient" in err and "strict=False" not in err
+    assert main(["show", "alpha", "--lenient", "--tail", "1"]) == 0
+    captured = capsys.readouterr()
+    assert "(MEMORY.md):" in captured.out and "--lenient" in captured.err
+    assert main(["stats", "--lenient"]) == 0
+    out = tmp_path / "alpha.json"
+    out.write_text("{}", encoding="utf-8")
+    assert main(["export", "beta", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--overwrite" in err and "overwrite=True" not in err and out.read_text() == "{}"
+    assert main(["export", "beta", "-o", str(out), "--overwrite"]) == 0
+    assert out.stat().st_size > 1000 and (out.stat().st_mode & 0o777) == 0o600
+
+
+def test_huge_numbers_and_durations_are_one_line_errors(
+    workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for argv in (
+        ["plot", "alpha", "--context-length", "100000000000000000000"],
+        ["report", "--context-length", "100000000000000000000"],
+        ["plot", "alpha", "--threshold", "1e300"],
+        ["plot", "alpha", "--threshold", "inf"],
+        ["purge", "--older-than", "99999999999999d"],
+        ["purge", "--older-than", "9999999d", "--dry-run"],
+        ["compare", "--max-cost", "nan"],
+        ["compare", "--concurrency", "0"],
+    ):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("memorylab: ") and "Traceback" not in err
+
+
+def test_outputs_are_checked_before_any_work(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import memorylab.evaluate.cli as compare_cli
+
+    def no_work(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the work started before the outputs were checked")
+
+    monkeypatch.setattr(compare_cli, "load_cases", no_work)
+    monkeypatch.setattr("memorylab.analysis.memory_df", no_work)
+    monkeypatch.setattr("memorylab.report.write_report", no_work)
+    missing = tmp_path / "missing" / "dir"
+    for argv, code in (
+        (["compare", "--csv", str(missing / "x.csv")], 5),
+        (["compare", "--png", str(missing / "x.png")], 5),
+        (["compare", "--png", str(tmp_path / "x.txt")], 2),
+        (["compare", "--csv", str(tmp_path)], 2),
+        (["plot", "alpha", "-o", str(missing / "x.png")], 5),
+        (["plot", "alpha", "-o", "out.txt"], 2),
+        (["report", "-o", str(missing / "r.html")], 5),
+        (["export", "alpha", "-o", str(missing / "a.json")], 5),
+        (["export", "alpha", "-o", str(tmp_path / "a.parquet")], 2),  # --format json
+    ):
+        assert main(argv) == code, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("memorylab: "), err
+    assert not missing.parent.exists()
+    assert "supported" not in err
+    assert main(["plot", "alpha", "-o", "out.txt"]) == 2
+    assert ".png, " in capsys.readouterr().err  # names the formats it can write
+
+
+def test_plot_writes_a_private_file_in_the_format_of_its_name(workspace: Path, tmp_path: Path) -> None:
+    svg = tmp_path / "growth.svg"
+    assert main(["plot", "alpha", "-o", str(svg)]) == 0
+    assert b"<svg" in svg.read_bytes()[:500] and (svg.stat().st_mode & 0o777) == 0o600
+
+
+@pytest.mark.parametrize(
+    ("argv", "accepted"),
+    [
+        (["stats", "--model", "not-a-model"], False),
+        (["stats", "--model", "gpt4o"], False),
+        (["stats", "--model", "gpt-4o-mini"], True),
+        (["stats", "--model", "anthropic/claude-sonnet-4-5"], True),
+        (["stats", "--model", "openai/my-own-model"], True),  # a provider litellm supports
+        (["stats", "--model", "hosted_vllm/my-model"], True),
+        (["compare", "-s", "not-a-model"], False),
+        (["compare", "-s", "memorylab/nope"], False),
+        (["compare", "--reader", "nobody/model"], False),
+        (["compare", "--judge", "not-a-judge"], False),
+    ],
+)
+def test_unknown_model_names_are_refused(
+    workspace: Path, argv: list[str], accepted: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if accepted:
+        assert main(argv) == 0
+        return
+    assert main([*argv, "missing.jsonl"] if argv[0] == "compare" else argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "provider/model" in err and "not a model" in err
+
+
+def test_registered_and_local_names_pass_the_model_check() -> None:
+    from memorylab.evaluate.cli import _check_model_name
+
+    for name in ("memorylab/extractive", "memorylab/existing", "gpt-4o-mini", "ollama/llama3"):
+        assert _check_model_name(name, "-s", summarizers=True) == name
+    with pytest.raises(ValueError, match="not a model"):
+        _check_model_name("memorylab/extractive", "--judge")  # not a model for a judge
+
+
+def test_python_dash_m_memorylab_cli_runs(workspace: Path, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    html = tmp_path / "r.html"
+    done = subprocess.run(
+        [sys.executable, "-m", "memorylab.cli", "report", str(workspace), "-o", str(html)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert f"wrote {html}" in done.stdout and html.read_text(encoding="utf-8").startswith("<!doctype")
+    done = subprocess.run(
+        [sys.executable, "-m", "memorylab.cli", "show", "nobody", str(workspace)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 5 and done.stderr.startswith("memorylab: no agent 'nobody'")
+
+
+def test_compare_table_fits_a_terminal_with_percentages(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import pandas as pd
+
+    from memorylab.transcripts import bundled_transcripts
+
+    source = sorted(bundled_transcripts())[0]
+    csv = tmp_path / "s.csv"
+    assert main(["compare", str(source), "--no-progress", "--no-cache", "--csv", str(csv)]) == 0
+    out = capsys.readouterr().out
+    table = [line for line in out.splitlines() if line.startswith("|")]
+    assert max(len(line) for line in table) <= 100, table
+    assert table[0] == "| summarizer | compression | latency | cost | fact_recall.overall | probe_qa.exact |"
+    extractive = next(line for line in table if line.startswith("| memorylab/extractive |"))
+    assert "×" in extractive and " s |" in extractive and "$" in extractive
+    assert re.search(r"\| \d+% \[\d+%, \d+%\]", extractive)  # rates as percentages
+    assert "More columns in --csv" in out and "fact_recall.path" in out
+    scores = pd.read_csv(csv)
+    assert {"fact_recall", "probe_qa", "compression", "latency", "cost"} <= set(scores.scorer)
+    assert (csv.stat().st_mode & 0o777) == 0o600
