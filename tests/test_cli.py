@@ -340,3 +340,18 @@ def test_compare_table_fits_a_terminal_with_percentages(
     scores = pd.read_csv(csv)
     assert {"fact_recall", "probe_qa", "compression", "latency", "cost"} <= set(scores.scorer)
     assert (csv.stat().st_mode & 0o777) == 0o600
+
+
+def test_the_model_check_does_not_import_litellm(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from memorylab.cli import main; "
+        "codes = (main(['compare', '-s', 'gpt-4o-mini', '-s', 'openai/x', 'missing.jsonl']), "
+        "main(['compare', '-s', 'not-a-model'])); "
+        "print(codes, 'litellm' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=300, check=False)  # fmt: skip
+    assert done.stdout.strip() == "(5, 2) False", done.stderr
