@@ -394,7 +394,7 @@ class ThresholdTuner(View):
         ran_at = ""
         if recorded is not None:
             ran_at = f"\n(the agent ran at {_threshold_text(recorded[1])} of {recorded[0]:,})"
-        figure, axes = new_axes((9.0, 3.4))
+        figure, axes = new_axes((11.0, 3.6))  # room for the legend beside the plot
         plot_token_growth(
             result.timeline,
             ax=axes,
