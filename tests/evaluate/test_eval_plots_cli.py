@@ -115,9 +115,9 @@ def test_command_with_a_model_behind_a_local_server(tmp_path: Path,
 
 
 def test_command_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main([str(tmp_path / "missing.jsonl"), "--no-progress"]) == 1
+    assert main([str(tmp_path / "missing.jsonl"), "--no-progress"]) == 5  # no such source
     assert "does not exist" in capsys.readouterr().err
-    assert main(["-s", "memorylab/nope", str(tmp_path / "missing"), "--no-progress"]) == 1
+    assert main(["-s", "memorylab/nope", str(tmp_path / "missing"), "--no-progress"]) == 2  # an unknown summarizer name is refused first
 
 
 def test_arguments_for_the_main_cli() -> None:

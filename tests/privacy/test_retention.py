@@ -283,7 +283,7 @@ def test_cli_purge_dry_run_lists_then_purge_removes(
         sorted(p.relative_to(isolated_workspace) for p in isolated_workspace.rglob("*")) == before
     )
 
-    assert main(["purge", "--older-than", "30d"]) == 0
+    assert main(["purge", "--older-than", "30d", "--yes"]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "removed 4 item(s)"
     assert agent_paths("Active").archives() == [] and not agent_paths("Idle").folder.exists()
     assert len(agent_paths("Recent").archives()) == 1
