@@ -170,8 +170,12 @@ def test_pages_pasted_in_order_into_one_folder(tmp_path: Path) -> None:
         f"{len(failures)} example(s) failed when the pages were pasted in order into one folder:\n\n"
         + "\n\n".join(str(failure) for failure in failures)
     )
-    left = sorted(path.name for path in folder.iterdir())
-    assert left == [], f"the pages wrote into the reader's folder: {left}"
+    assert not (folder / "agent_workspace").exists(), (
+        "a page wrote memory into ./agent_workspace: it must point WORKSPACE_DIR at a temporary "
+        "folder before it makes an agent"
+    )
+    memory = sorted(path.relative_to(folder).as_posix() for path in folder.rglob("MEMORY.md"))
+    assert memory == [], f"the pages wrote agents' memory into the reader's folder: {memory}"
 
 
 def test_a_failing_page_is_named_with_its_example(tmp_path: Path) -> None:
