@@ -409,8 +409,8 @@ def test_a_summary_over_budget_is_recorded_as_truncated(tmp_path: Path) -> None:
     with FakeOpenAIServer("word " * 5000) as server:
         model = LiteLLMSummarizer("openai/m", llm_args={"api_base": server.base_url},
                                   retry=RetryPolicy(retries=0), max_tokens=100)  # fmt: skip
-        _df, summaries = compare_summarizers([case], [model], ["compression"], progress=False,
-                                             cache_dir=None, with_summaries=True)  # fmt: skip
+        summaries = compare_summarizers([case], [model], ["compression"], progress=False,
+                                        cache_dir=None, with_summaries=True).summaries  # fmt: skip
     assert bool(summaries.truncated.iloc[0])
     assert "cut to the summary budget" in summaries.text.iloc[0]
 

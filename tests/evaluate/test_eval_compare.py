@@ -151,8 +151,9 @@ def test_existing_summaries_of_a_workspace_are_scored_without_a_model(
 
 
 def test_with_summaries() -> None:
-    df, summaries = compare_summarizers(cases(2), ["memorylab/truncate"], ["compression"],
-                                        progress=False, cache_dir=False, with_summaries=True)  # fmt: skip
+    result = compare_summarizers(cases(2), ["memorylab/truncate"], ["compression"],
+                                 progress=False, cache_dir=False, with_summaries=True)  # fmt: skip
+    df, summaries = result.scores, result.summaries
     assert len(df) == 6 and len(summaries) == 2
     assert summaries.text.str.contains("8443").all()
     assert set(summaries.columns) >= {"model", "latency_s", "cost_usd", "cached", "error"}

@@ -218,10 +218,11 @@ def test_model_reader_and_judge(tmp_path: Path) -> None:
             get_scorer("judge", model="openai/judge", llm_args=args),
         ]
         keep = Case("keep", HISTORY, FACTS, PROBES)
-        df, summaries = compare_summarizers(
+        result = compare_summarizers(
             [keep], ["memorylab/head-tail", "memorylab/scripted"], scorers, cache_dir=tmp_path,
             progress=False, with_summaries=True,
         )  # fmt: skip
+        df, summaries = result.scores, result.summaries
         judge_calls = [r for r in server.requests if "Rate the SUMMARY" in r["messages"][-1]["content"]]
         assert len(judge_calls) == 2
         assert "<transcript>" in judge_calls[0]["messages"][-1]["content"]

@@ -70,10 +70,11 @@ def test_a_real_local_model_through_the_gateway(tmp_path: Path,
                                        max_tokens=96, timeout=120, retries=0)  # fmt: skip
         reader = get_scorer("probe_qa", name="qa_local", reader="openai/local", llm_args=args,
                             max_tokens=24)  # fmt: skip
-        df, summaries = compare_summarizers(
+        result = compare_summarizers(
             [CASE], {"local": summarizer, "full": "memorylab/full"}, ["compression", reader],
             progress=False, cache_dir=tmp_path / "cache", with_summaries=True, concurrency=2,
         )
+        df, summaries = result.scores, result.summaries
     seconds = time.perf_counter() - started
     assert _refused(api_base), "the server still listens after the block"
     assert df.error.isna().all(), df[df.error.notna()].error.tolist()

@@ -31,7 +31,6 @@ from memorylab.evaluate.cli import (
     _NothingThere,
     _OneLineParser,
     _run_handler,
-    _save_figure,
     add_compare_arguments,
 )
 
@@ -214,7 +213,7 @@ def _plot(args: argparse.Namespace) -> int:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from memorylab.analysis import plot_token_growth, run_settings, token_growth
+    from memorylab.analysis import plot_token_growth, run_settings, save_plot, token_growth
 
     folder = _agent_folder(_existing_workspace(args.workspace), args.agent)
     frame = _read_frame(folder, args)
@@ -223,7 +222,7 @@ def _plot(args: argparse.Namespace) -> int:
     )
     figure, ax = plt.subplots(figsize=(9, 4), layout="constrained")
     plot_token_growth(growth, ax=ax, title=f"{args.agent}: context tokens per message")
-    _save_figure(figure, output, dpi=120, bbox_inches="tight")
+    save_plot(figure, output, dpi=120)
     plt.close(figure)
     settings = run_settings(frame, model=args.model).given(
         context_length=args.context_length, threshold=threshold

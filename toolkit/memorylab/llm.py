@@ -72,6 +72,8 @@ __all__ = [
     "ErrorRule",
     "RetryPolicy",
     "achat",
+    "bundled_model_map",
+    "bundled_providers",
     "chat",
     "check_int",
     "error_rule",
@@ -542,6 +544,46 @@ def model_context_length(model: str) -> int:
 
 
 @functools.lru_cache(maxsize=256)
+@functools.cache
+def bundled_model_map() -> Mapping[str, Any]:
+    """litellm's own model map (prices, windows, provider of each model name), read from the
+    JSON file inside its package without importing litellm: importing it takes seconds, and a
+    report prices a column or the CLI checks a name. It is the map litellm itself reads offline
+    (``LITELLM_LOCAL_MODEL_COST_MAP=True``, which :func:`import_litellm` sets). Empty when
+    litellm or the file is missing."""
+    loaded = _bundled_json("model_prices_and_context_window_backup.json")
+    return loaded if isinstance(loaded, dict) else {}
+
+
+@functools.cache
+def bundled_providers() -> frozenset[str]:
+    """The provider prefixes litellm knows (``openai``, ``ollama`` ...): those its model map
+    names and those of its provider list, read without importing litellm; empty without it."""
+    providers = {
+        info["litellm_provider"]
+        for info in bundled_model_map().values()
+        if isinstance(info, dict) and isinstance(info.get("litellm_provider"), str)
+    }
+    endpoints = _bundled_json("provider_endpoints_support_backup.json")
+    if isinstance(endpoints, dict) and isinstance(endpoints.get("providers"), dict):
+        providers.update(str(name) for name in endpoints["providers"])
+    return frozenset(providers)
+
+
+def _bundled_json(name: str) -> Any:
+    """A JSON file of the installed litellm package, found without importing it; ``None``."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("litellm")  # locates the package; does not import it
+    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+        try:
+            return json.loads((Path(folder) / name).read_bytes())
+        except (OSError, ValueError):
+            continue
+    return None
+
+
 def token_prices(model: str) -> tuple[float, float] | None:
     """litellm's list price of ``model`` in USD per input and per output token, or ``None``."""
     litellm = import_litellm()

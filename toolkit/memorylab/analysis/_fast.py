@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import math
 from bisect import bisect_left
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -172,35 +172,13 @@ def simulate(
 # --------------------------------------------------------------------------- prices
 
 
-_PRICE_MAP_FILE = "model_prices_and_context_window_backup.json"
-"""litellm's own cost map, shipped inside its package: the map litellm itself reads offline
-(``LITELLM_LOCAL_MODEL_COST_MAP=True``, which :func:`memorylab.llm.import_litellm` sets)."""
-
-
-@functools.cache
-def _price_map() -> Mapping[str, Any]:
-    """litellm's bundled cost map, read without importing litellm (importing it takes seconds;
-    a report prices one column). Empty when litellm or its file is missing."""
-    import importlib.util
-    import json
-    from pathlib import Path
-
-    spec = importlib.util.find_spec("litellm")  # locates the package; does not import it
-    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
-        try:
-            loaded = json.loads((Path(folder) / _PRICE_MAP_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(loaded, dict):
-            return loaded
-    return {}
-
-
 def _listed_prices(model: str) -> tuple[float, float] | None:
     """The per-token prices the map lists for ``model`` itself, or for its name without a
     ``provider/`` prefix when that entry is the provider's; ``None`` when the map does not
     settle it alone (a missing or tiered entry), and litellm must be asked."""
-    table = _price_map()
+    from memorylab.llm import bundled_model_map
+
+    table = bundled_model_map()
     entry = table.get(model)
     provider, _, bare = model.partition("/")
     if entry is None and bare:

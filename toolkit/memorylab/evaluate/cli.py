@@ -32,9 +32,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
-import importlib.util
-import io
 import json
 import math
 import os
@@ -53,6 +50,7 @@ from memorylab.errors import (
     MemorylabError,
     StoreError,
 )
+from memorylab.llm import bundled_model_map, bundled_providers
 
 __all__ = ["add_compare_arguments", "load_cases", "main", "run_compare"]
 
@@ -222,38 +220,6 @@ def _image_formats() -> list[str]:
     return sorted(FigureCanvasBase.get_supported_filetypes())
 
 
-def _save_figure(figure: Any, path: Path, *, dpi: int, **options: Any) -> None:
-    """Save a matplotlib figure as a private file (0o600, atomic), its format from the suffix."""
-    from memorylab.memory._fsutil import write_private_file
-
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format=path.suffix.lower().lstrip("."), dpi=dpi, **options)
-    write_private_file(path, buffer.getvalue())
-
-
-@functools.cache
-def _litellm_names() -> tuple[frozenset[str], frozenset[str]]:
-    """The model names of litellm's bundled model map and its provider prefixes, read from
-    litellm's JSON files without importing litellm (seconds of import for a name check);
-    empty when litellm is not installed."""
-    spec = importlib.util.find_spec("litellm")
-    if spec is None or not spec.submodule_search_locations:
-        return frozenset(), frozenset()
-    root = Path(next(iter(spec.submodule_search_locations)))
-    models: set[str] = set()
-    providers: set[str] = set()
-    with contextlib.suppress(OSError, ValueError):
-        prices = json.loads((root / "model_prices_and_context_window_backup.json").read_bytes())
-        for name, info in prices.items():
-            models.add(name)
-            if isinstance(info, dict) and isinstance(info.get("litellm_provider"), str):
-                providers.add(info["litellm_provider"])
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        endpoints = json.loads((root / "provider_endpoints_support_backup.json").read_bytes())
-        providers.update(str(name) for name in endpoints.get("providers", {}))
-    return frozenset(models), frozenset(providers)
-
-
 def _check_model_name(name: str, flag: str, *, summarizers: bool = False) -> str:
     """``name`` if litellm knows it (its model map, or ``provider/model`` of a provider it
     supports, e.g. ``openai/my-model`` behind ``--api-base``) or, with ``summarizers``, it is a
@@ -263,7 +229,7 @@ def _check_model_name(name: str, flag: str, *, summarizers: bool = False) -> str
     registered = [*summarizer_names(), "memorylab/existing"] if summarizers else []
     if name in registered:
         return name
-    models, providers = _litellm_names()
+    models, providers = bundled_model_map(), bundled_providers()
     provider = name.split("/", 1)[0] if "/" in name else ""
     if not models or name in models or (provider in providers and name != provider + "/"):
         return name
@@ -394,6 +360,7 @@ def _plots(df: Any, path: Path) -> None:
 
     from matplotlib.figure import Figure
 
+    from memorylab.analysis.plots import save_plot
     from memorylab.evaluate.plots import plot_cost_quality, plot_latency, plot_quality
 
     figure = Figure(figsize=(18, 5), layout="constrained")
@@ -405,7 +372,7 @@ def _plots(df: Any, path: Path) -> None:
             plot_cost_quality(df, ax=axes[1])
     if "latency" in scorers:
         plot_latency(df, ax=axes[2])
-    _save_figure(figure, path, dpi=110)
+    save_plot(figure, path, dpi=110)
 
 
 TERMINAL_WIDTH = 100

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from memorylab.analysis.runs import RunSettings
     from memorylab.evaluate.cases import Case
 
-__all__ = ["ALL", "MESSAGE_COLUMNS", "PAGE_SIZES", "MemoryExplorer"]
+__all__ = ["ALL", "MESSAGE_COLUMNS", "MemoryExplorer", "PAGE_SIZES"]
 
 ALL = "(all)"
 """The filter value that keeps everything."""
