@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -49,7 +50,8 @@ def test_the_warning_points_at_the_callers_line(own_workspace: Built) -> None:
 def test_every_column_shared_by_the_frames_has_one_dtype(tmp_path: Path) -> None:
     """memory_df, compactions_df, load_export and the problems: a column name means one dtype
     (categories for labels, nullable Int64 for counts), whatever the frame."""
-    workspace = bundled_workspace()
+    workspace = tmp_path / "workspace"  # a copy: exporting takes the agent's lock, a file
+    shutil.copytree(bundled_workspace(), workspace)  # that must not land in the package data
     exported = export_agent("BugHunter", workspace, path=tmp_path / "bug.json")
     read = memory_df(workspace, tokens="gpt-4o", strict=False)
     frames = {
