@@ -38,3 +38,23 @@ def isolated_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     cwd.mkdir()
     monkeypatch.chdir(cwd)
     return workspace
+
+
+_BUNDLED_DATA = Path(__file__).parent.parent / "data"
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail a run that wrote into the bundled data (a lock or temp file there would ship in the
+    package data, and a read-only install could not create it)."""
+    strays = sorted(
+        p.relative_to(_BUNDLED_DATA)
+        for p in _BUNDLED_DATA.rglob(".*")
+        if p.is_file() and (p.name.endswith(".lock") or ".tmp-" in p.name)
+    )
+    if strays:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        names = ", ".join(str(p) for p in strays[:5])
+        session.config.get_terminal_writer().line(
+            f"FAILED: the tests wrote into the bundled data: {names} (copy it to tmp_path first)",
+            red=True,
+        )
