@@ -31,13 +31,13 @@ import importlib
 import itertools
 import math
 import os
-import warnings
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 
+from memorylab._names import FormerPair
 from memorylab.analysis._sources import (
     AgentFiles,
     Note,
@@ -195,7 +195,7 @@ def build_frame(declared: Sequence[tuple[str, str]], data: Mapping[str, Any]) ->
 
 
 @dataclass(frozen=True, slots=True)
-class ReadResult:
+class ReadResult(FormerPair):
     """What :func:`memory_df` read with ``strict=False``: ``frame``, the rows it could read
     (:data:`MEMORY_COLUMNS`), and ``problems`` (:data:`PROBLEM_COLUMNS`: ``file, line, kind,
     message``), one row per problem found or file skipped.
@@ -207,20 +207,7 @@ class ReadResult:
     frame: pd.DataFrame
     problems: pd.DataFrame
 
-    def _as_tuple(self) -> tuple[pd.DataFrame, pd.DataFrame]:
-        warnings.warn(
-            "memory_df(..., strict=False) returns a ReadResult: use result.frame and "
-            "result.problems instead of unpacking or indexing it as (frame, problems)",
-            DeprecationWarning,
-            stacklevel=3,  # the caller's line that unpacks or indexes
-        )
-        return self.frame, self.problems
-
-    def __iter__(self) -> Iterator[pd.DataFrame]:
-        return iter(self._as_tuple())
-
-    def __getitem__(self, index: int) -> pd.DataFrame:
-        return self._as_tuple()[index]
+    _former: ClassVar[tuple[str, str, str]] = ("memory_df(..., strict=False)", "frame", "problems")
 
 
 @overload

@@ -30,13 +30,13 @@ from __future__ import annotations
 import asyncio
 import math
 import os
-import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 
+from memorylab._names import FormerPair
 from memorylab.compress.base import Summarizer
 from memorylab.compress.baselines import BOUNDS
 from memorylab.compress.summarizers import get_summarizer, summarizer_names
@@ -253,7 +253,7 @@ def _frame(rows: list[dict[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
 
 
 @dataclass(frozen=True, slots=True)
-class ComparisonResult:
+class ComparisonResult(FormerPair):
     """What :func:`compare_summarizers` returns with ``with_summaries=True``: ``scores``, the
     long-form frame it returns otherwise, and ``summaries``, one row per (case, summarizer):
     the summary's text, model, tokens, cost, latency, whether it came whole from the cache, and
@@ -266,21 +266,11 @@ class ComparisonResult:
     scores: pd.DataFrame
     summaries: pd.DataFrame
 
-    def _as_tuple(self) -> tuple[pd.DataFrame, pd.DataFrame]:
-        warnings.warn(
-            "compare_summarizers(..., with_summaries=True) returns a ComparisonResult: use "
-            "result.scores and result.summaries instead of unpacking or indexing it as "
-            "(scores, summaries)",
-            DeprecationWarning,
-            stacklevel=3,  # the caller's line that unpacks or indexes
-        )
-        return self.scores, self.summaries
-
-    def __iter__(self) -> Iterator[pd.DataFrame]:
-        return iter(self._as_tuple())
-
-    def __getitem__(self, index: int) -> pd.DataFrame:
-        return self._as_tuple()[index]
+    _former: ClassVar[tuple[str, str, str]] = (
+        "compare_summarizers(..., with_summaries=True)",
+        "scores",
+        "summaries",
+    )
 
 
 @overload

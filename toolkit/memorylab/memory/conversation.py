@@ -799,13 +799,7 @@ class Conversation:
 
     def _position(self, index: object, method: str) -> int:
         """``index`` as a position in the history (``"3"`` too, as the reference takes it)."""
-        try:
-            position = int(index) if isinstance(index, str) else _as_int(index)
-        except (TypeError, ValueError):
-            raise InvalidSetting(
-                f"{method}(index={index!r}): the index must be an int, a position in "
-                "conversation_history"
-            ) from None
+        position = _as_index(index, method)
         size = len(self.conversation_history)
         if not -size <= position < size:
             raise IndexError(
@@ -933,13 +927,7 @@ class Conversation:
     def query(self, index: int | str) -> dict[str, Any] | None:
         """The entry at ``index`` (0 to ``len - 1``), or ``None`` outside that range (as the
         reference answers)."""
-        try:
-            position = int(index) if isinstance(index, str) else _as_int(index)
-        except (TypeError, ValueError):
-            raise InvalidSetting(
-                f"query(index={index!r}): the index must be an int, a position in "
-                "conversation_history"
-            ) from None
+        position = _as_index(index, "query")
         history = self.conversation_history
         return history[position] if 0 <= position < len(history) else None
 
@@ -1144,10 +1132,19 @@ class Conversation:
         return f"Conversation(name={self.name!r}, messages={len(self)}, path={str(where)!r})"
 
 
-def _as_int(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(value)
-    return value
+def _as_index(index: object, method: str) -> int:
+    """``index`` as an int (``"3"`` too, as the reference takes it), or the error that says so."""
+    try:
+        if isinstance(index, str):
+            return int(index)
+        if isinstance(index, int) and not isinstance(index, bool):
+            return index
+    except ValueError:
+        pass
+    raise InvalidSetting(
+        f"{method}(index={index!r}): the index must be an int, a position in "
+        "conversation_history"
+    )
 
 
 def _export_method(method: str | None, save_filepath: str | os.PathLike[str] | None) -> str:
