@@ -212,6 +212,7 @@ _CHILD = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_end_to_end_across_two_processes(isolated_workspace: Path) -> None:
     def behave(request: FakeRequest) -> str:
         text = json.dumps(request.body["messages"])
