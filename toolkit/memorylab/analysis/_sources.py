@@ -16,13 +16,17 @@ merged. An agent's segments are its archives, oldest first, then the live MEMORY
 4. A file that the next one starts with (the same header, then all of its messages: the same
    file archived twice, or the reference's leftover when it crashed between archiving and
    re-seeding) is read once, from the later file.
+5. An archive an edit made (``Conversation.update``, ``delete``, ``clear``: ``compactions.jsonl``
+   records it with kind ``"edit"``) is the file as it was before the edit. It stays on the
+   lineage, but its messages are not read: the edited file holds them, changed or removed on
+   purpose (the archive keeps the old text for recovery, not for the timeline).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -71,7 +75,8 @@ class AgentFiles:
 
 @dataclass(frozen=True, eq=False)
 class Segment:
-    """One parsed file of an agent: ``kind`` is ``"archive"`` or ``"memory"``."""
+    """One parsed file of an agent: ``kind`` is ``"archive"``, ``"edit"`` (an archive an edit
+    made, rule 5) or ``"memory"``."""
 
     path: Path
     kind: str
@@ -219,13 +224,28 @@ def _is_bundled_sample(root: Path) -> bool:
     return root.resolve().is_relative_to(data)
 
 
+def edit_archives(records: Iterable[Mapping[str, object]]) -> set[str]:
+    """The archive names that ``compactions.jsonl``'s records say an edit made (rule 5)."""
+    return {
+        str(record["archive"])
+        for record in records
+        if isinstance(record, Mapping) and record.get("kind") == "edit" and record.get("archive")
+    }
+
+
 def files_of(files: AgentFiles, notes: list[Note]) -> list[tuple[Path, str]]:
     """``(path, kind)`` of the agent's files to read: its archives but the uncommitted one of an
-    interrupted compaction (rule 1), then the live file."""
+    interrupted compaction (rule 1), those an edit made as ``"edit"`` (rule 5), then the live
+    file."""
     pending = None
-    if MemoryPaths(files.memory_md).intent.exists():
+    paths = MemoryPaths(files.memory_md)
+    if paths.intent.exists():
         with contextlib.suppress(OSError):
             pending = MemoryStore(files.memory_md).pending_archive()  # reads, never writes
+    edits: set[str] = set()
+    if files.archives and paths.compactions.is_file():
+        with contextlib.suppress(OSError):
+            edits = edit_archives(MemoryStore(files.memory_md).records())
     found = []
     for path in files.archives:
         if path.name == pending:
@@ -239,7 +259,7 @@ def files_of(files: AgentFiles, notes: list[Note]) -> list[tuple[Path, str]]:
                 )
             )
         else:
-            found.append((path, "archive"))
+            found.append((path, "edit" if path.name in edits else "archive"))
     if files.memory is not None:
         found.append((files.memory, "memory"))
     return found
@@ -269,7 +289,7 @@ def timeline(
     """One agent's parsed files in timeline order (rules 2-4), noting each file's problems,
     what was left out and what looks missing (``whole_folder``: the source named the folder,
     so an archive the lineage names should be there)."""
-    by_name = {s.path.name: s for s in segments if s.kind == "archive"}
+    by_name = {s.path.name: s for s in segments if s.kind in ("archive", "edit")}
     memory = next((s for s in segments if s.kind == "memory"), None)
     live = memory.document.continues if memory is not None else None
     if memory is not None and live is not None and live not in by_name and whole_folder:
@@ -296,6 +316,17 @@ def timeline(
     rest = [by_name[name] for name in sorted(by_name.keys() - seen, key=_name_key)]
     kept: list[Segment] = []
     for segment in [*rest, *reversed(chain), *([memory] if memory is not None else [])]:
+        if segment.kind == "edit":
+            notes.append(
+                Note(
+                    str(segment.path),
+                    0,
+                    "edit",
+                    "the file as it was before an edit (update, delete or clear); its messages "
+                    "are read from the edited file, not twice",
+                )
+            )
+            continue
         if kept and _starts(kept[-1].document, segment.document):
             dropped = kept.pop()
             same = len(dropped.document.messages) == len(segment.document.messages)

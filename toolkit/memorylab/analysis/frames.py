@@ -31,7 +31,7 @@ import importlib
 import itertools
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from pathlib import Path
@@ -277,19 +277,23 @@ def documents_df(
     *,
     tokens: str | None = None,
     naive_tz: tzinfo | None = None,
+    edits: Collection[str] = (),
 ) -> pd.DataFrame:
     """:func:`memory_df`'s frame of memory files parsed already (an export read back).
 
     ``documents``: ``(path, document)`` pairs, in any order; each path says where the file is
     (or was), as :func:`memory_df` would have found it: ``<workspace>/agents/<agent>/MEMORY.md``
-    or ``…/archive/history_<time>.md``. Each agent's files are put in timeline order and
-    duplicates dropped by the same rules, so the frame is the one :func:`memory_df` gives for
-    the same files.
+    or ``…/archive/history_<time>.md``. ``edits``: the archive names an edit made (the export's
+    records say which, :func:`~memorylab.analysis._sources.edit_archives`). Each agent's files
+    are put in timeline order and duplicates dropped by the same rules, so the frame is the one
+    :func:`memory_df` gives for the same files.
     """
     agents: dict[Path, tuple[AgentFiles, list[Segment]]] = {}
     for name, document in documents:
         path = Path(name).expanduser()
         workspace, folder, kind = locate(path)
+        if kind == "archive" and path.name in edits:
+            kind = "edit"
         agents.setdefault(folder, (AgentFiles(workspace, folder), []))[1].append(
             Segment(path, kind, document)
         )

@@ -239,6 +239,7 @@ def load_export(
     read from the file, not its name. Parquet needs pyarrow (``pip install "memorylab[data]"``).
     Logs a warning if group or others can read the file (see :func:`warn_permissions`).
     """
+    from memorylab.analysis._sources import edit_archives
     from memorylab.analysis.frames import documents_df
 
     source = Path(path).expanduser()
@@ -254,7 +255,9 @@ def load_export(
         raise StoreError(
             f"{source}: a segment of the export is not readable ({exc}); export the agent again"
         ) from None
-    return documents_df(documents, tokens=tokens, naive_tz=naive_tz)
+    records = doc.get("records")
+    edits = edit_archives(records if isinstance(records, list) else [])
+    return documents_df(documents, tokens=tokens, naive_tz=naive_tz, edits=edits)
 
 
 def _default_export_path(agent_name: str, format: str) -> Path:
