@@ -197,10 +197,12 @@ def test_count_history_tokens_is_never_capped_at_the_window() -> None:
 
 
 def test_save_files_are_private_and_redacted(tmp_path: Path) -> None:
-    target = tmp_path / "saves" / "conv.json"
+    target = tmp_path / "saves" / "2026" / "conv.json"
     conv = Conversation(save_filepath=target, autosave=True)
     conv.add("User", f"my key is {KEY}")
     assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    for folder in (target.parent, target.parent.parent):  # every folder made, not only the last
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
     saved = target.read_text(encoding="utf-8")
     assert KEY not in saved and "[REDACTED:openai_key]" in saved
     assert conv.conversation_history[-1]["content"] == f"my key is {KEY}"  # memory keeps it

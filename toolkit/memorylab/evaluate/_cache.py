@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 
 from memorylab import llm
 from memorylab.errors import BudgetExceeded, InvalidSetting, ModelError
-from memorylab.memory._fsutil import DIR_MODE, write_private_file
+from memorylab.memory._fsutil import write_private_file
 from memorylab.memory.format import content_to_text
 
 _T = TypeVar("_T")
@@ -93,9 +93,8 @@ class LLMCache:
         return data if isinstance(data, dict) and data.get("key") == key else None
 
     def put(self, key: str, entry: Mapping[str, Any]) -> None:
-        target = self.path(key)
-        _private_folders(target.parent)
-        write_private_file(target, _canonical({**entry, "key": key}).encode("utf-8"))
+        data = _canonical({**entry, "key": key}).encode("utf-8")
+        write_private_file(self.path(key), data)  # missing folders are made 0o700 too
 
     def entries(self) -> Iterator[Path]:
         """The entry files, in no particular order (none when the folder does not exist)."""
@@ -146,21 +145,6 @@ QUOTE_WORDS = 6
 
 _QUOTE_MIN_CHARS = 12
 """A quote this short ("ok thanks") says nothing about whose text it is: not matched."""
-
-
-def _private_folders(folder: Path) -> None:
-    """Create ``folder`` and each missing parent 0o700 (``mkdir(parents=True)`` gives the
-    parents the default mode, 0o755 under the usual umask: readable by everyone)."""
-    missing = []
-    current = folder
-    while not current.is_dir():
-        missing.append(current)
-        if current.parent == current:
-            break
-        current = current.parent
-    for path in reversed(missing):
-        with contextlib.suppress(FileExistsError):
-            path.mkdir(mode=DIR_MODE)
 
 
 def _read_entry(path: Path) -> dict[str, Any] | None:

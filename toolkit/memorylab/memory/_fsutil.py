@@ -85,16 +85,30 @@ def atomic_replace(target: Path, data: bytes) -> None:
     fsync_dir(target.parent)
 
 
+def make_private_folders(folder: Path) -> None:
+    """Create ``folder`` and each missing parent 0o700 (``mkdir(parents=True)`` gives the
+    parents the default mode, 0o755 under the usual umask: readable by everyone)."""
+    missing = []
+    current = folder
+    while not current.is_dir():
+        missing.append(current)
+        if current.parent == current:
+            break
+        current = current.parent
+    for path in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            path.mkdir(mode=DIR_MODE)
+
+
 def write_private_file(target: Path, data: bytes, *, overwrite: bool = True) -> None:
-    """Write ``data`` to ``target`` as a private file (0o600; a missing folder is made 0o700):
+    """Write ``data`` to ``target`` as a private file (0o600; missing folders are made 0o700):
     a temp file beside it, fsync, then a rename, so a reader never sees half a file. With
     ``overwrite=False`` an existing ``target`` is refused (the temp file is linked into place,
     which fails rather than replaces). Failures are a :class:`StoreError` naming the path."""
     target = Path(target)
     tmp = temp_name(target)
     try:
-        if not target.parent.is_dir():
-            target.parent.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+        make_private_folders(target.parent)
         write_new_file(tmp, data)
         if overwrite:
             os.replace(tmp, target)
