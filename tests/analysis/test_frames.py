@@ -16,7 +16,7 @@ import pytest
 from analysis_support import START, Built, Clock, block, build_own, reference_file
 
 from memorylab import Conversation, read_memory
-from memorylab.analysis import compactions_df, memory_df
+from memorylab.analysis import compactions_df, documents_df, memory_df
 from memorylab.analysis.frames import (
     COMPACTION_COLUMNS,
     DTYPES,
@@ -320,6 +320,34 @@ def test_archive_that_is_a_prefix_of_the_next_file(tmp_path: Path) -> None:
     assert df["content"].tolist() == ["m0", "m1", "m2", "m3"]
     assert problems["kind"].tolist() == ["duplicate"]
     assert "starts with all of it" in problems["message"].iloc[0]
+
+
+def test_messages_copied_into_another_file_are_read_once(tmp_path: Path) -> None:
+    """Rule 6: a writer without memorylab's lock (the reference's compact()) archived a file
+    that was archived at the same moment, then carried on: two files that are not next to each
+    other hold some of the same messages. Each is read once, from the earlier file, and the
+    later file's own messages keep their positions."""
+    folder = tmp_path / "agents" / "a"
+    (folder / "archive").mkdir(parents=True)
+    blocks = [("Human", f"2026-04-20T09:00:0{i}", f"m{i}") for i in range(6)]
+    (folder / "archive" / "history_2026-04-20_09-00-03.md").write_text(
+        reference_file("c", "2026-04-20T09:00:00", blocks[:4])
+    )
+    (folder / "archive" / "history_2026-04-20_09-00-05.md").write_text(
+        reference_file("c2", "2026-04-20T09:00:03", blocks[2:5])
+    )
+    (folder / "MEMORY.md").write_text(reference_file("c3", "2026-04-20T09:00:05", blocks[5:]))
+    read = memory_df(tmp_path, strict=False)
+    df, problems = read.frame, read.problems
+    assert df["content"].tolist() == ["m0", "m1", "m2", "m3", "m4", "m5"]
+    assert df["timeline"].tolist() == list(range(6))
+    assert df["segment"].tolist() == [0, 0, 0, 0, 1, 2]
+    assert df["position"].tolist() == [0, 1, 2, 3, 2, 0]
+    assert problems["kind"].tolist() == ["duplicate"]
+    assert Path(problems["file"].iloc[0]).name == "history_2026-04-20_09-00-05.md"
+    assert "2 of its 3 messages" in problems["message"].iloc[0]
+    documents = [(p, read_memory(p)) for p in sorted(folder.rglob("*.md"))]
+    assert documents_df(documents).equals(memory_df(tmp_path))
 
 
 def test_unknown_files_in_archive_are_noted(reference_workspace: Built) -> None:

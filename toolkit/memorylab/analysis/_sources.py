@@ -20,6 +20,11 @@ merged. An agent's segments are its archives, oldest first, then the live MEMORY
    records it with kind ``"edit"``) is the file as it was before the edit. It stays on the
    lineage, but its messages are not read: the edited file holds them, changed or removed on
    purpose (the archive keeps the old text for recovery, not for the timeline).
+6. A message that an earlier file of the timeline holds already (the same role, timestamp and
+   content) is read once, from the earlier file. Such copies are made by a writer without
+   memorylab's lock: the reference framework's ``compact()`` archiving the file that memorylab
+   archived at the same moment, or its archive of a file into which memorylab had carried
+   blocks. A file keeps its own order; only the repeated messages are left out.
 """
 
 from __future__ import annotations
@@ -27,21 +32,23 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+from operator import attrgetter
 from pathlib import Path
 
 from memorylab.errors import PrerequisiteError, StoreError
 from memorylab.memory import format as fmt
 from memorylab.memory.paths import MemoryPaths
 from memorylab.memory.permissions import warn_permissions
-from memorylab.memory.records import MemoryDocument
+from memorylab.memory.records import MemoryDocument, Message
 from memorylab.memory.store import MemoryStore
 
 SourceLike = str | os.PathLike[str]
 Source = SourceLike | Sequence[SourceLike]
 
 MEMORY_FILE = "MEMORY.md"
+_timestamp = attrgetter("timestamp")
 
 
 @dataclass
@@ -82,6 +89,21 @@ class Segment:
     kind: str
     document: MemoryDocument
     problems: Sequence[fmt.FormatProblem] = ()
+    repeated: frozenset[int] = frozenset()
+    """Positions of the messages an earlier file of the timeline holds already (rule 6)."""
+
+    def positions(self) -> Sequence[int]:
+        """The positions in the file of the messages read: all but the ``repeated``."""
+        count = len(self.document.messages)
+        if not self.repeated:
+            return range(count)
+        return [p for p in range(count) if p not in self.repeated]
+
+    def messages(self) -> Sequence[Message]:
+        """The messages read from the file, in its order: all but the ``repeated``."""
+        if not self.repeated:
+            return self.document.messages
+        return [m for p, m in enumerate(self.document.messages) if p not in self.repeated]
 
 
 def locate(path: Path) -> tuple[Path, Path, str]:
@@ -346,6 +368,7 @@ def timeline(
             )
         notes += [Note(str(segment.path), p.line, p.kind, p.message) for p in segment.problems]
         kept.append(segment)
+    kept = _without_repeats(kept, notes)
     if kept and kept[0].document.messages and kept[0].document.messages[0].is_summary:
         notes.append(
             Note(
@@ -358,3 +381,35 @@ def timeline(
             )
         )
     return kept
+
+
+def _without_repeats(segments: list[Segment], notes: list[Note]) -> list[Segment]:
+    """Rule 6: each message once, from the first file in timeline order that holds it."""
+    stamps: set[datetime] = set()  # of the earlier files' messages: a quick first test
+    earlier: list[Message] = []
+    seen: set[Message] | None = None  # made when a file first shares a timestamp with them
+    result = []
+    for segment in segments:
+        messages = segment.document.messages
+        if seen is None and not stamps.isdisjoint(map(_timestamp, messages)):
+            seen = set(earlier)  # a timestamp in common: compare whole messages from here on
+        if seen is None:
+            stamps.update(map(_timestamp, messages))
+            earlier += messages
+        else:
+            repeated = frozenset(p for p, m in enumerate(messages) if m in seen)
+            seen.update(messages)
+            if repeated:
+                notes.append(
+                    Note(
+                        str(segment.path),
+                        0,
+                        "duplicate",
+                        f"{len(repeated)} of its {len(messages)} messages are in an earlier "
+                        "file too (copies made by a writer without memorylab's lock, such as "
+                        "the reference framework compacting at the same moment); read once",
+                    )
+                )
+                segment = replace(segment, repeated=repeated)
+        result.append(segment)
+    return result

@@ -330,17 +330,19 @@ def _messages_frame(
     messages: list[Message] = []
     for files, segments in agents:
         labels = (str(files.workspace), files.agent)
-        data["timeline"] += range(sum(len(s.document.messages) for s in segments))
+        start = len(messages)
         for index, segment in enumerate(segments):
-            count = len(segment.document.messages)
+            positions = segment.positions()  # rule 6 leaves out repeated messages
+            count = len(positions)
             for name, label in zip(
                 ("workspace", "agent", "file", "kind", "segment"),
                 (*labels, str(segment.path), segment.kind, index),
                 strict=True,
             ):
                 data[name] += [label] * count
-            data["position"] += range(count)
-            messages += segment.document.messages
+            data["position"] += positions
+            messages += segment.messages()
+        data["timeline"] += range(len(messages) - start)
     data["role"] = [m.role for m in messages]
     data["content"] = contents = [m.content for m in messages]
     data["timestamp"], data["naive_timestamp"] = _utc([m.timestamp for m in messages], naive_tz)
@@ -506,12 +508,13 @@ def _inferred(
     rows: list[dict[str, Any]] = []
     start = 0
     for segment, after in itertools.pairwise(segments):
-        count = len(segment.document.messages)
+        count = len(segment.positions())
         following = start + count  # the first row of the next file
+        after_messages = after.messages()
         row: dict[str, Any] = {
             "workspace": str(files.workspace),
             "agent": files.agent,
-            "time": frame["timestamp"].iloc[following] if after.document.messages else None,
+            "time": frame["timestamp"].iloc[following] if after_messages else None,
             "archive": segment.path.name,
             "messages_archived": count,
             "latency_s": math.nan,
@@ -522,7 +525,7 @@ def _inferred(
         if counted is not None:
             here = counted.tokens[start:following]
             row["tokens_before"] = int(here.sum()) + max(count - 1, 0) * counted.separator
-            if after.document.messages and after.document.messages[0].is_summary:
+            if after_messages and after_messages[0].is_summary:
                 row["summary_tokens"] = row["tokens_after"] = int(counted.tokens[following])
         if segment.kind == "archive":
             rows.append(row)
