@@ -7,7 +7,8 @@ re-create), at most once a second (its archive names have one-second resolution 
 overwrites them). memorylab appends ``ml-<n>`` and compacts every ``every`` messages. When the
 reference is done, memorylab appends once more (``ml-final``): that append is where it notices a
 replaced file and carries over what the replacer dropped. Then every MEMORY.md and archive is
-read strictly and every message of both is counted.
+read strictly and every message of both is counted, in the files and in the timeline the
+loaders read.
 
 Used by ``tests/memory/test_mixed_writers.py`` and ``tests/benchmarks/bench_reliability.py``.
 """
@@ -76,12 +77,18 @@ _MEMORYLAB = textwrap.dedent(
 
 @dataclass(frozen=True)
 class Outcome:
+    """``*_lost``: messages in no file at all. ``*_duplicated``: messages read more than once
+    by the loaders (``memory_df``, which reads a copy once: rule 6 of analysis/_sources).
+    ``copies``: messages stored in more than one file (the reference's ``compact()`` archiving
+    the file memorylab archived at the same moment makes such copies; printed, not a fault)."""
+
     memorylab_lost: int
     memorylab_duplicated: int
     reference_lost: int
     reference_duplicated: int
     unparseable: int
     files: int
+    copies: int = 0
 
 
 def swarms_python() -> str | None:
@@ -132,12 +139,14 @@ def run(root: Path, *, count: int = 400, every: int = 20, reference_every: int =
 
 
 def count_messages(memory_md: Path, count: int) -> Outcome:
-    """Read MEMORY.md and every archive strictly; count both writers' messages."""
+    """Read MEMORY.md and every archive strictly, and the agent's timeline as the loaders
+    read it; count both writers' messages."""
     from memorylab import read_memory
+    from memorylab.analysis import memory_df
     from memorylab.errors import MemoryFormatError
 
     files = [memory_md, *sorted((memory_md.parent / "archive").glob("*.md"))]
-    seen: Counter[str] = Counter()
+    stored: Counter[str] = Counter()
     unparseable = 0
     for path in files:
         try:
@@ -145,14 +154,16 @@ def count_messages(memory_md: Path, count: int) -> Outcome:
         except MemoryFormatError:
             unparseable += 1
             doc, _ = read_memory(path, strict=False)
-        seen.update(m.content for m in doc.messages)
+        stored.update(m.content for m in doc.messages)
+    read = Counter(memory_df(memory_md.parent, strict=False).frame["content"])
     ours = [f"ml-{n}" for n in range(count)] + ["ml-final"]
     theirs = [f"ref-{n}" for n in range(count)]
     return Outcome(
-        memorylab_lost=sum(1 for m in ours if not seen[m]),
-        memorylab_duplicated=sum(1 for m in ours if seen[m] > 1),
-        reference_lost=sum(1 for m in theirs if not seen[m]),
-        reference_duplicated=sum(1 for m in theirs if seen[m] > 1),
+        memorylab_lost=sum(1 for m in ours if not stored[m]),
+        memorylab_duplicated=sum(1 for m in ours if read[m] > 1),
+        reference_lost=sum(1 for m in theirs if not stored[m]),
+        reference_duplicated=sum(1 for m in theirs if read[m] > 1),
         unparseable=unparseable,
         files=len(files),
+        copies=sum(1 for m in ours + theirs if stored[m] > 1),
     )

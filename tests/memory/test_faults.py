@@ -95,15 +95,15 @@ def test_appends_of_a_lockless_writer_during_a_compaction_are_kept(
     path = conv.memory_md_path
     assert path is not None
     foreign = "### Human — 2026-01-01T00:00:00\n\nwritten during the compaction\n\n---\n\n"
-    replace = store_module.atomic_replace
+    replace = store_module.replace_and_open
 
-    def late_append(target: Path, data: bytes) -> None:
+    def late_append(target: Path, data: bytes) -> int:
         if target == path:  # between memorylab's last read and its rename
             with open(path, "a", encoding="utf-8") as handle:
                 handle.write(foreign)
-        replace(target, data)
+        return replace(target, data)
 
-    monkeypatch.setattr(store_module, "atomic_replace", late_append)
+    monkeypatch.setattr(store_module, "replace_and_open", late_append)
     conv.compact("the summary")
     assert _contents(path)[1:] == ["written during the compaction"]
 

@@ -1,14 +1,22 @@
 """memorylab and the real reference framework writing one agent's memory at the same time (see
-``mixed_writers.py``): memorylab loses none of its messages, ever; how many of the reference's
-own appends survive memorylab's compactions is printed (its target is 0 lost as well)."""
+``mixed_writers.py``): memorylab loses none of its messages, ever, and the loaders read every
+message once; how many of the reference's own appends survive memorylab's compactions is
+printed (its target is 0 lost as well)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import textwrap
+import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from mixed_writers import run, swarms_python
+from memorylab import Conversation, read_memory
+from memorylab.analysis import memory_df
+from mixed_writers import AGENT, run, swarms_python
 
 pytestmark = [
     pytest.mark.slow,
@@ -27,3 +35,79 @@ def test_both_writers_at_once(tmp_path: Path, reference_compacts: bool) -> None:
     assert outcome.memorylab_lost == 0 and outcome.memorylab_duplicated == 0
     assert outcome.unparseable == 0
     assert outcome.reference_duplicated == 0
+
+
+# The reference's compact() with a pause between its archive (it has read MEMORY.md) and its
+# removal of MEMORY.md: the window in which memorylab compacted in the failing CI run.
+_PAUSED_REFERENCE = textwrap.dedent(
+    """
+    import os, sys, time
+    from swarms.structs.conversation import Conversation
+    memory_md, archived, go = sys.argv[1:4]
+    archive = Conversation._archive_memory_md
+
+    def archive_then_wait(self):
+        archive(self)
+        open(archived, "w").close()
+        while not os.path.exists(go):
+            time.sleep(0.001)
+
+    Conversation._archive_memory_md = archive_then_wait
+    conv = Conversation(name="reference", time_enabled=True, memory_md_path=memory_md)
+    conv.compact(summary="reference summary")
+    print("done")
+    """
+)
+
+
+def test_reference_compacting_around_a_memorylab_compaction(tmp_path: Path) -> None:
+    """The reference reads and archives MEMORY.md; memorylab appends, compacts (its archive
+    holds what the reference archived, and more); then the reference removes memorylab's new
+    MEMORY.md and re-seeds it. memorylab's next append carries over its summary, which was
+    only in the removed file; every message is read once."""
+    python = swarms_python()
+    assert python is not None
+    workspace = tmp_path / "workspace"
+    conv = Conversation(agent_name=AGENT, workspace_dir=workspace, preload=False)
+    for n in range(5):
+        conv.add("User", f"ml-{n}")
+    memory_md = conv.memory_md_path
+    assert memory_md is not None
+    archived, go = tmp_path / "archived", tmp_path / "go"
+    env = {**os.environ, "SWARMS_TELEMETRY_ON": "false", "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+           "LITELLM_OFFLINE_MODE": "true", "HF_HUB_OFFLINE": "1"}  # fmt: skip
+    reference = subprocess.Popen(
+        [python, "-c", _PAUSED_REFERENCE, str(memory_md), str(archived), str(go)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not archived.exists():
+            assert reference.poll() is None, reference.communicate()[1][-3000:]
+            assert time.monotonic() < deadline, "the reference did not archive in 120 s"
+            time.sleep(0.01)
+        conv.add("User", "ml-5")  # after the reference read the file: only in memorylab's archive
+        conv.compact("memorylab summary")
+        go.touch()
+        _, err = reference.communicate(timeout=120)
+        assert reference.returncode == 0, err[-3000:]
+    finally:
+        if reference.poll() is None:
+            reference.kill()
+            reference.wait()
+    conv.add("User", "ml-6")
+
+    live = [m.content for m in read_memory(memory_md).messages]
+    assert live[0] == "reference summary"
+    assert live[1:] == ["[Compressed Memory Summary] memorylab summary", "ml-6"]
+    stored: Counter[str] = Counter(live)
+    for archive in (memory_md.parent / "archive").glob("*.md"):
+        stored.update(m.content for m in read_memory(archive).messages)
+    assert stored["ml-0"] == 2  # both archived the file: two copies on disk
+    read = memory_df(memory_md.parent, strict=False)
+    counted = Counter(read.frame["content"])
+    expected = [f"ml-{n}" for n in range(7)]
+    expected += ["reference summary", "[Compressed Memory Summary] memorylab summary"]
+    assert {content: counted[content] for content in expected} == dict.fromkeys(expected, 1)
+    assert len(read.frame) == len(expected)
+    assert "duplicate" in set(read.problems["kind"])

@@ -74,15 +74,32 @@ def temp_name(target: Path) -> Path:
 
 def atomic_replace(target: Path, data: bytes) -> None:
     """temp file in the same folder -> fsync -> os.replace -> fsync folder."""
+    os.close(replace_and_open(target, data))
+
+
+def replace_and_open(target: Path, data: bytes) -> int:
+    """:func:`atomic_replace`, returning a descriptor of the new file (read-write, appending).
+    It is opened before the rename, so it names the file written even when another process
+    replaces ``target`` right after."""
     tmp = temp_name(target)
     try:
         write_new_file(tmp, data)
-        os.replace(tmp, target)
+        fd = open_regular(tmp, os.O_RDWR | os.O_APPEND)
+        try:
+            os.replace(tmp, target)
+        except BaseException:
+            os.close(fd)
+            raise
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-    fsync_dir(target.parent)
+    try:
+        fsync_dir(target.parent)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def make_private_folders(folder: Path) -> None:

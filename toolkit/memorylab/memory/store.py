@@ -23,7 +23,11 @@ that still writes then gets ``StoreError`` instead of re-creating forgotten memo
 Writers that do not take the lock (the reference framework) can still lose their own appends in
 one case: an append that lands in MEMORY.md between memorylab's last read of it and the rename
 that replaces it. memorylab reads the replaced file again after the rename and carries over what
-was appended meanwhile; see docs/memory-format.md for what is and is not guaranteed.
+was appended meanwhile. The new file's blocks (the summary, what was carried over) count as this
+process's appends: the descriptor appends go to is opened before the rename, so a writer that
+read the old file before the rename and removes the new one after it (the reference's
+``compact()``) is noticed at the next append, which carries them over. See
+docs/memory-format.md for what is and is not guaranteed.
 
 Compaction, under the same lock, in this order — and what a crash after each step leaves:
 
@@ -86,6 +90,7 @@ from memorylab.memory._fsutil import (
     fsync_dir,
     open_regular,
     read_bytes,
+    replace_and_open,
     safe_mkdir,
     store_error,
     temp_name,
@@ -333,9 +338,7 @@ class MemoryStore:
                 os.close(old_fd)
         return fd
 
-    def _carry_dropped(
-        self, old_fd: int, headings: list[bytes], fd: int, lock: AgentLock
-    ) -> None:
+    def _carry_dropped(self, old_fd: int, headings: list[bytes], fd: int, lock: AgentLock) -> None:
         """Append to ``fd`` the blocks this process wrote to the replaced file ``old_fd`` that
         are in neither the current MEMORY.md nor an archive (a lock-less writer compacted or
         rewrote the file after reading it, dropping them)."""
@@ -516,8 +519,8 @@ class MemoryStore:
                 f"{self.path} was replaced by another writer while it was being compacted; "
                 "nothing was changed — take a new snapshot and summarize again"
             )
-        atomic_replace(self.path, header + body + tail)  # the commit point
-        self._finish_compaction(line, current_fd, len(current))
+        new_fd = replace_and_open(self.path, header + body + tail)  # the commit point
+        self._finish_compaction(line, current_fd, len(current), new_fd, body, tail)
         return result
 
     def _undo_archive(self, name: str | None) -> None:
@@ -528,13 +531,25 @@ class MemoryStore:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.paths.intent)
 
-    def _finish_compaction(self, line: dict[str, Any], old_fd: int, read: int) -> None:
-        """After the commit point: carry over what a lock-less writer appended to the replaced
-        file since it was read, record the compaction, drop the journal. Nothing here may fail
-        the compaction (it happened): a failure is logged, and recovery records it later."""
+    def _finish_compaction(
+        self, line: dict[str, Any], old_fd: int, read: int, new_fd: int, body: bytes,
+        tail: bytes,
+    ) -> None:  # fmt: skip
+        """After the commit point: appends go to the new MEMORY.md (``new_fd``: a header,
+        ``body``, then the ``tail`` carried over); carry over what a lock-less writer appended
+        to the replaced file since it was read, record the compaction, drop the journal.
+        Nothing here may fail the compaction (it happened): a failure is logged, and recovery
+        records it later."""
         lock = self._held_lock()
-        lock.close_append()  # everything this process wrote there is archived or carried over
+        # The new file's blocks count as this process's appends: a lock-less writer that
+        # removes or replaces it next (the reference's compact(), having read the old file
+        # before the rename) drops them, and the next append carries them over.
+        ours = _block_headings(body) + [h for h in lock.appended if h + b"\n" in tail]
+        lock.close_append()  # what this process wrote there is archived or carried over
+        lock.append_fd, lock.appended = new_fd, ours
         try:
+            info = os.fstat(new_fd)
+            lock.append_id = (info.st_dev, info.st_ino)
             read = self._carry_late(old_fd, read)
             self.append_record(line)
             os.unlink(self.paths.intent)
@@ -691,6 +706,16 @@ def _write_block(fd: int, data: bytes, path: Path) -> None:
         )
 
 
+def _block_headings(blocks: bytes) -> list[bytes]:
+    """The heading line of each block of ``blocks``, rendered by memorylab (escaped content
+    cannot hold a separator line, so the separators split them exactly)."""
+    return [
+        piece[: piece.find(b"\n")]
+        for piece in blocks.split(b"\n\n---\n\n")
+        if piece.startswith(b"### ")
+    ]
+
+
 def _read_fd(fd: int, offset: int = 0) -> bytes:
     """Everything in the file ``fd`` from ``offset`` on (``pread``: the descriptor's position
     is left alone)."""
@@ -732,8 +757,13 @@ def _require_kind(path: Path, kind: str) -> None:
 
 
 def _kind_of(mode: int) -> str:
-    for test, name in ((stat.S_ISLNK, "symlink"), (stat.S_ISDIR, "folder"),
-                       (stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"), (stat.S_ISREG, "file")):
+    for test, name in (
+        (stat.S_ISLNK, "symlink"),
+        (stat.S_ISDIR, "folder"),
+        (stat.S_ISFIFO, "FIFO"),
+        (stat.S_ISSOCK, "socket"),
+        (stat.S_ISREG, "file"),
+    ):
         if test(mode):
             return name
     return "device"  # fmt: skip
