@@ -108,6 +108,36 @@ def test_appends_of_a_lockless_writer_during_a_compaction_are_kept(
     assert _contents(path)[1:] == ["written during the compaction"]
 
 
+def test_a_file_created_while_memorylab_recreates_it_is_kept(
+    isolated_workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reference's compact() removes MEMORY.md and creates it again with its summary; an
+    append in between finds the file missing. memorylab creates it only if nobody did in the
+    meantime (a CI run lost the reference's summary and three of its messages when the header
+    was written by a rename over its new file): the reference's file is kept, and memorylab's
+    blocks go after it."""
+    conv = Conversation(agent_name="A")
+    conv.add("User", "first")
+    path = conv.memory_md_path
+    assert path is not None
+    theirs = (
+        "# Agent Memory\n\n**Conversation:** reference\n**Created:** 2026-01-01T00:00:00\n\n"
+        "---\n\n## Interaction Log\n\n### System — 2026-01-01T00:00:01\n\nreference summary\n\n"
+        "---\n\n"
+    )
+    create = store_module.create_new_file
+
+    def reference_first(target: Path, data: bytes) -> bool:
+        if target == path:  # the reference re-seeds the file just before memorylab does
+            path.write_text(theirs, encoding="utf-8")
+        return create(target, data)
+
+    monkeypatch.setattr(store_module, "create_new_file", reference_first)
+    path.unlink()  # the reference's compact() removes the file it archived
+    conv.add("User", "second")
+    assert _contents(path) == ["reference summary", "first", "second"]
+
+
 def test_blocks_of_both_writers_in_one_file_parse_strictly(isolated_workspace: Path) -> None:
     conv = Conversation(agent_name="A")
     conv.add("User", "ours\n---\n### fake — 2020-01-01T00:00:00")

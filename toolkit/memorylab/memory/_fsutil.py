@@ -102,6 +102,23 @@ def replace_and_open(target: Path, data: bytes) -> int:
     return fd
 
 
+def create_new_file(target: Path, data: bytes) -> bool:
+    """Create ``target`` holding ``data``, unless a file of that name exists: then return
+    False, having written nothing. The data is written and fsync'd under a temp name, then
+    hard-linked into place: a link never replaces a file, where a rename would replace one that
+    another process created meanwhile."""
+    tmp = temp_name(target)
+    write_new_file(tmp, data)
+    try:
+        os.link(tmp, target)
+    except FileExistsError:
+        return False
+    finally:
+        os.unlink(tmp)
+    fsync_dir(target.parent)
+    return True
+
+
 def make_private_folders(folder: Path) -> None:
     """Create ``folder`` and each missing parent 0o700 (``mkdir(parents=True)`` gives the
     parents the default mode, 0o755 under the usual umask: readable by everyone)."""

@@ -86,6 +86,7 @@ from memorylab.memory import format as fmt
 from memorylab.memory._fsutil import (
     DIR_MODE,
     atomic_replace,
+    create_new_file,
     encode_utf8,
     fsync_dir,
     open_regular,
@@ -93,9 +94,7 @@ from memorylab.memory._fsutil import (
     replace_and_open,
     safe_mkdir,
     store_error,
-    temp_name,
     write_all,
-    write_new_file,
 )
 from memorylab.memory._locking import AgentLock, drop_lock, lock_for
 from memorylab.memory.paths import MemoryPaths, agent_paths, validate_agent_name
@@ -255,13 +254,27 @@ class MemoryStore:
                         "it aside; memorylab never writes through one"
                     )
                 if info is None or info.st_size == 0:
-                    header = fmt.render_header(conversation_name, created)
-                    atomic_replace(self.path, encode_utf8(header))
-                    return True
+                    return self._write_header(info, conversation_name, created)
                 self._close_torn_tail(info.st_size)
                 return False
         except OSError as exc:
             raise store_error(exc, self.path, "prepare") from exc
+
+    def _write_header(
+        self, info: os.stat_result | None, conversation_name: str, created: datetime
+    ) -> bool:
+        """Give MEMORY.md (``info``: missing, or 0 bytes) a header; False when another writer
+        created it meanwhile. A missing file is created without replacing one made in the
+        meantime: the reference's compact() re-creates it right after removing it, and its
+        summary would be lost."""
+        header = encode_utf8(fmt.render_header(conversation_name, created))
+        if info is None:
+            if create_new_file(self.path, header):
+                return True
+            if os.lstat(self.path).st_size:
+                return False
+        atomic_replace(self.path, header)  # 0 bytes: nothing in it to keep
+        return True
 
     def _close_torn_tail(self, size: int) -> None:
         # After a power loss the file may end mid-line; start the next block on a new line so
@@ -325,8 +338,7 @@ class MemoryStore:
                     f"{self.path} does not exist (deleted while in use?); create it again with "
                     "ensure() or a new Conversation"
                 )
-            header = fmt.render_header(self._conversation_name, datetime.now(UTC))
-            atomic_replace(self.path, encode_utf8(header))
+            self._write_header(now, self._conversation_name, datetime.now(UTC))
         fd = open_regular(self.path, os.O_RDWR | os.O_APPEND)
         info = os.fstat(fd)
         old_fd, old_headings = lock.append_fd, lock.appended
@@ -605,22 +617,11 @@ class MemoryStore:
 
     def _write_archive(self, data: bytes, now: datetime, name: str) -> str:
         """Write ``data`` as ``archive/name``, or under the next free name when another writer
-        took it meanwhile (a hard link never replaces a file); returns the name used."""
-        archive_dir = self.paths.archive_dir
-        tmp = temp_name(archive_dir / name)
-        write_new_file(tmp, data)
-        try:
-            attempt = fmt.parse_archive_name(name)[1]  # type: ignore[index]
-            while True:
-                try:
-                    os.link(tmp, archive_dir / name)  # never replaces an existing file
-                    break
-                except FileExistsError:
-                    attempt += 1
-                    name = fmt.archive_name(now, attempt)
-        finally:
-            os.unlink(tmp)
-        fsync_dir(archive_dir)
+        took it meanwhile; returns the name used."""
+        attempt = fmt.parse_archive_name(name)[1]  # type: ignore[index]
+        while not create_new_file(self.paths.archive_dir / name, data):
+            attempt += 1
+            name = fmt.archive_name(now, attempt)
         return name
 
     # -- recovery -----------------------------------------------------------------------------
