@@ -108,6 +108,42 @@ def test_appends_of_a_lockless_writer_during_a_compaction_are_kept(
     assert _contents(path)[1:] == ["written during the compaction"]
 
 
+def test_late_writes_are_kept_when_the_new_file_is_removed_at_once(
+    isolated_workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Right after memorylab's rename, a lock-less writer that had opened the old file writes
+    to it, and the reference's compact() (which read the old file before the rename) removes
+    the new one. Both the late block and memorylab's summary reach MEMORY.md, and the
+    compaction is recorded at once (a benchmark run lost two of the reference's messages here:
+    the late write was carried to the path, which was missing, and the carrying stopped)."""
+    conv = Conversation(agent_name="A")
+    conv.add("User", "summarized")
+    path = conv.memory_md_path
+    assert path is not None
+    late = "### Human — 2026-01-01T00:00:00\n\nwritten late\n\n---\n\n"
+    replace = store_module.replace_and_open
+
+    def late_write_then_removal(target: Path, data: bytes) -> int:
+        if target != path:
+            return replace(target, data)
+        with open(path, "a", encoding="utf-8") as old:  # opened before the rename
+            fd = replace(target, data)
+            old.write(late)  # written after it
+        path.unlink()  # the reference removes the file it read
+        return fd
+
+    monkeypatch.setattr(store_module, "replace_and_open", late_write_then_removal)
+    conv.compact("the summary")
+    conv.add("User", "after")
+    assert _contents(path) == [
+        "[Compressed Memory Summary] the summary",
+        "written late",
+        "after",
+    ]
+    records = (path.parent / "compactions.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(records) == 1 and not (path.parent / ".MEMORY.md.intent.json").exists()
+
+
 def test_a_file_created_while_memorylab_recreates_it_is_kept(
     isolated_workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

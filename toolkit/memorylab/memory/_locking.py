@@ -5,9 +5,8 @@ memory file per process, shared by every store on that file. The sidecar (not ME
 is locked because compaction replaces MEMORY.md, and a lock on a replaced file no longer excludes
 anyone. Under the lock, the store keeps here the descriptor it appends through, which file that
 descriptor is (device and inode, checked against the path before every append: another process,
-an editor or the reference framework may have replaced the file), and the headings of the blocks
-this process appended to it (so that blocks a lock-less replacer dropped can be found and carried
-over). Private to :mod:`memorylab.memory.store`.
+an editor or the reference framework may have replaced the file), and the blocks this process
+appended to it (so that blocks a lock-less replacer dropped can be found and carried over). Private to :mod:`memorylab.memory.store`.
 """
 
 from __future__ import annotations
@@ -42,7 +41,7 @@ class AgentLock:
         self.fallback: Any = None
         self.append_fd: int | None = None
         self.append_id: tuple[int, int] | None = None  # (st_dev, st_ino) of append_fd's file
-        self.appended: list[bytes] = []  # headings of the blocks this process appended there
+        self.appended: list[bytes] = []  # the blocks this process appended there
         # After a compaction: (the replaced file, bytes of it carried, until when to look).
         self.late: tuple[int, int, float] | None = None
 

@@ -306,18 +306,17 @@ class MemoryStore:
             _write_block(fd, data, self.path)
             if self.durable:
                 os.fsync(fd)
-            lock.appended.append(data[: data.find(b"\n")])
+            lock.appended.append(data)
         except OSError as exc:
             raise store_error(exc, self.path, "append to") from exc
         finally:
             lock.release()
 
     def _append_fd(self, lock: AgentLock) -> int:
-        """The descriptor to append to, checked before every write (the lock is held): late
-        writes to the file the last compaction replaced are carried over, and a MEMORY.md
-        replaced or deleted since the last append is reopened (:meth:`_reopen_append`)."""
-        if lock.late is not None:
-            self._check_late(lock)
+        """The descriptor to append to, checked before every write (the lock is held): a
+        MEMORY.md replaced or deleted since the last append is reopened
+        (:meth:`_reopen_append`), then late writes to the file the last compaction replaced
+        are carried over (:meth:`_check_late`)."""
         fd = lock.append_fd
         try:
             now = os.lstat(self.path)
@@ -325,6 +324,8 @@ class MemoryStore:
             now = None
         if fd is None or now is None or (now.st_dev, now.st_ino) != lock.append_id:
             fd = self._reopen_append(lock, now)
+        if lock.late is not None:
+            self._check_late(lock, fd)
         return fd
 
     def _reopen_append(self, lock: AgentLock, now: os.stat_result | None) -> int:
@@ -341,35 +342,30 @@ class MemoryStore:
             self._write_header(now, self._conversation_name, datetime.now(UTC))
         fd = open_regular(self.path, os.O_RDWR | os.O_APPEND)
         info = os.fstat(fd)
-        old_fd, old_headings = lock.append_fd, lock.appended
+        old_fd, old_blocks = lock.append_fd, lock.appended
         lock.append_fd, lock.append_id, lock.appended = fd, (info.st_dev, info.st_ino), []
         if old_fd is not None:
             try:
-                self._carry_dropped(old_fd, old_headings, fd, lock)
+                self._carry_dropped(old_fd, old_blocks, fd, lock)
             finally:
                 os.close(old_fd)
         return fd
 
-    def _carry_dropped(self, old_fd: int, headings: list[bytes], fd: int, lock: AgentLock) -> None:
-        """Append to ``fd`` the blocks this process wrote to the replaced file ``old_fd`` that
-        are in neither the current MEMORY.md nor an archive (a lock-less writer compacted or
-        rewrote the file after reading it, dropping them)."""
-        if not headings:
+    def _carry_dropped(self, old_fd: int, blocks: list[bytes], fd: int, lock: AgentLock) -> None:
+        """Append to ``fd`` the ``blocks`` this process wrote to the replaced file ``old_fd``
+        that are in neither the current MEMORY.md nor an archive (a lock-less writer compacted
+        or rewrote the file after reading it, dropping them)."""
+        if not blocks:
             return
         old = _read_fd(old_fd)
         kept = [_read_fd(fd)]
         for archive in sorted(self.paths.archives(), key=_mtime, reverse=True)[:8]:
             with contextlib.suppress(OSError):
                 kept.append(read_bytes(archive))
-        for heading in headings:
-            start = old.find(heading + b"\n")
-            end = old.find(b"\n\n---\n\n", start)
-            if start < 0 or end < 0:
-                continue  # not in the replaced file as written: nothing of ours to carry
-            block = old[start : end + 7]
-            if not any(block in text for text in kept):
+        for block in blocks:
+            if block in old and not any(block in text for text in kept):
                 _write_block(fd, block, self.path)
-                lock.appended.append(heading)
+                lock.appended.append(block)
 
     def append_record(self, record: dict[str, Any]) -> None:
         """Append one JSON line to ``compactions.jsonl`` (fsync'd)."""
@@ -556,22 +552,23 @@ class MemoryStore:
         # The new file's blocks count as this process's appends: a lock-less writer that
         # removes or replaces it next (the reference's compact(), having read the old file
         # before the rename) drops them, and the next append carries them over.
-        ours = _block_headings(body) + [h for h in lock.appended if h + b"\n" in tail]
+        ours = [body, *(block for block in lock.appended if block in tail)]
         lock.close_append()  # what this process wrote there is archived or carried over
         lock.append_fd, lock.appended = new_fd, ours
+        if lock.late is not None:  # the previous compaction's, looked at before this one read
+            os.close(lock.late[0])
+            lock.late = None
         try:
             info = os.fstat(new_fd)
             lock.append_id = (info.st_dev, info.st_ino)
-            read = self._carry_late(old_fd, read)
+            # A writer that opened the old file just before the rename may write to it a little
+            # later still: every append of this process looks again, for a second.
+            lock.late = (os.dup(old_fd), read, time.monotonic() + LATE_WRITE_WINDOW_S)
+            self._append_fd(lock)  # carries over what arrived meanwhile
             self.append_record(line)
             os.unlink(self.paths.intent)
             fsync_dir(self.paths.folder)
-            read = self._carry_late(old_fd, read)
-            # A writer that opened the old file just before the rename may write to it a little
-            # later still: the next appends of this process look again, for a second.
-            if lock.late is not None:
-                os.close(lock.late[0])
-            lock.late = (os.dup(old_fd), read, time.monotonic() + LATE_WRITE_WINDOW_S)
+            self._append_fd(lock)
         except OSError as exc:
             logger.warning(
                 "memorylab: %s was compacted, but finishing it failed (%s); the compaction "
@@ -580,30 +577,21 @@ class MemoryStore:
                 exc,
             )
 
-    def _check_late(self, lock: AgentLock) -> None:
-        """Carry over what arrived in the file the last compaction replaced since it was last
-        read; stop looking once the window has passed."""
+    def _check_late(self, lock: AgentLock, fd: int) -> None:
+        """Append to ``fd`` (MEMORY.md, checked) what a writer that does not take the lock
+        wrote to the file the last compaction replaced since it was last read, as this
+        process's own blocks; stop looking once the window has passed."""
         assert lock.late is not None
         old_fd, read, until = lock.late
-        if os.fstat(old_fd).st_size > read:
-            read = self._carry_late(old_fd, read)
+        late = _read_fd(old_fd, read)
+        if late:
+            _write_block(fd, late, self.path)
+            lock.appended.append(late)
         if time.monotonic() < until:
-            lock.late = (old_fd, read, until)
+            lock.late = (old_fd, read + len(late), until)
         else:
             os.close(old_fd)
             lock.late = None
-
-    def _carry_late(self, old_fd: int, read: int) -> int:
-        """Append to MEMORY.md what was appended to the replaced file ``old_fd`` after its first
-        ``read`` bytes (by a writer that does not take the lock); returns its new length."""
-        late = _read_fd(old_fd, read)
-        if late:
-            fd = open_regular(self.path, os.O_WRONLY | os.O_APPEND)
-            try:
-                _write_block(fd, late, self.path)
-            finally:
-                os.close(fd)
-        return read + len(late)
 
     def _free_archive_name(self, now: datetime) -> str:
         # Never a name in use, nor one an earlier, since deleted archive had: lineage lines and
@@ -705,16 +693,6 @@ def _write_block(fd: int, data: bytes, path: Path) -> None:
             f"cannot append to {path}: only {written} of {len(data)} bytes could be written "
             "(disk or quota full?); nothing was kept: free space and try again"
         )
-
-
-def _block_headings(blocks: bytes) -> list[bytes]:
-    """The heading line of each block of ``blocks``, rendered by memorylab (escaped content
-    cannot hold a separator line, so the separators split them exactly)."""
-    return [
-        piece[: piece.find(b"\n")]
-        for piece in blocks.split(b"\n\n---\n\n")
-        if piece.startswith(b"### ")
-    ]
 
 
 def _read_fd(fd: int, offset: int = 0) -> bytes:
