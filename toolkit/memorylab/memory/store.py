@@ -13,8 +13,9 @@ one ``os.write`` of the whole block to an ``O_APPEND`` descriptor kept open; ``d
 an ``fsync``. Before every append the path is checked to still be the file the descriptor writes
 to: whoever replaced it (another memorylab process compacting, the reference framework, an
 editor saving by rename, ``mv``) or deleted it by hand, the next append reopens MEMORY.md by path
-(re-creating it with a header if it is gone) and first carries over any block this process had
-appended to the replaced file that is in neither the new file nor an archive. A kill can never
+(re-creating it with a header if it is gone, by a hard link: never over a file another writer
+created meanwhile) and first carries over any block this process had appended to the replaced
+file that is in neither the new file nor an archive. A kill can never
 leave half a block (the write is one system call); a power loss can, and the parser reports such
 a block as torn. A short write (disk full) is cut back before the error is raised, so the file
 never keeps half a block. ``memorylab forget`` / ``purge`` delete the lock file too: a process
