@@ -6,7 +6,8 @@ is locked because compaction replaces MEMORY.md, and a lock on a replaced file n
 anyone. Under the lock, the store keeps here the descriptor it appends through, which file that
 descriptor is (device and inode, checked against the path before every append: another process,
 an editor or the reference framework may have replaced the file), and the blocks this process
-appended to it (so that blocks a lock-less replacer dropped can be found and carried over). Private to :mod:`memorylab.memory.store`.
+appended to it (so that blocks a lock-less replacer dropped can be found and carried over).
+Private to :mod:`memorylab.memory.store`.
 """
 
 from __future__ import annotations
