@@ -43,6 +43,24 @@ def isolated_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 _BUNDLED_DATA = Path(__file__).parent.parent / "data"
 
 
+_SUMMARY_LINES: list[str] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Keep what a test recorded as ``summary_line`` (``record_property``): reports reach the
+    main process from every xdist worker, where a test's own print would be lost."""
+    if report.when == "call":
+        _SUMMARY_LINES.extend(str(v) for k, v in report.user_properties if k == "summary_line")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Print the figures tests recorded for the suite's output (e.g. the redaction corpus)."""
+    if _SUMMARY_LINES:
+        terminalreporter.section("memorylab figures")
+        for line in _SUMMARY_LINES:
+            terminalreporter.line(line)
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Fail a run that wrote into the bundled data (a lock or temp file there would ship in the
     package data, and a read-only install could not create it)."""

@@ -15,6 +15,7 @@ import random
 import re
 import string
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from unittest import mock
@@ -335,7 +336,7 @@ def _caught(entry: CorpusSecret, out: str) -> bool:
     )
 
 
-def test_corpus_recall_and_false_positives(capsys: pytest.CaptureFixture[str]) -> None:
+def test_corpus_recall_and_false_positives(record_property: Callable[[str, object], None]) -> None:
     """Every secret of the corpus is redacted (with its category's marker) and no look-alike is
     touched; the table says how many of each (``pytest -k corpus -s``), and every run of the
     suite prints its last line."""
@@ -356,12 +357,12 @@ def test_corpus_recall_and_false_positives(capsys: pytest.CaptureFixture[str]) -
     rows.append(f"{'all look-alikes':<56} {len(LOOKALIKES):>7} {false_positives:>8}")
     rows.append(f"false positives {false_positives} of {len(LOOKALIKES)}")
     print("\n" + "\n".join(rows))
-    with capsys.disabled():  # the suite's output shows the corpus's counts, not only -s
-        print(
-            f"\nredaction corpus: {caught} of {len(CORPUS)} secrets in {len(by_format)} formats "
-            f"redacted ({caught / len(CORPUS):.1%}); {false_positives} of {len(LOOKALIKES)} "
-            "look-alikes changed"
-        )
+    record_property(  # tests/conftest.py prints it at the end of every run of the suite
+        "summary_line",
+        f"redaction corpus: {caught} of {len(CORPUS)} secrets in {len(by_format)} formats "
+        f"redacted ({caught / len(CORPUS):.1%}); {false_positives} of {len(LOOKALIKES)} "
+        "look-alikes changed",
+    )
     assert len(CORPUS) >= 60 and len(by_format) >= 25 and len(LOOKALIKES) >= 50
     assert [e.text for e in CORPUS if not _caught(e, SECRETS(e.text))] == []
     assert [t.text for t in LOOKALIKES if SECRETS(t.text) != t.text] == []
