@@ -14,7 +14,8 @@ sends the body one byte at a time, a server that answers at once but trickles it
 ``HTTPError`` (status code, optional ``Retry-After`` header, delay). Streaming requests
 (``"stream": true``) get server-sent events with the same content.
 
-Every request body (parsed JSON) is recorded in ``.requests``, thread-safely. Delays wait on an
+Every request body (parsed JSON) is recorded in ``.requests``, thread-safely; ``.most_waiting``
+is the most requests that were waiting out their delay at one time (how far a client overlapped). Delays wait on an
 event that ``__exit__`` sets, so stopping the server never waits for a slow reply.
 
 Usage with litellm::
@@ -199,6 +200,8 @@ class FakeOpenAIServer:
         self._requests: list[dict[str, Any]] = []
         self._headers: list[dict[str, str]] = []
         self._paths: list[str] = []
+        self._waiting = 0
+        self.most_waiting = 0  # the most requests waiting out their delay at one time
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -294,8 +297,15 @@ class FakeOpenAIServer:
         return decide(FakeRequest(index=index, path=path, body=body, headers=headers))
 
     def _wait(self, seconds: float) -> None:
-        if seconds > 0:
-            self._stopping.wait(seconds)
+        with self._lock:
+            self._waiting += 1
+            self.most_waiting = max(self.most_waiting, self._waiting)
+        try:
+            if seconds > 0:
+                self._stopping.wait(seconds)
+        finally:
+            with self._lock:
+                self._waiting -= 1
 
     def _completion(
         self, body: Mapping[str, Any], behavior: Reply | ToolCallReply
