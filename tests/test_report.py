@@ -119,3 +119,22 @@ def test_the_report_prices_without_importing_litellm(tmp_path: Path) -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=tmp_path
     )
     assert done.stdout.strip() == "False", done.stderr
+
+
+def test_an_edit_is_a_remark_after_the_agents_not_a_problem() -> None:
+    """An edit archives the file it changes; the loaders say so with a note of kind 'edit',
+    which the report lists apart, after the agents, not under "Problems found"."""
+    from memorylab import Conversation
+
+    conv = Conversation(agent_name="Editor")
+    conv.add("User", "first")
+    conv.add("Assistant", "second")
+    conv.delete(0)
+    assert conv.memory_md_path is not None
+    root = conv.memory_md_path.parent.parent.parent
+    html = build_report(root, sweep_thresholds=(0.5, 0.9))
+    headings = re.findall(r"<h2>([^<]+)</h2>", html)
+    assert "Problems found" not in headings and "<section class=problems>" not in html
+    assert headings.index("How the files were read") == headings.index("Agents") + 1
+    remarks = _text(html[html.index("How the files were read") :])
+    assert "Editor" in remarks and "edit" in remarks and "before an edit" in remarks

@@ -7,7 +7,8 @@ workspace. The report quotes stored conversations, so :func:`write_report` write
 
 Problems come first: files that could not be read are listed (wrapped, whole) above everything
 else, and the header counts their agents ("5 agents, 4 unreadable"), so a report of a damaged
-workspace says so before it shows the little it could read.
+workspace says so before it shows the little it could read. Notes that are not problems (an
+edit's archive, copies of messages read once) are listed after the agents, apart from them.
 """
 
 from __future__ import annotations
@@ -150,11 +151,14 @@ def build_report(
         sweep_table,
         token_growth,
     )
+    from memorylab.analysis._sources import REMARK_KINDS
 
     root = Path(workspace)
     counted_as = model or "gpt-4o"
     read = memory_df(root, tokens=counted_as, strict=False)
-    messages, problems = read.frame, read.problems
+    messages, notes = read.frame, read.problems
+    is_remark = notes["kind"].isin(REMARK_KINDS)
+    problems, remarks = notes[~is_remark], notes[is_remark]
     compactions = compactions_df(root)
     agents = sorted(messages["agent"].unique()) if len(messages) else []
     unreadable = _unreadable_agents(problems, agents)
@@ -196,6 +200,12 @@ def build_report(
         parts.append(_problems_section(problems, root, unreadable))
     agent_table = _agent_table(messages, compactions).rename(columns=lambda c: c.replace("_", " "))
     parts.append("<h2>Agents</h2>" + _table(agent_table, text_columns=("agent",)))
+    if len(remarks):
+        parts.append(
+            "<h2>How the files were read</h2><p class=note>Not problems: archives of edits and "
+            "copies of messages in more than one file, each message read once.</p>"
+            + _notes_table(remarks, root, "remark")
+        )
     if len(compactions):
         figure, ax = plt.subplots(figsize=(9, 3.2), layout="constrained")
         plot_compactions(compactions, ax=ax)
@@ -288,23 +298,7 @@ def _unreadable_agents(problems: Any, readable: Sequence[str]) -> list[str]:
 
 
 def _problems_section(problems: Any, root: Path, unreadable: Sequence[str]) -> str:
-    """The problems, first in the report: which agent, which file (relative to the workspace),
-    what was wrong; long texts wrap instead of running off the page."""
-    import pandas as pd
-
-    def shorter(file: str) -> str:
-        path = Path(file)
-        return str(path.relative_to(root)) if path.is_relative_to(root) else file
-
-    shown = pd.DataFrame(
-        {
-            "agent": [_agent_of(str(f)) for f in problems["file"]],
-            "file": [shorter(str(f)) for f in problems["file"]],
-            "line": problems["line"],
-            "kind": problems["kind"],
-            "problem": problems["message"],
-        }
-    )
+    """The problems, first in the report: which agent, which file, what was wrong."""
     files = problems["file"].nunique()
     summary = f"{_counted(len(problems), 'problem')} in {_counted(files, 'file')}"
     if unreadable:
@@ -314,9 +308,30 @@ def _problems_section(problems: Any, root: Path, unreadable: Sequence[str]) -> s
         )
     return (
         f"<section class=problems><h2>Problems found</h2><p class=note>{summary}.</p>"
-        + _table(shown, text_columns=("agent", "file", "kind", "problem"), wrap=True)
+        + _notes_table(problems, root, "problem")
         + "</section>"
     )
+
+
+def _notes_table(notes: Any, root: Path, label: str) -> str:
+    """Loader notes as a table: which agent, which file (relative to the workspace), the note;
+    long texts wrap instead of running off the page."""
+    import pandas as pd
+
+    def shorter(file: str) -> str:
+        path = Path(file)
+        return str(path.relative_to(root)) if path.is_relative_to(root) else file
+
+    shown = pd.DataFrame(
+        {
+            "agent": [_agent_of(str(f)) for f in notes["file"]],
+            "file": [shorter(str(f)) for f in notes["file"]],
+            "line": notes["line"],
+            "kind": notes["kind"],
+            label: notes["message"],
+        }
+    )
+    return _table(shown, text_columns=("agent", "file", "kind", label), wrap=True)
 
 
 def _growth_note(growth: Any) -> str:

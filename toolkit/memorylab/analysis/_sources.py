@@ -61,6 +61,11 @@ class Note:
     message: str
 
 
+# The kinds of notes that say how files were read (an edit's archive, copies read once), not
+# that anything is damaged or missing: the report lists them apart from its problems.
+REMARK_KINDS = frozenset({"edit", "duplicate"})
+
+
 @dataclass
 class AgentFiles:
     """The files of one agent folder that a source selected."""
