@@ -54,7 +54,7 @@ def test_plot_and_report_write_files(workspace: Path, tmp_path: Path, capsys: py
     ("argv", "code", "message"),
     [
         (["show", "nobody"], 5, "no agent 'nobody'"),
-        (["show", "../etc"], 2, "path separator"),
+        (["show", "../etc"], 2, "is not an agent name"),
         (["plot", "alpha", "--threshold", "lots"], 2, "not a number"),
         (["ls", "/nonexistent/workspace"], 5, "no agents/ folder"),
     ],
@@ -355,3 +355,28 @@ def test_the_model_check_does_not_import_litellm(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=tmp_path, timeout=300, check=False)  # fmt: skip
     assert done.stdout.strip() == "(5, 2) False", done.stderr
+
+
+def test_nested_agents_are_listed_shown_and_plotted(
+    isolated_workspace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An agent the reference framework named ``team/alpha`` (agents/team/alpha/MEMORY.md)."""
+    alpha = isolated_workspace / "agents" / "team" / "alpha"
+    alpha.mkdir(parents=True)
+    Conversation(agent_name="solo").add("User", "solo's message")
+    (alpha / "MEMORY.md").write_text(
+        "# Agent Memory\n\n**Conversation:** team/alpha\n**Created:** 2026-04-20T09:00:00\n\n"
+        "---\n\n## Interaction Log\n\n### Human — 2026-04-20T09:00:01\n\nalpha's message\n\n"
+        "---\n\n",
+        encoding="utf-8",
+    )
+    assert main(["ls"]) == 0
+    listed = [line.split()[0] for line in capsys.readouterr().out.splitlines()[2:]]
+    assert listed == ["solo", "team/alpha"]
+    assert main(["show", "team/alpha"]) == 0
+    assert "alpha's message" in capsys.readouterr().out
+    assert main(["plot", "team/alpha", "-o", str(tmp_path / "alpha.png")]) == 0
+    assert (tmp_path / "alpha.png").stat().st_size > 0
+    assert main(["show", "team/gamma"]) == 5
+    assert "agents there: solo, team/alpha" in capsys.readouterr().err
+    assert main(["show", "team/../solo"]) == 2  # each part of the name is checked

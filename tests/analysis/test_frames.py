@@ -486,3 +486,26 @@ def test_reference_file_helper_is_the_reference_format() -> None:
         block("Human", "2026-01-01T00:00:00", "hi")
         == "### Human — 2026-01-01T00:00:00\n\nhi\n\n---\n\n"
     )
+
+
+def test_nested_agent_folders_are_agents_named_by_their_path(tmp_path: Path) -> None:
+    """The reference framework writes an agent named ``team/alpha`` to agents/team/alpha/: the
+    loaders find it at any depth, name it by its path, and do not take an agent's archive/ for
+    an agent (issue 17: a workspace report silently left such agents out)."""
+    agents = tmp_path / "agents"
+    for name, words in (("team/alpha", "alpha here"), ("team/beta", "beta here"), ("solo", "hi")):
+        (agents / name / "archive").mkdir(parents=True)
+        text = reference_file(name, "2026-04-20T09:00:00", [("Human", "2026-04-20T09:00:01", words)])
+        (agents / name / "MEMORY.md").write_text(text, encoding="utf-8")
+    older = reference_file("team/alpha", "2026-04-20T08:00:00", [("Human", "2026-04-20T08:00:01", "older")])
+    archive = agents / "team" / "alpha" / "archive" / "history_2026-04-20_08-00-00.md"
+    archive.write_text(older, encoding="utf-8")
+    frame = memory_df(tmp_path)
+    assert list(frame["agent"].astype(str)) == ["solo", "team/alpha", "team/alpha", "team/beta"]
+    assert list(frame["content"]) == ["hi", "older", "alpha here", "beta here"]
+    one = memory_df(agents / "team" / "alpha")
+    assert set(one["agent"].astype(str)) == {"team/alpha"} and len(one) == 2
+    assert set(memory_df(agents / "team" / "beta" / "MEMORY.md")["agent"].astype(str)) == {
+        "team/beta"
+    }
+    assert set(memory_df(agents)["workspace"].astype(str)) == {str(tmp_path)}

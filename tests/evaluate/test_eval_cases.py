@@ -244,7 +244,7 @@ def test_workspace_errors(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="does not exist"):
         cases_from_workspace(tmp_path / "nope")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(StoreError, match="neither a workspace"):
+    with pytest.raises(StoreError, match="is not a workspace"):
         cases_from_workspace(tmp_path / "empty")
 
 
@@ -257,3 +257,14 @@ def test_same_agent_in_two_workspaces_gets_distinct_ids(tmp_path: Path) -> None:
     cases = cases_from_workspace([tmp_path / "ws1", tmp_path / "ws2", tmp_path / "ws1"])
     assert [c.id for c in cases] == [
         "Quant/history_2026-04-20_18-40-00.md", "ws2/Quant/history_2026-04-20_18-40-00.md"]  # fmt: skip
+
+
+def test_a_nested_agent_is_found_and_named_by_its_path(tmp_path: Path) -> None:
+    """The reference framework writes an agent named ``team/quant`` to agents/team/quant/."""
+    folder = tmp_path / "agents" / "team" / "quant"
+    (folder / "archive").mkdir(parents=True)
+    (folder / "archive" / "history_2026-04-20_18-40-00.md").write_text(REFERENCE_ARCHIVE)
+    (folder / "MEMORY.md").write_text(REFERENCE_NEXT)
+    cases = cases_from_workspace(tmp_path)
+    assert [c.id for c in cases] == ["team/quant/history_2026-04-20_18-40-00.md"]
+    assert cases[0].metadata["agent"] == "team/quant"

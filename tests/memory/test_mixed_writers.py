@@ -111,3 +111,29 @@ def test_reference_compacting_around_a_memorylab_compaction(tmp_path: Path) -> N
     assert {content: counted[content] for content in expected} == dict.fromkeys(expected, 1)
     assert len(read.frame) == len(expected)
     assert "duplicate" in set(read.problems["kind"])
+
+
+def test_agents_the_reference_names_with_a_slash_are_read(tmp_path: Path) -> None:
+    """The real reference's ``Agent(agent_name="team/alpha", persistent_memory=True)`` writes
+    agents/team/alpha/MEMORY.md; the loaders read it as agent ``team/alpha`` (issue 17: a
+    workspace report silently left such agents out)."""
+    python = swarms_python()
+    assert python is not None
+    script = textwrap.dedent(
+        """
+        from swarms import Agent
+        for name in ("team/alpha", "solo"):
+            agent = Agent(agent_name=name, model_name="gpt-4o-mini", max_loops=1, print_on=False,
+                          persistent_memory=True)
+            agent.short_memory.add("user", f"hello from {name}")
+        """
+    )
+    env = {**os.environ, "WORKSPACE_DIR": str(tmp_path), "SWARMS_TELEMETRY_ON": "false",
+           "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_OFFLINE_MODE": "true"}  # fmt: skip
+    done = subprocess.run([python, "-c", script], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "agents" / "team" / "alpha" / "MEMORY.md").is_file()
+    frame = memory_df(tmp_path)
+    by_agent = dict(zip(frame["agent"].astype(str), frame["content"], strict=True))
+    assert by_agent == {"solo": "hello from solo", "team/alpha": "hello from team/alpha"}

@@ -322,3 +322,19 @@ def test_a_stale_writer_in_another_process_cannot_write_into_a_recreated_agent(
     assert fresh.memory_md_path is not None
     assert read_memory(fresh.memory_md_path).messages == ()
     assert not list((fresh.memory_md_path.parent / "archive").glob("*.md"))
+
+
+def test_a_folder_holding_nested_agents_is_never_removed_whole(isolated_workspace: Path) -> None:
+    """The reference framework writes an agent named ``team/alpha`` to agents/team/alpha/:
+    forgetting ``team`` (or purging it as idle) must not delete ``team/alpha``'s memory."""
+    team = isolated_workspace / "agents" / "team"
+    for name in ("alpha", "beta"):
+        (team / name).mkdir(parents=True)
+        (team / name / "MEMORY.md").write_text(f"# Agent Memory\n\n{name}'s notes\n")
+    (team / "MEMORY.md").write_text("# Agent Memory\n\nthe team's own notes\n")
+    with pytest.raises(StoreError, match=r"other agents too \(alpha, beta\).*move their folders"):
+        forget("team")
+    old = datetime.now(UTC) + timedelta(days=400)
+    assert [item.agent for item in purge(older_than="30d", now=old)] == []
+    kept = sorted(str(p.relative_to(team)) for p in team.rglob("MEMORY.md"))
+    assert kept == ["MEMORY.md", "alpha/MEMORY.md", "beta/MEMORY.md"]

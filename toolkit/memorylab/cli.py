@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memorylab.errors import AgentNotFound, InvalidSetting, MemoryFormatError
+from memorylab.errors import AgentNotFound, InvalidAgentName, InvalidSetting, MemoryFormatError
 from memorylab.evaluate.cli import (
     MAX_CONTEXT_TOKENS,
     _bounded_int,
@@ -116,14 +116,30 @@ def _existing_or_default_workspace(value: str | None) -> str | None:
 def _agent_folder(workspace: Path, agent: str) -> Path:
     from memorylab.memory.paths import agent_paths, validate_agent_name
 
-    validate_agent_name(agent)
-    folder = agent_paths(agent, workspace).folder
+    try:  # 'team/alpha': the reference framework's nested agent, read from agents/team/alpha/
+        names = [validate_agent_name(part) for part in agent.split("/")]
+    except InvalidAgentName as error:
+        raise InvalidAgentName(
+            f"{agent!r} is not an agent name: {error} (a nested agent, 'team/alpha', is folder "
+            "names joined by '/')"
+        ) from None
+    folder = agent_paths(names[0], workspace).folder.joinpath(*names[1:])
     if not folder.is_dir():
-        known = sorted(p.name for p in (workspace / "agents").glob("*") if p.is_dir())
+        known = [name for name, _ in _agents(workspace)]
         raise AgentNotFound(
             f"no agent {agent!r} in {workspace}; agents there: {', '.join(known) or 'none'}"
         )
     return folder
+
+
+def _agents(workspace: Path) -> list[tuple[str, Path]]:
+    """``(agent, folder)`` of every agent in the workspace, nested ones too, as the loaders
+    find them."""
+    from memorylab.analysis._sources import resolve
+
+    if not (workspace / "agents").is_dir():
+        return []
+    return [(files.agent, files.folder) for files in resolve(workspace)[0]]
 
 
 def _last_message_time(memory_md: Path) -> str:
@@ -146,11 +162,11 @@ def _ls(args: argparse.Namespace) -> int:
     workspace = _existing_workspace(args.workspace)
     print(f"workspace: {workspace}")
     print(f"{'agent':<28} {'MEMORY.md':>10} {'archives':>8}  last message")
-    for folder in sorted(p for p in (workspace / "agents").iterdir() if p.is_dir()):
+    for agent, folder in _agents(workspace):
         paths = MemoryPaths(folder / "MEMORY.md")
         size = paths.memory_md.stat().st_size if paths.memory_md.is_file() else 0
         last = _last_message_time(paths.memory_md)
-        print(f"{folder.name:<28} {size:>10,} {len(paths.archives()):>8}  {last}")
+        print(f"{agent:<28} {size:>10,} {len(paths.archives()):>8}  {last}")
     return 0
 
 

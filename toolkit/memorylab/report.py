@@ -286,9 +286,10 @@ def build_report(
 
 
 def _agent_of(file: str) -> str:
-    from memorylab.analysis._sources import locate
+    from memorylab.analysis._sources import agent_name, locate
 
-    return locate(Path(file))[1].name
+    workspace, folder, _ = locate(Path(file))
+    return agent_name(workspace, folder)
 
 
 def _unreadable_agents(problems: Any, readable: Sequence[str]) -> list[str]:

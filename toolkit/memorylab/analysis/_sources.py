@@ -39,7 +39,7 @@ from pathlib import Path
 
 from memorylab.errors import PrerequisiteError, StoreError
 from memorylab.memory import format as fmt
-from memorylab.memory.paths import MemoryPaths
+from memorylab.memory.paths import MemoryPaths, agent_folders
 from memorylab.memory.permissions import warn_permissions
 from memorylab.memory.records import MemoryDocument, Message
 from memorylab.memory.store import MemoryStore
@@ -78,7 +78,7 @@ class AgentFiles:
 
     @property
     def agent(self) -> str:
-        return self.folder.name
+        return agent_name(self.workspace, self.folder)
 
     @property
     def memory_md(self) -> Path:
@@ -112,13 +112,24 @@ class Segment:
 
 
 def locate(path: Path) -> tuple[Path, Path, str]:
-    """``(workspace, agent folder, kind)`` of a memory file, from where it is."""
+    """``(workspace, agent folder, kind)`` of a memory file, from where it is: the workspace
+    holds the nearest ``agents/`` above the agent folder (the reference framework writes an
+    agent named ``team/alpha`` to ``agents/team/alpha/``), else it is the folder's parent."""
     if path.parent.name == "archive":
         folder, kind = path.parent.parent, "archive"
     else:
         folder, kind = path.parent, "memory"
-    parent = folder.parent
-    return (parent.parent if parent.name == "agents" else parent), folder, kind
+    agents = next((p for p in folder.parents if p.name == "agents"), None)
+    return (agents.parent if agents is not None else folder.parent), folder, kind
+
+
+def agent_name(workspace: Path, folder: Path) -> str:
+    """The agent an agent folder holds: its path below ``<workspace>/agents/`` (``team/alpha``
+    for a nested one), else the folder's name."""
+    agents = workspace / "agents"
+    if folder.is_relative_to(agents) and folder != agents:
+        return folder.relative_to(agents).as_posix()
+    return folder.name
 
 
 def _archive_files(folder: Path, notes: list[Note]) -> list[Path]:
@@ -181,16 +192,19 @@ def _one(path: Path, notes: list[Note]) -> list[AgentFiles]:
             f"{path} is not a workspace (it has no agents/ folder) nor an agent folder (no "
             "MEMORY.md, no archive/)"
         )
+    return _agent_folders(agents_dir, notes)
+
+
+def _agent_folders(agents_dir: Path, notes: list[Note]) -> list[AgentFiles]:
+    """The agents below ``agents_dir``, nested ones too (``memory.paths.agent_folders``)."""
     found = []
-    for child in sorted(agents_dir.iterdir(), key=lambda p: p.name):
-        if not child.is_dir() or child.name.startswith("."):
-            continue
-        if _is_agent_folder(child):
-            found.append(_agent_folder(child, notes))
-        elif (child / MEMORY_FILE).exists():  # a folder or a device where the file should be
+    for folder in agent_folders(agents_dir):
+        if _is_agent_folder(folder):
+            found.append(_agent_folder(folder, notes))
+        else:  # a folder or a device where the file should be
             notes.append(
                 Note(
-                    str(child / MEMORY_FILE),
+                    str(folder / MEMORY_FILE),
                     0,
                     "io",
                     "not a regular file; not read (move it away and let the agent write again)",

@@ -32,12 +32,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from memorylab.errors import InvalidSetting, MemoryFormatError, StoreError
 from memorylab.memory import format as fmt
 from memorylab.memory.records import SUMMARY_PREFIX, MemoryDocument
 from memorylab.transcripts import FACT_CATEGORIES, Fact, Probe, load_transcript
+
+if TYPE_CHECKING:
+    from memorylab.analysis._sources import AgentFiles
 
 __all__ = [
     "Case",
@@ -216,30 +219,15 @@ def cases_from_transcripts(
 # --------------------------------------------------------------------------- workspaces
 
 
-def _agent_folders(path: Path) -> list[tuple[Path, Path | None]]:
-    """``(agent folder, only this file or None)`` for a workspace, agents/, agent folder, file."""
-    if not path.exists():
-        raise StoreError(
-            f"{path} does not exist; give a workspace (the folder holding agents/), an agent "
-            "folder, a MEMORY.md or an archive file"
-        )
-    if path.is_file():
-        folder = path.parent.parent if path.parent.name == "archive" else path.parent
-        return [(folder, path)]
+def _agent_folders(path: Path) -> list[tuple[AgentFiles, Path | None]]:
+    """The agents of a workspace, agents/, an agent folder or a file, as the loaders find them
+    (nested ones too), each with the one file given or None for the whole folder."""
+    from memorylab.analysis._sources import resolve
 
-    def is_agent(folder: Path) -> bool:
-        return (folder / "MEMORY.md").is_file() or (folder / "archive").is_dir()
-
-    if is_agent(path):
-        return [(path, None)]
-    agents = path / "agents" if (path / "agents").is_dir() else path
-    found: list[tuple[Path, Path | None]] = [
-        (child, None)
-        for child in sorted(agents.iterdir(), key=lambda p: p.name)
-        if child.is_dir() and not child.name.startswith(".") and is_agent(child)
-    ]
-    if not found and agents is path and path.name != "agents":
-        raise StoreError(f"{path} is neither a workspace (no agents/ folder) nor an agent folder")
+    found = []
+    for files in resolve(path)[0]:
+        only = files.memory if files.memory is not None else next(iter(files.archives), None)
+        found.append((files, None if files.whole_folder else only))
     return found
 
 
@@ -292,7 +280,7 @@ def _summary_of(successor: MemoryDocument, archive: MemoryDocument) -> str | Non
     return None
 
 
-def _agent_cases(folder: Path, only: Path | None) -> list[Case]:
+def _agent_cases(agent: str, folder: Path, only: Path | None) -> list[Case]:
     archive_dir = folder / "archive"
     archives = sorted(
         (
@@ -330,7 +318,7 @@ def _agent_cases(folder: Path, only: Path | None) -> list[Case]:
         record = records.get(archive.name, {})
         cases.append(
             Case(
-                f"{folder.name}/{archive.name}",
+                f"{agent}/{archive.name}",
                 tuple(
                     {"role": m.role, "content": m.content, "timestamp": m.timestamp}
                     for m in doc.messages
@@ -338,7 +326,7 @@ def _agent_cases(folder: Path, only: Path | None) -> list[Case]:
                 summary=summary,
                 source=str(archive),
                 metadata={
-                    "agent": folder.name,
+                    "agent": agent,
                     "archive": archive.name,
                     "summary_file": str(successor),
                     "summarizer_model": record.get("summarizer_model"),
@@ -374,14 +362,14 @@ def cases_from_workspace(
     sources: set[Path] = set()
     ids: set[str] = set()
     for item in items:
-        for folder, only in _agent_folders(item.expanduser()):
-            for case in _agent_cases(folder, only):
+        for files, only in _agent_folders(item.expanduser()):
+            for case in _agent_cases(files.agent, files.folder, only):
                 source = Path(case.source).resolve()
                 if source in sources:
                     continue
                 sources.add(source)
                 if case.id in ids:  # the same agent name in two workspaces
-                    base = f"{folder.resolve().parent.parent.name}/{case.id}"
+                    base = f"{files.workspace.resolve().name}/{case.id}"
                     new_id, n = base, 2
                     while new_id in ids:
                         new_id, n = f"{base}#{n}", n + 1

@@ -116,6 +116,28 @@ def agent_paths(
     return MemoryPaths(agents / _existing_spelling(agents, name) / "MEMORY.md")
 
 
+def agent_folders(folder: Path, *, nested: bool = False) -> list[Path]:
+    """The agent folders below ``folder`` (a workspace's ``agents/``), at any depth, in name
+    order: the reference framework writes an agent named ``team/alpha`` to
+    ``agents/team/alpha/``. A folder is an agent's when it holds a ``MEMORY.md`` (of any kind:
+    the loaders say when it is not a file) or an ``archive/``. Hidden folders are skipped;
+    below the top an ``archive/`` holds archives, not an agent; a symlinked folder is listed but
+    not searched (no loops)."""
+    found = []
+    try:
+        children = sorted(folder.iterdir(), key=lambda p: p.name)
+    except OSError:
+        return []
+    for child in children:
+        if not child.is_dir() or child.name.startswith(".") or (nested and child.name == "archive"):
+            continue
+        if os.path.lexists(child / "MEMORY.md") or (child / "archive").is_dir():
+            found.append(child)
+        if not child.is_symlink():
+            found += agent_folders(child, nested=True)
+    return found
+
+
 def _existing_spelling(agents: Path, name: str) -> str:
     """``name``, or the spelling of the agent folder that is the same name in NFC form (another
     writer may have created it decomposed, NFD): one agent, one folder."""
@@ -131,6 +153,7 @@ def _existing_spelling(agents: Path, name: str) -> str:
 __all__ = [
     "MAX_NAME_BYTES",
     "MemoryPaths",
+    "agent_folders",
     "agent_paths",
     "validate_agent_name",
 ]

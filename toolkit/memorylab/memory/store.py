@@ -98,7 +98,7 @@ from memorylab.memory._fsutil import (
     write_all,
 )
 from memorylab.memory._locking import AgentLock, drop_lock, lock_for
-from memorylab.memory.paths import MemoryPaths, agent_paths, validate_agent_name
+from memorylab.memory.paths import MemoryPaths, agent_folders, agent_paths, validate_agent_name
 from memorylab.memory.records import MemoryDocument, Message
 from memorylab.memory.retention import RetentionPolicy
 
@@ -848,6 +848,13 @@ def remove_memory(store: MemoryStore, *, whole_folder: bool | None = None) -> li
     """
     whole = store.agent_root is not None if whole_folder is None else whole_folder
     folder, paths = store.paths.folder, store.paths
+    nested = agent_folders(folder) if whole else []
+    if nested:  # the reference framework's 'team/alpha' lives in agents/team/alpha/
+        names = ", ".join(str(p.relative_to(folder)) for p in nested[:5])
+        raise StoreError(
+            f"{folder} holds the memory of other agents too ({names}); removing the folder "
+            "would delete theirs: move their folders out first, or delete it by hand"
+        )
     if store._lock is not None and store._lock.is_stale():
         store._lock = None
     with store.locked():

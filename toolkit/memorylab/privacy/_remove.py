@@ -16,7 +16,7 @@ from typing import Literal
 
 from memorylab.config import resolve_workspace
 from memorylab.errors import AgentNotFound, MemorylabError, UnsafePath
-from memorylab.memory.paths import MemoryPaths, agent_paths, validate_agent_name
+from memorylab.memory.paths import MemoryPaths, agent_folders, agent_paths, validate_agent_name
 from memorylab.memory.retention import format_duration, parse_duration
 from memorylab.memory.retention import older_than as archives_older_than
 from memorylab.memory.store import MemoryStore, delete_archives, read_memory, remove_memory
@@ -218,6 +218,8 @@ def purge(
     items: list[PurgeItem] = []
     for agent in _agent_names(agents_dir):
         paths = MemoryPaths(agents_dir / agent / "MEMORY.md")
+        if agent_folders(paths.folder):
+            continue  # holds nested agents ('team/alpha'), which purge does not remove yet
         last = _last_change(paths.folder, paths.lock)
         if last is None or last < cutoff:
             since = "no memory files" if last is None else f"last change {last.isoformat()}"
