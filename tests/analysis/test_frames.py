@@ -509,3 +509,16 @@ def test_nested_agent_folders_are_agents_named_by_their_path(tmp_path: Path) -> 
         "team/beta"
     }
     assert set(memory_df(agents)["workspace"].astype(str)) == {str(tmp_path)}
+
+
+def test_a_system_block_after_an_edit_is_not_a_summary() -> None:
+    """After a compaction's archive a file's first System block is its summary (the reference's
+    plain compact()); after an edit's archive it is just the first message kept."""
+    conv = Conversation(agent_name="Edited")
+    conv.add("System", "you are a helpful agent")
+    conv.add("User", "drop me")
+    conv.delete(1)
+    assert conv.memory_md_path is not None
+    frame = memory_df(conv.memory_md_path.parent)
+    assert list(frame["content"]) == ["you are a helpful agent"]
+    assert not frame["is_summary"].any()

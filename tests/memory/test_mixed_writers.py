@@ -137,3 +137,47 @@ def test_agents_the_reference_names_with_a_slash_are_read(tmp_path: Path) -> Non
     frame = memory_df(tmp_path)
     by_agent = dict(zip(frame["agent"].astype(str), frame["content"], strict=True))
     assert by_agent == {"solo": "hello from solo", "team/alpha": "hello from team/alpha"}
+
+
+def test_a_reference_compaction_beside_memorylab_is_a_compaction_with_a_summary(
+    tmp_path: Path,
+) -> None:
+    """memorylab compacts (and records it in compactions.jsonl), then the real reference's plain
+    ``compact(summary)`` archives MEMORY.md and re-seeds it with the summary, unmarked, as its
+    first block (System): compactions_df lists both compactions, memory_df flags both summaries,
+    and cases_from_workspace makes a case of each (issue 17)."""
+    from memorylab.analysis import compactions_df
+    from memorylab.evaluate import cases_from_workspace
+
+    python = swarms_python()
+    assert python is not None
+    conv = Conversation(agent_name=AGENT, workspace_dir=tmp_path, preload=False)
+    for n in range(3):
+        conv.add("User", f"ml-{n}")
+    conv.compact("memorylab summary")
+    conv.add("User", "ml-after")
+    script = textwrap.dedent(
+        """
+        import sys
+        from swarms.structs.conversation import Conversation
+        conv = Conversation(name="ref", time_enabled=True, memory_md_path=sys.argv[1])
+        conv.add("user", "ref-message")
+        conv.compact("reference plain summary")
+        conv.add("user", "ref-after")
+        """
+    )
+    env = {**os.environ, "SWARMS_TELEMETRY_ON": "false", "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+           "LITELLM_OFFLINE_MODE": "true"}  # fmt: skip
+    done = subprocess.run([python, "-c", script, str(conv.memory_md_path)], env=env,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    compactions = compactions_df(tmp_path)
+    assert list(compactions["source"]) == ["jsonl", "inferred"]
+    assert list(compactions["messages_archived"]) == [3, 3]
+    frame = memory_df(tmp_path)
+    summaries = list(frame.loc[frame["is_summary"], "content"])
+    assert summaries == ["[Compressed Memory Summary] memorylab summary", "reference plain summary"]
+    assert [case.summary for case in cases_from_workspace(tmp_path)] == [
+        "memorylab summary",
+        "reference plain summary",
+    ]

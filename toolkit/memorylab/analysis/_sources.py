@@ -42,7 +42,7 @@ from memorylab.memory import format as fmt
 from memorylab.memory.paths import MemoryPaths, agent_folders
 from memorylab.memory.permissions import warn_permissions
 from memorylab.memory.records import MemoryDocument, Message
-from memorylab.memory.store import MemoryStore
+from memorylab.memory.store import MemoryStore, read_memory
 
 SourceLike = str | os.PathLike[str]
 Source = SourceLike | Sequence[SourceLike]
@@ -130,6 +130,52 @@ def agent_name(workspace: Path, folder: Path) -> str:
     if folder.is_relative_to(agents) and folder != agents:
         return folder.relative_to(agents).as_posix()
     return folder.name
+
+
+def read_segments(files: AgentFiles, notes: list[Note], strict: bool) -> list[Segment]:
+    """The agent's files (:func:`files_of`), parsed; a file that cannot be read is a note when
+    not ``strict``."""
+    segments = []
+    for path, kind in files_of(files, notes):
+        try:
+            if strict:
+                segments.append(Segment(path, kind, read_memory(path)))
+            else:
+                document, problems = read_memory(path, strict=False)
+                segments.append(Segment(path, kind, document, problems))
+        except StoreError as exc:
+            if strict:
+                raise
+            notes.append(Note(str(path), 0, "io", str(exc)))
+    return segments
+
+
+def agent_timeline(files: AgentFiles, notes: list[Note], *, strict: bool) -> list[Segment]:
+    """The agent's files, parsed and in timeline order (:func:`timeline`)."""
+    return timeline(read_segments(files, notes, strict), notes, whole_folder=files.whole_folder)
+
+
+def summary_flags(segments: Sequence[Segment]) -> list[list[bool]]:
+    """Per segment, which of its messages read (:meth:`Segment.messages`) are compaction
+    summaries: those marked ``[Compressed Memory Summary]``, and the first block of a file that
+    follows a compaction's archive when its role is System (the reference framework's plain
+    ``compact(summary)`` re-seeds MEMORY.md with the summary, unmarked, as its first block)."""
+    flags = []
+    previous: Segment | None = None
+    for segment in segments:
+        marked = [m.is_summary for m in segment.messages()]
+        first = segment.document.messages[0] if segment.document.messages else None
+        if (
+            first is not None
+            and previous is not None
+            and previous.kind == "archive"
+            and 0 not in segment.repeated
+            and first.role.casefold() == "system"
+        ):
+            marked[0] = True
+        flags.append(marked)
+        previous = segment
+    return flags
 
 
 def _archive_files(folder: Path, notes: list[Note]) -> list[Path]:

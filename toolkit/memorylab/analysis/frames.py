@@ -40,18 +40,17 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 from memorylab._names import FormerPair
 from memorylab.analysis._sources import (
     AgentFiles,
-    Note,
     Segment,
     Source,
-    files_of,
+    agent_timeline,
     locate,
     resolve,
+    summary_flags,
     timeline,
 )
-from memorylab.errors import StoreError
 from memorylab.memory.paths import MemoryPaths
-from memorylab.memory.records import SUMMARY_PREFIX, MemoryDocument, Message
-from memorylab.memory.store import MemoryStore, read_memory
+from memorylab.memory.records import MemoryDocument, Message
+from memorylab.memory.store import MemoryStore
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -254,8 +253,7 @@ def memory_df(
     """
     agent_files, notes = resolve(source)
     agents = [
-        (files, timeline(_read(files, notes, strict), notes, whole_folder=files.whole_folder))
-        for files in agent_files
+        (files, agent_timeline(files, notes, strict=strict)) for files in agent_files
     ]
     frame = _messages_frame(agents, tokens, naive_tz)
     if strict:
@@ -303,23 +301,6 @@ def documents_df(
     return _messages_frame(ordered, tokens, naive_tz)
 
 
-def _read(files: AgentFiles, notes: list[Note], strict: bool) -> list[Segment]:
-    """The agent's files, parsed (a file that cannot be read is a note when not ``strict``)."""
-    segments = []
-    for path, kind in files_of(files, notes):
-        try:
-            if strict:
-                segments.append(Segment(path, kind, read_memory(path)))
-            else:
-                document, problems = read_memory(path, strict=False)
-                segments.append(Segment(path, kind, document, problems))
-        except StoreError as exc:
-            if strict:
-                raise
-            notes.append(Note(str(path), 0, "io", str(exc)))
-    return segments
-
-
 def _messages_frame(
     agents: Sequence[tuple[AgentFiles, Sequence[Segment]]],
     tokens: str | None,
@@ -328,9 +309,12 @@ def _messages_frame(
     """The rows of :func:`memory_df` for agents' files in timeline order."""
     data: dict[str, list[Any]] = {name: [] for name, _ in MEMORY_COLUMNS}
     messages: list[Message] = []
+    summaries: list[bool] = []
     for files, segments in agents:
         labels = (str(files.workspace), files.agent)
         start = len(messages)
+        for flags in summary_flags(segments):
+            summaries += flags
         for index, segment in enumerate(segments):
             positions = segment.positions()  # rule 6 leaves out repeated messages
             count = len(positions)
@@ -347,7 +331,7 @@ def _messages_frame(
     data["content"] = contents = [m.content for m in messages]
     data["timestamp"], data["naive_timestamp"] = _utc([m.timestamp for m in messages], naive_tz)
     data["chars"] = list(map(len, contents))
-    data["is_summary"] = [content.startswith(SUMMARY_PREFIX) for content in contents]
+    data["is_summary"] = summaries
     declared = MEMORY_COLUMNS
     if tokens is not None:
         from memorylab.compress.tokens import get_token_counter
@@ -422,11 +406,23 @@ def compactions_df(
     agent_files, notes = resolve(source)
     rows: list[dict[str, Any]] = []
     for files in agent_files:
-        if MemoryPaths(files.memory_md).compactions.is_file():
-            rows += _recorded(files)
-        else:
-            segments = timeline(_read(files, notes, False), notes, whole_folder=files.whole_folder)
-            rows += _inferred(files, segments, tokens, naive_tz)
+        records = (
+            MemoryStore(files.memory_md).records()
+            if MemoryPaths(files.memory_md).compactions.is_file()
+            else []
+        )
+        rows += _recorded(files, records)
+        named = {r.get("archive") for r in records if isinstance(r, dict)}  # any kind, edits too
+        if records and all(path.name in named for path in files.archives):
+            continue  # memorylab recorded every archive: nothing to infer
+        # Compactions nobody recorded: a reference workspace, or the reference's compact()
+        # writing beside memorylab (its archive and re-seeded MEMORY.md, no record).
+        segments = agent_timeline(files, notes, strict=False)
+        rows += [
+            row
+            for row in _inferred(files, segments, tokens, naive_tz)
+            if row["archive"] not in named
+        ]
     frame = build_frame(
         COMPACTION_COLUMNS,
         {name: [row.get(name) for row in rows] for name, _ in COMPACTION_COLUMNS},
@@ -450,22 +446,25 @@ def _count(value: Any) -> int | None:
     return int(number) if math.isfinite(number) else None
 
 
-def _recorded(files: AgentFiles) -> list[dict[str, Any]]:
-    """The rows of the agent's ``compactions.jsonl`` (its successful compactions)."""
+def _recorded(files: AgentFiles, records: Sequence[object]) -> list[dict[str, Any]]:
+    """The rows of the agent's ``compactions.jsonl`` records (its successful compactions)."""
     import pandas as pd
 
-    records = [
+    compactions = [
         record
-        for record in MemoryStore(files.memory_md).records()
+        for record in records
         if isinstance(record, dict)
         and record.get("kind", "compaction") == "compaction"
         and not record.get("error")
     ]
     times = pd.to_datetime(
-        [str(r.get("time") or "") for r in records], format="ISO8601", utc=True, errors="coerce"
+        [str(r.get("time") or "") for r in compactions],
+        format="ISO8601",
+        utc=True,
+        errors="coerce",
     )
     rows = []
-    for record, time in zip(records, times, strict=True):
+    for record, time in zip(compactions, times, strict=True):
         threshold = record.get("threshold")
         rows.append(
             {
@@ -507,7 +506,8 @@ def _inferred(
     counted = entry_tokens(frame, tokens) if tokens is not None and len(frame) else None
     rows: list[dict[str, Any]] = []
     start = 0
-    for segment, after in itertools.pairwise(segments):
+    flags = summary_flags(segments)
+    for index, (segment, after) in enumerate(itertools.pairwise(segments)):
         count = len(segment.positions())
         following = start + count  # the first row of the next file
         after_messages = after.messages()
@@ -525,7 +525,7 @@ def _inferred(
         if counted is not None:
             here = counted.tokens[start:following]
             row["tokens_before"] = int(here.sum()) + max(count - 1, 0) * counted.separator
-            if after_messages and after_messages[0].is_summary:
+            if after_messages and flags[index + 1][0]:
                 row["summary_tokens"] = row["tokens_after"] = int(counted.tokens[following])
         if segment.kind == "archive":
             rows.append(row)

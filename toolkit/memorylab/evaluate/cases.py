@@ -25,18 +25,18 @@ that a compaction actually wrote (``summary``), so it can be scored without call
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from memorylab.errors import InvalidSetting, MemoryFormatError, StoreError
 from memorylab.memory import format as fmt
-from memorylab.memory.records import SUMMARY_PREFIX, MemoryDocument
+from memorylab.memory.records import SUMMARY_PREFIX
 from memorylab.transcripts import FACT_CATEGORIES, Fact, Probe, load_transcript
 
 if TYPE_CHECKING:
@@ -224,20 +224,14 @@ def _agent_folders(path: Path) -> list[tuple[AgentFiles, Path | None]]:
     (nested ones too), each with the one file given or None for the whole folder."""
     from memorylab.analysis._sources import resolve
 
-    found = []
+    found: list[tuple[AgentFiles, Path | None]] = []
     for files in resolve(path)[0]:
-        only = files.memory if files.memory is not None else next(iter(files.archives), None)
-        found.append((files, None if files.whole_folder else only))
+        if files.whole_folder:
+            found.append((files, None))
+        else:  # one file: its compaction needs the folder's timeline
+            only = files.memory if files.memory is not None else files.archives[0]
+            found += [(whole, only) for whole in resolve(files.folder)[0]]
     return found
-
-
-def _read(path: Path) -> MemoryDocument | None:
-    try:
-        text = path.read_bytes().decode("utf-8", errors="replace")
-        doc, _problems = fmt.parse(text, strict=False, path=str(path))
-    except (OSError, MemoryFormatError, ValueError):
-        return None
-    return doc
 
 
 def _records(folder: Path) -> dict[str, dict[str, Any]]:
@@ -257,68 +251,38 @@ def _records(folder: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _pending(folder: Path) -> str | None:
-    intent = folder / ".MEMORY.md.intent.json"
-    try:
-        name = json.loads(intent.read_bytes()).get("archive")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return str(name) if name else None
+def _agent_cases(files: AgentFiles, only: Path | None) -> list[Case]:
+    """One case per compaction of the agent: an archive of its timeline (read as the loaders
+    read it: lineage order, uncommitted and edits' archives aside) and the summary that the
+    next file starts with, marked or the reference's plain one (``summary_flags``)."""
+    from memorylab.analysis._sources import Note, agent_timeline, summary_flags
 
-
-def _sort_key(path: Path) -> tuple[datetime, int, str]:
-    parsed = fmt.parse_archive_name(path.name)
-    when, attempt = parsed if parsed is not None else (datetime.min, 0)
-    return when, attempt, path.name
-
-
-def _summary_of(successor: MemoryDocument, archive: MemoryDocument) -> str | None:
-    already = {m.content for m in archive.messages if m.is_summary}
-    for message in successor.messages:
-        if message.is_summary and message.content not in already:
-            return message.content[len(SUMMARY_PREFIX) :].strip()
-    return None
-
-
-def _agent_cases(agent: str, folder: Path, only: Path | None) -> list[Case]:
-    archive_dir = folder / "archive"
-    archives = sorted(
-        (
-            p
-            for p in (archive_dir.iterdir() if archive_dir.is_dir() else ())
-            if p.is_file() and fmt.parse_archive_name(p.name) is not None
-        ),
-        key=_sort_key,
-    )
-    pending = _pending(folder)
-    archives = [p for p in archives if p.name != pending]
-    memory_md = folder / "MEMORY.md"
-    files = [*archives, *([memory_md] if memory_md.is_file() else [])]
-    docs = {p: _read(p) for p in files}
-    by_continues = {
-        doc.continues: p for p, doc in docs.items() if doc is not None and doc.continues
-    }
-    records = _records(folder)
+    notes: list[Note] = []
+    segments = agent_timeline(files, notes, strict=False)
+    flags = summary_flags(segments)
+    records = _records(files.folder)
     cases = []
-    for index, archive in enumerate(archives):
-        doc = docs[archive]
-        if doc is None or not doc.messages:
+    for index, (segment, after) in enumerate(itertools.pairwise(segments)):
+        doc, archive = segment.document, segment.path
+        if segment.kind != "archive" or not doc.messages:
             continue
-        successor = by_continues.get(archive.name)
-        if successor is None:
-            later = [p for p in files[index + 1 :] if docs[p] is not None]
-            successor = later[0] if later else None
-        if successor is None:
+        if only is not None and only not in (archive, after.path):
             continue
-        if only is not None and only not in (archive, successor):
-            continue
-        summary = _summary_of(docs[successor], doc)  # type: ignore[arg-type]
+        already = {m.content for m in doc.messages if m.is_summary}
+        summary = next(
+            (
+                m.content.removeprefix(SUMMARY_PREFIX).strip()
+                for m, flagged in zip(after.messages(), flags[index + 1], strict=True)
+                if flagged and m.content not in already
+            ),
+            None,
+        )
         if not summary:
             continue
         record = records.get(archive.name, {})
         cases.append(
             Case(
-                f"{agent}/{archive.name}",
+                f"{files.agent}/{archive.name}",
                 tuple(
                     {"role": m.role, "content": m.content, "timestamp": m.timestamp}
                     for m in doc.messages
@@ -326,9 +290,9 @@ def _agent_cases(agent: str, folder: Path, only: Path | None) -> list[Case]:
                 summary=summary,
                 source=str(archive),
                 metadata={
-                    "agent": agent,
+                    "agent": files.agent,
                     "archive": archive.name,
-                    "summary_file": str(successor),
+                    "summary_file": str(after.path),
                     "summarizer_model": record.get("summarizer_model"),
                     "latency_s": record.get("latency_s"),
                     "cost_usd": record.get("cost_usd"),
@@ -363,7 +327,7 @@ def cases_from_workspace(
     ids: set[str] = set()
     for item in items:
         for files, only in _agent_folders(item.expanduser()):
-            for case in _agent_cases(files.agent, files.folder, only):
+            for case in _agent_cases(files, only):
                 source = Path(case.source).resolve()
                 if source in sources:
                     continue
