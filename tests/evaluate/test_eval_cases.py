@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -268,3 +270,20 @@ def test_a_nested_agent_is_found_and_named_by_its_path(tmp_path: Path) -> None:
     cases = cases_from_workspace(tmp_path)
     assert [c.id for c in cases] == ["team/quant/history_2026-04-20_18-40-00.md"]
     assert cases[0].metadata["agent"] == "team/quant"
+
+
+def test_a_fifo_in_place_of_the_records_is_not_waited_on(tmp_path: Path) -> None:
+    """compactions.jsonl as a FIFO: the cases are read without its records (issue 17: FIFOs
+    are refused everywhere; reading it blocked cases_from_workspace forever)."""
+    folder = tmp_path / "agents" / "Quant"
+    (folder / "archive").mkdir(parents=True)
+    (folder / "archive" / "history_2026-04-20_18-40-00.md").write_text(REFERENCE_ARCHIVE)
+    (folder / "MEMORY.md").write_text(REFERENCE_NEXT)
+    os.mkfifo(folder / "compactions.jsonl")
+    found: list[list[Case]] = []
+    reader = threading.Thread(target=lambda: found.append(cases_from_workspace(tmp_path)),
+                              daemon=True)  # fmt: skip
+    reader.start()
+    reader.join(timeout=60)
+    assert not reader.is_alive(), "cases_from_workspace is blocked on the FIFO"
+    assert [case.metadata["summarizer_model"] for case in found[0]] == [None]

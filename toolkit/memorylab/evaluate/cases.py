@@ -234,21 +234,20 @@ def _agent_folders(path: Path) -> list[tuple[AgentFiles, Path | None]]:
     return found
 
 
-def _records(folder: Path) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    for file in sorted(folder.glob("*compactions.jsonl")):
-        try:
-            lines = file.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            continue
-        for line in lines:
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(record, dict) and record.get("archive") and not record.get("error"):
-                out[str(record["archive"])] = record
-    return out
+def _records(files: AgentFiles) -> dict[str, dict[str, Any]]:
+    """The agent's successful compactions in ``compactions.jsonl``, by archive name; none when
+    it cannot be read (the store's reader: a FIFO or symlink there is refused, never waited on)."""
+    from memorylab.memory.store import MemoryStore
+
+    try:
+        records = MemoryStore(files.memory_md).records()
+    except StoreError:
+        return {}
+    return {
+        str(record["archive"]): record
+        for record in records
+        if isinstance(record, dict) and record.get("archive") and not record.get("error")
+    }
 
 
 def _agent_cases(files: AgentFiles, only: Path | None) -> list[Case]:
@@ -260,7 +259,7 @@ def _agent_cases(files: AgentFiles, only: Path | None) -> list[Case]:
     notes: list[Note] = []
     segments = agent_timeline(files, notes, strict=False)
     flags = summary_flags(segments)
-    records = _records(files.folder)
+    records = _records(files)
     cases = []
     for index, (segment, after) in enumerate(itertools.pairwise(segments)):
         doc, archive = segment.document, segment.path
