@@ -121,8 +121,9 @@ def agent_folders(folder: Path, *, nested: bool = False) -> list[Path]:
     order: the reference framework writes an agent named ``team/alpha`` to
     ``agents/team/alpha/``. A folder is an agent's when it holds a ``MEMORY.md`` (of any kind:
     the loaders say when it is not a file) or an ``archive/``. Hidden folders are skipped;
-    below the top an ``archive/`` holds archives, not an agent; a symlinked folder is listed but
-    not searched (no loops)."""
+    below the top (``nested``, also for ``folder`` an agent's own folder) an ``archive/`` holds
+    archives, not an agent, and is not searched; a symlinked folder is listed but not searched
+    (no loops)."""
     found = []
     try:
         children = sorted(folder.iterdir(), key=lambda p: p.name)

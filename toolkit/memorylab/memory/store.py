@@ -848,7 +848,7 @@ def remove_memory(store: MemoryStore, *, whole_folder: bool | None = None) -> li
     """
     whole = store.agent_root is not None if whole_folder is None else whole_folder
     folder, paths = store.paths.folder, store.paths
-    nested = agent_folders(folder) if whole else []
+    nested = agent_folders(folder, nested=True) if whole else []  # its archive/ is no agent
     if nested:  # the reference framework's 'team/alpha' lives in agents/team/alpha/
         names = ", ".join(str(p.relative_to(folder)) for p in nested[:5])
         raise StoreError(

@@ -218,7 +218,7 @@ def purge(
     items: list[PurgeItem] = []
     for agent in _agent_names(agents_dir):
         paths = MemoryPaths(agents_dir / agent / "MEMORY.md")
-        if agent_folders(paths.folder):
+        if agent_folders(paths.folder, nested=True):
             continue  # holds nested agents ('team/alpha'), which purge does not remove yet
         last = _last_change(paths.folder, paths.lock)
         if last is None or last < cutoff:
