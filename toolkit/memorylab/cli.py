@@ -37,6 +37,8 @@ from memorylab.evaluate.cli import (
 if TYPE_CHECKING:
     import pandas as pd
 
+    from memorylab.analysis._sources import AgentFiles
+
 
 def _demo(args: argparse.Namespace) -> int:
     """Write a short conversation, compact it, and show what ends up on disk."""
@@ -125,21 +127,20 @@ def _agent_folder(workspace: Path, agent: str) -> Path:
         ) from None
     folder = agent_paths(names[0], workspace).folder.joinpath(*names[1:])
     if not folder.is_dir():
-        known = [name for name, _ in _agents(workspace)]
+        known = [files.agent for files in _agents(workspace)]
         raise AgentNotFound(
             f"no agent {agent!r} in {workspace}; agents there: {', '.join(known) or 'none'}"
         )
     return folder
 
 
-def _agents(workspace: Path) -> list[tuple[str, Path]]:
-    """``(agent, folder)`` of every agent in the workspace, nested ones too, as the loaders
-    find them."""
+def _agents(workspace: Path) -> list[AgentFiles]:
+    """Every agent in the workspace and its files, nested ones too, as the loaders find them."""
     from memorylab.analysis._sources import resolve
 
     if not (workspace / "agents").is_dir():
         return []
-    return [(files.agent, files.folder) for files in resolve(workspace)[0]]
+    return resolve(workspace)[0]
 
 
 def _last_message_time(memory_md: Path) -> str:
@@ -157,16 +158,14 @@ def _last_message_time(memory_md: Path) -> str:
 
 
 def _ls(args: argparse.Namespace) -> int:
-    from memorylab.memory.paths import MemoryPaths
-
     workspace = _existing_workspace(args.workspace)
     print(f"workspace: {workspace}")
     print(f"{'agent':<28} {'MEMORY.md':>10} {'archives':>8}  last message")
-    for agent, folder in _agents(workspace):
-        paths = MemoryPaths(folder / "MEMORY.md")
-        size = paths.memory_md.stat().st_size if paths.memory_md.is_file() else 0
-        last = _last_message_time(paths.memory_md)
-        print(f"{agent:<28} {size:>10,} {len(paths.archives()):>8}  {last}")
+    for files in _agents(workspace):
+        memory_md = files.memory_md
+        size = memory_md.stat().st_size if memory_md.is_file() else 0
+        last = _last_message_time(memory_md)
+        print(f"{files.agent:<28} {size:>10,} {len(files.archives):>8}  {last}")
     return 0
 
 
