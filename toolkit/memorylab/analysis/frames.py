@@ -506,8 +506,7 @@ def _inferred(
     counted = entry_tokens(frame, tokens) if tokens is not None and len(frame) else None
     rows: list[dict[str, Any]] = []
     start = 0
-    flags = summary_flags(segments)
-    for index, (segment, after) in enumerate(itertools.pairwise(segments)):
+    for segment, after in itertools.pairwise(segments):
         count = len(segment.positions())
         following = start + count  # the first row of the next file
         after_messages = after.messages()
@@ -525,7 +524,7 @@ def _inferred(
         if counted is not None:
             here = counted.tokens[start:following]
             row["tokens_before"] = int(here.sum()) + max(count - 1, 0) * counted.separator
-            if after_messages and flags[index + 1][0]:
+            if after_messages and frame["is_summary"].iloc[following]:
                 row["summary_tokens"] = row["tokens_after"] = int(counted.tokens[following])
         if segment.kind == "archive":
             rows.append(row)
