@@ -1,16 +1,15 @@
-"""Names looked up at run time: registries of summarizers and scorers, names that moved, and
-results that used to be pairs.
+"""Names looked up at run time: registries of summarizers and scorers, and names that moved.
 
 Private helpers of :mod:`memorylab.compress.summarizers`, :mod:`memorylab.evaluate.scorers` and
-the modules that keep an old import path or return type working for a release.
+the modules that keep an old import path working for a release.
 """
 
 from __future__ import annotations
 
 import importlib
 import warnings
-from collections.abc import Callable, Iterator, Mapping, MutableMapping
-from typing import Any, ClassVar, TypeVar
+from collections.abc import Callable, Mapping, MutableMapping
+from typing import Any, TypeVar
 
 from memorylab.errors import InvalidSetting
 
@@ -56,29 +55,3 @@ def moved(module: str, homes: Mapping[str, str], *, stacklevel: int = 2) -> Call
         return getattr(importlib.import_module(home), name)
 
     return __getattr__
-
-
-class FormerPair:
-    """A result that earlier versions returned as a ``(first, second)`` tuple: unpacking or
-    indexing it that way still works for one release, with a ``DeprecationWarning`` that names
-    the attributes to use. A subclass (a frozen dataclass) sets ``_former`` to the call that
-    returns it and the names of its two fields."""
-
-    __slots__ = ()
-    _former: ClassVar[tuple[str, str, str]]
-
-    def _as_tuple(self) -> tuple[Any, Any]:
-        call, first, second = self._former
-        warnings.warn(
-            f"{call} returns a {type(self).__name__}: use result.{first} and result.{second} "
-            f"instead of unpacking or indexing it as ({first}, {second})",
-            DeprecationWarning,
-            stacklevel=3,  # the caller's line that unpacks or indexes
-        )
-        return getattr(self, first), getattr(self, second)
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self._as_tuple())
-
-    def __getitem__(self, index: int) -> Any:
-        return self._as_tuple()[index]

@@ -37,7 +37,7 @@ from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 
-from memorylab._names import FormerPair
+from memorylab.results import FormerPair
 from memorylab.analysis._sources import (
     AgentFiles,
     Segment,

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 
-from memorylab._names import FormerPair
+from memorylab.results import FormerPair
 from memorylab.compress.base import Summarizer
 from memorylab.compress.baselines import BOUNDS
 from memorylab.compress.summarizers import get_summarizer, summarizer_names
