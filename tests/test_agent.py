@@ -12,8 +12,9 @@ import pytest
 
 from fakes.openai_server import FakeOpenAIServer, FakeRequest, HTTPError, ToolCall, ToolCallReply
 from memorylab import Conversation, read_memory
-from memorylab.agent import Agent, default_preload_max_tokens
+from memorylab.agent import Agent
 from memorylab.compress.compressor import ContextCompressor
+from memorylab.compress.policy import default_preload_max_tokens
 from memorylab.compress.scripted import ScriptedSummarizer
 from memorylab.errors import InvalidSetting, ModelAuthError, ModelUnavailable
 from memorylab.memory.records import PRELOAD_PREFIX

@@ -13,21 +13,22 @@ most ``auto_loop_cap`` calls).
 
 Where the checks fall in the files: every model call's reply is recorded under ``agent_name``, so
 a check ran after message ``i`` exactly when message ``i + 1`` is one of the agent's replies
-(:func:`check_points`): after the task, and after the tool results of a reply that called tools
-(they land in the history, and in MEMORY.md, before the next check). Each compaction records
-this (``checks: "model_call"``), the first message this process added (``session_start``: a new
-``Agent`` on an existing MEMORY.md is a restart, with a bounded preload), ``preload_tokens``,
-``preload_max_tokens`` and ``preload_omitted`` in its ``extra``, so that
-:mod:`memorylab.analysis` replays the run with the same check points and restarts.
+(:func:`memorylab.compress.policy.check_points`): after the task, and after the tool results of
+a reply that called tools (they land in the history, and in MEMORY.md, before the next check).
+Each compaction records this (``checks: "model_call"``), the first message this process added
+(``session_start``: a new ``Agent`` on an existing MEMORY.md is a restart, with a bounded
+preload), ``preload_tokens``, ``preload_max_tokens`` and ``preload_omitted`` in its ``extra``, so
+that :mod:`memorylab.analysis` replays the run with the same check points and restarts.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal
 
+from memorylab._names import moved
 from memorylab.compress import policy
 from memorylab.compress.compressor import ContextCompressor
 from memorylab.compress.summarizers import summarizer_names
@@ -43,7 +44,7 @@ from memorylab.llm import (
 )
 from memorylab.memory import format as fmt
 from memorylab.memory.conversation import DEFAULT_PATH, Conversation
-from memorylab.memory.records import CompactionEvent
+from memorylab.memory.records import CompactionEvent, EntryKind
 from memorylab.tools import Tool, as_tools
 
 STOP_TOKEN = "<DONE>"
@@ -51,25 +52,7 @@ AUTO_LOOP_CAP = 25
 CHECKS = "model_call"
 """Where the Agent checks compression: before every model call (recorded as ``checks``)."""
 _DEFAULT: Any = object()
-
-
-def check_points(roles: Sequence[str], reply_roles: Collection[str]) -> list[bool]:
-    """After which messages of a history the Agent checked compression: message ``i`` is
-    followed by a check when message ``i + 1`` is a model reply (its role in ``reply_roles``),
-    since the check runs right before each model call.
-
-    >>> check_points(["User", "Bot", "Tool Executor", "Bot", "User"], {"Bot"})
-    [True, True, True, False, False]
-    """
-    replies = [role in reply_roles for role in roles]
-    return [*replies[1:], False] if replies else []
-
-
-def default_preload_max_tokens(context_length: int, threshold: policy.Threshold) -> int:
-    """A quarter of the window, and at most half of the compression trigger, so a big MEMORY.md
-    cannot make compression fire on the very first loop."""
-    trigger = policy.trigger_tokens(context_length, threshold)
-    return max(1, min(context_length // 4, trigger // 2))
+_MOVED = ("check_points", "default_preload_max_tokens")
 
 
 class Agent:
@@ -97,7 +80,7 @@ class Agent:
         custom_rules_prompt: more static context (skills), after the rules.
         preload_max_tokens: the most MEMORY.md may take when preloaded; default a quarter of
             the window and at most half of the compression trigger
-            (:func:`default_preload_max_tokens`); ``None``: no bound.
+            (:func:`~memorylab.compress.policy.default_preload_max_tokens`); ``None``: no bound.
         temperature: the model's temperature (``None``: the provider's default).
         max_tokens: the most tokens of one reply (``None``: the provider's default).
         retry: timeout and retries of each model call (default ``RetryPolicy()``: 60 s, 2
@@ -169,7 +152,7 @@ class Agent:
         self.token_counter = get_token_counter(model_name)
         threshold = policy.validate_threshold(compression_threshold)
         if preload_max_tokens is _DEFAULT:
-            preload_max_tokens = default_preload_max_tokens(self.context_length, threshold)
+            preload_max_tokens = policy.default_preload_max_tokens(self.context_length, threshold)
         self.short_memory = Conversation(
             name=f"{agent_name}_conversation",
             system_prompt=system_prompt,
@@ -227,9 +210,8 @@ class Agent:
         the first check, when the history holds the preload and this process's first message."""
         if self._session is None:
             memory = self.short_memory
-            history = memory.conversation_history
-            first = next((e for e in history if e.get("kind") is None), None)
-            preload = next((e for e in history if e.get("kind") == "preload"), None)
+            first = next(iter(memory.entries(EntryKind.MESSAGE)), None)
+            preload = next(iter(memory.entries(EntryKind.PRELOAD)), None)
             plan = memory.preload_plan
             preload_tokens = 0
             if preload is not None:
@@ -327,6 +309,6 @@ __all__ = [
     "Agent",
     "CHECKS",
     "STOP_TOKEN",
-    "check_points",
-    "default_preload_max_tokens",
 ]
+
+__getattr__ = moved(__name__, dict.fromkeys(_MOVED, "memorylab.compress.policy"))

@@ -61,6 +61,7 @@ from memorylab.errors import (
     ModelUnavailable,
 )
 from memorylab.memory.format import content_to_text
+from memorylab.validation import check_int, check_number
 
 if TYPE_CHECKING:
     from tenacity import RetryCallState
@@ -102,26 +103,6 @@ def import_litellm() -> Any:
     return litellm
 
 
-# --------------------------------------------------------------------------- settings
-
-
-def check_int(label: str, value: Any, minimum: int) -> int:
-    """``value`` if it is an int >= ``minimum``, else :class:`~memorylab.errors.InvalidSetting`."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InvalidSetting(f"{label} must be an int >= {minimum}, not {value!r}")
-    return value
-
-
-def _seconds(label: str, value: Any, *, strict: bool) -> float:
-    ok = isinstance(value, int | float) and not isinstance(value, bool)
-    if not ok or not (value > 0 if strict else value >= 0):
-        raise InvalidSetting(
-            f"RetryPolicy.{label} must be a number of seconds {'>' if strict else '>='} 0, "
-            f"not {value!r}"
-        )
-    return float(value)
-
-
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
     """How long one model call may take and how it is retried.
@@ -147,9 +128,11 @@ class RetryPolicy:
 
     def __post_init__(self) -> None:
         check_int("RetryPolicy.retries", self.retries, 0)
-        object.__setattr__(self, "timeout", _seconds("timeout", self.timeout, strict=True))
-        base = _seconds("backoff_base", self.backoff_base, strict=False)
-        ceiling = _seconds("backoff_max", self.backoff_max, strict=True)
+        seconds = functools.partial(check_number, minimum=0.0, unit="seconds", finite=False)
+        timeout = seconds("RetryPolicy.timeout", self.timeout, strict=True)
+        object.__setattr__(self, "timeout", timeout)
+        base = seconds("RetryPolicy.backoff_base", self.backoff_base, strict=False)
+        ceiling = seconds("RetryPolicy.backoff_max", self.backoff_max, strict=True)
         if base > ceiling:
             raise InvalidSetting(
                 f"RetryPolicy.backoff_base ({base:g} s) must not exceed backoff_max ({ceiling:g} s)"

@@ -36,18 +36,24 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TypeGuard
 
 from memorylab.errors import InvalidSetting
+from memorylab.validation import check_int, check_number
 
 __all__ = [
     "Backoff",
     "DEFAULT_THRESHOLD",
     "THRESHOLD_CONVENTION",
     "Threshold",
+    "check_points",
+    "default_preload_max_tokens",
+    "same_threshold",
     "should_compress",
+    "threshold_text",
     "trigger_tokens",
     "validate_threshold",
 ]
@@ -100,15 +106,6 @@ def validate_threshold(threshold: object) -> Threshold:
     return fraction
 
 
-def _validate_count(name: str, value: object, minimum: int) -> int:
-    if not _is_integral(value):
-        raise InvalidSetting(f"{name} must be an int >= {minimum}, not {value!r}")
-    number = int(value)
-    if number < minimum:
-        raise InvalidSetting(f"{name} must be an int >= {minimum}, not {value!r}")
-    return number
-
-
 def trigger_tokens(context_length: int, threshold: Threshold = DEFAULT_THRESHOLD) -> int:
     """The smallest token count at which compression fires for this window and threshold.
 
@@ -117,7 +114,7 @@ def trigger_tokens(context_length: int, threshold: Threshold = DEFAULT_THRESHOLD
     >>> trigger_tokens(4096, 1.0), trigger_tokens(4096, 4096), trigger_tokens(10, 1e-9)
     (4096, 4096, 1)
     """
-    length = _validate_count("context_length", context_length, 1)
+    length = check_int("context_length", context_length, 1)
     value = validate_threshold(threshold)
     if isinstance(value, int):
         if value > length:
@@ -141,7 +138,7 @@ def should_compress(
     >>> should_compress(2999, 8192, 3000), should_compress(5000, 4096, 1.0)
     (False, True)
     """
-    count = _validate_count("tokens", tokens, 0)
+    count = check_int("tokens", tokens, 0)
     if type(context_length) is int and type(threshold) in (int, float):
         # Checked on every loop iteration: plain arguments take a cached trigger (typed, so the
         # absolute threshold 1 and the fraction 1.0 never share an entry).
@@ -154,14 +151,52 @@ def _cached_trigger(context_length: int, threshold: int | float) -> int:
     return trigger_tokens(context_length, threshold)
 
 
-def _validate_number(name: str, value: object, minimum: float, *, strict: bool) -> float:
-    number = math.nan
-    if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        number = float(value)
-    if not math.isfinite(number) or number < minimum or (strict and number == minimum):
-        bound = f"> {minimum:g}" if strict else f">= {minimum:g}"
-        raise InvalidSetting(f"{name} must be a finite number {bound}, not {value!r}")
-    return number
+def same_threshold(one: Threshold, other: Threshold) -> bool:
+    """Whether two thresholds are the same setting: of the same kind (a token count or a
+    fraction, whatever the number's type) and equal within 1e-9.
+
+    >>> same_threshold(0.7, 0.7000000001), same_threshold(1, 1.0), same_threshold(3000, 3000.0)
+    (True, False, False)
+    """
+    return _is_integral(one) == _is_integral(other) and abs(float(one) - float(other)) < 1e-9
+
+
+def threshold_text(threshold: object) -> str:
+    """A threshold as people read it: a fraction with two decimals, more when it has them
+    (``0.50``, ``0.85``, ``0.875``), a token count with separators (``3,000 tokens``); ``""`` for
+    none (``None``, NaN).
+
+    >>> threshold_text(0.5), threshold_text(0.875), threshold_text(3000), threshold_text(None)
+    ('0.50', '0.875', '3,000 tokens', '')
+    """
+    if _is_integral(threshold):
+        return f"{int(threshold):,} tokens"
+    if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real):
+        return ""
+    number = float(threshold)
+    if math.isnan(number):
+        return ""
+    return f"{number:.2f}" if round(number, 2) == number else f"{number:g}"
+
+
+def check_points(roles: Sequence[str], reply_roles: Collection[str]) -> list[bool]:
+    """After which messages of a history the Agent checks compression: message ``i`` is
+    followed by a check when message ``i + 1`` is a model reply (its role in ``reply_roles``),
+    since the check runs right before each model call.
+
+    >>> check_points(["User", "Bot", "Tool Executor", "Bot", "User"], {"Bot"})
+    [True, True, True, False, False]
+    """
+    replies = [role in reply_roles for role in roles]
+    return [*replies[1:], False] if replies else []
+
+
+def default_preload_max_tokens(context_length: int, threshold: Threshold) -> int:
+    """The Agent's bound of a preloaded MEMORY.md: a quarter of the window, and at most half of
+    the compression trigger, so a big MEMORY.md cannot make compression fire on the very first
+    loop."""
+    trigger = trigger_tokens(context_length, threshold)
+    return max(1, min(context_length // 4, trigger // 2))
 
 
 @dataclass(frozen=True)
@@ -185,10 +220,10 @@ class Backoff:
     max_attempts: int = 5
 
     def __post_init__(self) -> None:
-        base = _validate_number("Backoff.base", self.base, 0.0, strict=True)
-        factor = _validate_number("Backoff.factor", self.factor, 1.0, strict=False)
-        cap = _validate_number("Backoff.cap", self.cap, base, strict=False)
-        attempts = _validate_count("Backoff.max_attempts", self.max_attempts, 1)
+        base = check_number("Backoff.base", self.base, 0.0, strict=True)
+        factor = check_number("Backoff.factor", self.factor, 1.0, strict=False)
+        cap = check_number("Backoff.cap", self.cap, base, strict=False)
+        attempts = check_int("Backoff.max_attempts", self.max_attempts, 1)
         object.__setattr__(self, "base", base)
         object.__setattr__(self, "factor", factor)
         object.__setattr__(self, "cap", cap)
@@ -196,7 +231,7 @@ class Backoff:
 
     def delay(self, failures: int) -> float:
         """How long to wait after ``failures`` consecutive failures (0 failures: no wait)."""
-        count = _validate_count("failures", failures, 0)
+        count = check_int("failures", failures, 0)
         if count == 0:
             return 0.0
         try:
@@ -207,4 +242,4 @@ class Backoff:
 
     def exhausted(self, failures: int) -> bool:
         """True once ``failures`` reaches ``max_attempts``: stop retrying."""
-        return _validate_count("failures", failures, 0) >= self.max_attempts
+        return check_int("failures", failures, 0) >= self.max_attempts
