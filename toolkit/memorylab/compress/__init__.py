@@ -13,7 +13,13 @@ Importing this package imports neither litellm nor tiktoken; the first model cal
 count does.
 """
 
-from memorylab.compress.base import BaseSummarizer, BudgetedSummarizer, Summarizer, Summary
+from memorylab.compress.base import (
+    BaseSummarizer,
+    BudgetedSummarizer,
+    Summarizer,
+    Summary,
+    as_summarizer,
+)
 from memorylab.compress.baselines import OMISSION_MARKER, HeadTailSummarizer, TruncateSummarizer
 from memorylab.compress.compressor import MIN_SUMMARY_TOKENS, ContextCompressor
 from memorylab.compress.extractive import ExtractiveSummarizer
@@ -67,6 +73,7 @@ __all__ = [
     "Threshold",
     "TokenCounter",
     "TruncateSummarizer",
+    "as_summarizer",
     "count_tokens",
     "get_summarizer",
     "get_token_counter",

@@ -2,9 +2,10 @@
 :class:`BaseSummarizer`, the base class of the built-in ones, and :class:`BudgetedSummarizer`, the
 base of the local ones that write within a token budget (extractive, truncate, head-tail).
 
-A summarizer is anything with a ``name`` and ``summarize(messages, *, max_tokens=None) ->
-Summary``. :class:`BaseSummarizer` adds what the rest of memorylab asks of a summarizer, with
-defaults for one that runs locally:
+A summarizer (the :class:`Summarizer` protocol) declares everything the orchestrators (the
+compressor, replays and sweeps, comparisons and their cost guard) read of it: ``name``,
+``model`` (the model it calls, ``None`` when none), ``summarize(messages, *, max_tokens=None) ->
+Summary`` and:
 
 * ``asummarize``: the same, awaitable; by default ``summarize`` on a worker thread, so an event
   loop (a comparison) keeps other work going meanwhile;
@@ -15,8 +16,14 @@ defaults for one that runs locally:
 * ``with_caller(wrap)``: a copy whose model calls go through ``wrap(caller)`` (a comparison's
   on-disk cache); a summarizer without model calls returns itself.
 
+:class:`BaseSummarizer` gives the defaults of one that runs locally (``local`` True, no model).
 A summarizer users write is registered by name like the built-in ones
-(:func:`memorylab.compress.register_summarizer`). Everything here imports only the floor below it.
+(:func:`memorylab.compress.register_summarizer`); one that is only a ``name`` and a
+``summarize`` (duck-typed, not a :class:`BaseSummarizer`) is completed once where it enters
+(:func:`as_summarizer`, used by :func:`~memorylab.compress.get_summarizer` and comparisons) with
+what it does not declare taken as: ``local`` False (it may call a model: a user's object is not
+assumed free), ``model`` None, no estimated calls, ``with_caller`` itself, ``asummarize`` its
+``summarize`` on a worker thread. Everything here imports only the floor below it.
 
 The budget rule (:func:`fit_to_budget`, one implementation): a summary is never accepted longer
 than its budget. A model's reply (each call's: summaries, chunks, merges) within ``max_tokens``
@@ -70,7 +77,8 @@ class Summary:
 
 @runtime_checkable
 class Summarizer(Protocol):
-    """Anything with a ``name`` that turns messages into a :class:`Summary`.
+    """What the orchestrators read of a summarizer (the module docstring): a ``name``, the
+    ``model`` it calls, whether it is ``local``, and the four methods.
 
     Messages are mappings with ``"role"``, ``"content"`` (str or any object) and optionally
     ``"timestamp"``. An empty, blank or ``None`` result raises
@@ -80,16 +88,33 @@ class Summarizer(Protocol):
 
     name: str
 
+    @property
+    def model(self) -> str | None: ...
+
+    @property
+    def local(self) -> bool: ...
+
     def summarize(
         self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
     ) -> Summary: ...
+
+    async def asummarize(
+        self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
+    ) -> Summary: ...
+
+    def estimate(
+        self, messages: Sequence[Mapping[str, Any]], max_tokens: int | None = None
+    ) -> list[tuple[str, int, int]]: ...
+
+    def with_caller(self, wrap: Callable[[Caller], Caller]) -> Summarizer: ...
 
 
 class BaseSummarizer:
     """Base class of summarizers: implement :meth:`summarize` (see the module docstring)."""
 
     name: str = "summarizer"
-    local: ClassVar[bool] = True
+    model: str | None = None
+    local: bool = True
 
     def summarize(
         self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
@@ -113,6 +138,66 @@ class BaseSummarizer:
     def with_caller(self, wrap: Callable[[Caller], Caller]) -> Self:
         """A copy whose model calls go through ``wrap(caller)``; ``self`` when it makes none."""
         return self
+
+
+class _Declared(BaseSummarizer):
+    """A duck-typed summarizer completed with the defaults of :func:`as_summarizer`; any other
+    attribute is the object's own."""
+
+    local = False
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.name = inner, str(inner.name)
+        for field in ("model", "local"):  # what it declares wins over the defaults
+            if hasattr(inner, field):
+                setattr(self, field, getattr(inner, field))
+        for method in ("asummarize", "estimate"):
+            if callable(getattr(inner, method, None)):
+                setattr(self, method, getattr(inner, method))
+
+    def with_caller(self, wrap: Callable[[Caller], Caller]) -> Self:
+        with_caller = getattr(self.inner, "with_caller", None)
+        return type(self)(with_caller(wrap)) if callable(with_caller) else self
+
+    def summarize(
+        self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
+    ) -> Summary:
+        return self.inner.summarize(messages, max_tokens=max_tokens)  # type: ignore[no-any-return]
+
+    def __getattr__(self, name: str) -> Any:  # its other attributes (bound, max_tokens ...)
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def __repr__(self) -> str:
+        return repr(self.inner)
+
+
+def as_summarizer(obj: Any) -> Summarizer:
+    """``obj`` when it declares all of :class:`Summarizer`; an object with a ``name`` and a
+    ``summarize`` completed with the documented defaults (module docstring); else
+    :class:`~memorylab.errors.InvalidSetting`.
+
+    >>> class Shout:
+    ...     name = "shout"
+    ...     def summarize(self, messages, *, max_tokens=None):
+    ...         return Summary(text=messages[-1]["content"].upper(), model=self.name)
+    >>> summarizer = as_summarizer(Shout())
+    >>> summarizer.local, summarizer.model, summarizer.estimate([])
+    (False, None, [])
+    >>> as_summarizer(summarizer) is summarizer
+    True
+    """
+    if isinstance(obj, Summarizer) and isinstance(getattr(obj, "name", None), str):
+        return obj
+    if not isinstance(getattr(obj, "name", None), str) or not callable(
+        getattr(obj, "summarize", None)
+    ):
+        raise InvalidSetting(
+            f"a summarizer has a name and summarize(messages, *, max_tokens=None), not "
+            f"{type(obj).__name__}"
+        )
+    return _Declared(obj)
 
 
 BUDGET_TOLERANCE = 0.1
@@ -215,6 +300,7 @@ __all__ = [
     "CUT_MARKER",
     "Summarizer",
     "Summary",
+    "as_summarizer",
     "check_history",
     "fit_to_budget",
     "local_summary",

@@ -29,7 +29,7 @@ import copy
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from memorylab import llm
 from memorylab.compress._chunking import Plan, Prompts, plan_calls
@@ -185,7 +185,8 @@ class LiteLLMSummarizer(BaseSummarizer):
         retries: shortcut that replaces ``retry.retries`` (attempts after the first one).
     """
 
-    local: ClassVar[bool] = False
+    local = False
+    model: str
 
     def __init__(
         self,

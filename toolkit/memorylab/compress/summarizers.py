@@ -31,7 +31,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from memorylab._names import moved, register
-from memorylab.compress.base import Summarizer
+from memorylab.compress.base import Summarizer, as_summarizer
 from memorylab.compress.baselines import (
     FullHistory,
     HeadTailSummarizer,
@@ -81,7 +81,9 @@ def summarizer_names() -> list[str]:
 
 def get_summarizer(spec: str | Summarizer | None = None, **options: Any) -> Summarizer:
     """A summarizer from a registered name, a litellm model name, or an object (returned as it
-    is); ``None`` is :data:`DEFAULT_SUMMARIZER`. ``options`` go to the constructor."""
+    is, or completed by :func:`~memorylab.compress.base.as_summarizer` when it is only a
+    ``name`` and a ``summarize``); ``None`` is :data:`DEFAULT_SUMMARIZER`. ``options`` go to the
+    constructor."""
     if spec is None:
         spec = DEFAULT_SUMMARIZER
     if isinstance(spec, str):
@@ -97,15 +99,11 @@ def get_summarizer(spec: str | Summarizer | None = None, **options: Any) -> Summ
         if not name:
             raise InvalidSetting("a summarizer name must not be empty")
         return LiteLLMSummarizer(name, **options)
-    if isinstance(spec, Summarizer):
-        if options:
-            raise InvalidSetting(
-                f"options {sorted(options)} cannot be applied to an existing summarizer object"
-            )
-        return spec
-    raise InvalidSetting(
-        f"a summarizer spec is a name, a Summarizer or None, not {type(spec).__name__}"
-    )
+    if options:
+        raise InvalidSetting(
+            f"options {sorted(options)} cannot be applied to an existing summarizer object"
+        )
+    return as_summarizer(spec)
 
 
 # Names this module held before it was only the registry: still there, with a warning.
