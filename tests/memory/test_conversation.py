@@ -241,3 +241,22 @@ def test_the_default_stamp_is_format_timestamp_of_utc_now() -> None:
         assert format_timestamp(parsed) == stamp  # the same text the datetime formats to
         assert before - timedelta(milliseconds=1) <= parsed <= after + timedelta(milliseconds=1)
     assert stamps == sorted(stamps)
+
+
+def test_entries_by_kind(isolated_workspace: Path) -> None:
+    from memorylab.memory.records import EntryKind
+
+    _conversation().add("User", "remember me")
+    conv = _conversation(system_prompt="Be brief.")
+    conv.add("User", "hello")
+    assert [conv.entry_kind(e) for e in conv.entries()] == [
+        EntryKind.STATIC,
+        EntryKind.PRELOAD,
+        EntryKind.MESSAGE,
+    ]
+    assert [e["content"] for e in conv.entries(EntryKind.MESSAGE)] == ["hello"]
+    assert conv.entries(EntryKind.STATIC, EntryKind.MESSAGE)[0]["content"] == "Be brief."
+    assert "kind" not in conv.to_dict()[-1]  # a message's entry has no kind key, as before
+    conv.compact("short")
+    assert conv.entries(EntryKind.SUMMARY)[0]["kind"] == "summary"
+    assert conv.entry_kind({"role": "User", "content": "x", "kind": "mine"}) is None

@@ -40,7 +40,7 @@ from memorylab.errors import CompactionConflict, CompressionFailed, InvalidSetti
 from memorylab.llm import check_int
 from memorylab.memory import format as fmt
 from memorylab.memory.conversation import Conversation, register_tokenizer
-from memorylab.memory.records import SUMMARY_PREFIX, CompactionEvent
+from memorylab.memory.records import SUMMARY_PREFIX, CompactionEvent, EntryKind, entry_kind
 
 logger = logging.getLogger("memorylab")
 
@@ -194,7 +194,7 @@ class ContextCompressor:
         summarizer = self.summarizer_for(default_model)
         ticket = conversation.begin_compaction()
         history = conversation.conversation_history[: ticket.history_length]
-        to_summarize = [e for e in history if e.get("kind") != "static"]
+        to_summarize = [e for e in history if entry_kind(e) is not EntryKind.STATIC]
         started = self.timer()
         try:
             if not to_summarize:
@@ -321,7 +321,7 @@ class ContextCompressor:
         )
         if event is None or not event.ok:
             return None
-        summary = next(e for e in memory.conversation_history if e.get("kind") == "summary")
+        summary = memory.entries(EntryKind.SUMMARY)[0]
         text = str(summary["content"])
         return text.removeprefix(SUMMARY_PREFIX + " ") if text != SUMMARY_PREFIX else text
 

@@ -42,7 +42,14 @@ from memorylab.memory._fsutil import encode_utf8, write_private_file
 from memorylab.memory.paths import validate_agent_name
 from memorylab.memory.permissions import warn_permissions
 from memorylab.memory.preload import PreloadPlan, has_messages, plan_preload
-from memorylab.memory.records import PRELOAD_PREFIX, SUMMARY_PREFIX, CompactionEvent, Message
+from memorylab.memory.records import (
+    PRELOAD_PREFIX,
+    SUMMARY_PREFIX,
+    CompactionEvent,
+    EntryKind,
+    Message,
+    entry_kind,
+)
 from memorylab.memory.redact import SECRETS, redact_role, redact_values, resolve_redactor
 from memorylab.memory.retention import RetentionPolicy
 from memorylab.memory.store import (
@@ -70,7 +77,7 @@ DEFAULT_TOKENIZER_MODEL = "gpt-5.4"
 _RECORD_KEYS = frozenset({"time", "agent", "archive", "kind"})  # structure: never redacted
 _TOOL_ROLES = ("tool", "tool executor", "function", "tool result")
 _EXPORT_METHODS = ("json", "yaml")
-_ON_DISK_KINDS = (None, "summary")  # entries that are blocks of MEMORY.md (when persisted)
+_ON_DISK_KINDS = (EntryKind.MESSAGE, EntryKind.SUMMARY)  # blocks of MEMORY.md (when persisted)
 
 _TokenizerFactory = Callable[[str], Callable[[str], int]]
 _tokenizer_factory: list[_TokenizerFactory] = []
@@ -366,7 +373,7 @@ class Conversation:
             (self.user, self.custom_rules_prompt),
         ):
             if text:
-                self._append(role, text, persist=False, kind="static")
+                self._append(role, text, persist=False, kind=EntryKind.STATIC)
 
     def _ensure_file(self) -> None:
         assert self._store is not None
@@ -397,7 +404,9 @@ class Conversation:
                 self._store.path,
                 self.preload_max_tokens,
             )
-        self._append("System", f"{PRELOAD_PREFIX}\n{plan.text}", persist=False, kind="preload")
+        self._append(
+            "System", f"{PRELOAD_PREFIX}\n{plan.text}", persist=False, kind=EntryKind.PRELOAD
+        )
 
     # -- properties -----------------------------------------------------------------------------
 
@@ -464,7 +473,7 @@ class Conversation:
         extra: Mapping[str, Any] | None = None,
         *,
         persist: bool = True,
-        kind: str | None = None,
+        kind: EntryKind = EntryKind.MESSAGE,
     ) -> dict[str, Any]:
         """The one way an entry enters the history: stamped, written through to MEMORY.md when
         ``persist`` (and persistence is on), then appended, under the conversation's lock so the
@@ -473,8 +482,8 @@ class Conversation:
         clock = self.clock
         stamp = _utc_stamp() if clock is _utc_now else fmt.format_timestamp(self._now())
         entry: dict[str, Any] = {"role": role, "content": content, "timestamp": stamp}
-        if kind is not None:
-            entry["kind"] = kind
+        if kind is not EntryKind.MESSAGE:
+            entry["kind"] = kind.value
         if extra:
             entry.update(extra)
         if self.message_id_on:
@@ -637,7 +646,17 @@ class Conversation:
         return self.token_count()
 
     def static_context(self) -> list[dict[str, Any]]:
-        return [e for e in self.conversation_history if e.get("kind") == "static"]
+        """The system prompt and rules entries (:meth:`entries` of ``EntryKind.STATIC``)."""
+        return self.entries(EntryKind.STATIC)
+
+    def entries(self, *kinds: EntryKind) -> list[dict[str, Any]]:
+        """The history's entries of these kinds, in order (every entry when none is given);
+        the entries themselves, not copies."""
+        if not kinds:
+            return list(self.conversation_history)
+        return [e for e in self.conversation_history if entry_kind(e) in kinds]
+
+    entry_kind = staticmethod(entry_kind)
 
     # -- compaction -----------------------------------------------------------------------------
 
@@ -672,21 +691,22 @@ class Conversation:
             ticket = ticket or self.begin_compaction()
             now = self._now()
             history = self.conversation_history
-            kept = [e for e in history[ticket.history_length :] if e.get("kind") is None]
+            message = EntryKind.MESSAGE
+            kept = [e for e in history[ticket.history_length :] if entry_kind(e) is message]
             summary_entry = {
                 "role": summary_role,
                 "content": content,
                 "timestamp": fmt.format_timestamp(now),
-                "kind": "summary",
+                "kind": EntryKind.SUMMARY.value,
             }
-            new_history = [e for e in history if e.get("kind") == "static"]
+            new_history = self.entries(EntryKind.STATIC)
             new_history += [summary_entry, *kept]
             base: dict[str, Any] = {
                 "time": now,
                 "agent": self.agent_name,
                 "summary_chars": len(content),
                 "messages_archived": sum(
-                    1 for e in history[: ticket.history_length] if e.get("kind") is None
+                    1 for e in history[: ticket.history_length] if entry_kind(e) is message
                 ),
                 "carried_over": len(kept),
             }
@@ -768,7 +788,7 @@ class Conversation:
             block = self._entry_block(entry)
             if block is not None:
                 new = self._block(role, entry["timestamp"], content,
-                                  summary=entry.get("kind") == "summary")  # fmt: skip
+                                  summary=entry_kind(entry) is EntryKind.SUMMARY)  # fmt: skip
                 self._edit_block(position, block, "" if new is None else new, "update")
             entry["role"] = role
             entry["content"] = content
@@ -815,14 +835,14 @@ class Conversation:
         if (
             self._store is None
             or self._suppress_memory_md
-            or entry.get("kind") not in _ON_DISK_KINDS
+            or entry_kind(entry) not in _ON_DISK_KINDS
             or not isinstance(stamp, str)
             or not fmt.written_by_memorylab(stamp)
         ):
             return None
         try:
             return self._block(str(entry["role"]), stamp, entry.get("content"),
-                               summary=entry.get("kind") == "summary")  # fmt: skip
+                               summary=entry_kind(entry) is EntryKind.SUMMARY)  # fmt: skip
         except ValueError:  # a role loaded from a save file that no heading can hold
             return None
 
@@ -974,7 +994,7 @@ class Conversation:
         ``System`` first entry added by hand) and after the first message, the input."""
         history = self.conversation_history
         start = 0
-        while start < len(history) and history[start].get("kind") is not None:
+        while start < len(history) and entry_kind(history[start]) is not EntryKind.MESSAGE:
             start += 1
         if start == 0 and history and history[0].get("role") == "System":
             start = 1

@@ -11,29 +11,30 @@ The classes' ``_repr_html_`` / ``__repr__`` hooks call these, so evaluating a
 * :func:`event_html` / :func:`event_text` — what a compaction did (or why it failed).
 
 No I/O, no clock, no environment: the functions read attributes of the value they are given
-(a conversation's ``token_counter`` is called when it has one). Long histories are shown as
-their first and last messages, long contents are clipped; everything is HTML-escaped. The HTML
-is self-contained (inline styles only), so it renders the same in Jupyter, voila and nbconvert.
+(a conversation's ``token_counter`` is called when it has one; a conversation is read through
+:class:`_Shown`, so this module imports no ``Conversation``). Long histories are shown as their
+first and last messages, long contents are clipped; everything is HTML-escaped. The HTML is
+self-contained (inline styles only), so it renders the same in Jupyter, voila and nbconvert.
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from memorylab.memory.format import content_to_text
 from memorylab.memory.records import (
     PRELOAD_PREFIX,
     SUMMARY_PREFIX,
     CompactionEvent,
+    EntryKind,
     MemoryDocument,
+    entry_kind,
     html_view,
 )
-
-if TYPE_CHECKING:
-    from memorylab.memory.conversation import Conversation
 
 __all__ = [
     "MAX_CHARS",
@@ -116,9 +117,9 @@ def _window(count: int, limit: int) -> tuple[list[int], int]:
 
 
 def _kind_of(entry: Mapping[str, Any]) -> str | None:
-    kind = entry.get("kind")
-    if kind:
-        return str(kind)
+    kind = entry_kind(entry)
+    if kind is not EntryKind.MESSAGE:
+        return str(entry["kind"])
     content = entry.get("content")
     if isinstance(content, str):
         if content.startswith(SUMMARY_PREFIX):
@@ -174,7 +175,23 @@ def _text_rows(messages: Sequence[Mapping[str, Any]], limit: int, width: int = 7
 # --------------------------------------------------------------------------- conversation
 
 
-def _conversation_facts(conv: Conversation) -> tuple[str, str, int | None]:
+class _Shown(Protocol):
+    """What the views read of a :class:`~memorylab.Conversation`."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def agent_name(self) -> str | None: ...
+    @property
+    def conversation_history(self) -> list[dict[str, Any]]: ...
+    @property
+    def memory_md_path(self) -> Path | None: ...
+    @property
+    def token_counter(self) -> Callable[[str], int] | None: ...
+    def token_count(self) -> int: ...
+
+
+def _conversation_facts(conv: _Shown) -> tuple[str, str, int | None]:
     path = conv.memory_md_path
     where = str(path) if path is not None else "memory only (not persisted)"
     tokens: int | None = None
@@ -186,7 +203,7 @@ def _conversation_facts(conv: Conversation) -> tuple[str, str, int | None]:
     return conv.name, where, tokens
 
 
-def conversation_html(conv: Conversation, *, limit: int = MAX_ROWS) -> str:
+def conversation_html(conv: _Shown, *, limit: int = MAX_ROWS) -> str:
     """HTML for a :class:`~memorylab.Conversation`: name, file, size and the history."""
     name, where, tokens = _conversation_facts(conv)
     history = list(conv.conversation_history)
@@ -202,7 +219,7 @@ def conversation_html(conv: Conversation, *, limit: int = MAX_ROWS) -> str:
     )
 
 
-def conversation_text(conv: Conversation, *, limit: int = MAX_ROWS) -> str:
+def conversation_text(conv: _Shown, *, limit: int = MAX_ROWS) -> str:
     """Plain text for a :class:`~memorylab.Conversation` (the same facts as the HTML)."""
     name, where, tokens = _conversation_facts(conv)
     history = list(conv.conversation_history)

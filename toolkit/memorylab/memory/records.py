@@ -12,10 +12,36 @@ import html
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 SUMMARY_PREFIX = "[Compressed Memory Summary]"
 PRELOAD_PREFIX = "[Persistent Memory — MEMORY.md]"
+
+
+class EntryKind(StrEnum):
+    """What an entry of ``Conversation.conversation_history`` is, read by :func:`entry_kind`.
+
+    A message has no ``"kind"`` key (so entries, save files and ``to_dict()`` look like the
+    reference's); the others carry their value as ``entry["kind"]``.
+    """
+
+    MESSAGE = "message"  # added by add() and its aliases: a block of MEMORY.md when persisted
+    STATIC = "static"  # system prompt, rules: never written
+    PRELOAD = "preload"  # the MEMORY.md a new conversation read: never written again
+    SUMMARY = "summary"  # what compact() left: a block of the new MEMORY.md
+
+
+def entry_kind(entry: Mapping[str, Any]) -> EntryKind | None:
+    """The kind of a history entry: no ``"kind"`` (or ``None``) is a message; ``None`` for a
+    ``"kind"`` memorylab never sets (a caller's own ``add(..., kind=...)`` field)."""
+    kind = entry.get("kind")
+    if kind is None:
+        return EntryKind.MESSAGE
+    try:
+        return EntryKind(kind)
+    except ValueError:
+        return None
 
 
 @functools.singledispatch
@@ -184,9 +210,11 @@ class CompactionEvent:
 __all__ = [
     "ArchiveRef",
     "CompactionEvent",
+    "EntryKind",
     "MemoryDocument",
     "Message",
     "PRELOAD_PREFIX",
     "SUMMARY_PREFIX",
+    "entry_kind",
     "html_view",
 ]
