@@ -16,7 +16,7 @@ import pytest
 from memorylab import Conversation
 from memorylab.errors import AgentNotFound, InvalidAgentName, StoreError, UnsafePath
 from memorylab.memory.paths import agent_paths
-from memorylab.memory.store import MemoryStore, read_memory, remove_memory
+from memorylab.memory.store import MemoryStore, read_memory
 from memorylab.privacy import check_permissions, forget, purge
 
 WRITER = Path(__file__).with_name("_writer.py")
@@ -134,7 +134,7 @@ def test_store_forget_of_an_explicit_path_keeps_other_files(tmp_path: Path) -> N
     conv.compact("summary")
     (folder / "my-notes.txt").write_text("not memory")
     assert conv.store is not None
-    removed = remove_memory(conv.store)
+    removed = conv.store.remove()
     assert {name for name, _ in removed} >= {"MEMORY.md", "compactions.jsonl"}
     assert _tree(folder) == ["my-notes.txt"]
 

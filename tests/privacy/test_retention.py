@@ -21,7 +21,6 @@ from hypothesis import strategies as st
 from memorylab import Conversation
 from memorylab.cli import main
 from memorylab.errors import InvalidSetting, StoreError
-from memorylab.memory import conversation as conversation_module
 from memorylab.memory.format import archive_name
 from memorylab.memory.paths import agent_paths
 from memorylab.memory.retention import (
@@ -31,7 +30,7 @@ from memorylab.memory.retention import (
     older_than,
     parse_duration,
 )
-from memorylab.memory.store import MemoryStore, delete_archives
+from memorylab.memory.store import MemoryStore
 
 NOW = datetime(2026, 4, 20, 12, 0, 0, tzinfo=UTC)
 
@@ -186,7 +185,7 @@ def test_a_failing_retention_does_not_fail_the_compaction(
     def broken(store: MemoryStore, *args: object, **kwargs: object) -> list[str]:
         raise StoreError("disk on fire")
 
-    monkeypatch.setattr(conversation_module, "apply_retention", broken)
+    monkeypatch.setattr(MemoryStore, "apply_retention", broken)
     conv.add("User", "hello")
     with caplog.at_level(logging.WARNING, logger="memorylab"):
         event = conv.compact("summary")
@@ -210,11 +209,10 @@ def test_delete_archives_primitive(isolated_workspace: Path) -> None:
     store = conv.store
     assert store is not None
     with pytest.raises(InvalidSetting, match="not an archive name"):
-        delete_archives(store, ["../MEMORY.md"], reason="nope")
+        store.delete_archives(["../MEMORY.md"], reason="nope")
     with pytest.raises(InvalidSetting):
-        delete_archives(store, ["MEMORY.md"], reason="nope")
-    gone = delete_archives(
-        store,
+        store.delete_archives(["MEMORY.md"], reason="nope")
+    gone = store.delete_archives(
         [names[0], names[0], "history_2000-01-01_00-00-00.md"], reason="asked", kind="user"
     )
     assert gone == [names[0]]
@@ -337,3 +335,22 @@ def test_creating_a_memory_is_disclosed_once_in_the_log(
     with caplog.at_level(logging.INFO, logger="memorylab"):
         Conversation(agent_name="Other")
     assert len(disclosures()) == 2  # once per memory created
+
+
+def test_the_old_deletion_functions_warn_and_still_work(isolated_workspace: Path) -> None:
+    from memorylab.memory import store as store_module
+
+    conv = Conversation(agent_name="Agent", clock=_stepping_clock(NOW, timedelta(seconds=1)))
+    names = []
+    for i in range(3):
+        conv.add("User", f"m{i}")
+        names.append(str(conv.compact(f"s{i}").archive))
+    store = conv.store
+    assert store is not None
+    with pytest.warns(DeprecationWarning, match=r"store\.delete_archives"):
+        assert store_module.delete_archives(store, [names[0]], reason="asked") == [names[0]]
+    with pytest.warns(DeprecationWarning, match=r"store\.apply_retention"):
+        assert store_module.apply_retention(store, RetentionPolicy(max_archives=1)) == [names[1]]
+    with pytest.warns(DeprecationWarning, match=r"store\.remove"):
+        removed = store_module.remove_memory(store)
+    assert "MEMORY.md" in {name for name, _ in removed}

@@ -57,7 +57,6 @@ from memorylab.memory.store import (
     MemoryStore,
     Snapshot,
     agent_paths,
-    apply_retention,
 )
 
 logger = logging.getLogger("memorylab")
@@ -755,7 +754,7 @@ class Conversation:
     def _apply_retention(self, now: datetime) -> None:
         assert self._store is not None and self.retention is not None
         try:
-            deleted = apply_retention(self._store, self.retention, now=now, agent=self.agent_name)
+            deleted = self._store.apply_retention(self.retention, now=now, agent=self.agent_name)
         except OSError as exc:  # the compaction itself is done: report, retry next time
             logger.warning(
                 "memorylab: retention (%s) after compacting %s failed: %s; the old archives "

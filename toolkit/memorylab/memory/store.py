@@ -70,6 +70,7 @@ import os
 import shutil
 import stat
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -675,6 +676,127 @@ class MemoryStore:
                 keyed.append((parsed[0], os.lstat(path).st_mtime_ns, parsed[1], path))
         return [path for *_, path in sorted(keyed)]
 
+    # -- deletion: retention, purge and forget, under the agent lock (the privacy operations) ---
+
+    def delete_archives(
+        self,
+        names: Iterable[str],
+        *,
+        reason: str,
+        kind: str = "retention",
+        now: datetime | None = None,
+        agent: str | None = None,
+    ) -> list[str]:
+        """Delete the named archives for good and record each deletion in ``compactions.jsonl``
+        (``kind``, ``archive``, ``time``, ``reason``, ``agent``: never content), under the lock.
+
+        Only archive names (``history_<ts>[_n].md``) are accepted; archives already gone are
+        skipped. Returns the names deleted. The record is written after the unlink, so it
+        states a fact (a crash in between leaves a deletion without its record).
+        """
+        wanted = list(dict.fromkeys(names))
+        for name in wanted:
+            if fmt.parse_archive_name(name) is None:
+                raise InvalidSetting(f"{name!r} is not an archive name (history_<time>.md)")
+        when = (now or datetime.now(UTC)).isoformat(timespec="microseconds")
+        deleted: list[str] = []
+        with self.locked():
+            self._recover()  # an interrupted compaction is settled before anything goes
+            for name in wanted:
+                try:
+                    os.unlink(self.paths.archive_dir / name)
+                except FileNotFoundError:
+                    continue
+                except OSError as exc:
+                    raise StoreError(f"cannot delete archive {name}: {exc.strerror}") from exc
+                deleted.append(name)
+            if deleted:
+                fsync_dir(self.paths.archive_dir)
+            for name in deleted:
+                record = {"kind": kind, "time": when, "archive": name, "reason": reason}
+                self.append_record({**record, "agent": agent})
+        return deleted
+
+    def apply_retention(
+        self,
+        policy: RetentionPolicy,
+        *,
+        now: datetime | None = None,
+        agent: str | None = None,
+    ) -> list[str]:
+        """Delete (and record) the archives ``policy`` does not keep at ``now``; their names."""
+        when = now or datetime.now(UTC)
+        deleted: list[str] = []
+        with self.locked():
+            self._recover()
+            for doomed in policy.select([p.name for p in self.archives_oldest_first()], when):
+                deleted += self.delete_archives(
+                    [doomed.name], reason=doomed.reason, now=when, agent=agent
+                )
+        return deleted
+
+    def remove(self, *, whole_folder: bool | None = None) -> list[tuple[str, int]]:
+        """Delete this memory for good, under the lock; return ``(path, bytes)`` of each file
+        removed (paths relative to the folder).
+
+        ``whole_folder`` (default: True for a store made by :meth:`for_agent`) removes every
+        entry of the agent folder (caches included) and the folder itself; otherwise only this
+        memory file's own files go: MEMORY.md, ``archive/``'s archives, ``compactions.jsonl``,
+        the journal, temp files and the lock file. The generation is bumped first, so a process
+        that still appends reopens MEMORY.md, finds it gone and gets ``StoreError`` instead of
+        writing into a deleted file. Raises ``StoreError`` if anything is left afterwards.
+        """
+        whole = self.agent_root is not None if whole_folder is None else whole_folder
+        folder, paths = self.paths.folder, self.paths
+        nested = agent_folders(folder, nested=True) if whole else []  # its archive/ is no agent
+        if nested:  # the reference framework's 'team/alpha' lives in agents/team/alpha/
+            names = ", ".join(str(p.relative_to(folder)) for p in nested[:5])
+            raise StoreError(
+                f"{folder} holds the memory of other agents too ({names}); removing the folder "
+                "would delete theirs: move their folders out first, or delete it by hand"
+            )
+        if self._lock is not None and self._lock.is_stale():
+            self._lock = None
+        with self.locked():
+            held = self._held_lock()
+            held.close_append()
+            before = _forget_inventory(paths, whole)
+            problems: list[str] = []
+            targets = [paths.memory_md]
+            targets += _forget_archive_targets(paths, whole)
+            targets += [paths.compactions, paths.intent]
+            targets += [*folder.glob(f".{paths.memory_md.name}.tmp-*")]
+            targets += [*folder.glob(f"..{paths.memory_md.name}.intent.json.tmp-*")]
+            if whole:
+                targets += sorted(p for p in folder.iterdir() if p != paths.lock)
+            for target in [*targets, paths.lock]:
+                _forget_remove(target, problems)
+            if not whole:
+                with contextlib.suppress(OSError):  # only if empty: it may hold other files
+                    os.rmdir(paths.archive_dir)
+            if whole:
+                try:
+                    os.rmdir(folder)
+                except FileNotFoundError:
+                    pass
+                except OSError as exc:
+                    problems.append(f"{folder}: {exc.strerror}")
+                fsync_dir(folder.parent)
+            else:
+                fsync_dir(folder)
+            drop_lock(held)  # this process's later stores must not share the deleted file's lock
+            left = _forget_inventory(paths, whole) if folder.is_dir() else []
+            if whole and os.path.lexists(folder):
+                left = left or [(".", 0)]
+            if problems or left:
+                raise StoreError(
+                    f"forgetting {folder} left {len(left)} file(s) behind "
+                    f"({', '.join(name for name, _ in left[:5]) or 'none'}); "
+                    f"{'; '.join(problems[:5]) or 'something recreated them'} - stop every "
+                    "process that uses this agent and run forget again"
+                )
+            return [(name, size) for name, size in before]
+
     def close(self) -> None:
         """Close this process's descriptors for this memory file (they reopen on next use)."""
         if self._lock is not None:
@@ -770,132 +892,6 @@ def _continues_of(data: bytes) -> str | None:
         if line.startswith("### "):
             break
     return None
-
-
-# ---------------------------------------------------------------------------------------------
-# Deletion: retention, purge and forget, under the agent lock (the privacy operations)
-
-
-def delete_archives(
-    store: MemoryStore,
-    names: Iterable[str],
-    *,
-    reason: str,
-    kind: str = "retention",
-    now: datetime | None = None,
-    agent: str | None = None,
-) -> list[str]:
-    """Delete the named archives for good and record each deletion in ``compactions.jsonl``
-    (``kind``, ``archive``, ``time``, ``reason``, ``agent``: never content), under the lock.
-
-    Only archive names (``history_<ts>[_n].md``) are accepted; archives already gone are
-    skipped. Returns the names deleted. The record is written after the unlink, so it
-    states a fact (a crash in between leaves a deletion without its record).
-    """
-    wanted = list(dict.fromkeys(names))
-    for name in wanted:
-        if fmt.parse_archive_name(name) is None:
-            raise InvalidSetting(f"{name!r} is not an archive name (history_<time>.md)")
-    when = (now or datetime.now(UTC)).isoformat(timespec="microseconds")
-    deleted: list[str] = []
-    with store.locked():
-        store._recover()  # an interrupted compaction is settled before anything goes
-        for name in wanted:
-            try:
-                os.unlink(store.paths.archive_dir / name)
-            except FileNotFoundError:
-                continue
-            except OSError as exc:
-                raise StoreError(f"cannot delete archive {name}: {exc.strerror}") from exc
-            deleted.append(name)
-        if deleted:
-            fsync_dir(store.paths.archive_dir)
-        for name in deleted:
-            record = {"kind": kind, "time": when, "archive": name, "reason": reason}
-            store.append_record({**record, "agent": agent})
-    return deleted
-
-
-def apply_retention(
-    store: MemoryStore,
-    policy: RetentionPolicy,
-    *,
-    now: datetime | None = None,
-    agent: str | None = None,
-) -> list[str]:
-    """Delete (and record) the archives ``policy`` does not keep at ``now``; their names."""
-    when = now or datetime.now(UTC)
-    deleted: list[str] = []
-    with store.locked():
-        store._recover()
-        for doomed in policy.select([p.name for p in store.archives_oldest_first()], when):
-            deleted += delete_archives(
-                store, [doomed.name], reason=doomed.reason, now=when, agent=agent
-            )
-    return deleted
-
-
-def remove_memory(store: MemoryStore, *, whole_folder: bool | None = None) -> list[tuple[str, int]]:
-    """Delete this memory for good, under the lock; return ``(path, bytes)`` of each file
-    removed (paths relative to the folder).
-
-    ``whole_folder`` (default: True for a store made by :meth:`for_agent`) removes every
-    entry of the agent folder (caches included) and the folder itself; otherwise only this
-    memory file's own files go: MEMORY.md, ``archive/``'s archives, ``compactions.jsonl``,
-    the journal, temp files and the lock file. The generation is bumped first, so a process
-    that still appends reopens MEMORY.md, finds it gone and gets ``StoreError`` instead of
-    writing into a deleted file. Raises ``StoreError`` if anything is left afterwards.
-    """
-    whole = store.agent_root is not None if whole_folder is None else whole_folder
-    folder, paths = store.paths.folder, store.paths
-    nested = agent_folders(folder, nested=True) if whole else []  # its archive/ is no agent
-    if nested:  # the reference framework's 'team/alpha' lives in agents/team/alpha/
-        names = ", ".join(str(p.relative_to(folder)) for p in nested[:5])
-        raise StoreError(
-            f"{folder} holds the memory of other agents too ({names}); removing the folder "
-            "would delete theirs: move their folders out first, or delete it by hand"
-        )
-    if store._lock is not None and store._lock.is_stale():
-        store._lock = None
-    with store.locked():
-        held = store._held_lock()
-        held.close_append()
-        before = _forget_inventory(paths, whole)
-        problems: list[str] = []
-        targets = [paths.memory_md]
-        targets += _forget_archive_targets(paths, whole)
-        targets += [paths.compactions, paths.intent]
-        targets += [*folder.glob(f".{paths.memory_md.name}.tmp-*")]
-        targets += [*folder.glob(f"..{paths.memory_md.name}.intent.json.tmp-*")]
-        if whole:
-            targets += sorted(p for p in folder.iterdir() if p != paths.lock)
-        for target in [*targets, paths.lock]:
-            _forget_remove(target, problems)
-        if not whole:
-            with contextlib.suppress(OSError):  # only if empty: it may hold other files
-                os.rmdir(paths.archive_dir)
-        if whole:
-            try:
-                os.rmdir(folder)
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                problems.append(f"{folder}: {exc.strerror}")
-            fsync_dir(folder.parent)
-        else:
-            fsync_dir(folder)
-        drop_lock(held)  # this process's later stores must not share the deleted file's lock
-        left = _forget_inventory(paths, whole) if folder.is_dir() else []
-        if whole and os.path.lexists(folder):
-            left = left or [(".", 0)]
-        if problems or left:
-            raise StoreError(
-                f"forgetting {folder} left {len(left)} file(s) behind "
-                f"({', '.join(name for name, _ in left[:5]) or 'none'}); "
-                f"{'; '.join(problems[:5]) or 'something recreated them'} - stop every "
-                "process that uses this agent and run forget again"
-            )
-        return [(name, size) for name, size in before]
 
 
 def _forget_archive_targets(paths: MemoryPaths, whole: bool) -> list[Path]:
@@ -998,3 +994,29 @@ def read_memory(
     if decode_problem is not None:
         problems.insert(0, decode_problem)
     return doc, problems
+
+
+def _deletion_moved(name: str, method: str) -> None:
+    warnings.warn(
+        f"memorylab.memory.store.{name}(store, ...) is deprecated: call store.{method}(...)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+
+
+def delete_archives(store: MemoryStore, names: Iterable[str], **options: Any) -> list[str]:
+    """Deprecated: :meth:`MemoryStore.delete_archives`."""
+    _deletion_moved("delete_archives", "delete_archives")
+    return store.delete_archives(names, **options)
+
+
+def apply_retention(store: MemoryStore, policy: RetentionPolicy, **options: Any) -> list[str]:
+    """Deprecated: :meth:`MemoryStore.apply_retention`."""
+    _deletion_moved("apply_retention", "apply_retention")
+    return store.apply_retention(policy, **options)
+
+
+def remove_memory(store: MemoryStore, *, whole_folder: bool | None = None) -> list[tuple[str, int]]:
+    """Deprecated: :meth:`MemoryStore.remove`."""
+    _deletion_moved("remove_memory", "remove")
+    return store.remove(whole_folder=whole_folder)

@@ -19,7 +19,7 @@ from memorylab.errors import AgentNotFound, MemorylabError, UnsafePath
 from memorylab.memory.paths import MemoryPaths, agent_folders, agent_paths, validate_agent_name
 from memorylab.memory.retention import format_duration, parse_duration
 from memorylab.memory.retention import older_than as archives_older_than
-from memorylab.memory.store import MemoryStore, delete_archives, read_memory, remove_memory
+from memorylab.memory.store import MemoryStore, read_memory
 
 CACHE_ENV = "MEMORYLAB_CACHE_DIR"
 """Where ``compare_summarizers`` caches model calls when set (else ``<workspace>/.cache/llm``)."""
@@ -102,7 +102,7 @@ def forget(
     paths = existing_agent(agent_name, workspace_dir)
     store = MemoryStore.for_agent(agent_name, workspace_dir, lock_timeout=lock_timeout)
     texts = agent_texts(paths)  # read before deleting: what cache entries may quote
-    removed = remove_memory(store, whole_folder=True)
+    removed = store.remove(whole_folder=True)
     caches = evaluation_caches(workspace_dir)
     return ForgetReport(
         agent=agent_name,
@@ -236,8 +236,8 @@ def purge(
             gone = set()
             for deletion in doomed:
                 gone.update(
-                    delete_archives(
-                        store, [deletion.name], reason=deletion.reason, kind="purge", agent=agent
+                    store.delete_archives(
+                        [deletion.name], reason=deletion.reason, kind="purge", agent=agent
                     )
                 )
             doomed = [d for d in doomed if d.name in gone]
@@ -256,6 +256,6 @@ def _purge_agent(paths: MemoryPaths, agent: str, cutoff: datetime, lock_timeout:
         if last is not None and last >= cutoff:
             return False
         texts = agent_texts(paths)
-        remove_memory(store, whole_folder=True)
+        store.remove(whole_folder=True)
     forget_cached_quotes(texts, evaluation_caches(paths.folder.parent.parent))
     return True
