@@ -32,8 +32,9 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from memorylab.errors import EmptySummary, InvalidSetting, PrerequisiteError, StoreError
 from memorylab.memory import display
@@ -52,22 +53,21 @@ from memorylab.memory.records import (
 )
 from memorylab.memory.redact import SECRETS, redact_role, redact_values, resolve_redactor
 from memorylab.memory.retention import RetentionPolicy
-from memorylab.memory.store import (
-    CompactionResult,
-    MemoryStore,
-    Snapshot,
-    agent_paths,
-)
+from memorylab.memory.store import CompactionResult, MemoryStore, Snapshot, agent_paths
 
 logger = logging.getLogger("memorylab")
 
 
-class _Default:
+class DefaultPath(Enum):
+    """The type of :data:`DEFAULT_PATH` (one member, so type checkers narrow on ``is``)."""
+
+    DEFAULT_PATH = "<default>"
+
     def __repr__(self) -> str:
         return "<default>"
 
 
-DEFAULT_PATH: Any = _Default()
+DEFAULT_PATH: Final = DefaultPath.DEFAULT_PATH
 """Sentinel: ``memory_md_path`` follows ``agent_name`` (``<ws>/agents/<agent_name>/MEMORY.md``)."""
 
 DEFAULT_TOKENIZER_MODEL = "gpt-5.4"
@@ -222,7 +222,7 @@ class Conversation:
         time_enabled: bool = True,
         agent_name: str | None = None,
         workspace_dir: str | os.PathLike[str] | None = None,
-        memory_md_path: str | os.PathLike[str] | None = DEFAULT_PATH,
+        memory_md_path: str | os.PathLike[str] | DefaultPath | None = DEFAULT_PATH,
         user: str = "User",
         messages: Iterable[Mapping[str, Any]] | None = None,
         *,
@@ -1237,6 +1237,7 @@ __all__ = [
     "Conversation",
     "DEFAULT_PATH",
     "DEFAULT_TOKENIZER_MODEL",
+    "DefaultPath",
     "generate_conversation_name",
     "register_tokenizer",
 ]
