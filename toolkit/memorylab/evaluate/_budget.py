@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from memorylab import llm
+from memorylab.compress.base import Summarizer
 from memorylab.evaluate._cache import LLMCache, RunStats
 from memorylab.evaluate._engine import Context, summarize
 from memorylab.evaluate.base import Sample, Scorer, run_sync
@@ -22,19 +23,26 @@ from memorylab.evaluate.cases import Case
 if TYPE_CHECKING:
     import pandas as pd
 
+Call = tuple[str, int, int]  # (model, input tokens, output tokens)
 
-def _replay(units: list[tuple[Case, Any]], scorers: list[Scorer], cache: LLMCache | None,
-            max_tokens: int | None) -> list[tuple[Any, set[str]]]:  # fmt: skip
-    """For each (case, summarizer): the summary when it can be made from the cache alone (or
-    locally), and the names of the model scorers whose calls on it are all cached."""
-    needs_model = [s for s in scorers if not getattr(s, "offline", False)]
+
+def _replay(
+    units: list[tuple[Case, Summarizer, list[Call]]],
+    scorers: list[Scorer],
+    cache: LLMCache | None,
+    max_tokens: int | None,
+) -> list[tuple[Any, set[str]]]:
+    """For each (case, summarizer, its estimated calls): the summary when it can be made from
+    the cache alone (or locally), and the names of the model scorers whose calls on it are all
+    cached. A unit with no model call to find, the summarizer's or a scorer's, is not run."""
+    needs_model = [s for s in scorers if not s.offline]
     nothing: tuple[Any, set[str]] = (None, set())
     if cache is None:
         return [nothing] * len(units)
     ctx = Context(cache, RunStats(), 8, max_tokens, cache_only=True)
 
-    async def replay(case: Case, summarizer: Any) -> tuple[Any, set[str]]:
-        if getattr(summarizer, "local", True) and not needs_model:
+    async def replay(case: Case, summarizer: Summarizer, calls: list[Call]) -> tuple[Any, set[str]]:
+        if not calls and not needs_model:
             return nothing
         try:
             summary, _ = await summarize(summarizer, case, ctx)
@@ -51,7 +59,7 @@ def _replay(units: list[tuple[Case, Any]], scorers: list[Scorer], cache: LLMCach
 
     async def replay_all() -> list[tuple[Any, set[str]]]:
         ctx.semaphore = asyncio.Semaphore(8)
-        return list(await asyncio.gather(*(replay(c, s) for c, s in units)))
+        return list(await asyncio.gather(*(replay(*unit) for unit in units)))
 
     return run_sync(replay_all)
 
@@ -60,7 +68,7 @@ def _replay(units: list[tuple[Case, Any]], scorers: list[Scorer], cache: LLMCach
 
 def estimate_units(
     items: list[Case],
-    resolved: Mapping[str, Any],
+    resolved: Mapping[str, Summarizer],
     scorer_list: list[Scorer],
     cache: LLMCache | None,
     max_tokens: int | None,
@@ -84,17 +92,14 @@ def estimate_units(
         for model in dict.fromkeys(m for m, _, _ in calls):
             add(model, [(i, o) for m, i, o in calls if m == model], cached)
 
-    units = [(case, summarizer) for case in items for summarizer in resolved.values()]
+    units = [(case, summarizer, summarizer.estimate(case.messages, max_tokens))
+             for case in items for summarizer in resolved.values()]  # fmt: skip
     replayed = _replay(units, scorer_list, cache, max_tokens)
-    for (case, summarizer), (summary, cached) in zip(units, replayed, strict=True):
+    for (case, summarizer, made), (summary, cached) in zip(units, replayed, strict=True):
         summary_tokens = max_tokens or int(getattr(summarizer, "max_tokens", 1024) or 1024)
-        estimate = getattr(summarizer, "estimate", None)
-        if callable(estimate):
-            add_calls(estimate(case.messages, max_tokens), summary is not None)
+        add_calls(made, summary is not None)
         for scorer in scorer_list:
-            estimate = getattr(scorer, "estimate", None)
-            add_calls(estimate(case, summary_tokens) if callable(estimate) else [],
-                      scorer.name in cached)  # fmt: skip
+            add_calls(scorer.estimate(case, summary_tokens), scorer.name in cached)
     rows = []
     for model, (calls, cached_calls, tokens_in, tokens_out) in sorted(totals.items()):
         price = llm.token_prices(model)

@@ -3,10 +3,10 @@
 One unit summarizes one case with one summarizer, under the comparison's semaphore, then runs
 every scorer on the summary (model calls of scorers take the semaphore again, one call at a
 time, so a unit never holds a slot while it waits for another). Offline work — a summarizer's
-``asummarize`` runs ``summarize`` on a worker thread unless it awaits model calls, a summarizer
-without ``asummarize`` is run on one, offline scorers too — so the event loop keeps the model
-calls of other units going. A summarizer's model calls go through the run's cache when it has
-``with_caller`` (:class:`memorylab.compress.BaseSummarizer`). Nothing here knows the built-in
+``asummarize`` runs ``summarize`` on a worker thread unless it awaits model calls, offline
+scorers too — so the event loop keeps the model calls of other units going. A summarizer's
+model calls go through the run's cache (its ``with_caller``,
+:class:`memorylab.compress.Summarizer`). Nothing here knows the built-in
 summarizers or scorers by type. Any exception of a summarizer or a scorer becomes an error row;
 nothing is lost.
 
@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memorylab.compress.base import Summary
+from memorylab.compress.base import BaseSummarizer, Summarizer, Summary
 from memorylab.errors import InvalidSetting
 from memorylab.evaluate._cache import CachedLLM, CacheMiss, CachingCaller, LLMCache, RunStats
 from memorylab.evaluate.base import Sample, Scorer, run_sync
@@ -45,7 +45,7 @@ SUMMARY_COLUMNS = (
 )  # fmt: skip
 
 
-class ExistingSummaries:
+class ExistingSummaries(BaseSummarizer):
     """The summaries the cases already have (``Case.summary``): scored without any model."""
 
     name = EXISTING
@@ -102,7 +102,7 @@ class Context:
                          inflight=self.inflight)  # fmt: skip
 
 
-async def summarize(summarizer: Any, case: Case, ctx: Context) -> tuple[Summary, bool]:
+async def summarize(summarizer: Summarizer, case: Case, ctx: Context) -> tuple[Summary, bool]:
     """The summary of ``case`` and whether it came whole from the cache.
 
     A summarizer with ``summary_of_case(case)`` (:data:`EXISTING`) gives the case's own summary.
@@ -119,14 +119,8 @@ async def summarize(summarizer: Any, case: Case, ctx: Context) -> tuple[Summary,
         callers.append(caller)
         return caller
 
-    with_caller = getattr(summarizer, "with_caller", None)
-    bound = with_caller(through_cache) if callable(with_caller) else summarizer
-    messages = list(case.messages)
-    method = getattr(bound, "asummarize", None)
-    if method is not None and asyncio.iscoroutinefunction(method):
-        summary = await method(messages, max_tokens=ctx.max_tokens)
-    else:
-        summary = await asyncio.to_thread(bound.summarize, messages, max_tokens=ctx.max_tokens)
+    bound = summarizer.with_caller(through_cache)
+    summary = await bound.asummarize(list(case.messages), max_tokens=ctx.max_tokens)
     hits = sum(c.hits for c in callers)
     misses = sum(c.misses for c in callers)
     if hits or misses:
@@ -155,9 +149,8 @@ def _items(metadata: Mapping[str, Any]) -> str | None:
 async def _score(scorer: Scorer, sample: Sample, ctx: Context) -> list[dict[str, Any]]:
     case, label = sample.case.id, sample.summarizer
     try:
-        score = getattr(scorer, "score", None)
-        if getattr(scorer, "offline", False) and callable(score):
-            scores = await asyncio.to_thread(score, sample)
+        if scorer.offline:
+            scores = await asyncio.to_thread(scorer.score, sample)
         else:
             scores = await scorer.ascore(sample, ctx.llm())
     except CacheMiss:
@@ -181,13 +174,13 @@ def _summary_record(case: Case, label: str, summary: Summary | None, cached: boo
         summary.input_tokens if summary else None, summary.output_tokens if summary else None,
         summary.cost_usd if summary else None, summary.latency_s if summary else None,
         summary.chunks if summary else None,
-        getattr(summary, "truncated", False) if summary else None, cached, error,
+        summary.truncated if summary else None, cached, error,
     )  # fmt: skip
     return dict(zip(SUMMARY_COLUMNS, values, strict=True))
 
 
 async def run_unit(
-    case: Case, label: str, summarizer: Any, scorers: Sequence[Scorer], ctx: Context
+    case: Case, label: str, summarizer: Summarizer, scorers: Sequence[Scorer], ctx: Context
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Rows of one (case, summarizer) and its summary record."""
     if ctx.semaphore is None:
@@ -210,7 +203,7 @@ async def run_unit(
 def run_unit_job(
     case: Case,
     label: str,
-    summarizer: Any,
+    summarizer: Summarizer,
     scorers: Sequence[Scorer],
     cache_dir: str | None,
     concurrency: int,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from memorylab.errors import InvalidSetting
 
@@ -76,11 +76,24 @@ class Sample:
 
 @runtime_checkable
 class Scorer(Protocol):
-    """A named scorer; :func:`memorylab.evaluate.compare_summarizers` awaits ``ascore``."""
+    """What a comparison reads of a scorer: its ``name``, whether it measures ``quality`` and
+    runs ``offline`` (then :meth:`score` runs on a worker thread, else ``ascore`` is awaited),
+    and the model calls it will make (``estimate``). :func:`as_scorer` completes an object that
+    is only a ``name`` and an ``ascore``: ``quality`` True, ``offline`` False, no estimate."""
 
     name: str
 
+    @property
+    def quality(self) -> bool: ...
+
+    @property
+    def offline(self) -> bool: ...
+
+    def score(self, sample: Sample) -> Mapping[str, Score]: ...
+
     async def ascore(self, sample: Sample, llm: CachedLLM) -> Mapping[str, Score]: ...
+
+    def estimate(self, case: Case, summary_tokens: int) -> list[tuple[str, int, int]]: ...
 
 
 class BaseScorer:
@@ -94,7 +107,7 @@ class BaseScorer:
     """
 
     name = "scorer"
-    quality: ClassVar[bool] = True
+    quality: bool = True
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
@@ -148,6 +161,47 @@ class FunctionScorer(BaseScorer):
         return _as_scores(self.function(sample), self.name)
 
 
+class _DeclaredScorer(BaseScorer):
+    """A duck-typed scorer completed with the defaults of :func:`as_scorer`."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.name = inner, str(inner.name)
+        self.quality = bool(getattr(inner, "quality", True))
+        self._offline = bool(getattr(inner, "offline", False)) and callable(
+            getattr(inner, "score", None)
+        )
+        if callable(getattr(inner, "estimate", None)):
+            self.estimate = inner.estimate  # type: ignore[method-assign]
+
+    @property
+    def offline(self) -> bool:
+        return self._offline
+
+    def score(self, sample: Sample) -> Mapping[str, Score]:
+        return self.inner.score(sample)  # type: ignore[no-any-return]
+
+    async def ascore(self, sample: Sample, llm: CachedLLM) -> Mapping[str, Score]:
+        return await self.inner.ascore(sample, llm)  # type: ignore[no-any-return]
+
+    def __repr__(self) -> str:
+        return repr(self.inner)
+
+
+def as_scorer(obj: Any) -> Scorer:
+    """``obj`` when it declares all of :class:`Scorer`; an object with a ``name`` and an
+    ``ascore`` completed with the defaults (``quality`` True, ``offline`` False, no model calls
+    estimated); else :class:`~memorylab.errors.InvalidSetting`."""
+    if isinstance(obj, Scorer) and isinstance(getattr(obj, "name", None), str):
+        return obj
+    if not isinstance(getattr(obj, "name", None), str) or not callable(
+        getattr(obj, "ascore", None)
+    ):
+        raise InvalidSetting(
+            f"a scorer is a name, a Scorer or a function, not {type(obj).__name__}"
+        )
+    return _DeclaredScorer(obj)
+
+
 __all__ = [
     "BaseScorer",
     "FunctionScorer",
@@ -155,5 +209,6 @@ __all__ = [
     "Sample",
     "Score",
     "Scorer",
+    "as_scorer",
     "run_sync",
 ]

@@ -36,8 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 
-from memorylab.results import FormerPair
-from memorylab.compress.base import Summarizer
+from memorylab.compress.base import Summarizer, as_summarizer
 from memorylab.compress.baselines import BOUNDS
 from memorylab.compress.summarizers import get_summarizer, summarizer_names
 from memorylab.errors import BudgetExceeded, InvalidSetting
@@ -56,6 +55,7 @@ from memorylab.evaluate.cases import Case
 from memorylab.evaluate.scorers import get_scorer
 from memorylab.evaluate.tables import fact_survival_table, markdown_table, summary_table
 from memorylab.llm import check_int
+from memorylab.results import FormerPair
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -97,24 +97,25 @@ def default_cache_dir() -> Path:
     return resolve_workspace(None) / ".cache" / "llm"
 
 
-def _resolve_one(spec: SummarizerSpec, options: Mapping[str, Any]) -> Any:
+def _resolve_one(spec: SummarizerSpec, options: Mapping[str, Any]) -> Summarizer:
     if isinstance(spec, str):
         name = spec.strip()
         if name == EXISTING:
             return ExistingSummaries()
         return get_summarizer(name, **(options if name not in summarizer_names() else {}))
-    if not callable(getattr(spec, "summarize", None)):
+    try:
+        return as_summarizer(spec)
+    except InvalidSetting:
         raise InvalidSetting(
             f"a summarizer is a litellm model name, a registered name or a Summarizer object, "
             f"not {type(spec).__name__}"
-        )
-    return spec
+        ) from None
 
 
 def resolve_summarizers(
     summarizers: SummarizerSpec | Sequence[SummarizerSpec] | Mapping[str, SummarizerSpec],
     summarizer_args: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> dict[str, Summarizer]:
     """``{label: summarizer}``: a mapping keeps its labels; otherwise the summarizer's
     ``name`` (a model name for LiteLLM). ``summarizer_args`` go to LiteLLMSummarizer for model
     names (``{"llm_args": {"api_base": ...}, "retry": RetryPolicy(timeout=30)}``); registered
@@ -129,10 +130,10 @@ def resolve_summarizers(
         pairs = [(None, s) for s in summarizers]
     if not pairs:
         raise InvalidSetting("name at least one summarizer, e.g. ['memorylab/extractive']")
-    out: dict[str, Any] = {}
+    out: dict[str, Summarizer] = {}
     for label, spec in pairs:
         summarizer = _resolve_one(spec, options)
-        name = label or str(getattr(summarizer, "name", None) or type(summarizer).__name__)
+        name = label or summarizer.name or type(summarizer).__name__
         if name in out:
             raise InvalidSetting(
                 f"two summarizers are both named {name!r}; pass a dict {{label: summarizer}}"
@@ -398,9 +399,9 @@ def compare_summarizers(
         run["unpriced_models"] = sorted(estimate.loc[~estimate["priced"], "model"])
     frame.attrs["run"] = run
     frame.attrs["bounds"] = {
-        label: str(s.bound) for label, s in resolved.items() if getattr(s, "bound", None)
+        label: str(bound) for label, s in resolved.items() if (bound := getattr(s, "bound", None))
     }
-    frame.attrs["quality"] = {s.name: bool(getattr(s, "quality", True)) for s in scorer_list}
+    frame.attrs["quality"] = {s.name: bool(s.quality) for s in scorer_list}
     if with_summaries:
         return ComparisonResult(frame, _frame([record for _, record in results], SUMMARY_COLUMNS))
     return frame

@@ -37,14 +37,22 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, TypeVar
+from typing import Any, TypeVar
 
 from memorylab._names import register
 from memorylab.compress.tokens import get_token_counter
 from memorylab.errors import InvalidSetting
 from memorylab.evaluate._extras import RougeScorer, SimilarityScorer
 from memorylab.evaluate._llm_scorers import JudgeScorer, ProbeQAScorer, _check_name
-from memorylab.evaluate.base import NAN, BaseScorer, FunctionScorer, Sample, Score, Scorer
+from memorylab.evaluate.base import (
+    NAN,
+    BaseScorer,
+    FunctionScorer,
+    Sample,
+    Score,
+    Scorer,
+    as_scorer,
+)
 from memorylab.evaluate.cases import FACT_CATEGORIES, Case, Fact
 from memorylab.evaluate.facts import SHARES_EXTRACTION_RULES, extract_facts, fact_kept
 from memorylab.evaluate.grading import normalize_answer
@@ -71,7 +79,7 @@ class CompressionScorer(BaseScorer):
     """
 
     name = "compression"
-    quality: ClassVar[bool] = False
+    quality = False
 
     def __init__(self, model: str | None = None) -> None:
         self.model = model
@@ -97,7 +105,7 @@ class LatencyScorer(BaseScorer):
     """
 
     name = "latency"
-    quality: ClassVar[bool] = False
+    quality = False
 
     def score(self, sample: Sample) -> Mapping[str, Score]:
         latency = sample.summary.latency_s
@@ -116,7 +124,7 @@ class CostScorer(BaseScorer):
     """
 
     name = "cost"
-    quality: ClassVar[bool] = False
+    quality = False
 
     def score(self, sample: Sample) -> Mapping[str, Score]:
         summary = sample.summary
@@ -283,15 +291,11 @@ def _build(spec: str | Scorer | Callable[[Sample], Any], options: dict[str, Any]
                 f"unknown scorer {spec!r}; registered: {', '.join(scorer_names())}"
             )
         scorer = factory(**options)
-        if isinstance(scorer, Scorer):
-            return scorer
-        return FunctionScorer(scorer, spec)
+        return FunctionScorer(scorer, spec) if _is_function(scorer) else as_scorer(scorer)
     if options:
         raise InvalidSetting(f"options {sorted(options)} apply to a scorer name only")
-    if isinstance(spec, Scorer):
-        return spec
-    if callable(spec):
-        return FunctionScorer(spec)
-    raise InvalidSetting(
-        f"a scorer is a name, a Scorer or a function, not {type(spec).__name__}"
-    )
+    return FunctionScorer(spec) if _is_function(spec) else as_scorer(spec)  # type: ignore[arg-type]
+
+
+def _is_function(obj: Any) -> bool:
+    return callable(obj) and not callable(getattr(obj, "ascore", None))
