@@ -1,5 +1,5 @@
 """The house rules of docs/architecture.md, checked on the source: no import circles (lazy
-imports included), and no floor importing a floor above it."""
+and ``TYPE_CHECKING`` imports included), and no floor importing a floor above it."""
 
 from __future__ import annotations
 
@@ -69,6 +69,7 @@ PURE_STDLIB = {
     "collections",
     "dataclasses",
     "datetime",
+    "enum",
     "fractions",
     "functools",
     "html",
@@ -100,10 +101,11 @@ def _type_checking_nodes(tree: ast.AST) -> set[int]:
     return skipped
 
 
-def _imports(name: str, path: Path, known: set[str]) -> set[str]:
-    """Every module ``name`` imports, at its top or inside a function (a lazy import)."""
+def _imports(name: str, path: Path, known: set[str], type_only: bool) -> set[str]:
+    """Every module ``name`` imports, at its top or inside a function (a lazy import), and
+    with ``type_only`` under ``if TYPE_CHECKING:`` too."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    skipped = _type_checking_nodes(tree)
+    skipped = set() if type_only else _type_checking_nodes(tree)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
     for node in ast.walk(tree):
@@ -125,10 +127,11 @@ def _imports(name: str, path: Path, known: set[str]) -> set[str]:
 
 
 @functools.cache
-def _graph() -> dict[str, set[str]]:
+def _graph(type_only: bool = True) -> dict[str, set[str]]:
+    """Who imports whom; ``type_only=False`` leaves out what only type checkers import."""
     modules = _modules()
     known = set(modules)
-    return {name: _imports(name, path, known) for name, path in modules.items()}
+    return {name: _imports(name, path, known, type_only) for name, path in modules.items()}
 
 
 def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -174,8 +177,15 @@ def test_there_are_modules_to_check() -> None:
     assert {"memorylab", "memorylab.memory.store", "memorylab.compress.policy"} <= set(graph)
 
 
-def test_no_import_circles_lazy_imports_included() -> None:
+def test_no_import_circles_lazy_and_type_checking_imports_included() -> None:
     assert _cycles(_graph()) == []
+
+
+def test_type_checking_imports_are_counted(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import a.b\n")
+    assert "a.b" in _imports("m", source, {"a.b"}, True)
+    assert "a.b" not in _imports("m", source, {"a.b"}, False)
 
 
 def test_the_circle_finder_finds_a_lazy_circle() -> None:
@@ -198,7 +208,7 @@ def test_no_floor_imports_a_floor_above_it(floor: str) -> None:
 
 @pytest.mark.parametrize("module", sorted(PURE))
 def test_pure_modules_do_no_io(module: str) -> None:
-    targets = _graph()[module]
+    targets = _graph(type_only=False)[module]  # annotations import nothing at run time
     wrong = sorted(
         t
         for t in targets
