@@ -28,7 +28,10 @@ scanned rule by rule (each rule skipped unless its own substrings are there).
 
 from __future__ import annotations
 
+import collections
 import functools
+import json
+import math
 import re
 from bisect import bisect_left
 from collections.abc import Callable
@@ -174,10 +177,19 @@ class Rule:
     lower: bool = False
     digit: bool = False  # runs only if the text has a digit (needles unused)
     gate: str = ""  # and only if this is in the text too
+    group: int | None = None  # gitleaks' secret group (0: the first that matched); None: ours
+    origin: str = ""  # the gitleaks rule id, or "" for memorylab's own rules
 
     def span(self, match: re.Match[str]) -> tuple[int, int] | None:
-        """The part to replace (the ``q``, ``v`` or ``w`` group when the rule has one), if the
-        match passes the rule's check."""
+        """The part to replace (the ``q``, ``v`` or ``w`` group when the rule has one; a gitleaks
+        rule's secret group), if the match passes the rule's check."""
+        if self.group is not None:
+            start, end = _secret_span(match, self.group)
+            if match.string.startswith(MARKED, start) or not (
+                self.check is None or self.check(match)
+            ):
+                return None
+            return start, end
         name: str | int = 0
         for group in _VALUE_GROUPS:  # the alternative that matched names its value
             if group in match.re.groupindex and match[group] is not None:
@@ -279,7 +291,7 @@ _digits_and_letters = re.compile(r"(?=.*\d)(?=.*[A-Za-z])", re.S).match
 # A provider token's prefix, alphabet and length follow gitleaks' rule named in its comment
 # (gitleaks/gitleaks, config/gitleaks.toml, MIT licence); the boundaries, the placeholder checks
 # (``_varied``: a random token has many distinct characters) and base64 neighbours are ours.
-RULES: tuple[Rule, ...] = (
+_OWN_RULES: tuple[Rule, ...] = (
     Rule(
         "private_key",
         re.compile(
@@ -581,6 +593,176 @@ RULES: tuple[Rule, ...] = (
     ),
 )
 
+
+# ---------------------------------------------------------------------------------------------
+# gitleaks' rules (secret_rules.json, generated from gitleaks' config/gitleaks.toml by
+# tests/privacy/make_redaction_rules.py; MIT licence, Copyright (c) 2019 Zachary Rice)
+
+
+def _entropy(text: str) -> float:
+    """Shannon entropy in bits per character, as gitleaks computes it."""
+    if not text:
+        return 0.0
+    n = len(text)
+    return -sum(c / n * math.log2(c / n) for c in collections.Counter(text).values())
+
+
+def _secret_span(match: re.Match[str], group: int) -> tuple[int, int]:
+    """gitleaks' secret of a match: ``secretGroup``, else the first group that matched
+    something, else the whole match."""
+    if group:
+        return match.span(group)
+    skip = match.re.groupindex.get("sep")  # a label rule's separator (memorylab's name)
+    for index in range(1, (match.re.groups or 0) + 1):
+        if match[index] and index != skip:
+            return match.span(index)
+    return match.span(0)
+
+
+def _line_of(match: re.Match[str]) -> str:
+    text = match.string
+    start = text.rfind("\n", 0, match.start()) + 1
+    end = text.find("\n", match.end())
+    return text[start : end if end >= 0 else len(text)]
+
+
+_Allow = tuple[tuple["_LazyPattern", ...], str, tuple[str, ...], bool]
+
+
+def _allowed(match: re.Match[str], secret: str, allows: tuple[_Allow, ...]) -> bool:
+    """Whether one of gitleaks' allowlists of the rule lets the finding go."""
+    for regexes, target, stopwords, both in allows:
+        checks = []
+        if regexes:
+            subject = (
+                secret if target == "secret" else match[0] if target == "match" else _line_of(match)
+            )
+            checks.append(any(r.search(subject) is not None for r in regexes))
+        if stopwords:
+            lowered = secret.lower()
+            checks.append(any(word in lowered for word in stopwords))
+        if checks and (all(checks) if both else any(checks)):
+            return True
+    return False
+
+
+# A label rule (gitleaks' ``<keyword>... = value`` templates) counts where its label ends with a
+# credential word right before a ``:`` or ``=`` (``DATADOG_APP_KEY=``, ``"mailgun_token":``):
+# what the fast path's keyword check looks for.
+_LABEL_END = re.compile(
+    r"(?i:password|passwd|pwd|secret|token|authorization|key|sig)[\"']?[ \t]{0,3}\Z"
+)
+_UNCHECKED = frozenset({"private-key", "kubernetes-secret-yaml", "curl-auth-user"})
+
+
+_RUNS = re.compile(r"[A-Za-z0-9]+").findall
+
+
+def _placeholder(secret: str) -> bool:
+    """A documentation value, not a token: cut short, of few distinct characters in its longest
+    run of letters and digits (``.../T00000000/B00000000/XXXXXXXX``), or a word (no digit, no
+    ``+/=``, no mixed case)."""
+    longest = max(_RUNS(secret), key=len, default="")
+    return _elided(secret) or _elided(longest) or not _token_ok(secret)
+
+
+def _gitleaks_rule(entry: dict[str, Any], allow: _Allow) -> Rule:
+    group: int = entry["group"]
+    entropy: float = entry["entropy"]
+    needles = tuple(entry["needles"])
+    exact: bool = entry["exact"]
+    label: bool = entry["label"]
+    allows = (
+        *(
+            (
+                tuple(_LazyPattern(r) for r in a["regexes"]),
+                a["target"],
+                tuple(a["stopwords"]),
+                a["and"],
+            )
+            for a in entry["allow"]
+        ),
+        allow,
+    )
+    shaped = entry["id"] not in _UNCHECKED  # a token, not a block or a user:password pair
+
+    def check(m: re.Match[str]) -> bool:
+        start, end = _secret_span(m, group)
+        secret = m.string[start:end]
+        if exact and not any(n in m[0] for n in needles):
+            return False
+        if label and not (
+            m.string[m.start("sep")] in ":="
+            and _LABEL_END.search(m.string, m.start(), m.start("sep")) is not None
+        ):
+            return False
+        if entropy and _entropy(secret) < entropy:
+            return False
+        if shaped and _placeholder(secret):
+            return False
+        return not _allowed(m, secret, allows)
+
+    return Rule(
+        entry["category"],
+        _LazyPattern(entry["regex"]),  # type: ignore[arg-type]
+        tuple(entry["keywords"]) if label else needles,
+        check,
+        lower=label,
+        gate=entry["gate"],
+        group=group,
+        origin=entry["id"],
+    )
+
+
+class _LazyPattern:
+    """A gitleaks pattern, compiled the first time a rule runs (importing memorylab compiles
+    none of the ~200)."""
+
+    __slots__ = ("_compiled", "pattern")
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+        self._compiled: re.Pattern[str] | None = None
+
+    def _get(self) -> re.Pattern[str]:
+        if self._compiled is None:
+            self._compiled = re.compile(self.pattern, re.ASCII)
+        return self._compiled
+
+    def finditer(self, text: str) -> Any:
+        return self._get().finditer(text)
+
+    def search(self, text: str, *args: int) -> re.Match[str] | None:
+        return self._get().search(text, *args)
+
+    @property
+    def groupindex(self) -> Any:
+        return self._get().groupindex
+
+
+def _load_gitleaks() -> tuple[dict[str, Any], tuple[Rule, ...]]:
+    """The packaged rule data, read once at import (the only file this module reads)."""
+    path = __file__[: -len("redact.py")] + "secret_rules.json"
+    with open(path, encoding="utf-8") as handle:
+        data = json.load(handle)
+    glob = data["allow"]
+    allow: _Allow = (
+        tuple(_LazyPattern(r) for r in glob["regexes"]),
+        "secret",
+        tuple(glob["stopwords"]),
+        False,
+    )
+    return data, tuple(_gitleaks_rule(entry, allow) for entry in data["rules"])
+
+
+GITLEAKS, _GITLEAKS_RULES = _load_gitleaks()
+"""gitleaks' rule set as memorylab packages it: its source, licence and rules (``GITLEAKS``)."""
+
+# Order: an earlier rule wins where two overlap. memorylab's PEM rule first (it also catches a
+# key cut short), then gitleaks' rules, then memorylab's own where gitleaks is silent or
+# narrower (see docs/privacy.md: which, and why).
+RULES: tuple[Rule, ...] = (_OWN_RULES[0], *_GITLEAKS_RULES, *_OWN_RULES[1:])
+
 PII_CATEGORIES: tuple[str, ...] = ("email", "iban", "card_number", "phone")
 SECRET_CATEGORIES: tuple[str, ...] = tuple(
     dict.fromkeys(r.category for r in RULES if r.category not in PII_CATEGORIES)
@@ -691,8 +873,18 @@ def _needle_tables(rules: tuple[Rule, ...]) -> tuple[tuple[_Pass, ...], tuple[_G
     """The passes and the other groups of the needles of ``rules`` (keyword rules aside). A
     needle that holds another needle of a rule without a gate is left out: the shorter one is
     found wherever it is."""
-    pairs = [(r.gate, n) for r in rules if not (r.lower or r.digit) for n in r.needles]
-    kept = [(g, n) for g, n in pairs if not any(m != n and m in n and not h for h, m in pairs)]
+    pairs = list(
+        dict.fromkeys((r.gate, n) for r in rules if not (r.lower or r.digit) for n in r.needles)
+    )
+    ungated: dict[str, list[str]] = {}  # by first character (a needle in n starts with one of n's)
+    for gate, needle in pairs:
+        if not gate:
+            ungated.setdefault(needle[0], []).append(needle)
+    kept = [
+        (g, n)
+        for g, n in pairs
+        if not any(m != n and m in n for c in set(n) for m in ungated.get(c, ()))
+    ]
     passes: list[_Pass] = []
     for char in dict.fromkeys(_ENDS_AT + _STARTS_AT):
         ending = tuple(n for g, n in kept if not g and char in _ENDS_AT and n[-1] == char)
@@ -704,8 +896,9 @@ def _needle_tables(rules: tuple[Rule, ...]) -> tuple[tuple[_Pass, ...], tuple[_G
         passes.append(
             (char, ending, before, starting, gates, starting + tuple(g for g, _ in gates))
         )
-    in_passes = {n for p in passes for n in p[1] + p[3] + tuple(x for _, ns in p[4] for x in ns)}
-    rest = [(g or _rarest(n), n) for g, n in kept if n not in in_passes]
+    in_passes = {("", n) for p in passes for n in p[1] + p[3]}
+    in_passes |= {(g, n) for p in passes for g, ns in p[4] for n in ns}
+    rest = [(g or _rarest(n), n) for g, n in kept if (g, n) not in in_passes]
     return tuple(passes), _groups(rest)
 
 
