@@ -62,6 +62,7 @@ PURE = {
     "memorylab.memory.retention",
     "memorylab.memory.redact",
     "memorylab.compress.policy",
+    "memorylab.results",  # the result convention: values and a deprecation warning
 }
 PURE_STDLIB = {
     "__future__",
@@ -79,6 +80,7 @@ PURE_STDLIB = {
     "numbers",
     "re",
     "typing",
+    "warnings",
 }
 
 

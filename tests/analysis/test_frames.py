@@ -393,7 +393,8 @@ def test_binary_file(tmp_path: Path) -> None:
         memory_df(tmp_path)
     read = memory_df(tmp_path, strict=False)
     df, problems = read.frame, read.problems
-    doc, expected = read_memory(folder / "MEMORY.md", strict=False)
+    parsed = read_memory(folder / "MEMORY.md", strict=False)
+    doc, expected = parsed.document, parsed.problems
     assert _pairs(df) == [(m.role, m.content) for m in doc.messages]
     assert problems["kind"].tolist() == [p.kind for p in expected]
     assert problems["kind"].iloc[0] == "encoding"

@@ -42,7 +42,8 @@ def _same_as_parser(data: bytes, naive_tz: tzinfo = UTC) -> None:
         path = Path(tmp) / "agents" / "a" / "MEMORY.md"
         path.parent.mkdir(parents=True)
         path.write_bytes(data)
-        doc, expected = read_memory(path, strict=False)
+        parsed = read_memory(path, strict=False)
+        doc, expected = parsed.document, parsed.problems
         read = memory_df(path, strict=False, naive_tz=naive_tz)
         frame, problems = read.frame, read.problems
         messages = doc.messages
@@ -189,7 +190,7 @@ def test_heading_right_after_a_headings_blank_line() -> None:
     torn = data.replace(b"\n\nreply", "\n\n### A — 2020-01-01T00:00:00\n\nreply".encode())
     assert torn != data
     _same_as_parser(torn)
-    assert [m.role for m in fmt.parse(torn.decode(), strict=False)[0].messages][-1] == "A"
+    assert [m.role for m in fmt.parse(torn.decode(), strict=False).document.messages][-1] == "A"
 
 
 def test_invalid_utf8_in_a_content() -> None:
@@ -253,13 +254,15 @@ def test_many_problems_have_their_lines() -> None:
     tight = [f"### R{i} — 2026-01-01T00:00:01\nno blank line {i}\n\n---\n\n" for i in range(500)]
     text = head + "".join(torn) + "### T — 2026-01-01T00:00:00+00:00\n\nclosed\n\n---\n\n"
     text += "".join(tight)
-    doc, problems = fmt.parse(text, strict=False)
+    parsed = fmt.parse(text, strict=False)
+    doc, problems = parsed.document, parsed.problems
     assert len(doc.messages) == 2501 and doc.messages[1999].content == "partial 1999"
     assert [p.kind for p in problems] == ["torn"] * 2000 + ["structure"] * 500
     lines = text.split("\n")
     headings = [block.split("\n")[0] for block in torn + tight]
     assert [lines[p.line - 1] for p in problems] == headings
-    crlf, found = fmt.parse(text.replace("\n", "\r\n"), strict=False)
+    parsed = fmt.parse(text.replace("\n", "\r\n"), strict=False)
+    crlf, found = parsed.document, parsed.problems
     assert crlf == doc and [p.line for p in found[1:]] == [p.line for p in problems]
 
 
@@ -275,7 +278,8 @@ def test_many_problems_have_their_lines() -> None:
 def test_a_heading_timestamp_that_is_not_a_date(stamp: str) -> None:
     """Shaped like a timestamp, not a date: a problem on its line; the other blocks are read."""
     text = _reference([("Human", "2026-04-20T09:00:00", "kept"), ("Human", stamp, "skipped")])
-    doc, problems = fmt.parse(text.decode(), strict=False)
+    parsed = fmt.parse(text.decode(), strict=False)
+    doc, problems = parsed.document, parsed.problems
     assert [m.content for m in doc.messages] == ["kept"]
     assert [(p.line, p.kind) for p in problems] == [(16, "structure")]
     assert stamp in problems[0].message and "correct the timestamp" in problems[0].message
@@ -286,7 +290,8 @@ def test_a_heading_timestamp_that_is_not_a_date(stamp: str) -> None:
 @pytest.mark.parametrize("stamp", ["2026-01-01 00:00:00", "2026-01-01T00:00:00+0200", "2026-01-01"])
 def test_a_heading_without_a_timestamp_is_no_heading(stamp: str) -> None:
     text = _reference([("Human", "2026-04-20T09:00:00", "kept"), ("Human", stamp, "skipped")])
-    doc, problems = fmt.parse(text.decode(), strict=False)
+    parsed = fmt.parse(text.decode(), strict=False)
+    doc, problems = parsed.document, parsed.problems
     assert [m.content for m in doc.messages] == [
         "kept\n\n---\n\n### Human — " + stamp + "\n\nskipped"
     ]

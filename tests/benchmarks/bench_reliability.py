@@ -78,7 +78,7 @@ _ONE_TRIAL = textwrap.dedent(
         doc = read_memory(path)
         unparseable = 0
     except MemoryFormatError:
-        doc, _ = read_memory(path, strict=False)
+        doc = read_memory(path, strict=False).document
         unparseable = 1
     kept = {m.content.split(" ", 1)[0] for m in doc.messages}
     acked = {e["content"].split(" ", 1)[0] for e in conv.conversation_history

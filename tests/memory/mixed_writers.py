@@ -153,7 +153,7 @@ def count_messages(memory_md: Path, count: int) -> Outcome:
             doc = read_memory(path)
         except MemoryFormatError:
             unparseable += 1
-            doc, _ = read_memory(path, strict=False)
+            doc = read_memory(path, strict=False).document
         stored.update(m.content for m in doc.messages)
     read = Counter(memory_df(memory_md.parent, strict=False).frame["content"])
     ours = [f"ml-{n}" for n in range(count)] + ["ml-final"]

@@ -21,7 +21,8 @@ REGENERATE = os.environ.get("MEMORYLAB_REGEN_GOLDEN") == "1"
 
 
 def _observed(path: Path) -> dict[str, object]:
-    doc, problems = read_memory(path, strict=False)
+    parsed = read_memory(path, strict=False)
+    doc, problems = parsed.document, parsed.problems
     try:
         read_memory(path, strict=True)
         strict_error = None
@@ -98,7 +99,8 @@ def test_bad_files_fail_strictly_and_salvage_leniently(name: str, kind: str) -> 
         read_memory(path)
     message = str(raised.value)
     assert str(path) in message and "line" in message and "strict=False" in message
-    doc, problems = read_memory(path, strict=False)
+    parsed = read_memory(path, strict=False)
+    doc, problems = parsed.document, parsed.problems
     assert kind in {p.kind for p in problems}
     if name.startswith("reference_"):
         assert len(doc.messages) == 5  # everything salvaged
@@ -106,7 +108,8 @@ def test_bad_files_fail_strictly_and_salvage_leniently(name: str, kind: str) -> 
 
 
 def test_torn_block_salvage_keeps_the_partial_content() -> None:
-    doc, problems = read_memory(GOLDEN / "reference_torn.md", strict=False)
+    parsed = read_memory(GOLDEN / "reference_torn.md", strict=False)
+    doc, problems = parsed.document, parsed.problems
     assert doc.messages[-1].content == "Thanks. Now AMD?\nSame f"
     assert [p.kind for p in problems] == ["torn"]
 
@@ -116,7 +119,8 @@ def test_torn_block_followed_by_more_appends_is_split_in_own_files() -> None:
     head = fmt.render_header("c", when)
     full = fmt.render_block(Message("User", "second", when))
     text = head + "### User — 2026-01-01T00:00:00.000000+00:00\n\npartial wri\n" + full
-    doc, problems = parse_memory(text, strict=False)
+    parsed = parse_memory(text, strict=False)
+    doc, problems = parsed.document, parsed.problems
     assert [m.content for m in doc.messages] == ["partial wri", "second"]
     assert [p.kind for p in problems] == ["torn"]
 
@@ -295,3 +299,16 @@ def test_history_line_is_what_the_model_reads() -> None:
     assert fmt.history_text(history) == (
         "[2026-04-20T10:00:00] User: Write a haiku.\n\nAgent: Waves fold into foam."
     )
+
+
+def test_a_lenient_read_unpacked_as_the_old_tuple_still_works_and_warns(tmp_path: Path) -> None:
+    text = "### Human — 2026-04-20T18:33:12\n\nhi\n\n---\n\n"
+    with pytest.warns(DeprecationWarning, match=r"use result\.document and result\.problems"):
+        doc, problems = parse_memory(text, strict=False)
+    assert [m.content for m in doc.messages] == ["hi"] and [p.kind for p in problems] == ["header"]
+    path = tmp_path / "MEMORY.md"
+    path.write_text(text, encoding="utf-8")
+    read = read_memory(path, strict=False)
+    assert read.document == doc and read.problems == problems
+    with pytest.warns(DeprecationWarning, match="ParseResult"):
+        assert read[0] == doc

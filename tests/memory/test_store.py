@@ -136,7 +136,8 @@ def test_a_file_ending_mid_line_gets_a_newline_so_the_torn_block_is_visible() ->
         handle.write("### User — 2026-04-20T14:30:45.000000+00:00\n\nhalf a mess")
     store.ensure("c", WHEN)
     store.append(_block("next"))
-    doc, problems = read_memory(store.path, strict=False)
+    parsed = read_memory(store.path, strict=False)
+    doc, problems = parsed.document, parsed.problems
     assert [m.content for m in doc.messages] == ["half a mess", "next"]
     assert [p.kind for p in problems] == ["torn"]
 

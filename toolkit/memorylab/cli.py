@@ -151,7 +151,7 @@ def _last_message_time(memory_md: Path) -> str:
     if not memory_md.is_file():
         return "-"
     try:
-        messages = read_memory(memory_md, strict=False)[0].messages
+        messages = read_memory(memory_md, strict=False).document.messages
     except (MemoryFormatError, StoreError):
         return "unreadable"
     return f"{messages[-1].timestamp:%Y-%m-%d %H:%M}" if messages else "-"

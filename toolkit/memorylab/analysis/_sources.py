@@ -141,8 +141,8 @@ def read_segments(files: AgentFiles, notes: list[Note], strict: bool) -> list[Se
             if strict:
                 segments.append(Segment(path, kind, read_memory(path)))
             else:
-                document, problems = read_memory(path, strict=False)
-                segments.append(Segment(path, kind, document, problems))
+                read = read_memory(path, strict=False)
+                segments.append(Segment(path, kind, read.document, read.problems))
         except StoreError as exc:
             if strict:
                 raise

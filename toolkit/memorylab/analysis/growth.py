@@ -240,7 +240,7 @@ def _recorded_compactions(
         frame = frame.sort_values("timeline", kind="stable")
     created = None
     try:
-        created = read_memory(str(frame["file"].iloc[0]), strict=False)[0].created
+        created = read_memory(str(frame["file"].iloc[0]), strict=False).document.created
     except (OSError, ValueError):
         created = None
     if not settings.recorded_times:
@@ -448,7 +448,7 @@ def _file_preload(part: pd.DataFrame, at: int, everything: Transcript, run: _Run
     text: str | None = None
     if "file" in part.columns and "position" in part.columns:
         try:
-            doc = read_memory(str(part["file"].iloc[at]), strict=False)[0]
+            doc = read_memory(str(part["file"].iloc[at]), strict=False).document
             position = int(part["position"].iloc[at])
             text = fmt.render_memory(replace(doc, messages=doc.messages[:position]))
         except (OSError, ValueError):

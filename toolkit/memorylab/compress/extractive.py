@@ -113,7 +113,7 @@ def _expand(messages: Sequence[Mapping[str, Any]]) -> list[_Msg]:
         if text.startswith(PRELOAD_PREFIX):
             inner = text[len(PRELOAD_PREFIX) :].lstrip("\n")
             try:
-                doc, _problems = fmt.parse(inner, strict=False)
+                doc = fmt.parse(inner, strict=False).document
             except (MemoryFormatError, ValueError):
                 doc = None
             if doc is not None and doc.messages:

@@ -10,7 +10,7 @@ package registers them).
 
 from memorylab.memory import display  # noqa: F401  (registers the records' HTML views)
 from memorylab.memory.conversation import CompactionTicket, Conversation
-from memorylab.memory.format import FORMAT_VERSION, FormatProblem, render_memory
+from memorylab.memory.format import FORMAT_VERSION, FormatProblem, ParseResult, render_memory
 from memorylab.memory.format import parse as parse_memory
 from memorylab.memory.paths import MemoryPaths, agent_paths, validate_agent_name
 from memorylab.memory.permissions import check_permissions, warn_permissions
@@ -30,6 +30,7 @@ __all__ = [
     "MemoryPaths",
     "MemoryStore",
     "Message",
+    "ParseResult",
     "Redactor",
     "RetentionPolicy",
     "SECRETS",

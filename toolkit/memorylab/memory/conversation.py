@@ -1209,7 +1209,7 @@ def _without_messages(blocks: bytes) -> bytes | None:
     """What :meth:`Conversation.clear` leaves of the blocks: nothing (``None`` when there is
     no message to clear, so a file without messages is not rewritten)."""
     text = f"{fmt.TITLE_LINE}\n\n{fmt.LOG_LINE}\n\n" + blocks.decode("utf-8", errors="replace")
-    return b"" if fmt.parse(text, strict=False)[0].messages else None
+    return b"" if fmt.parse(text, strict=False).document.messages else None
 
 
 def _yaml() -> Any:

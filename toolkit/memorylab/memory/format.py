@@ -35,10 +35,11 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, overload
+from typing import Any, ClassVar, Literal, overload
 
 from memorylab.errors import MemoryFormatError
 from memorylab.memory.records import MemoryDocument, Message
+from memorylab.results import FormerPair, Result
 
 FORMAT_VERSION = 1
 """The newest format version this memorylab writes and reads (``**Format:** memorylab/1``)."""
@@ -72,6 +73,25 @@ class FormatProblem:
 
     def __str__(self) -> str:
         return f"line {self.line}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class ParseResult(FormerPair, Result):
+    """What a lenient read found (``parse_memory`` / ``read_memory`` with ``strict=False``):
+    ``document``, everything that could be read, and ``problems``, what was wrong (in order).
+
+    It replaces the ``(document, problems)`` tuple of earlier versions: unpacking or indexing it
+    that way still works for now and warns (``DeprecationWarning``).
+    """
+
+    document: MemoryDocument
+    problems: list[FormatProblem]
+
+    _former: ClassVar[tuple[str, str, str]] = (
+        "parse_memory/read_memory(..., strict=False)",
+        "document",
+        "problems",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -480,24 +500,24 @@ def parse(
 @overload
 def parse(
     text: str, *, strict: Literal[False], path: str | None = None
-) -> tuple[MemoryDocument, list[FormatProblem]]: ...
+) -> ParseResult: ...
 
 
 @overload
 def parse(
     text: str, *, strict: bool, path: str | None = None
-) -> MemoryDocument | tuple[MemoryDocument, list[FormatProblem]]: ...
+) -> MemoryDocument | ParseResult: ...
 
 
 def parse(
     text: str, *, strict: bool = True, path: str | None = None
-) -> MemoryDocument | tuple[MemoryDocument, list[FormatProblem]]:
+) -> MemoryDocument | ParseResult:
     """Parse the text of a MEMORY.md or archive file.
 
     With ``strict=True`` any problem raises :class:`~memorylab.errors.MemoryFormatError` naming
-    ``path`` (when given) and the line. With ``strict=False`` the result is
-    ``(document, problems)``: everything that could be read, and what was wrong. Reference files
-    (no ``**Format:**`` line, naive timestamps) parse strictly; a BOM, Windows line ends, a
+    ``path`` (when given) and the line. With ``strict=False`` the result is a
+    :class:`ParseResult`: ``document``, everything that could be read, and ``problems``.
+    Reference files (no ``**Format:**`` line, naive timestamps) parse strictly; a BOM, Windows line ends, a
     missing header, a torn last block and a heading whose timestamp is not a date are problems.
     """
     if not isinstance(text, str):
@@ -551,7 +571,7 @@ def parse(
                 problems=found,
             )
         return doc
-    return doc, found
+    return ParseResult(doc, found)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -594,6 +614,7 @@ __all__ = [
     "FORMAT_VERSION",
     "FormatProblem",
     "LOG_LINE",
+    "ParseResult",
     "SEPARATOR_LINE",
     "TITLE_LINE",
     "archive_name",

@@ -50,7 +50,7 @@ def plan_preload(
         return PreloadPlan(text, kept_messages=_count_blocks(text))
     if count is None:
         raise ValueError("a preload budget needs a token counter (count=...)")
-    doc, _ = fmt.parse(text, strict=False)
+    doc = fmt.parse(text, strict=False).document
     marker = text.find("\n## Interaction Log\n")
     header = text[: marker + len("\n## Interaction Log\n")] + "\n" if marker >= 0 else ""
     messages = list(doc.messages)

@@ -500,10 +500,10 @@ class MemoryStore:
             )
         tail = current[len(snapshot.data) :]
         tail.decode("utf-8", errors="strict")  # a torn multi-byte character: not ours to cut
-        archived_doc, _ = fmt.parse(snapshot.text, strict=False)
-        carried_doc, _ = fmt.parse(
+        archived_doc = fmt.parse(snapshot.text, strict=False).document
+        carried_doc = fmt.parse(
             "# Agent Memory\n\n## Interaction Log\n\n" + tail.decode(), strict=False
-        )
+        ).document
         name: str | None = None
         if archived_doc.messages:
             safe_mkdir(self.paths.archive_dir, parents_ok=False)
@@ -953,18 +953,18 @@ def read_memory(
 @overload
 def read_memory(
     path: str | os.PathLike[str], *, strict: Literal[False]
-) -> tuple[MemoryDocument, list[fmt.FormatProblem]]: ...
+) -> fmt.ParseResult: ...
 
 
 @overload
 def read_memory(
     path: str | os.PathLike[str], *, strict: bool
-) -> MemoryDocument | tuple[MemoryDocument, list[fmt.FormatProblem]]: ...
+) -> MemoryDocument | fmt.ParseResult: ...
 
 
 def read_memory(
     path: str | os.PathLike[str], *, strict: bool = True
-) -> MemoryDocument | tuple[MemoryDocument, list[fmt.FormatProblem]]:
+) -> MemoryDocument | fmt.ParseResult:
     """Read and parse a MEMORY.md or archive file (``strict`` as in :func:`parse_memory`)."""
     path = Path(path)
     try:
@@ -990,10 +990,10 @@ def read_memory(
         text = data.decode("utf-8", errors="replace")
     if strict:
         return fmt.parse(text, strict=True, path=str(path))
-    doc, problems = fmt.parse(text, strict=False, path=str(path))
+    read = fmt.parse(text, strict=False, path=str(path))
     if decode_problem is not None:
-        problems.insert(0, decode_problem)
-    return doc, problems
+        read.problems.insert(0, decode_problem)
+    return read
 
 
 def _deletion_moved(name: str, method: str) -> None:

@@ -37,13 +37,13 @@ EXPORT_VERSION = 1
 
 
 def _segment(index: int, path: Path, folder: Path, kind: str) -> dict[str, Any]:
-    doc, problems = read_memory(path, strict=False)
+    read = read_memory(path, strict=False)
     return {
         "segment": index,
         "file": path.relative_to(folder).as_posix(),
         "kind": kind,
-        **doc.to_dict(),
-        "problems": [{"line": p.line, "kind": p.kind, "message": p.message} for p in problems],
+        **read.document.to_dict(),
+        "problems": [{"line": p.line, "kind": p.kind, "message": p.message} for p in read.problems],
     }
 
 

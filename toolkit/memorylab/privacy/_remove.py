@@ -120,7 +120,7 @@ def agent_texts(paths: MemoryPaths) -> list[str]:
     texts: list[str] = []
     for file in [*paths.archives(), paths.memory_md]:
         try:
-            document, _ = read_memory(file, strict=False)
+            document = read_memory(file, strict=False).document
         except MemorylabError:
             with contextlib.suppress(OSError):
                 texts.append(file.read_bytes().decode("utf-8", errors="replace"))

@@ -400,7 +400,7 @@ class MemoryExplorer(View):
             return
         case = self.case = self.cases[index]
         try:
-            document = read_memory(case.source, strict=False)[0]
+            document = read_memory(case.source, strict=False).document
             archive = document_html(document, limit=16)
         except MemorylabError as error:
             archive = status_html(str(error), error=True)
