@@ -141,7 +141,7 @@ def test_replay_touches_no_file(own_workspace: Built, snapshot_tree: Any) -> Non
     before = snapshot_tree(own_workspace.root)
     result = replay(own_workspace.root / "agents" / "alpha", threshold=0.6, context_length=600)
     assert snapshot_tree(own_workspace.root) == before
-    timeline = result.timeline
+    timeline = result.frame
     assert list(timeline.columns) == [
         "timeline",
         "segment",
@@ -173,7 +173,7 @@ def test_context_never_exceeds_the_window() -> None:
             context_length=window,
             summarizer=SizedSummarizer(0.3, 40),
         )
-        timeline = result.timeline
+        timeline = result.frame
         assert result.compactions > 0
         assert timeline["context_tokens"].max() <= window
         assert (timeline["context_after"] < trigger_tokens(window, threshold)).all()
@@ -188,7 +188,7 @@ def test_replay_uses_the_timestamps_and_is_deterministic(own_workspace: Built) -
     df = memory_df(own_workspace.root / "agents" / "beta")
     one = replay(df, threshold=0.7, context_length=700, cache=False)
     two = replay(df, threshold=0.7, context_length=700, cache=False)
-    pd.testing.assert_frame_equal(one.timeline, two.timeline)
+    pd.testing.assert_frame_equal(one.frame, two.frame)
     assert one.final_context == two.final_context
     assert "[2026-04-20T12:00:" in one.final_context
 
@@ -237,15 +237,15 @@ def test_transcript_inputs(own_workspace: Built) -> None:
     with pytest.raises(InvalidSetting):
         replay(pd.DataFrame({"x": [1]}), threshold=0.8, context_length=1000)
     gamma = own_workspace.root / "agents" / "gamma"
-    from_path = replay(gamma, threshold=0.8, context_length=500).timeline
-    from_frame = replay(memory_df(gamma), threshold=0.8, context_length=500).timeline
+    from_path = replay(gamma, threshold=0.8, context_length=500).frame
+    from_frame = replay(memory_df(gamma), threshold=0.8, context_length=500).frame
     pd.testing.assert_frame_equal(from_path, from_frame)
     stamped = [
         {"role": "User", "content": "hi", "timestamp": "2026-01-01T00:00:00+00:00"},
         {"role": "User", "content": "[Compressed Memory Summary] dropped"},
     ]
     result = replay(stamped, threshold=0.9, context_length=100)
-    assert len(result.timeline) == 1
+    assert len(result.frame) == 1
     assert result.final_context == "[2026-01-01T00:00:00.000000+00:00] User: hi"
 
 
@@ -287,7 +287,7 @@ def test_fast_mode_agrees_with_real_replays(system_prompt: str | None) -> None:
         system_prompt=system_prompt,
         fast=False,
     )  # type: ignore[arg-type]
-    assert len(fast) == len(real) == 12
+    assert len(fast.frame) == len(real.frame) == 12
     columns = [
         "context_length",
         "threshold",
@@ -299,15 +299,15 @@ def test_fast_mode_agrees_with_real_replays(system_prompt: str | None) -> None:
         "summarizer_calls",
         "summary_tokens",
     ]
-    pd.testing.assert_frame_equal(fast[columns], real[columns])
-    assert fast.attrs["error"]["settings"] >= 1  # calibrated against the extractive replay
-    assert set(fast["mode"]) == {"fast"} and set(real["mode"]) == {"replay"}
+    pd.testing.assert_frame_equal(fast.frame[columns], real.frame[columns])
+    assert fast.error["settings"] >= 1  # calibrated against the extractive replay
+    assert set(fast.frame["mode"]) == {"fast"} and set(real.frame["mode"]) == {"replay"}
 
 
 def test_sweep_columns_and_skipped_settings() -> None:
     frame = sweep(
         transcript(50), thresholds=[0.5, 0.9, 3000], context_lengths=[1000, 4000], fast=True
-    )
+    ).frame
     assert list(frame.columns) == [
         "context_length",
         "threshold",
@@ -350,7 +350,7 @@ def test_compactions_fall_as_the_threshold_rises() -> None:
         summarizer=SizedSummarizer(0.1, 60),
         fast=False,
     )
-    for frame in (fast, real):
+    for frame in (fast.frame, real.frame):
         for _, part in frame.groupby("context_length"):
             counts = part.sort_values("threshold")["compactions"].tolist()
             assert counts == sorted(counts, reverse=True) and counts[0] > counts[-1]
@@ -398,7 +398,7 @@ def test_fast_sweep_of_many_settings_runs() -> None:
     messages = transcript(2000, longest=30)
     frame = sweep(
         messages, thresholds=np.linspace(0.3, 0.95, 50).tolist(), context_lengths=[4096], fast=True
-    )
+    ).frame
     assert len(frame) == 50 and (frame["messages"] == 2000).all()
 
 
@@ -418,7 +418,7 @@ def test_fact_survival() -> None:
         summarizer=SizedSummarizer(0.1, 10_000),
         max_summary_tokens=60,
     )
-    fired = np.flatnonzero(sized.timeline["compaction"].to_numpy())
+    fired = np.flatnonzero(sized.frame["compaction"].to_numpy())
     tail_start = int(fired[-1]) + 1
     expected = sum(1 for i in (3, 195) if i >= tail_start) / 3
     fast = sweep(
@@ -430,11 +430,11 @@ def test_fact_survival() -> None:
         summary_ratio=0.1,
         max_summary_tokens=60,
     )
-    assert fast["fact_survival"].tolist() == [pytest.approx(expected), pytest.approx(2 / 3)]
+    assert fast.frame["fact_survival"].tolist() == [pytest.approx(expected), pytest.approx(2 / 3)]
     assert sized.fact_survival(facts) == pytest.approx(expected)  # "x x x" summaries keep nothing
     real = sweep(messages, thresholds=[0.7], context_lengths=[600, 100_000], facts=facts)
-    assert real["fact_survival"].iloc[1] == pytest.approx(2 / 3)
-    assert real["fact_survival"].iloc[0] >= expected  # the extractive summary may keep a fact
+    assert real.frame["fact_survival"].iloc[1] == pytest.approx(2 / 3)
+    assert real.frame["fact_survival"].iloc[0] >= expected  # the extractive summary may keep a fact
     result = replay(messages, threshold=0.7, context_length=100_000)
     assert result.fact_survival(facts) == pytest.approx(2 / 3)
     assert math.isnan(result.fact_survival([]))
@@ -447,8 +447,8 @@ def test_estimated_cost() -> None:
     )
     per_in, per_out = unit_prices("gpt-4o-mini")
     assert per_in > 0 and per_out > 0
-    assert priced["estimated_cost_usd"].tolist() == pytest.approx(
-        (priced["total_input_tokens"] * per_in).tolist()  # the offline summarizer is free
+    assert priced.frame["estimated_cost_usd"].tolist() == pytest.approx(
+        (priced.frame["total_input_tokens"] * per_in).tolist()  # the offline summarizer is free
     )
     llm_summaries = sweep(
         messages,
@@ -458,7 +458,7 @@ def test_estimated_cost() -> None:
         model="gpt-4o-mini",
         summarizer="gpt-4o-mini",
     )
-    row = llm_summaries.iloc[0]
+    row = llm_summaries.frame.iloc[0]
     assert row["estimated_cost_usd"] == pytest.approx(
         (row["total_input_tokens"] + row["summarizer_input_tokens"]) * per_in
         + (row["summary_tokens"] - row["compactions"] * _overhead()) * per_out
@@ -466,10 +466,10 @@ def test_estimated_cost() -> None:
     unknown = sweep(
         messages, thresholds=[0.5], context_lengths=[800], fast=True, model="no-such-model-xyz"
     )
-    assert unknown["estimated_cost_usd"].isna().all()
+    assert unknown.frame["estimated_cost_usd"].isna().all()
     replayed = sweep(messages, thresholds=[0.5], context_lengths=[800], model="gpt-4o-mini")
-    assert replayed["estimated_cost_usd"].iloc[0] == pytest.approx(
-        replayed["total_input_tokens"].iloc[0] * per_in
+    assert replayed.frame["estimated_cost_usd"].iloc[0] == pytest.approx(
+        replayed.frame["total_input_tokens"].iloc[0] * per_in
     )
 
 
@@ -481,5 +481,5 @@ def _overhead() -> int:
 def test_replay_of_a_reference_workspace(reference_workspace: Built) -> None:
     path: Path = reference_workspace.root / "agents" / "Researcher"
     result = replay(path, threshold=0.9, context_length=100_000)
-    assert len(result.timeline) == 6 and result.compactions == 0
+    assert len(result.frame) == 6 and result.compactions == 0
     assert "Tool Executor" in result.final_context

@@ -89,10 +89,10 @@ def test_token_growth_plot_on_a_given_axes_with_several_agents(own_workspace: Bu
 def test_replay_timeline_plot_drops_at_compactions() -> None:
     messages = [{"role": "User", "content": f"message {i} " + "word " * 30} for i in range(60)]
     result = replay(messages, threshold=0.5, context_length=500)
-    ax = plot_token_growth(result.timeline)
+    ax = plot_token_growth(result.frame)
     context = ax.get_lines()[0]
     assert len(context.get_xdata()) == 60 + result.compactions  # one drop point per compaction
-    assert min(context.get_ydata()) < result.timeline["context_tokens"].min() + 1
+    assert min(context.get_ydata()) < result.frame["context_tokens"].min() + 1
 
 
 def test_sweep_plot() -> None:

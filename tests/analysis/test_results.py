@@ -116,9 +116,9 @@ def test_pricing_a_listed_model_does_not_import_litellm() -> None:
 def test_sweep_table_formats_for_reading_and_keeps_the_frame() -> None:
     frame = memory_df(bundled_workspace())
     result = sweep(frame[frame["agent"] == "Researcher"], thresholds=[0.5, 0.6, 0.9])
-    before = result.copy()
+    before = result.frame.copy()
     shown = sweep_table(result)
-    assert result.equals(before) and "total_input_tokens" in result.columns  # untouched
+    assert result.frame.equals(before) and "total_input_tokens" in result.frame.columns  # untouched
     assert not any("_" in str(c) for c in shown.columns)
     assert shown.columns[0] == "" and "the agent's setting" in set(shown[""])
     assert list(shown["threshold"]) == ["0.50", "0.60", "0.85", "0.90"]

@@ -13,7 +13,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from memorylab.agent import check_points, default_preload_max_tokens
 from memorylab.analysis import (
     RunSettings,
     SummarySize,
@@ -25,6 +24,7 @@ from memorylab.analysis import (
     sweep_note,
     token_growth,
 )
+from memorylab.compress.policy import check_points, default_preload_max_tokens
 from memorylab.errors import InvalidSetting
 from memorylab.transcripts import bundled_workspace
 
@@ -135,7 +135,7 @@ def test_growth_and_replay_are_one_engine(bundled: pd.DataFrame, agent: str) -> 
     assert [e.tokens_before for e in result.events] == [r["tokens_before"] for r in records]
     growth = token_growth(rows)
     messages = growth[~growth["is_summary"]]
-    assert messages["context_tokens"].tolist() == result.timeline["context_tokens"].tolist()
+    assert messages["context_tokens"].tolist() == result.frame["context_tokens"].tolist()
     assert result.restarts == 4 and result.settings is not None
 
 
@@ -161,15 +161,15 @@ def test_checks_fall_before_model_calls() -> None:
         {"role": "user", "content": "next " * 20},
     ]
     result = replay(messages, threshold=0.5, context_length=600, cache=False)
-    assert result.timeline["check"].tolist() == [True, False, True, False, False]
-    assert result.timeline["check"].tolist() == check_points(
+    assert result.frame["check"].tolist() == [True, False, True, False, False]
+    assert result.frame["check"].tolist() == check_points(
         [m["role"] for m in messages], {"assistant"}
     )
-    fired = result.timeline[result.timeline["compaction"]]
+    fired = result.frame[result.frame["compaction"]]
     assert fired["timeline"].tolist() == [2]  # the check before the second model call
     assert result.peak_context_tokens > 600  # the tool result passed the window before it
     every = replay(messages, threshold=0.5, context_length=600, checks="message", cache=False)
-    assert every.timeline["check"].all()
+    assert every.frame["check"].all()
     with pytest.raises(InvalidSetting, match="checks must be"):
         replay(messages, context_length=600, checks="sometimes")
 
@@ -185,7 +185,7 @@ def test_a_restart_preloads_memory_within_the_bound() -> None:
         for i in range(60)
     ]
     result = replay(messages, threshold=0.9, context_length=4000, cache=False)
-    timeline = result.timeline
+    timeline = result.frame
     assert timeline["restart"].sum() == 2 and result.compactions == 0
     bound = default_preload_max_tokens(4000, 0.9)
     assert bound == 1000
@@ -195,13 +195,13 @@ def test_a_restart_preloads_memory_within_the_bound() -> None:
     explicit = replay(
         messages, threshold=0.9, context_length=4000, preload_max_tokens=bound, cache=False
     )
-    pd.testing.assert_frame_equal(explicit.timeline, timeline)  # the Agent's rule by default
+    pd.testing.assert_frame_equal(explicit.frame, timeline)  # the Agent's rule by default
     unbounded = replay(
         messages, threshold=0.9, context_length=4000, preload_max_tokens=None, cache=False
     )
-    assert unbounded.timeline["context_tokens"].iloc[-1] > timeline["context_tokens"].iloc[-1]
+    assert unbounded.frame["context_tokens"].iloc[-1] > timeline["context_tokens"].iloc[-1]
     given = replay(messages, threshold=0.9, context_length=4000, restarts=False, cache=False)
-    assert not given.timeline["restart"].any()
+    assert not given.frame["restart"].any()
 
 
 def test_static_tokens_count_as_recorded() -> None:
@@ -209,7 +209,7 @@ def test_static_tokens_count_as_recorded() -> None:
     plain = replay(messages, threshold=0.8, context_length=900, cache=False)
     static = replay(messages, threshold=0.8, context_length=900, static_tokens=200, cache=False)
     assert (
-        static.timeline["context_tokens"].iloc[:5] - plain.timeline["context_tokens"].iloc[:5]
+        static.frame["context_tokens"].iloc[:5] - plain.frame["context_tokens"].iloc[:5]
         == 200
     ).all()
     assert static.compactions > plain.compactions
@@ -239,41 +239,41 @@ def test_the_summary_budget_is_the_compressors(bundled: pd.DataFrame) -> None:
 def test_sweep_marks_the_recorded_setting(bundled: pd.DataFrame) -> None:
     rows = _agent(bundled, "DataEngineer")
     table = sweep(rows, thresholds=[0.5, 0.7, 0.9])
-    assert table["threshold"].tolist() == [0.5, 0.7, 0.85, 0.9]  # the recorded one added
-    assert table["recorded"].tolist() == [False, False, True, False]
-    assert set(table["mode"]) == {"replay"}  # small enough to replay exactly
-    row = table[table["recorded"]].iloc[0]
+    assert table.frame["threshold"].tolist() == [0.5, 0.7, 0.85, 0.9]  # the recorded one added
+    assert table.frame["recorded"].tolist() == [False, False, True, False]
+    assert set(table.frame["mode"]) == {"replay"}  # small enough to replay exactly
+    row = table.frame[table.frame["recorded"]].iloc[0]
     assert row["compactions"] == len(_records("DataEngineer"))
     assert sweep_note(table).startswith("Every setting replayed exactly")
     other_window = sweep(rows, thresholds=[0.5], context_lengths=[8192])
-    assert not other_window["recorded"].any() and len(other_window) == 1
+    assert not other_window.frame["recorded"].any() and len(other_window.frame) == 1
 
 
 def test_fast_sweep_states_its_measured_error(bundled: pd.DataFrame) -> None:
     rows = _agent(bundled, "DataEngineer")
     fast = sweep(rows, thresholds=[0.5, 0.7, 0.9], fast=True)
     exact = sweep(rows, thresholds=[0.5, 0.7, 0.9], fast=False)
-    assert set(fast["mode"]) == {"fast"}
-    error = fast.attrs["error"]
+    assert set(fast.frame["mode"]) == {"fast"}
+    error = fast.error
     assert error["settings"] == 3 and error["messages"] > 0
-    calibration = pd.DataFrame(fast.attrs["calibration"])
+    calibration = pd.DataFrame(fast.calibration)
     assert {"exact_compactions", "fast_compactions"} <= set(calibration.columns)
     worst = (calibration["fast_compactions"] - calibration["exact_compactions"]).abs().max()
     assert worst == error["compactions"]
     note = sweep_note(fast)
     assert f"within ±{error['compactions']}" in note and "Fast sweep" in note
     # the stated error bounds what it stated it for; the whole grid stays close as well
-    assert (fast["compactions"] - exact["compactions"]).abs().max() <= 2
+    assert (fast.frame["compactions"] - exact.frame["compactions"]).abs().max() <= 2
     uncalibrated = sweep(rows, thresholds=[0.5], fast=True, calibrate=False)
-    assert uncalibrated.attrs["error"] == {} and "not measured" in sweep_note(uncalibrated)
+    assert uncalibrated.error == {} and "not measured" in sweep_note(uncalibrated)
 
 
 def test_replay_at_gives_exact_rows_in_a_fast_sweep(bundled: pd.DataFrame) -> None:
     rows = _agent(bundled, "BugHunter")
     table = sweep(rows, thresholds=[0.5, 0.7], fast=True, calibrate=False, replay_at=[0.7])
-    assert table["mode"].tolist() == ["fast", "replay", "fast"]
+    assert table.frame["mode"].tolist() == ["fast", "replay", "fast"]
     direct = replay(rows, threshold=0.7)
-    row = table.iloc[1]
+    row = table.frame.iloc[1]
     assert row["compactions"] == direct.compactions
     assert row["peak_context_tokens"] == direct.peak_context_tokens
     assert row["total_input_tokens"] == direct.total_input_tokens
@@ -287,8 +287,8 @@ def test_a_large_sweep_goes_fast_by_itself() -> None:
     table = sweep(
         messages, thresholds=np.linspace(0.3, 0.9, 12).round(2).tolist(), context_lengths=[4096]
     )
-    assert set(table["mode"]) == {"fast"}
-    assert table.attrs["error"]["settings"] >= 1
+    assert set(table.frame["mode"]) == {"fast"}
+    assert table.error["settings"] >= 1
 
 
 def test_summary_size_model() -> None:

@@ -58,10 +58,10 @@ def test_the_sweep_row_of_the_recorded_setting_is_the_run(tmp_path: Path) -> Non
     run = run_agent(spec, tmp_path)
     frame = memory_df(run.folder)
     table = sweep(frame, thresholds=[0.6, 0.7, 0.9])
-    row = table[table["recorded"]].iloc[0]
+    row = table.frame[table.frame["recorded"]].iloc[0]
     assert row["threshold"] == 0.8 and row["mode"] == "replay"
     assert row["compactions"] == run.compactions > 10
     fast = sweep(frame, thresholds=[0.6, 0.7, 0.9], fast=True)
-    fast_row = fast[fast["recorded"]].iloc[0]
-    error = fast.attrs["error"]
+    fast_row = fast.frame[fast.frame["recorded"]].iloc[0]
+    error = fast.error
     assert abs(int(fast_row["compactions"]) - run.compactions) <= max(1, 2 * error["compactions"])

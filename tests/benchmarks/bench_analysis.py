@@ -314,7 +314,7 @@ def _plain_loop(tokens: list[int], triggers: list[int], summary: int) -> list[in
 
 
 def sweep_rows(rounds: int) -> tuple[float, float, float, float, int, float, float, str]:
-    from memorylab.analysis import growth, sweep_note
+    from memorylab.analysis import _summarizers, sweep_note
     from memorylab.analysis._fast import Prefix, simulate
     from memorylab.analysis.runs import SummarySize
 
@@ -337,7 +337,7 @@ def sweep_rows(rounds: int) -> tuple[float, float, float, float, int, float, flo
         _transcript._COUNTERS.clear()  # forget every count: this sweep counts the tokens itself
         cold.append(_timed(lambda: fast(False)))
         warm.append(_timed(lambda: fast(False)))
-        growth._SUMMARY_CACHE.clear()  # the calibration's summaries made fresh, then cached
+        _summarizers.SUMMARY_CACHE.clear()  # the calibration's summaries made fresh, then cached
         calibrated_cold.append(_timed(lambda: fast(True)))
         calibrated.append(_timed(lambda: fast(True)))
     note = sweep_note(fast(True))  # type: ignore[arg-type]

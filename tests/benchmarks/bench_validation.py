@@ -75,8 +75,8 @@ def measure(spec: RunSpec, root: Path) -> tuple[list[list[str]], bool]:
     )
     thresholds = [spec.threshold, *spec.other_thresholds]
     fast = sweep(frame, thresholds=thresholds, fast=True)
-    fast_counts = dict(zip(fast["threshold"], fast["compactions"], strict=True))
-    stated = fast.attrs.get("error", {}).get("compactions", "-")
+    fast_counts = dict(zip(fast.frame["threshold"], fast.frame["compactions"], strict=True))
+    stated = fast.error.get("compactions", "-")
     ok = same_count and worst <= TOKENS_TARGET_PCT
     rows.append(
         [
@@ -85,7 +85,7 @@ def measure(spec: RunSpec, root: Path) -> tuple[list[list[str]], bool]:
             f"{spec.context_length:,}",
             _fmt(spec.threshold) + " (own)",
             str(spec.sessions - 1),
-            f"{len(result.timeline):,}",
+            f"{len(result.frame):,}",
             f"{run.compactions} (record)",
             str(result.compactions),
             f"{worst:.2f} %",
@@ -110,7 +110,7 @@ def measure(spec: RunSpec, root: Path) -> tuple[list[list[str]], bool]:
                 f"{spec.context_length:,}",
                 _fmt(other),
                 str(spec.sessions - 1),
-                f"{len(what_if.timeline):,}",
+                f"{len(what_if.frame):,}",
                 f"{rerun.compactions} (rerun)",
                 str(what_if.compactions),
                 "-",

@@ -121,7 +121,7 @@ def test_conversation_source(messages: list[dict[str, Any]]) -> None:
     for m in messages:
         conv.add(m["role"], m["content"])
     tuner = ThresholdTuner(conv, context_length=2048)
-    assert tuner.result is not None and len(tuner.result.timeline) == len(messages)
+    assert tuner.result is not None and len(tuner.result.frame) == len(messages)
 
 
 def test_agent_source_uses_its_settings(isolated_workspace: Path) -> None:
@@ -141,7 +141,7 @@ def test_agent_source_uses_its_settings(isolated_workspace: Path) -> None:
     tuner = ThresholdTuner(agent)
     assert tuner.context_length == 1024 and tuner.threshold == 0.6 and tuner.model == "gpt-4o"
     assert tuner.source.name == "worker"
-    assert tuner.result is not None and len(tuner.result.timeline) == 24
+    assert tuner.result is not None and len(tuner.result.frame) == 24
 
 
 def test_errors_are_reported_not_raised(messages: list[dict[str, Any]]) -> None:
@@ -179,7 +179,7 @@ def test_the_widget_shows_what_the_functions_return(
     table = sweep(messages, tuner.thresholds, [2048], fast=fast, replay_at=[0.6])
     pd.testing.assert_frame_equal(
         tuner.sweep_table.drop(columns="recorded"),  # type: ignore[union-attr]
-        table.drop(columns="recorded"),
+        table.frame.drop(columns="recorded"),
     )
 
 
@@ -206,7 +206,7 @@ def test_peaks_above_the_window_are_flagged(messages: list[dict[str, Any]]) -> N
     from memorylab.analysis import replay, sweep
 
     direct = sweep(messages, [0.5, 0.6, 0.7, 0.8, 0.9, 1.0], [2048])
-    over = direct[direct["peak_context_tokens"] > 2048]
+    over = direct.frame[direct.frame["peak_context_tokens"] > 2048]
     assert list(over["threshold"]) == [1.0]  # what the analysis functions report
     tuner = ThresholdTuner(messages, context_length=2048, threshold=1.0)
     assert tuner.above_window == [1.0]

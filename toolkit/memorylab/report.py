@@ -255,7 +255,7 @@ def build_report(
         figure, ax = plt.subplots(figsize=(8, 3.2), layout="constrained")
         plot_sweep(result, ax=ax, title=f"What if: {biggest} replayed at other thresholds")
         shown = sweep_table(result, _SWEEP_COLUMNS)
-        recorded = result[result["recorded"]]
+        recorded = result.frame[result.frame["recorded"]]
         agreement = ""
         if len(recorded) and len(compactions):
             made = int((compactions["agent"] == biggest).sum())

@@ -1,26 +1,28 @@
 """Research helpers: memory files as DataFrames, token growth, replays, sweeps and plots.
 
+One concept per module: :mod:`~memorylab.analysis.frames` (the frames),
+:mod:`~memorylab.analysis.runs` (a run's settings and their overrides),
+:mod:`~memorylab.analysis.growth` (token growth), :mod:`~memorylab.analysis.replay` (replays),
+:mod:`~memorylab.analysis.sweep` (sweeps and their table), :mod:`~memorylab.analysis.plots`.
+
 pandas and matplotlib are imported by the functions that need them, so importing this package
 (or :mod:`memorylab`) stays fast. See docs/analysis.md.
 """
 
 from memorylab.analysis.frames import ReadResult, compactions_df, documents_df, memory_df
-from memorylab.analysis.growth import (
-    ReplayResult,
-    replay,
-    sweep,
-    sweep_note,
-    sweep_table,
-    token_growth,
-)
+from memorylab.analysis.growth import token_growth
 from memorylab.analysis.plots import plot_compactions, plot_sweep, plot_token_growth, save_plot
-from memorylab.analysis.runs import RunSettings, SummarySize, run_settings
+from memorylab.analysis.replay import ReplayResult, replay
+from memorylab.analysis.runs import RunOverrides, RunSettings, SummarySize, run_settings
+from memorylab.analysis.sweep import SweepResult, sweep, sweep_note, sweep_table
 
 __all__ = [
     "ReadResult",
     "ReplayResult",
+    "RunOverrides",
     "RunSettings",
     "SummarySize",
+    "SweepResult",
     "compactions_df",
     "documents_df",
     "memory_df",

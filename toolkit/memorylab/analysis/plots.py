@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
+    from memorylab.analysis.sweep import SweepResult
+
 __all__ = ["plot_compactions", "plot_sweep", "plot_token_growth", "save_plot"]
 
 ABOVE_WINDOW_COLOR = "tab:red"
@@ -167,7 +169,7 @@ def plot_token_growth(
 
 
 def plot_sweep(
-    sweep: pd.DataFrame,
+    sweep: pd.DataFrame | SweepResult,
     *,
     x: str = "threshold",
     y: str = "total_input_tokens",
@@ -178,7 +180,9 @@ def plot_sweep(
     """``y`` against ``x`` for a :func:`sweep` frame, one line per value of ``hue``; the setting
     the agent ran at (the ``recorded`` row) is ringed and named in the legend."""
     import numpy as np
+    import pandas as pd
 
+    sweep = sweep if isinstance(sweep, pd.DataFrame) else sweep.frame  # a SweepResult's table
     _require(sweep, (x, y), "plot_sweep")
     axes = _axes(ax)
     if hue is not None and hue in sweep.columns:

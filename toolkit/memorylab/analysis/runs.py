@@ -21,26 +21,53 @@ field says where it came from (:attr:`RunSettings.origin`):
 
 :func:`~memorylab.analysis.token_growth`, :func:`~memorylab.analysis.replay` and
 :func:`~memorylab.analysis.sweep` take their defaults from here, so a replay runs at the settings
-of the run it replays unless told otherwise.
+of the run it replays unless told otherwise: their overrides are one declaration
+(:class:`RunOverrides`), turned into settings in one place (:func:`_prepare`, through
+:meth:`RunSettings.given`, which validates them), with the transcript they run over, where its
+checks fall, where its processes start and where the run compacted.
 """
 
 from __future__ import annotations
 
+import enum
 import math
+import os
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypedDict
 
-from memorylab.compress.policy import DEFAULT_THRESHOLD, Threshold, validate_threshold
+from memorylab.compress.policy import (
+    DEFAULT_THRESHOLD,
+    Threshold,
+    check_points,
+    default_preload_max_tokens,
+    trigger_tokens,
+    validate_threshold,
+)
 from memorylab.errors import InvalidSetting
+from memorylab.memory import format as fmt
+from memorylab.memory.records import SUMMARY_PREFIX
+from memorylab.validation import check_int
 
 if TYPE_CHECKING:
-    from memorylab.analysis._transcript import Transcript
+    import numpy as np
+    import pandas as pd
 
-__all__ = ["DEFAULT_RESTART_GAP", "RunSettings", "SummarySize", "run_settings"]
+    from memorylab.analysis._transcript import MemoCounter, Transcript
+
+__all__ = [
+    "DEFAULT_RESTART_GAP",
+    "RECORDED",
+    "Recorded",
+    "RunOverrides",
+    "RunSettings",
+    "SummarySize",
+    "TranscriptSource",
+    "run_settings",
+]
 
 DEFAULT_RESTART_GAP = timedelta(hours=1)
 """A gap between two messages at least this long is read as a restart when nothing was
@@ -48,6 +75,47 @@ recorded about the process that wrote the second one."""
 
 DEFAULT_CONTEXT_LENGTH = 8192
 _REPLY_ROLES = ("assistant", "Assistant", "AI")
+
+TranscriptSource: TypeAlias = "pd.DataFrame | Sequence[Mapping[str, Any]] | str | os.PathLike[str]"
+"""What a replay, a sweep or :func:`run_settings` runs over: a :func:`~memorylab.analysis.memory_df`
+frame of one agent, a list of ``{"role", "content"[, "timestamp"]}`` messages, or the path of an
+agent folder or memory file."""
+
+
+class Recorded(enum.Enum):
+    """The type of :data:`RECORDED`: "what the record says", where ``None`` is a setting of its
+    own (``preload_max_tokens=None`` preloads all of MEMORY.md)."""
+
+    RECORDED = "recorded"
+
+    def __repr__(self) -> str:
+        return "<recorded>"
+
+
+RECORDED: Final = Recorded.RECORDED
+"""The default of ``preload_max_tokens``: the record's bound (or the Agent's rule)."""
+
+
+class RunOverrides(TypedDict, total=False):
+    """The settings :func:`~memorylab.analysis.replay`, :func:`~memorylab.analysis.sweep` and
+    :func:`~memorylab.analysis.token_growth` take from the record unless given: ``None`` (or
+    leaving one out) means the record's, except ``preload_max_tokens``, whose ``None`` means no
+    bound (:data:`RECORDED`: the record's). ``model`` picks the tokenizer, ``max_summary_tokens``
+    is the compressor's ``summarizer_max_tokens``, ``static_tokens`` or ``system_prompt`` (its
+    text) the static context, ``restarts`` ``False`` one process (or the first message time of
+    each new one), ``checks`` ``"model_call"`` or ``"message"``, ``restart_gap`` the gap read as
+    a restart where nothing was recorded (``None``: none)."""
+
+    threshold: Threshold | None
+    context_length: int | None
+    model: str | None
+    max_summary_tokens: int | None
+    static_tokens: int | None
+    system_prompt: str | None
+    restarts: Iterable[datetime | str] | bool | None
+    checks: str | None
+    preload_max_tokens: int | Recorded | None
+    restart_gap: timedelta | None
 
 
 @dataclass(frozen=True)
@@ -148,20 +216,43 @@ class RunSettings:
         return self.origin.get(name, "default")
 
     def given(self, **changes: Any) -> RunSettings:
-        """A copy with ``changes`` (``None`` values are ignored), marked ``"given"``."""
-        wanted = {k: v for k, v in changes.items() if v is not None}
+        """A copy with ``changes``, validated and marked ``"given"``: the one way to change a
+        setting. A change of ``None`` (or :data:`RECORDED`) keeps the current value, except
+        ``preload_max_tokens=None``, which removes the bound (as the keyword means everywhere).
+        A bound that is the Agent's rule follows the new window and threshold."""
+        wanted = {
+            k: v
+            for k, v in changes.items()
+            if v is not RECORDED and (v is not None or k == "preload_max_tokens")
+        }
         known = {f.name for f in fields(self)}
         unknown = sorted(set(wanted) - known)
         if unknown:
             raise InvalidSetting(f"RunSettings has no field(s) {unknown}; known: {sorted(known)}")
         if "threshold" in wanted:
             wanted["threshold"] = validate_threshold(wanted["threshold"])
+        for name, least in (("context_length", 1), ("summarizer_max_tokens", 1)):
+            if name in wanted:
+                wanted[name] = check_int(name, wanted[name], least)
+        if "static_tokens" in wanted:
+            wanted["static_tokens"] = check_int("static_tokens", wanted["static_tokens"], 0)
+        bound = wanted.get("preload_max_tokens")
+        if bound is not None and (isinstance(bound, bool) or not isinstance(bound, int)):
+            raise InvalidSetting(
+                f"preload_max_tokens must be an int >= 1 or None (no bound), not {bound!r}"
+            )
+        if bound is not None and bound < 1:
+            raise InvalidSetting(f"preload_max_tokens must be >= 1, not {bound}")
         if "restarts" in wanted:
-            wanted["restarts"] = tuple(wanted["restarts"])
+            wanted["restarts"] = _restart_times(wanted["restarts"])
         if "reply_roles" in wanted:
             wanted["reply_roles"] = tuple(wanted["reply_roles"])
         origin = {**self.origin, **dict.fromkeys(wanted, "given")}
-        return replace(self, **wanted, origin=origin)
+        out = replace(self, **wanted, origin=origin)
+        if out.source_of("preload_max_tokens") == "default":
+            rule = default_preload_max_tokens(out.context_length, out.threshold)
+            out = replace(out, preload_max_tokens=rule)
+        return out
 
     def describe(self) -> str:
         """One line: the settings and where they came from."""
@@ -182,7 +273,7 @@ class RunSettings:
 
 
 def run_settings(
-    transcript: Any,
+    transcript: TranscriptSource,
     *,
     restart_gap: timedelta | None = DEFAULT_RESTART_GAP,
     model: str | None = None,
@@ -195,8 +286,6 @@ def run_settings(
     ``restart_gap`` ``None`` infers no restart from gaps. ``model`` counts the summary entries'
     fixed overhead (default: the recorded tokenizer).
     """
-    import os
-
     from memorylab.analysis._transcript import as_transcript
 
     frame = transcript
@@ -219,7 +308,6 @@ def _from_records(
     model: str | None = None,
 ) -> RunSettings:
     """:func:`run_settings` from the successful compaction records and the transcript."""
-    from memorylab.agent import default_preload_max_tokens
     from memorylab.compress.compressor import ContextCompressor
 
     origin: dict[str, str] = {}
@@ -424,3 +512,176 @@ def _recorded_sizes(
             continue
         samples.append((before - static, entry - overhead, asked))
     return SummarySize.fit(samples)
+
+
+# --------------------------------------------------------------------------- preparing a run
+
+_NOT_TAKEN = {
+    "token_growth": ("max_summary_tokens", "system_prompt", "checks"),
+    "sweep": ("threshold", "context_length"),
+}
+
+
+@dataclass
+class _Run:
+    """A transcript with its settings, where its checks fall and where its processes start."""
+
+    transcript: Transcript
+    settings: RunSettings
+    checks: np.ndarray[Any, np.dtype[np.bool_]]
+    restarts: list[int]
+    counter: MemoCounter
+    system_prompt: str | None
+    name: str
+    compactions: dict[int, tuple[datetime, str]] = field(default_factory=dict)
+    """The recorded time and archive of the compaction at the check after message ``i`` (a
+    replay that compacts where the run did stamps its summary and names its archive as the run
+    did, so the next process's preload is the same text)."""
+    created: datetime | None = None
+    """When the first MEMORY.md was created (its header), if the files say."""
+
+    @property
+    def model(self) -> str | None:
+        return self.settings.token_model
+
+    def head(self, count: int) -> _Run:
+        """The run of the first ``count`` messages (a calibration prefix)."""
+        from memorylab.analysis._transcript import Transcript
+
+        part = self.transcript
+        sliced = Transcript(part.roles[:count], part.contents[:count], part.utc_us[:count])
+        return replace(
+            self,
+            transcript=sliced,
+            checks=self.checks[:count],
+            restarts=[r for r in self.restarts if r < count],
+            compactions={i: t for i, t in self.compactions.items() if i < count},
+        )
+
+    def at(self, context_length: int, threshold: Threshold) -> _Run:
+        """The run at another window and threshold."""
+        given = self.settings.given(context_length=context_length, threshold=threshold)
+        return replace(self, settings=given)
+
+
+def _prepare(
+    transcript: TranscriptSource,
+    settings: RunSettings | None,
+    overrides: RunOverrides,
+    function: str = "replay",
+) -> _Run:
+    """The run a public function runs over: ``settings`` (default: the record's) with the
+    ``overrides`` of ``function``."""
+    import numpy as np
+
+    from memorylab.analysis._transcript import as_transcript, memo_counter, positions
+
+    taken = set(RunOverrides.__annotations__) - set(_NOT_TAKEN.get(function, ()))
+    for name in overrides:
+        if name not in taken:
+            raise TypeError(f"{function}() got an unexpected keyword argument {name!r}")
+    frame: Any = transcript
+    if isinstance(transcript, str | os.PathLike):
+        from memorylab.analysis.frames import memory_df
+
+        frame = memory_df(transcript)
+    data = as_transcript(frame)
+    model, gap = overrides.get("model"), overrides.get("restart_gap", DEFAULT_RESTART_GAP)
+    if settings is None and hasattr(frame, "columns"):
+        settings = run_settings(frame, restart_gap=gap, model=model)
+    elif settings is None:
+        settings = _from_records([], data, agent=None, restart_gap=gap, model=model)
+    system_prompt, restarts = overrides.get("system_prompt"), overrides.get("restarts")
+    if overrides.get("static_tokens") is not None and system_prompt is not None:
+        raise InvalidSetting(
+            "give static_tokens (what the static context counted) or system_prompt (its text), "
+            "not both"
+        )
+    settings = settings.given(
+        threshold=overrides.get("threshold"),
+        context_length=overrides.get("context_length"),
+        summarizer_max_tokens=overrides.get("max_summary_tokens"),
+        static_tokens=overrides.get("static_tokens"),
+        checks=overrides.get("checks"),
+        token_model=model,
+        restarts=None if restarts is None or restarts is True else restarts or (),
+        preload_max_tokens=overrides.get("preload_max_tokens", RECORDED),
+    )
+    if overrides.get("checks") == "model_call" and not settings.reply_roles:
+        raise InvalidSetting(
+            "checks='model_call' needs the role of the model's replies, and no message has the "
+            "agent's name or 'assistant' as its role; use checks='message'"
+        )
+    trigger_tokens(settings.context_length, settings.threshold)  # validates the pair
+    counter = memo_counter(settings.token_model)
+    if system_prompt:
+        stamp = data.stamps[0] if len(data) else "2000-01-01T00:00:00.000000+00:00"
+        prompt_tokens = counter(fmt.history_line("System", system_prompt, stamp))
+        settings = settings.given(static_tokens=prompt_tokens + counter("\n\n"))
+    if settings.checks == "model_call":
+        marks = check_points(data.roles, set(settings.reply_roles))
+    else:
+        marks = [True] * len(data)
+    return _Run(
+        data,
+        settings,
+        np.array(marks, dtype=bool),
+        positions(data, settings.restarts),
+        counter,
+        system_prompt or None,
+        f"{settings.agent}_conversation" if settings.agent else "replay",
+        *_recorded_compactions(frame, settings),
+    )
+
+
+def _recorded_compactions(
+    frame: Any, settings: RunSettings
+) -> tuple[dict[int, tuple[datetime, str]], datetime | None]:
+    """Per recorded compaction, the transcript index (summaries left out) of the last message
+    it archived, with its recorded time and archive; and the first file's creation time."""
+    import numpy as np
+
+    from memorylab.memory.store import read_memory
+
+    if not (hasattr(frame, "columns") and "file" in frame.columns and len(frame)):
+        return {}, None
+    if "timeline" in frame.columns:
+        frame = frame.sort_values("timeline", kind="stable")
+    created = None
+    try:
+        created = read_memory(str(frame["file"].iloc[0]), strict=False).document.created
+    except (OSError, ValueError):
+        created = None
+    if not settings.recorded_times:
+        return {}, created
+    summary = (
+        frame["is_summary"].to_numpy(dtype=bool)
+        if "is_summary" in frame.columns
+        else frame["content"].astype(str).str.startswith(SUMMARY_PREFIX).to_numpy(dtype=bool)
+    )
+    names = np.array([os.path.basename(str(f)) for f in frame["file"].tolist()], dtype=object)
+    index = np.cumsum(~summary) - 1  # each row's place in the transcript without summaries
+    out: dict[int, tuple[datetime, str]] = {}
+    for archive, when in zip(settings.recorded_archives, settings.recorded_times, strict=True):
+        rows = np.flatnonzero((names == archive) & ~summary)
+        if archive is not None and when is not None and len(rows):
+            out[int(index[rows[-1]])] = (when, archive)
+    return out, created
+
+
+def _restart_times(restarts: Iterable[datetime | str]) -> tuple[datetime, ...]:
+    """Restart times given as datetimes or ISO-8601 strings (a naive one is local time)."""
+    from memorylab.analysis._transcript import to_micros
+
+    out = []
+    for value in restarts:
+        try:
+            micros = to_micros(value)
+        except (TypeError, ValueError):
+            raise InvalidSetting(
+                f"restarts holds {value!r}: give the first message time of each new process as "
+                "a datetime or an ISO-8601 string, restarts=False for one process, or None for "
+                "the recorded ones"
+            ) from None
+        out.append(datetime.fromtimestamp(micros / 1e6, UTC))
+    return tuple(out)

@@ -185,7 +185,7 @@ def check_points(roles: Sequence[str], reply_roles: Collection[str]) -> list[boo
     since the check runs right before each model call.
 
     >>> check_points(["User", "Bot", "Tool Executor", "Bot", "User"], {"Bot"})
-    [True, True, True, False, False]
+    [True, False, True, False, False]
     """
     replies = [role in reply_roles for role in roles]
     return [*replies[1:], False] if replies else []

@@ -18,8 +18,9 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from memorylab.compress.policy import Threshold
+from memorylab.compress.policy import Threshold, same_threshold, threshold_text
 from memorylab.errors import MemorylabError
+from memorylab.memory.records import EntryKind, entry_kind
 from memorylab.widgets._common import (
     View,
     figure_png,
@@ -35,7 +36,8 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from memorylab.analysis.growth import ReplayResult
+    from memorylab.analysis.replay import ReplayResult
+    from memorylab.analysis.runs import TranscriptSource
 
 __all__ = [
     "CONTEXT_LENGTHS",
@@ -90,7 +92,7 @@ class _Source:
 
     def __init__(
         self,
-        transcript: Any,
+        transcript: TranscriptSource,
         *,
         facts: list[str] | None = None,
         context_length: int | None = None,
@@ -112,7 +114,7 @@ def _history(entries: Iterable[Any]) -> list[dict[str, Any]]:
     return [
         {"role": e["role"], "content": e["content"], "timestamp": e.get("timestamp")}
         for e in entries
-        if e.get("kind") in (None, "message")
+        if entry_kind(e) is EntryKind.MESSAGE
     ]
 
 
@@ -129,9 +131,11 @@ def tuner_source(source: Any) -> _Source:
     short_memory = getattr(source, "short_memory", None)
     if short_memory is not None and hasattr(source, "context_length"):  # an Agent
         path = short_memory.memory_md_path
-        transcript: Any = path.parent if path is not None and path.exists() else None
-        if transcript is None:
-            transcript = _history(short_memory.conversation_history)
+        transcript: TranscriptSource = (
+            path.parent
+            if path is not None and path.exists()
+            else _history(short_memory.conversation_history)
+        )
         compressor = getattr(source, "context_compressor", None)
         threshold = getattr(compressor, "threshold", None)
         return _Source(
@@ -215,7 +219,7 @@ class ThresholdTuner(View):
         system_prompt: str | None = None,
     ) -> None:
         super().__init__()
-        from memorylab.analysis.growth import DEFAULT_THRESHOLDS
+        from memorylab.analysis.sweep import DEFAULT_THRESHOLDS
 
         widgets = import_widgets()
         self.source = tuner_source(source)
@@ -351,8 +355,9 @@ class ThresholdTuner(View):
 
     def update(self) -> None:
         """Replay and sweep under the controls' values and redraw (called on every change)."""
-        from memorylab.analysis.growth import replay, sweep, sweep_note
         from memorylab.analysis.plots import ABOVE_WINDOW_COLOR, plot_sweep, plot_token_growth
+        from memorylab.analysis.replay import replay
+        from memorylab.analysis.sweep import sweep, sweep_note
 
         threshold, length = self.threshold, self.context_length
         spec = None if self.summarizer == EXTRACTIVE else self.summarizer
@@ -370,7 +375,7 @@ class ThresholdTuner(View):
             wanted = {*(float(t) for t in self.thresholds), threshold}
             if recorded is not None and recorded[0] == length:
                 wanted.add(float(recorded[1]))
-            table = sweep(
+            swept = sweep(
                 self.source.transcript,
                 sorted(wanted),
                 [length],
@@ -384,22 +389,24 @@ class ThresholdTuner(View):
         except MemorylabError as error:
             self._report(error)
             return
-        table["recorded"] = [
-            recorded is not None and recorded[0] == length and _close(t, recorded[1])
-            for t in table["threshold"]
-        ]
+        table = swept.frame.assign(
+            recorded=[
+                recorded is not None and recorded[0] == length and same_threshold(t, recorded[1])
+                for t in swept.frame["threshold"]
+            ]
+        )
         self.result, self.sweep_table = result, table
         self.updates += 1
 
         ran_at = ""
         if recorded is not None:
-            ran_at = f"\n(the agent ran at {_threshold_text(recorded[1])} of {recorded[0]:,})"
+            ran_at = f"\n(the agent ran at {threshold_text(recorded[1])} of {recorded[0]:,})"
         figure, axes = new_axes((11.0, 3.6))  # room for the legend beside the plot
         plot_token_growth(
-            result.timeline,
+            result.frame,
             ax=axes,
-            title=f"Replay at threshold {threshold:.2f} of {length:,} tokens ({result.summarizer})"
-            + ran_at,
+            title=f"Replay at threshold {threshold_text(threshold)} of {length:,} tokens "
+            f"({result.summarizer}){ran_at}",
         )
         self.figure, self.axes = figure, axes
         self.image.value = figure_png(figure)
@@ -425,7 +432,7 @@ class ThresholdTuner(View):
         self.sweep_figure = sweep_figure
         self.sweep_image.value = figure_png(sweep_figure)
 
-        current = [i for i, t in enumerate(table["threshold"]) if _close(t, threshold)]
+        current = [i for i, t in enumerate(table["threshold"]) if same_threshold(t, threshold)]
         labels = ["the agent's setting" if r else "" for r in table["recorded"]]
         shown = table.assign(setting=labels)
         present = [c for c in SWEEP_COLUMNS if c in shown.columns and shown[c].notna().any()]
@@ -433,7 +440,7 @@ class ThresholdTuner(View):
         flag_note = ""
         if over:
             highest = int(table["peak_context_tokens"].iloc[over].max())
-            thresholds = ", ".join(f"{t:.2f}" for t in self.above_window)
+            thresholds = ", ".join(threshold_text(t) for t in self.above_window)
             flag_note = (
                 f'<div style="font-size:12px;color:{ABOVE_WINDOW_CSS};font-weight:600">'
                 f"Peak above the {length:,}-token window at threshold(s) {thresholds} (up to "
@@ -441,7 +448,7 @@ class ThresholdTuner(View):
             )
         self.table.value = (
             f'<div style="font-size:12px;color:#57606a">Sweep at {length:,} tokens. '
-            f"{html.escape(sweep_note(table))} The highlighted row is the slider's threshold, "
+            f"{html.escape(sweep_note(swept))} The highlighted row is the slider's threshold, "
             "replayed exactly (the figures above the plot).</div>"
             + flag_note
             + frame_html(
@@ -450,7 +457,7 @@ class ThresholdTuner(View):
                 label_columns=("",),
                 flagged={SWEEP_HEADERS["peak_context_tokens"]: over},
                 formats={
-                    "threshold": lambda v: f"{float(v):.2f}",
+                    "threshold": threshold_text,
                     "est. cost": lambda v: "" if v != v else f"${float(v):.4f}",
                     "facts kept": lambda v: "" if v != v else f"{float(v):.0%}",
                 },
@@ -461,7 +468,7 @@ class ThresholdTuner(View):
             if self.facts
             else ""
         )
-        above = int((result.timeline["context_tokens"] > length).sum())
+        above = int((result.frame["context_tokens"] > length).sum())
         peak = f"{result.peak_context_tokens:,}"
         warning = ""
         if result.peak_context_tokens > length:
@@ -474,16 +481,8 @@ class ThresholdTuner(View):
             )
         self.summary.value = (
             '<div style="font-family:system-ui,sans-serif;font-size:13px">'
-            f"<b>{result.compactions}</b> compaction(s) over {len(result.timeline):,} messages · "
+            f"<b>{result.compactions}</b> compaction(s) over {len(result.frame):,} messages · "
             f"trigger {result.trigger:,} tokens · peak {peak} · "
             f"{result.total_input_tokens:,} input tokens read{survival}{warning}</div>"
         )
         self._report(None, f"updated ({self.updates})")
-
-
-def _close(value: Any, other: Any) -> bool:
-    return abs(float(value) - float(other)) < 1e-9
-
-
-def _threshold_text(threshold: Threshold) -> str:
-    return f"{threshold:g}" if isinstance(threshold, float) else f"{threshold:,} tokens"

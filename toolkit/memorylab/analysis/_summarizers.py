@@ -1,0 +1,122 @@
+"""The replay's summarizer (internal): which one, asked for summaries of what size, and the
+cache of the summaries replays made.
+
+:func:`choose` picks a replay's summarizer (the given one, else the recorded one when it runs
+offline, else the extractive one), built from a name as the live compressor builds it;
+:class:`SizedRequest` asks it for summaries of a modelled size (:class:`SummarySize`) instead of
+the compressor's whole budget; :class:`CachedSummarizer` answers a history summarized before
+from the cache (keyed by the summarizer's name, model and budget and a hash of the messages),
+and keeps what each compaction made for the replay's figures.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from collections.abc import Mapping, MutableMapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from memorylab.compress.base import BaseSummarizer, Summarizer, Summary
+from memorylab.memory import format as fmt
+
+if TYPE_CHECKING:
+    from memorylab.analysis._transcript import MemoCounter
+    from memorylab.analysis.runs import SummarySize, _Run
+
+CACHE_LIMIT = 4096
+SUMMARY_CACHE: OrderedDict[str, Summary] = OrderedDict()
+"""Summaries made by replays, most recently used last (at most 4096)."""
+
+
+def summary_key(summarizer: Summarizer, messages: Sequence[Mapping[str, Any]], budget: Any) -> str:
+    digest = hashlib.blake2b(digest_size=20)
+    head = f"{summarizer.name}\x1f{summarizer.model}\x1f{budget}\x1e"
+    digest.update(head.encode("utf-8", "surrogatepass"))
+    for message in messages:
+        text = fmt.content_to_text(message.get("content"))
+        part = f"{message.get('role')}\x1f{message.get('timestamp')}\x1f{text}\x1e"
+        digest.update(part.encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+class CachedSummarizer(BaseSummarizer):
+    """Wraps a summarizer: answers a history it has summarized before from the cache."""
+
+    def __init__(self, inner: Summarizer, cache: MutableMapping[str, Summary] | None) -> None:
+        self.inner = inner
+        self.name, self.model, self.local = inner.name, inner.model, inner.local
+        self.cache = cache
+        self.calls = 0
+        self.made: list[tuple[Summary, str]] = []  # (summary, rendered input) per compaction
+
+    def summarize(
+        self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
+    ) -> Summary:
+        key = summary_key(self.inner, messages, max_tokens) if self.cache is not None else ""
+        summary = self.cache.get(key) if self.cache is not None else None
+        if summary is None:
+            summary = self.inner.summarize(messages, max_tokens=max_tokens)
+            self.calls += 1
+            if self.cache is not None:
+                self.cache[key] = summary
+                if isinstance(self.cache, OrderedDict) and len(self.cache) > CACHE_LIMIT:
+                    self.cache.popitem(last=False)
+        elif isinstance(self.cache, OrderedDict):
+            self.cache.move_to_end(key)
+        rendered = fmt.history_text(messages) if summary.input_tokens is None else ""
+        self.made.append((summary, rendered))
+        return summary
+
+
+class SizedRequest(BaseSummarizer):
+    """Asks ``inner`` for summaries of a modelled size (:class:`SummarySize`) instead of the
+    compressor's whole budget."""
+
+    def __init__(self, inner: Summarizer, size: SummarySize, counter: MemoCounter) -> None:
+        self.inner, self.size, self.counter = inner, size, counter
+        self.name, self.model, self.local = inner.name, inner.model, inner.local
+
+    def summarize(
+        self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
+    ) -> Summary:
+        lines = fmt.history_lines(messages)
+        summarized = sum(self.counter(line) for line in lines)
+        summarized += max(0, len(lines) - 1) * self.counter("\n\n")
+        budget = max_tokens if max_tokens is not None else summarized
+        asked = max(int(getattr(self.inner, "min_tokens", 1)), self.size.tokens(summarized, budget))
+        return self.inner.summarize(messages, max_tokens=asked)
+
+
+def choose(spec: str | Summarizer | None, run: _Run, size: SummarySize | None) -> Summarizer:
+    """The replay's summarizer: ``spec``, else the recorded one when it runs offline, else the
+    extractive one; asked for summaries of ``size`` (default: the recorded sizes, when the
+    summarizer is not the one that made them)."""
+    from memorylab.compress.compressor import ContextCompressor
+    from memorylab.compress.summarizers import get_summarizer
+
+    recorded = run.settings.summarizer
+    if spec is None:
+        spec = recorded if runs_offline(recorded) else "memorylab/extractive"
+    chosen: Summarizer
+    if isinstance(spec, str):  # built as the live compressor builds it from a name
+        compressor = ContextCompressor(
+            summarizer_model=spec, summarizer_max_tokens=run.settings.summarizer_max_tokens
+        )
+        chosen = compressor.summarizer_for()
+    else:
+        chosen = get_summarizer(spec)
+    if size is None and recorded is not None and chosen.name != recorded:
+        size = run.settings.summary_size
+    return SizedRequest(chosen, size, run.counter) if size is not None else chosen
+
+
+def runs_offline(name: str | None) -> bool:
+    """Whether a recorded summarizer name is a registered one that calls no model."""
+    from memorylab.compress.summarizers import get_summarizer, summarizer_names
+
+    if name is None or name not in summarizer_names():
+        return False
+    try:
+        return get_summarizer(name).local
+    except Exception:  # a user's factory that needs arguments: not rebuilt by name
+        return False

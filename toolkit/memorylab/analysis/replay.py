@@ -1,0 +1,316 @@
+"""Replays of a transcript under other settings, through a real compressor.
+
+:func:`replay` runs a real :class:`~memorylab.compress.compressor.ContextCompressor` over a
+transcript in fresh in-memory :class:`~memorylab.Conversation` objects (no file is read after the
+transcript is loaded, none is written), at the settings of the run it replays unless told
+otherwise (:mod:`memorylab.analysis.runs`). One engine (docs/analysis.md, "How the replay
+decides"): checks where the :class:`~memorylab.Agent` checks
+(:func:`memorylab.compress.policy.check_points`: before every model call), decisions by the
+compressor's own ``compress`` / ``summary_budget``, the static context at its recorded tokens, and
+every new process started with the bounded preload of the MEMORY.md it would have found
+(:func:`memorylab.memory.preload.plan_preload`). Tokens are counted as
+:meth:`memorylab.Conversation.token_count` counts them (``[<ts>] Role: content`` per message,
+``"\\n\\n"`` between messages). Summaries made during replays are cached
+(:mod:`memorylab.analysis._summarizers`); pass ``cache=False`` for a summarizer that is not
+deterministic.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Iterable, MutableMapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Unpack
+
+from memorylab.analysis.runs import RunOverrides, RunSettings, SummarySize, TranscriptSource
+from memorylab.compress.base import Summarizer, Summary
+from memorylab.compress.policy import Threshold, trigger_tokens
+from memorylab.memory import format as fmt
+from memorylab.memory.records import CompactionEvent, EntryKind, Message
+from memorylab.results import TableResult
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from memorylab.analysis._transcript import MemoCounter
+    from memorylab.analysis.runs import _Run
+
+__all__ = ["ReplayResult", "replay"]
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class ReplayResult(TableResult):
+    """What a replay did: ``frame``, one row per message (the context before and after its
+    check, compactions, restarts), the compaction ``events`` (failed attempts included,
+    ``event.ok`` False), the context at the end and the settings it ran at.
+
+    ``total_input_tokens`` is the context the model read at every check (every model call, as
+    the Agent checks; every message with ``checks="message"``); ``peak_context_tokens`` the
+    largest context reached, before a check. ``timeline`` is the former name of ``frame``.
+    """
+
+    frame: pd.DataFrame
+    events: list[CompactionEvent]
+    final_context: str
+    threshold: Threshold
+    context_length: int
+    trigger: int
+    model: str | None
+    summarizer: str
+    summaries: list[Summary] = field(default_factory=list)
+    summarizer_calls: int = 0
+    summarizer_input_tokens: int = 0
+    summarizer_cost_usd: float = 0.0
+    settings: RunSettings | None = None
+
+    @property
+    def timeline(self) -> pd.DataFrame:
+        """Deprecated: the per-message table is ``frame``."""
+        warnings.warn(
+            "ReplayResult.timeline is now ReplayResult.frame (the per-message table)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.frame
+
+    @property
+    def compactions(self) -> int:
+        return sum(1 for event in self.events if event.ok)
+
+    @property
+    def peak_context_tokens(self) -> int:
+        return int(self.frame["context_tokens"].max()) if len(self.frame) else 0
+
+    @property
+    def total_input_tokens(self) -> int:
+        return int(self.frame["context_after"][self.frame["check"]].sum())
+
+    @property
+    def summary_tokens(self) -> int:
+        return sum(event.summary_tokens or 0 for event in self.events if event.ok)
+
+    @property
+    def restarts(self) -> int:
+        return int(self.frame["restart"].sum())
+
+    def fact_survival(self, facts: Iterable[str]) -> float:
+        """The fraction of ``facts`` (strings) found in the final context."""
+        wanted = list(facts)
+        if not wanted:
+            return math.nan
+        return sum(1 for fact in wanted if fact in self.final_context) / len(wanted)
+
+    def __repr__(self) -> str:
+        return (
+            f"ReplayResult(messages={len(self.frame)}, compactions={self.compactions}, "
+            f"peak_context_tokens={self.peak_context_tokens}, trigger={self.trigger}, "
+            f"context_length={self.context_length})"
+        )
+
+
+def replay(
+    transcript: TranscriptSource,
+    *,
+    summarizer: str | Summarizer | None = None,
+    summary_size: SummarySize | None = None,
+    settings: RunSettings | None = None,
+    cache: bool | MutableMapping[str, Summary] = True,
+    progress: bool | None = None,
+    **overrides: Unpack[RunOverrides],
+) -> ReplayResult:
+    """Replay ``transcript`` through a :class:`ContextCompressor` (see the module docstring).
+
+    ``transcript``: a :func:`memory_df` frame of one agent, a list of ``{"role", "content"}``
+    dicts (``"timestamp"`` optional), or the path of an agent folder or memory file; summary
+    rows are left out (the replay writes its own). Every setting defaults to the record
+    (:func:`~memorylab.analysis.runs.run_settings`, or ``settings``); the ``overrides``
+    (:class:`~memorylab.analysis.runs.RunOverrides`) override it: ``threshold`` and
+    ``context_length``; ``max_summary_tokens`` (the compressor's ``summarizer_max_tokens``: it
+    asks for at most half the trigger); ``static_tokens`` or ``system_prompt`` (the static
+    context); ``restarts`` (``False``: one process; or the first message time of each new one);
+    ``checks`` (``"model_call"`` or ``"message"``); ``preload_max_tokens`` (``None``: preload all
+    of MEMORY.md); ``model`` picks the tokenizer. ``summarizer`` (default: the recorded one when
+    it runs offline, else the extractive one); ``summary_size`` (ask the summarizer for summaries
+    of this modelled size instead of the budget; default: the recorded sizes when the replay's
+    summarizer is not the recorded one). Nothing is read or written on disk.
+    """
+    from memorylab.analysis._summarizers import choose
+    from memorylab.analysis.runs import _prepare
+
+    run = _prepare(transcript, settings, overrides)
+    return _exact(run, choose(summarizer, run, summary_size), cache=cache, progress=progress)
+
+
+class _StaticCounter:
+    """The run's counter, with the static context's placeholder entry counted at the recorded
+    tokens (the system prompt and rules are not in the files: only their count is)."""
+
+    def __init__(self, counter: MemoCounter, placeholder: str, tokens: int) -> None:
+        self.counter, self.placeholder, self.tokens = counter, placeholder, tokens
+        self.model = counter.model
+
+    def __call__(self, text: str) -> int:
+        return self.tokens if text.endswith(self.placeholder) else self.counter(text)
+
+    count = __call__
+
+    def count_batch(self, texts: Sequence[str], num_threads: int | None = None) -> list[int]:
+        counts = self.counter.count_batch([t for t in texts if not t.endswith(self.placeholder)])
+        found = iter(counts)
+        return [self.tokens if t.endswith(self.placeholder) else next(found) for t in texts]
+
+
+def _exact(
+    run: _Run,
+    summarizer: Summarizer,
+    *,
+    cache: bool | MutableMapping[str, Summary] = True,
+    progress: bool | None = None,
+) -> ReplayResult:
+    """The replay: each process a fresh :class:`Conversation` with its static context and
+    preload, a :class:`ContextCompressor` checking where the run checked."""
+    import numpy as np
+    import pandas as pd
+
+    from memorylab.analysis import _fast, _progress
+    from memorylab.analysis._summarizers import SUMMARY_CACHE, CachedSummarizer
+    from memorylab.analysis._transcript import memory_text, preload_content
+    from memorylab.compress.compressor import ContextCompressor
+    from memorylab.memory.conversation import Conversation
+
+    data, settings = run.transcript, run.settings
+    length, threshold = settings.context_length, settings.threshold
+    trigger = trigger_tokens(length, threshold)
+    store: MutableMapping[str, Summary] | None
+    store = SUMMARY_CACHE if cache is True else (None if cache is False else cache)
+    cached = CachedSummarizer(summarizer, store)
+    whens = data.datetimes()
+    stamps = data.stamps
+    now: list[datetime] = [whens[0] if whens else datetime.now().astimezone()]
+    counter: Any = run.counter
+    static_text = run.system_prompt
+    separator = run.counter("\n\n")
+    if static_text is None and settings.static_tokens > 0:
+        static_text = (
+            f"[memorylab: the static context (system prompt, rules), {settings.static_tokens:,} "
+            "tokens; its text is not in the files]"
+        )
+        counter = _StaticCounter(run.counter, static_text, settings.static_tokens - separator)
+    compressors: list[ContextCompressor] = []
+
+    def start(preload: str | None, stamp: str) -> Conversation:
+        conversation = Conversation(
+            name=run.name,
+            system_prompt=static_text,
+            memory_md_path=None,
+            preload=False,
+            token_counter=counter,
+            clock=lambda: now[0],
+            redact=None,
+        )
+        if preload is not None:  # as Conversation preloads a file: one System entry
+            conversation.conversation_history.append(
+                {
+                    "role": "System",
+                    "content": preload,
+                    "timestamp": stamp,
+                    "kind": EntryKind.PRELOAD,
+                }
+            )
+        compressors.append(
+            ContextCompressor(
+                threshold, summarizer=cached, summarizer_max_tokens=settings.summarizer_max_tokens
+            )
+        )
+        return conversation
+
+    count = len(data)
+    context = np.zeros(count, dtype=np.int64)
+    after = np.zeros(count, dtype=np.int64)
+    compaction = np.zeros(count, dtype=bool)
+    segment = np.zeros(count, dtype=np.int64)
+    session = np.zeros(count, dtype=np.int64)
+    restart = np.zeros(count, dtype=bool)
+    restart[run.restarts] = True
+    checks = run.checks
+    conversation = start(None, stamps[0] if count else "")
+    memory: list[Message] = []  # the replay's MEMORY.md since its last compaction
+    created = run.created or (whens[0] if count else now[0])
+    continues: str | None = None
+    done = processes = 0
+    bar = _progress.bar(count, "replay", "msg", progress)
+    for index in range(count):
+        now[0] = whens[index]
+        if restart[index]:
+            text = memory_text(memory, name=run.name, created=created, continues=continues)
+            preload = preload_content(
+                text, max_tokens=settings.preload_max_tokens, counter=run.counter
+            )
+            conversation = start(preload, stamps[index])
+            processes += 1
+        role, content = data.roles[index], data.contents[index]
+        conversation.add(role, content)
+        memory.append(Message(role, content, whens[index]))
+        context[index] = after[index] = conversation.token_count()
+        segment[index], session[index] = done, processes
+        if checks[index]:
+            when, archive = run.compactions.get(index, (whens[index], None))
+            now[0] = when
+            event = compressors[-1].compress(conversation, length)
+            if event is not None and event.ok:
+                compaction[index] = True
+                done += 1
+                after[index] = conversation.token_count()
+                entry = conversation.entries(EntryKind.SUMMARY)[0]
+                memory = [Message(str(entry["role"]), str(entry["content"]), when)]
+                created, continues = when, archive or fmt.archive_name(when)
+        bar.update(1)
+    bar.close()
+    frame = pd.DataFrame(
+        {
+            "timeline": np.arange(count, dtype=np.int64),
+            "segment": segment,
+            "session": session,
+            "role": pd.Categorical(data.roles),
+            "tokens": data.tokens(run.counter),
+            "context_tokens": context,
+            "compaction": compaction,
+            "context_after": after,
+            "check": checks.copy(),
+            "restart": restart,
+            "trigger": np.full(count, trigger, np.int64),
+            "context_length": np.full(count, length, np.int64),
+        }
+    )
+    made = cached.made
+    summaries = [summary for summary, _ in made]
+    input_tokens = sum(
+        s.input_tokens if s.input_tokens is not None else run.counter(text) for s, text in made
+    )
+    cost = 0.0
+    for summary, text in made:
+        if summary.cost_usd is not None:
+            cost += summary.cost_usd
+        else:
+            out = summary.output_tokens
+            if out is None:
+                out = run.counter(summary.text)
+            cost += _fast.price(summary.model, summary.input_tokens or run.counter(text), out)
+    final = conversation.return_history_as_string()
+    return ReplayResult(
+        frame=frame,
+        events=[event for compressor in compressors for event in compressor.events],
+        final_context=final,
+        threshold=threshold,
+        context_length=length,
+        trigger=trigger,
+        model=run.model,
+        summarizer=cached.name,
+        summaries=summaries,
+        summarizer_calls=sum(s.chunks for s in summaries),
+        summarizer_input_tokens=int(input_tokens),
+        summarizer_cost_usd=cost,
+        settings=settings,
+    )

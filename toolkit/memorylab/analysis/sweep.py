@@ -1,0 +1,649 @@
+"""Sweeps: a replay's figures at every (context length, threshold) setting, in one table.
+
+:func:`sweep` returns a :class:`SweepResult`: one row per setting (compactions, peak context,
+the input tokens the model read, summarizer calls and tokens, the estimated cost and, given
+facts, how many survive), and how the table was made. Exact replays
+(:func:`memorylab.analysis.replay`'s engine) by default when they fit in a few seconds;
+``fast=True`` models the summaries' sizes (:mod:`memorylab.analysis._fast`, glued to a run by
+:class:`_FastEngine`), calibrated against exact replays of up to three settings
+(:func:`_calibrate`), whose measured error the result states (:meth:`SweepResult.notes`,
+:func:`sweep_note`). :func:`sweep_table` is the table to read: one heading and one format per
+column (:data:`SWEEP_HEADINGS`), thresholds as :func:`memorylab.compress.policy.threshold_text`
+writes them.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Unpack
+
+from memorylab.analysis.replay import ReplayResult, _exact
+from memorylab.analysis.runs import RunOverrides, RunSettings, SummarySize, TranscriptSource, _Run
+from memorylab.compress.base import Summarizer, Summary
+from memorylab.compress.policy import Threshold, same_threshold, threshold_text, trigger_tokens
+from memorylab.errors import InvalidSetting
+from memorylab.memory import format as fmt
+from memorylab.memory.records import SUMMARY_PREFIX, Message
+from memorylab.results import FormerFrame, TableResult
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from memorylab.analysis import _fast
+    from memorylab.analysis._transcript import Transcript
+
+__all__ = [
+    "CALIBRATION_SECONDS",
+    "DEFAULT_THRESHOLDS",
+    "EXACT_SECONDS",
+    "SWEEP_HEADINGS",
+    "SweepResult",
+    "sweep",
+    "sweep_note",
+    "sweep_table",
+]
+
+DEFAULT_THRESHOLDS: tuple[float, ...] = (0.5, 0.6, 0.7, 0.8, 0.9)
+"""The thresholds :func:`sweep` tries when none are given (with the recorded one)."""
+
+EXACT_SECONDS = 3.0
+""":func:`sweep` replays every setting exactly when that is estimated to take at most this long
+(and the summarizer runs locally); else it sweeps fast, calibrated against exact replays."""
+
+CALIBRATION_SECONDS = 0.6
+"""What a fast sweep's calibration may spend (estimated) on its exact replays, by default: the
+whole transcript when that fits, else its start (at least :data:`CALIBRATION_COMPACTIONS`
+compactions of each calibration setting)."""
+
+CALIBRATION_COMPACTIONS = 2
+
+# The estimate behind EXACT_SECONDS (an extractive replay on a laptop: about 20 µs a message and
+# 4 µs a summarized token); it only chooses a mode, nothing is asserted about it.
+_SECONDS_PER_MESSAGE = 2e-5
+_SECONDS_PER_SUMMARIZED_TOKEN = 4e-6
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class SweepResult(FormerFrame, TableResult):
+    """What :func:`sweep` made: ``frame``, one row per setting (the columns in :func:`sweep`),
+    the ``settings`` of the run it swept, the ``summarizer`` that made the summaries and, for a
+    fast sweep, the ``summary_size`` it modelled, the ``calibration`` rows (exact and fast
+    figures of the same settings) and the largest differences among them (``error``: empty when
+    not measured). :meth:`notes` says it in a line (:func:`sweep_note`).
+
+    Earlier versions returned the frame, with these in ``frame.attrs``: using the result as that
+    frame still works for now and warns (``DeprecationWarning``).
+    """
+
+    frame: pd.DataFrame
+    settings: RunSettings
+    summarizer: str
+    summary_size: SummarySize | None = None
+    calibration: list[dict[str, Any]] = field(default_factory=list)
+    error: dict[str, Any] = field(default_factory=dict)
+
+    _former: ClassVar[str] = "sweep()"
+
+    def notes(self) -> list[str]:
+        """How the table was made and, for a fast sweep, its measured error (one line)."""
+        frame, error = self.frame, self.error
+        if "mode" not in frame.columns or not len(frame) or (frame["mode"] == "replay").all():
+            return [f"Every setting replayed exactly (summaries by {self.summarizer})."]
+        size = self.summary_size if self.summary_size is not None else "modelled"
+        if not error:
+            return [
+                f"Fast sweep: summaries modelled as {size}; its error was not measured "
+                "(calibrate=True replays a few settings exactly to measure it)."
+            ]
+        return [
+            f"Fast sweep: summaries modelled as {size}. Against exact replays ({self.summarizer}) "
+            f"of {_extent(error)} at {error['settings']} setting(s): compactions within "
+            f"±{error['compactions']} ({error['compactions_pct']:.0f} %), peak context within "
+            f"{error['peak_pct']:.1f} %."
+        ]
+
+
+def sweep(
+    transcript: TranscriptSource,
+    thresholds: Iterable[Threshold] | None = None,
+    context_lengths: Iterable[int] | None = None,
+    *,
+    summarizer: str | Summarizer | None = None,
+    fast: bool | None = None,
+    summary_size: SummarySize | None = None,
+    summary_ratio: float | None = None,
+    facts: Sequence[str] | None = None,
+    settings: RunSettings | None = None,
+    calibrate: bool | float | None = None,
+    replay_at: Iterable[Threshold] = (),
+    cache: bool | MutableMapping[str, Summary] = True,
+    progress: bool | None = None,
+    **overrides: Unpack[RunOverrides],
+) -> SweepResult:
+    """One row per (context length, threshold) setting (see docs/analysis.md).
+
+    The recorded setting is added to the grid when its window is swept, and marked (``recorded``
+    True); ``thresholds`` default to :data:`DEFAULT_THRESHOLDS`, ``context_lengths`` to the
+    recorded window. Every other setting is :func:`~memorylab.analysis.replay`'s (the same
+    ``overrides``, :class:`~memorylab.analysis.runs.RunOverrides`, the same defaults from the
+    record). A :class:`SweepResult`: the table in ``frame``, how it was made in its fields.
+
+    Columns: ``context_length``, ``threshold``, ``trigger``, ``mode`` (``"replay"`` or
+    ``"fast"``), ``recorded``, ``messages``, ``compactions``, ``peak_context_tokens`` (the
+    largest context reached, before a check), ``total_input_tokens`` (the context the model read
+    at every check), ``summarizer_calls``, ``summarizer_input_tokens``, ``summary_tokens`` (of
+    the summary entries), ``estimated_cost_usd`` (input tokens at ``model``'s price plus the
+    summarizer's tokens at its price, from litellm's map; NaN when unknown) and
+    ``fact_survival`` when ``facts`` are given.
+
+    ``fast``: ``None`` replays every setting exactly when that fits in :data:`EXACT_SECONDS`
+    (and the summarizer runs locally), else sweeps fast; ``True`` makes no summaries: each is
+    ``summary_size`` tokens (a :class:`~memorylab.analysis.runs.SummarySize`; ``summary_ratio``
+    is the shorthand ``SummarySize(ratio=summary_ratio)``; default: fitted on the calibration
+    replays, else the recorded sizes), and a fact survives when a message after the last
+    compaction still quotes it. ``calibrate`` (default: when the summarizer runs locally; a
+    number: the seconds it may spend, default :data:`CALIBRATION_SECONDS`) replays up to three
+    settings exactly (the whole transcript when that fits, else its start) and measures the
+    fast mode against them: ``result.calibration`` holds the rows, ``result.error`` the
+    largest differences, and ``result.notes()`` (:func:`sweep_note`) says it in a line.
+    ``replay_at``: thresholds replayed exactly even in a fast sweep (their rows' ``mode`` is
+    ``"replay"``: a view that shows one setting's replay beside the table).
+    """
+    import pandas as pd
+
+    from memorylab.analysis import _progress
+    from memorylab.analysis._summarizers import choose
+    from memorylab.analysis.runs import _prepare
+
+    run = _prepare(transcript, settings, overrides, "sweep")
+    recorded = _recorded_setting(run.settings)
+    lengths = (
+        list(context_lengths) if context_lengths is not None else [run.settings.context_length]
+    )
+    grid = _settings(list(thresholds or DEFAULT_THRESHOLDS), lengths, recorded)
+    wanted = list(facts) if facts is not None else None
+    if summary_ratio is not None:
+        if summary_size is not None:
+            raise InvalidSetting("give summary_size or summary_ratio, not both")
+        if not (isinstance(summary_ratio, int | float) and 0 < summary_ratio <= 1):
+            raise InvalidSetting(f"summary_ratio must be within (0, 1], not {summary_ratio!r}")
+        summary_size = SummarySize(ratio=float(summary_ratio))
+    chosen = choose(summarizer, run, None)
+    local = chosen.local
+    size = summary_size or run.settings.summary_size or SummarySize()
+    fast_engine = _FastEngine(run, size)
+    mode = "fast" if fast else "replay"
+    if fast is None:
+        estimate = sum(
+            fast_engine.cost_estimate(length, threshold) for length, threshold, _ in grid
+        )
+        mode = "replay" if local and estimate <= EXACT_SECONDS else "fast"
+    rows: list[dict[str, Any]] = []
+    calibration: list[dict[str, Any]] = []
+    if mode == "replay":
+        bar = _progress.bar(len(grid), "sweep", "setting", progress)
+        for length, threshold, trigger in grid:
+            rows.append(_exact_row(run, length, threshold, trigger, chosen, cache, wanted))
+            bar.update(1)
+        bar.close()
+    else:
+        if calibrate is None:
+            calibrate = local
+        if calibrate:
+            seconds = CALIBRATION_SECONDS if calibrate is True else float(calibrate)
+            calibration, fitted = _calibrate(
+                run, grid, recorded, chosen, fast_engine, seconds, cache
+            )
+            if summary_size is None and fitted is not None:
+                fast_engine = _FastEngine(run, fitted)
+                calibration = _measure(run, calibration, fast_engine)
+        rows = fast_engine.rows(grid, wanted, _summarizer_model(summarizer, chosen))
+        exactly = list(replay_at)
+        for place, (length, threshold, trigger) in enumerate(grid):
+            if any(same_threshold(threshold, t) for t in exactly):
+                rows[place] = _exact_row(run, length, threshold, trigger, chosen, cache, wanted)
+    for row in rows:
+        row["recorded"] = (
+            recorded is not None
+            and row["context_length"] == recorded[0]
+            and same_threshold(row["threshold"], recorded[1])
+        )
+    frame = pd.DataFrame(rows)
+    order = ["context_length", "threshold", "trigger", "mode", "recorded"]
+    frame = frame[order + [c for c in frame.columns if c not in order]]
+    if not all(isinstance(row["threshold"], float) for row in rows):  # keep 3000 an int (tokens)
+        frame["threshold"] = pd.Series([row["threshold"] for row in rows], dtype=object)
+    fast_mode = mode == "fast"
+    return SweepResult(
+        frame=frame,
+        settings=run.settings,
+        summarizer=chosen.name,
+        summary_size=fast_engine.size if fast_mode else None,
+        calibration=calibration,
+        error=_errors(calibration, len(run.transcript)) if fast_mode else {},
+    )
+
+
+def sweep_note(result: SweepResult) -> str:
+    """One line on how a :func:`sweep` table was made and, for a fast one, its measured error
+    (``result.notes()``; a frame of earlier versions, with its ``attrs``, warns)."""
+    if not isinstance(result, SweepResult):
+        warnings.warn(
+            "sweep_note takes the SweepResult that sweep() returns, not its frame (nothing "
+            "travels in DataFrame.attrs any more)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        attrs = result.attrs
+        result = SweepResult(
+            frame=result,
+            settings=RunSettings(),
+            summarizer=attrs.get("summarizer", "the summarizer"),
+            summary_size=attrs.get("summary_size"),
+            error=attrs.get("error") or {},
+        )
+    return " ".join(result.notes())
+
+
+def _count_text(value: Any) -> str:
+    return "" if value is None or _missing(value) else f"{int(value):,}"
+
+
+def _usd_text(value: Any) -> str:
+    """Dollars with four decimals (a sweep's costs are cents: ``$0.0149``), ``–`` when unknown."""
+    return "–" if value is None or _missing(value) else f"${float(value):,.4f}"
+
+
+def _share_text(value: Any) -> str:
+    return "" if value is None or _missing(value) else f"{float(value):.0%}"
+
+
+def _missing(value: Any) -> bool:
+    import pandas as pd
+
+    return bool(pd.isna(value))
+
+
+SWEEP_HEADINGS: Mapping[str, tuple[str, Callable[[Any], str]]] = {
+    "context_length": ("window (tokens)", _count_text),
+    "threshold": ("threshold", threshold_text),
+    "trigger": ("compacts at (tokens)", _count_text),
+    "mode": ("mode", str),
+    "messages": ("messages", _count_text),
+    "compactions": ("compactions", _count_text),
+    "peak_context_tokens": ("peak context (tokens)", _count_text),
+    "total_input_tokens": ("input tokens read", _count_text),
+    "summarizer_calls": ("summarizer calls", _count_text),
+    "summarizer_input_tokens": ("summarizer input tokens", _count_text),
+    "summary_tokens": ("summary tokens", _count_text),
+    "estimated_cost_usd": ("est. cost (USD)", _usd_text),
+    "fact_survival": ("facts kept", _share_text),
+}
+"""Each :func:`sweep` column shown by :func:`sweep_table`: its heading and its one format."""
+
+
+def sweep_table(
+    result: SweepResult | pd.DataFrame, columns: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """A :func:`sweep` result (or its frame) to read: human headings, one number format per
+    column (thresholds ``0.85``, counts ``12,345``, costs ``$0.0149``), and a first column
+    naming the agent's own setting. The values are text; the result keeps its columns for
+    computing (this is the table the report shows, and what a notebook displays)."""
+    import pandas as pd
+
+    frame = result.frame if isinstance(result, SweepResult) else result
+    chosen = [c for c in (columns or SWEEP_HEADINGS) if c in frame.columns and c in SWEEP_HEADINGS]
+    shown = pd.DataFrame(
+        {SWEEP_HEADINGS[c][0]: [SWEEP_HEADINGS[c][1](v) for v in frame[c]] for c in chosen},
+        index=frame.index,
+    )
+    if "recorded" in frame.columns:
+        marks = ["the agent's setting" if bool(r) else "" for r in frame["recorded"]]
+        shown.insert(0, "", marks)
+    return shown.reset_index(drop=True)
+
+
+def _extent(error: Mapping[str, Any]) -> str:
+    if error.get("whole"):
+        return "the whole transcript"
+    return f"the first {error['messages']:,} messages"
+
+
+def _recorded_setting(settings: RunSettings) -> tuple[int, Threshold] | None:
+    if settings.source_of("threshold") == "recorded":
+        return settings.context_length, settings.threshold
+    return None
+
+
+def _exact_row(
+    run: _Run,
+    length: int,
+    threshold: Threshold,
+    trigger: int,
+    summarizer: Summarizer,
+    cache: bool | MutableMapping[str, Summary],
+    facts: list[str] | None,
+) -> dict[str, Any]:
+    """A sweep row from an exact replay of the setting."""
+    result = _exact(run.at(length, threshold), summarizer, cache=cache, progress=False)
+    row = _row(length, threshold, trigger, "replay", len(run.transcript), result=result)
+    row["estimated_cost_usd"] = (
+        _price(run.model, result.total_input_tokens) + result.summarizer_cost_usd
+    )
+    if facts is not None:
+        row["fact_survival"] = result.fact_survival(facts)
+    return row
+
+
+def _row(
+    length: int,
+    threshold: Threshold,
+    trigger: int,
+    mode: str,
+    messages: int,
+    *,
+    result: ReplayResult,
+) -> dict[str, Any]:
+    return {
+        "context_length": length,
+        "threshold": threshold,
+        "trigger": trigger,
+        "mode": mode,
+        "messages": messages,
+        "compactions": result.compactions,
+        "peak_context_tokens": result.peak_context_tokens,
+        "total_input_tokens": result.total_input_tokens,
+        "summarizer_calls": result.summarizer_calls,
+        "summarizer_input_tokens": result.summarizer_input_tokens,
+        "summary_tokens": result.summary_tokens,
+    }
+
+
+class _FastEngine:
+    """The fast sweep of one run: the replay's rules on token counts, summaries of ``size``."""
+
+    def __init__(self, run: _Run, size: SummarySize) -> None:
+        from memorylab.analysis import _fast
+        from memorylab.analysis._transcript import separator_tokens, summary_overhead
+
+        self.run, self.size = run, size
+        data = run.transcript
+        counter = run.counter
+        self.tokens = data.tokens(counter)
+        self.prefix = _fast.Prefix.of(self.tokens, separator_tokens(counter), run.checks)
+        stamp = data.stamps[0] if len(data) else "2000-01-01T00:00:00.000000+00:00"
+        self.overhead = summary_overhead(counter, stamp)
+        self.whens = data.datetimes()
+        self._preloads: dict[tuple[Any, ...], int] = {}
+
+    def simulate(
+        self, run: _Run, length: int, threshold: Threshold, stop_after: int | None = None
+    ) -> _fast.Outcome:
+        from memorylab.analysis import _fast
+        from memorylab.compress.compressor import ContextCompressor
+
+        settings = run.at(length, threshold).settings
+        compressor = ContextCompressor(
+            threshold, summarizer_max_tokens=settings.summarizer_max_tokens
+        )
+        prefix = self.prefix
+        if len(run.transcript) != prefix.count:
+            prefix = _fast.Prefix.of(
+                self.tokens[: len(run.transcript)], prefix.separator, run.checks
+            )
+        return _fast.simulate(
+            prefix,
+            compressor.trigger_tokens(length),
+            overhead=self.overhead,
+            size=self.size,
+            budget=compressor.summary_budget(length),
+            static_tokens=settings.static_tokens,
+            restarts=run.restarts,
+            preload=lambda *at: self._preload(settings.preload_max_tokens, *at),
+            stop_after=stop_after,
+            keep_points=True,
+        )
+
+    def _preload(
+        self, bound: int | None, summary: int | None, at: int, start: int, end: int
+    ) -> int:
+        """The preload entry's tokens: the real bounded preload of the MEMORY.md the fast run
+        would have (a summary of ``summary`` tokens, then the messages since)."""
+        from memorylab.analysis._transcript import memory_text, preload_content
+
+        key = (bound, summary, at, start, end)
+        found = self._preloads.get(key)
+        if found is not None:
+            return found
+        data, counter, whens = self.run.transcript, self.run.counter, self.whens
+        messages = []
+        if summary is not None:
+            text = f"{SUMMARY_PREFIX} " + " ".join(["x"] * summary)
+            messages.append(Message("System", text, whens[at]))
+        messages += [Message(data.roles[i], data.contents[i], whens[i]) for i in range(start, end)]
+        created = whens[at] if summary is not None else whens[0]
+        continues = fmt.archive_name(whens[at]) if summary is not None else None
+        text = memory_text(messages, name=self.run.name, created=created, continues=continues)
+        content = preload_content(text, max_tokens=bound, counter=counter)
+        tokens = (
+            0 if content is None else counter(fmt.history_line("System", content, data.stamps[end]))
+        )
+        self._preloads[key] = tokens
+        return tokens
+
+    def cost_estimate(self, length: int, threshold: Threshold) -> float:
+        """Seconds an exact replay of this setting is estimated to take (chooses the mode)."""
+        outcome = self.simulate(self.run, length, threshold)
+        return (
+            self.prefix.count * _SECONDS_PER_MESSAGE
+            + outcome.summarizer_input_tokens * _SECONDS_PER_SUMMARIZED_TOKEN
+        )
+
+    def rows(
+        self,
+        grid: list[tuple[int, Threshold, int]],
+        facts: list[str] | None,
+        priced: str | None,
+    ) -> list[dict[str, Any]]:
+        import numpy as np
+
+        run = self.run
+        last = _last_mentions(run.transcript, facts) if facts else None
+        rows = []
+        for length, threshold, trigger in grid:
+            outcome = self.simulate(run, length, threshold)
+            row = {
+                "context_length": length,
+                "threshold": threshold,
+                "trigger": trigger,
+                "mode": "fast",
+                "messages": len(run.transcript),
+                "compactions": outcome.compactions,
+                "peak_context_tokens": outcome.peak_context_tokens,
+                "total_input_tokens": outcome.total_input_tokens,
+                "summarizer_calls": outcome.compactions,
+                "summarizer_input_tokens": outcome.summarizer_input_tokens,
+                "summary_tokens": outcome.summary_tokens + outcome.compactions * self.overhead,
+                "estimated_cost_usd": _price(run.model, outcome.total_input_tokens)
+                + _price(priced, outcome.summarizer_input_tokens, outcome.summary_tokens),
+            }
+            if facts is not None:
+                row["fact_survival"] = (
+                    float(np.mean(last >= outcome.final_start))
+                    if last is not None and len(last)
+                    else math.nan
+                )
+            rows.append(row)
+        return rows
+
+
+def _calibrate(
+    run: _Run,
+    grid: list[tuple[int, Threshold, int]],
+    recorded: tuple[int, Threshold] | None,
+    summarizer: Summarizer,
+    engine: _FastEngine,
+    seconds: float,
+    cache: bool | MutableMapping[str, Summary],
+) -> tuple[list[dict[str, Any]], SummarySize | None]:
+    """Exact replays of up to three settings (the recorded one, the lowest and the highest
+    threshold at the first window), within ``seconds`` (estimated) together: each of the whole
+    transcript when that fits, else of its start; the summary sizes they made, fitted."""
+    from memorylab.analysis._transcript import summary_overhead
+    from memorylab.compress.compressor import ContextCompressor
+
+    first = grid[0][0]
+    at_first = sorted(
+        (t for length, t, _ in grid if length == first), key=lambda t: trigger_tokens(first, t)
+    )
+    chosen: list[tuple[int, Threshold]] = []
+    for pick in (recorded, (first, at_first[0]), (first, at_first[-1])):
+        if pick is not None and pick not in chosen and any((w, t) == pick for w, t, _ in grid):
+            chosen.append(pick)
+    rows: list[dict[str, Any]] = []
+    samples: list[tuple[int, int, int]] = []
+    overhead = summary_overhead(run.counter, run.transcript.stamps[0]) if len(run.transcript) else 0
+    for length, threshold in chosen:
+        end = _calibration_end(engine.simulate(run, length, threshold), seconds / len(chosen))
+        head = run.head(min(len(run.transcript), end))
+        result = _exact(head.at(length, threshold), summarizer, cache=cache, progress=False)
+        budget = ContextCompressor(
+            threshold, summarizer_max_tokens=head.settings.summarizer_max_tokens
+        ).summary_budget(length)
+        static = head.at(length, threshold).settings.static_tokens
+        for event in result.events:
+            if event.ok and event.tokens_before is not None and event.summary_tokens is not None:
+                samples.append(
+                    (event.tokens_before - static, event.summary_tokens - overhead, budget)
+                )
+        rows.append(
+            {
+                "context_length": length,
+                "threshold": threshold,
+                "messages": len(head.transcript),
+                "exact_compactions": result.compactions,
+                "exact_peak_context_tokens": result.peak_context_tokens,
+            }
+        )
+    calibration = _measure(run, rows, engine)
+    return calibration, SummarySize.fit(samples)
+
+
+def _calibration_end(outcome: _fast.Outcome, seconds: float) -> int:
+    """How many messages a calibration replay runs: all when its estimated cost fits in
+    ``seconds``, else up to the last compaction that fits (at least the first few)."""
+    ends: list[tuple[float, int]] = []
+    summarized = 0
+    for point, tokens in zip(outcome.points, outcome.summarized, strict=True):
+        summarized += tokens
+        cost = (point + 1) * _SECONDS_PER_MESSAGE + summarized * _SECONDS_PER_SUMMARIZED_TOKEN
+        ends.append((cost, point + 2))
+    total = outcome.messages * _SECONDS_PER_MESSAGE
+    total += outcome.summarizer_input_tokens * _SECONDS_PER_SUMMARIZED_TOKEN
+    if total <= seconds or not ends:
+        return outcome.messages
+    fitting = [end for cost, end in ends if cost <= seconds]
+    least = ends[min(CALIBRATION_COMPACTIONS, len(ends)) - 1][1]
+    return max([least, *fitting])
+
+
+def _measure(run: _Run, rows: list[dict[str, Any]], engine: _FastEngine) -> list[dict[str, Any]]:
+    """The fast mode's figures next to the exact ones, on the same messages and settings."""
+    out = []
+    for row in rows:
+        head = run.head(int(row["messages"]))
+        outcome = engine.simulate(head, int(row["context_length"]), row["threshold"])
+        out.append(
+            {
+                **row,
+                "fast_compactions": outcome.compactions,
+                "fast_peak_context_tokens": outcome.peak_context_tokens,
+            }
+        )
+    return out
+
+
+def _errors(calibration: list[dict[str, Any]], messages: int) -> dict[str, Any]:
+    if not calibration:
+        return {}
+    return {
+        "compactions": max(
+            abs(r["fast_compactions"] - r["exact_compactions"]) for r in calibration
+        ),
+        "compactions_pct": max(
+            100
+            * abs(r["fast_compactions"] - r["exact_compactions"])
+            / max(1, r["exact_compactions"])
+            for r in calibration
+        ),
+        "exact_compactions": max(r["exact_compactions"] for r in calibration),
+        "peak_pct": max(
+            100
+            * abs(r["fast_peak_context_tokens"] - r["exact_peak_context_tokens"])
+            / max(1, r["exact_peak_context_tokens"])
+            for r in calibration
+        ),
+        "messages": max(r["messages"] for r in calibration),
+        "whole": all(r["messages"] >= messages for r in calibration),
+        "settings": len(calibration),
+    }
+
+
+def _price(model: str | None, prompt: float, completion: float = 0) -> float:
+    from memorylab.analysis._fast import price
+
+    return price(model, prompt, completion)
+
+
+def _settings(
+    thresholds: list[Threshold], context_lengths: list[int], recorded: tuple[int, Threshold] | None
+) -> list[tuple[int, Threshold, int]]:
+    out: list[tuple[int, Threshold, int]] = []
+    for length in context_lengths:
+        for threshold in thresholds:
+            if (
+                isinstance(threshold, int)
+                and not isinstance(threshold, bool)
+                and threshold > length
+            ):
+                continue  # an absolute threshold above the window can never fire: left out
+            out.append((int(length), threshold, trigger_tokens(length, threshold)))
+    swept = {int(length) for length in context_lengths}
+    if recorded is not None and recorded[0] in swept and all((w, t) != recorded for w, t, _ in out):
+        length, threshold = recorded
+        trigger = trigger_tokens(length, threshold)
+        place = len(out)
+        for index, (window, _, t) in enumerate(out):  # after the window's smaller triggers
+            if window == length and t > trigger:
+                place = index
+                break
+            if window > length:
+                place = index
+                break
+        out.insert(place, (length, threshold, trigger))
+    if not out:
+        raise InvalidSetting("no valid (context_length, threshold) combination to sweep")
+    return out
+
+
+def _last_mentions(transcript: Transcript, facts: Sequence[str]) -> Any:
+    """Per fact, the index of the last message that contains it (-1: none)."""
+    import numpy as np
+
+    last = np.full(len(facts), -1, dtype=np.int64)
+    for f, fact in enumerate(facts):
+        for index in range(len(transcript) - 1, -1, -1):
+            if fact in transcript.contents[index]:
+                last[f] = index
+                break
+    return last
+
+
+def _summarizer_model(spec: str | Summarizer | None, chosen: Summarizer) -> str | None:
+    """The model whose prices a fast sweep's summaries cost."""
+    if spec is None:
+        return chosen.name
+    return spec if isinstance(spec, str) else chosen.model or chosen.name
