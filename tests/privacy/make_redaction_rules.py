@@ -321,11 +321,54 @@ def convert(rule: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def split_top(pattern: str) -> list[str]:
+    """The top-level alternatives of ``pattern`` (a leading ``(?i)`` stays with the first)."""
+    out, depth, i, start, in_class = [], 0, 0, 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            if pattern[i + 1 : i + 2] == "]":
+                i += 1
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            out.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    out.append(pattern[start:])
+    return out
+
+
+def convert_all(rule: dict[str, Any]) -> list[dict[str, Any]]:
+    """A rule, or two where a keyword template is one alternative and a token with its own
+    prefix another (atlassian-api-token: ``jira ... = value`` or ``ATATT3...``): the template
+    and the prefixed token are found in different ways."""
+    if "regex" in rule:
+        alternatives = split_top(to_python(rule["regex"]))
+        flags = "(?i)" if alternatives[0].startswith("(?i)") else ""
+        tokens = [a for a in alternatives if _TEMPLATE_SEPARATOR not in a]
+        if len(alternatives) > 1 and tokens and len(tokens) < len(alternatives):
+            labels = [a for a in alternatives if _TEMPLATE_SEPARATOR in a]
+            return [
+                convert({**rule, "regex": "|".join(labels)}),
+                convert({**rule, "regex": flags + "|".join(tokens)}),
+            ]
+    return [convert(rule)]
+
+
 def main(argv: list[str]) -> int:
     source = Path(argv[0])
     commit = argv[1] if len(argv) > 1 else "unknown"
     config = tomllib.loads(source.read_text(encoding="utf-8"))
-    rules = [convert(r) for r in config["rules"] if r["id"] not in EXCLUDED]
+    rules = [c for r in config["rules"] if r["id"] not in EXCLUDED for c in convert_all(r)]
     glob = config.get("allowlist", {})
     document = {
         "source": SOURCE.format(commit=commit),

@@ -204,9 +204,10 @@ def _kw_rule(category: str, keywords: str, minimum: int, *needles: str) -> Rule:
     """``keyword = value`` / ``keyword: value`` (quoted or not; the key may be quoted too). The
     keyword may end a longer name (``PGPASSWORD``, ``db_password``, ``x-api-key``)."""
     pattern = re.compile(
-        rf"(?i:{keywords})[\"']?[ \t]{{0,3}}[:=][ \t]*"
-        r"(?:(?P<quote>[\"'])(?P<q>[^\"'\n]{1,200})(?P=quote)"
-        r"|(?P<v>[^\s'\"`,;()\[\]{}<>&=][^\s'\"`,;()\[\]{}<>&]{0,199})(?=[\s,;)\]}>&#]|\Z))"
+        rf"(?i:{keywords})\\?[\"']?[ \t]{{0,3}}[:=][ \t]*"
+        r"(?:(?P<quote>\\?[\"'])(?P<q>[^\"'\n]{1,4000}?)(?P=quote)"
+        r"|(?P<v>[^\s'\"`,;()\[\]{}<>&=\\][^\s'\"`,;()\[\]{}<>&\\]{0,3999})"
+        r"(?=[\s,;)\]}>&#\"'`\\]|\Z))"
     )
 
     def check(m: re.Match[str]) -> bool:
@@ -344,6 +345,30 @@ _OWN_RULES: tuple[Rule, ...] = (
         ("k_live_", "k_test_", "k_prod_"),
         lambda m: _varied(m["b"]),
     ),
+    Rule(  # Stripe webhook signing secrets (gitleaks has no rule)
+        "stripe_key",
+        re.compile(rf"{_TOKEN_START}whsec_(?P<b>[A-Za-z0-9+/=]{{24,100}})(?![\w+/=-])"),
+        ("whsec_",),
+        lambda m: _varied(m["b"]) and _token_ok(m["b"]),
+    ),
+    Rule(  # Tailscale auth, API, OAuth client, SCIM and webhook keys (gitleaks has no rule)
+        "tailscale_key",
+        re.compile(
+            rf"{_TOKEN_START}tskey-(?:auth|api|client|scim|webhook)-(?P<b>[A-Za-z0-9]{{4,}}"
+            r"-[A-Za-z0-9]{16,})" + _TOKEN_END
+        ),
+        ("tskey-",),
+        lambda m: _varied(m["b"]) and _token_ok(m["b"]),
+    ),
+    Rule(  # PuTTY private key files (.ppk): the whole file, like a PEM block
+        "private_key",
+        re.compile(
+            r"PuTTY-User-Key-File-\d+:[^\n\"\\]*"
+            r"(?:(?:\r?\n|(?:\\r)?\\n)(?:[A-Za-z-]+:[^\n\"\\]*"
+            r"|[A-Za-z0-9+/=]+(?=\r?\n|\\[rn]|[\"\\]|\Z)))*"
+        ),
+        ("PuTTY-User-Key-File-",),
+    ),
     Rule(  # gitleaks: aws-access-token
         "aws_access_key",
         re.compile(
@@ -356,8 +381,8 @@ _OWN_RULES: tuple[Rule, ...] = (
     Rule(
         "aws_secret_key",
         re.compile(
-            r"(?i:aws_?secret_?access_?key|aws_?secret_?key|secret_?access_?key)[\"']?[ \t]{0,3}"
-            r"[:=][ \t]*[\"']?(?P<v>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
+            r"(?i:aws_?secret_?access_?key|aws_?secret_?key|secret_?access_?key)\\?[\"']?[ \t]{0,3}"
+            r"[:=][ \t]*\\?[\"']?(?P<v>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
         ),
         ("secret",),
         lower=True,
@@ -484,7 +509,7 @@ _OWN_RULES: tuple[Rule, ...] = (
     Rule(
         "authorization",
         re.compile(
-            r"(?<![A-Za-z0-9])(?i:authorization)[\"']?[ \t]{0,3}[:=][ \t]*[\"']?"
+            r"(?<![A-Za-z0-9])(?i:authorization)\\?[\"']?[ \t]{0,3}[:=][ \t]*\\?[\"']?"
             r"(?:[A-Za-z]+[ \t]+)?(?P<v>[A-Za-z0-9._~+/-]{8,}=*)(?![\w.~+/=-])"
         ),
         ("authorization",),
@@ -542,7 +567,13 @@ _OWN_RULES: tuple[Rule, ...] = (
     ),
     # -- keyword = value ---------------------------------------------------------------------
     _kw_rule("password", "password|passwd|pwd", 3, "pass", "pwd"),
-    _kw_rule("api_key", r"api[_-]?key", 8, "api"),
+    _kw_rule(  # any key of an app, account or service (AZURE_STORAGE_KEY, DD_APP_KEY, X-Auth-Key)
+        "api_key",
+        r"(?:api|app|auth|access|account|storage|licen[cs]e|master|signing|encryption|client"
+        r"|service|admin|subscription|ingest|webhook|dd)[_-]?key",
+        8,
+        "key",
+    ),
     _kw_rule(
         "secret",
         r"(?:client|app|consumer)[_-]?secret|secret(?:[_-]?key)?"
@@ -650,7 +681,7 @@ def _allowed(match: re.Match[str], secret: str, allows: tuple[_Allow, ...]) -> b
 # credential word right before a ``:`` or ``=`` (``DATADOG_APP_KEY=``, ``"mailgun_token":``):
 # what the fast path's keyword check looks for.
 _LABEL_END = re.compile(
-    r"(?i:password|passwd|pwd|secret|token|authorization|key|sig)[\"']?[ \t]{0,3}\Z"
+    r"(?i:password|passwd|pwd|secret|token|authorization|key|sig)\\?[\"']?[ \t]{0,3}\Z"
 )
 _UNCHECKED = frozenset({"private-key", "kubernetes-secret-yaml", "curl-auth-user"})
 
@@ -780,13 +811,13 @@ _KEY_WORDS = (
     "api-key", "secretkey", "secret_key", "secret-key", "accesskey", "access_key", "accountkey",
     "sharedaccesskey", "sig",
 )  # fmt: skip
-_KEY_ENDS = "dtnygDTNYG\"' \t"  # the last letters of those words, or what may follow them
+_KEY_ENDS = "dtnygDTNYG\"' \t\\"  # those words' last letters, or what may follow them
 
 # Every credential word (and every keyword a rule matches) ends with one of these.
 _KEY_TAILS = (
     "password", "passwd", "pwd", "secret", "token", "authorization", "key", "sig",
 )  # fmt: skip
-_SEPARATOR_AFTER_KEY = re.compile(r"[\"']?[ \t]{0,3}[:=]").match
+_SEPARATOR_AFTER_KEY = re.compile(r"\\?[\"']?[ \t]{0,3}[:=]").match
 _FEW_SEPARATORS = 12  # looked behind one by one; past that, the tails are found
 
 
@@ -807,7 +838,7 @@ def _keyword_before_separator(text: str) -> bool:
             if visited > _FEW_SEPARATORS:
                 return _tail_before_separator(text.lower())
             if text[at - 1] in _KEY_ENDS and text[max(0, at - 20) : at].rstrip(
-                " \t\"'"
+                " \t\"'\\"
             ).lower().endswith(_KEY_TAILS):
                 return True
             at = text.find(separator, at + 1)
@@ -1087,15 +1118,42 @@ SECRETS_AND_PII = Redactor(frozenset(ALL_CATEGORIES))
 """:data:`SECRETS` plus emails, phone numbers, card numbers (Luhn) and IBANs (mod 97)."""
 
 
-def redact_values(value: Any, redactor: Callable[[str], str]) -> Any:
-    """``value`` with every string in it (also inside dicts, lists and tuples) redacted."""
+def redact_values(value: Any, redactor: Callable[[str], str], key: Any = None) -> Any:
+    """``value`` with every string in it (also inside dicts, lists and tuples) redacted.
+
+    A string under a dict key is redacted with its key as context, the way it reads in JSON
+    (``{"DD_API_KEY": "…"}``: the key is what makes the value a secret); the keys themselves
+    are kept.
+
+    >>> redact_values({"DD_API_KEY": "3f1c9a7e5b2d4f608a1c3e5b7d9f0a2c", "n": [1, "ok"]}, SECRETS)
+    {'DD_API_KEY': '[REDACTED:api_key]', 'n': [1, 'ok']}
+    """
     if isinstance(value, str):
-        return redactor(value)
+        return _redact_keyed(key, value, redactor) if isinstance(key, str) else redactor(value)
     if isinstance(value, dict):
-        return {key: redact_values(item, redactor) for key, item in value.items()}
+        return {k: redact_values(item, redactor, k) for k, item in value.items()}
     if isinstance(value, list | tuple):
-        return [redact_values(item, redactor) for item in value]
+        return [redact_values(item, redactor, key) for item in value]
     return value
+
+
+def _redact_keyed(key: str, value: str, redactor: Callable[[str], str]) -> str:
+    """``value`` redacted as it reads after its key in JSON (``"key": "value"``)."""
+    alone = redactor(value)
+    if alone != value:
+        return alone
+    text = json.dumps({key: value}, ensure_ascii=False)
+    redacted = redactor(text)
+    if redacted == text:
+        return value
+    try:
+        back = json.loads(redacted)
+        (found,) = back.values()
+    except (ValueError, TypeError):
+        found = None
+    if isinstance(found, str) and len(back) == 1 and MARKED in found:
+        return found
+    return MARKER.format(category="secret")  # a rule spanned the key or the quotes: all of it
 
 
 ROLE_MARKER = MARKER.format(category="role")
