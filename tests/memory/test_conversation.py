@@ -260,3 +260,14 @@ def test_entries_by_kind(isolated_workspace: Path) -> None:
     conv.compact("short")
     assert conv.entries(EntryKind.SUMMARY)[0]["kind"] == "summary"
     assert conv.entry_kind({"role": "User", "content": "x", "kind": "mine"}) is None
+
+
+def test_the_reference_keywords_are_checked_like_parameters(isolated_workspace: Path) -> None:
+    from memorylab.memory.conversation import DEFAULT_PATH, DefaultPath
+
+    with pytest.raises(TypeError, match="unexpected keyword argument 'save_path'"):
+        Conversation(save_path="x.json")  # type: ignore[call-arg]
+    conv = Conversation(agent_name="A", memory_md_path=DEFAULT_PATH, id="abc", context_length=None)
+    assert (conv.id, conv.context_length, conv.export_method) == ("abc", None, "json")
+    assert conv.memory_md_path is not None and repr(DEFAULT_PATH) == "<default>"
+    assert DEFAULT_PATH is DefaultPath.DEFAULT_PATH

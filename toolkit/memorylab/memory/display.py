@@ -178,16 +178,13 @@ def _text_rows(messages: Sequence[Mapping[str, Any]], limit: int, width: int = 7
 class _Shown(Protocol):
     """What the views read of a :class:`~memorylab.Conversation`."""
 
-    @property
-    def name(self) -> str: ...
-    @property
-    def agent_name(self) -> str | None: ...
-    @property
-    def conversation_history(self) -> list[dict[str, Any]]: ...
+    name: str
+    agent_name: str | None
+    conversation_history: list[dict[str, Any]]
+    token_counter: Callable[[str], int] | None
+
     @property
     def memory_md_path(self) -> Path | None: ...
-    @property
-    def token_counter(self) -> Callable[[str], int] | None: ...
     def token_count(self) -> int: ...
 
 

@@ -517,8 +517,9 @@ def parse(
     With ``strict=True`` any problem raises :class:`~memorylab.errors.MemoryFormatError` naming
     ``path`` (when given) and the line. With ``strict=False`` the result is a
     :class:`ParseResult`: ``document``, everything that could be read, and ``problems``.
-    Reference files (no ``**Format:**`` line, naive timestamps) parse strictly; a BOM, Windows line ends, a
-    missing header, a torn last block and a heading whose timestamp is not a date are problems.
+    Reference files (no ``**Format:**`` line, naive timestamps) parse strictly; a BOM, Windows
+    line ends, a missing header, a torn last block and a heading whose timestamp is not a date
+    are problems.
     """
     if not isinstance(text, str):
         raise TypeError(f"parse() takes the file's text (str), got {type(text).__name__}")

@@ -996,27 +996,21 @@ def read_memory(
     return read
 
 
-def _deletion_moved(name: str, method: str) -> None:
-    warnings.warn(
-        f"memorylab.memory.store.{name}(store, ...) is deprecated: call store.{method}(...)",
-        DeprecationWarning,
-        stacklevel=3,
-    )
+
+def _moved_to_method(name: str, method: str) -> Callable[..., Any]:
+    def old(store: MemoryStore, *args: Any, **options: Any) -> Any:
+        warnings.warn(
+            f"memorylab.memory.store.{name}(store, ...) is deprecated: call store.{method}(...)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(store, method)(*args, **options)
+
+    old.__name__ = old.__qualname__ = name
+    old.__doc__ = f"Deprecated: :meth:`MemoryStore.{method}`."
+    return old
 
 
-def delete_archives(store: MemoryStore, names: Iterable[str], **options: Any) -> list[str]:
-    """Deprecated: :meth:`MemoryStore.delete_archives`."""
-    _deletion_moved("delete_archives", "delete_archives")
-    return store.delete_archives(names, **options)
-
-
-def apply_retention(store: MemoryStore, policy: RetentionPolicy, **options: Any) -> list[str]:
-    """Deprecated: :meth:`MemoryStore.apply_retention`."""
-    _deletion_moved("apply_retention", "apply_retention")
-    return store.apply_retention(policy, **options)
-
-
-def remove_memory(store: MemoryStore, *, whole_folder: bool | None = None) -> list[tuple[str, int]]:
-    """Deprecated: :meth:`MemoryStore.remove`."""
-    _deletion_moved("remove_memory", "remove")
-    return store.remove(whole_folder=whole_folder)
+delete_archives = _moved_to_method("delete_archives", "delete_archives")
+apply_retention = _moved_to_method("apply_retention", "apply_retention")
+remove_memory = _moved_to_method("remove_memory", "remove")
