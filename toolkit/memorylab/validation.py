@@ -1,13 +1,8 @@
-"""PURE: the checks of a setting's value that every floor shares (a count, a number).
-
-One implementation each, so that every setting says the same thing when it is wrong:
+"""PURE: the checks of a setting's value that every floor shares (a count, a number): one
+implementation each, so every setting says the same thing when it is wrong.
 
 >>> check_int("retries", 2, 0), check_number("base", 0.5, 0.0, strict=True)
 (2, 0.5)
->>> check_int("retries", True, 0)
-Traceback (most recent call last):
-...
-memorylab.errors.InvalidSetting: retries must be an int >= 0, not True
 """
 
 from __future__ import annotations
@@ -29,27 +24,15 @@ def check_int(label: str, value: object, minimum: int) -> int:
 
 
 def check_number(
-    label: str,
-    value: object,
-    minimum: float,
-    *,
-    strict: bool,
-    unit: str | None = None,
-    finite: bool = True,
+    label: str, value: object, minimum: float, *, strict: bool, unit: str = "", finite: bool = True
 ) -> float:
-    """``value`` as a ``float`` if it is a real number (not a ``bool``) >= ``minimum`` (``>``
-    when ``strict``; finite unless ``finite`` is False), else
-    :class:`~memorylab.errors.InvalidSetting` ("a number of ``unit``" when one is named)."""
-    number = math.nan
-    if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        number = float(value)
-    if (
-        math.isnan(number)
-        or (finite and math.isinf(number))
-        or number < minimum
-        or (strict and number == minimum)
-    ):
+    """``value`` as a ``float`` if it is a real number (not a ``bool``) >= ``minimum`` (``>`` when
+    ``strict``; finite unless ``finite`` is False), else :class:`~memorylab.errors.InvalidSetting`
+    ("a number of ``unit``" when one is named)."""
+    real = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    number = float(value) if real else math.nan  # type: ignore[arg-type]
+    if not (number > minimum if strict else number >= minimum) or (finite and math.isinf(number)):
         kind = f"a number of {unit}" if unit else "a finite number"
-        bound = f"> {minimum:g}" if strict else f">= {minimum:g}"
+        bound = f"{'>' if strict else '>='} {minimum:g}"
         raise InvalidSetting(f"{label} must be {kind} {bound}, not {value!r}")
     return number

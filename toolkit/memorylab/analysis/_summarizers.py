@@ -1,13 +1,7 @@
-"""The replay's summarizer (internal): which one, asked for summaries of what size, and the
-cache of the summaries replays made.
-
-:func:`choose` picks a replay's summarizer (the given one, else the recorded one when it runs
-offline, else the extractive one), built from a name as the live compressor builds it;
-:class:`SizedRequest` asks it for summaries of a modelled size (:class:`SummarySize`) instead of
-the compressor's whole budget; :class:`CachedSummarizer` answers a history summarized before
-from the cache (keyed by the summarizer's name, model and budget and a hash of the messages),
-and keeps what each compaction made for the replay's figures.
-"""
+"""The replay's summarizer (internal): which one (:func:`choose`), asked for summaries of what
+size (:class:`SizedRequest`), and the cache of the summaries replays made
+(:class:`CachedSummarizer`: keyed by the summarizer's name, model and budget and a hash of the
+messages; it keeps what each compaction made for the replay's figures)."""
 
 from __future__ import annotations
 

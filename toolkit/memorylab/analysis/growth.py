@@ -26,32 +26,19 @@ if TYPE_CHECKING:
 
 __all__ = ["token_growth"]
 
-_MOVED = {
-    **dict.fromkeys(("ReplayResult", "replay"), "memorylab.analysis.replay"),
-    **dict.fromkeys(
-        (
-            "DEFAULT_THRESHOLDS",
-            "EXACT_SECONDS",
-            "SWEEP_HEADINGS",
-            "sweep",
-            "sweep_note",
-            "sweep_table",
-        ),
-        "memorylab.analysis.sweep",
-    ),
-}
-__getattr__ = moved(__name__, _MOVED)
+_SWEEP = ("DEFAULT_THRESHOLDS", "EXACT_SECONDS", "SWEEP_HEADINGS", "sweep", "sweep_note")
+_MOVED = {"ReplayResult": "memorylab.analysis.replay", "replay": "memorylab.analysis.replay"}
+__getattr__ = moved(
+    __name__, {**_MOVED, **dict.fromkeys((*_SWEEP, "sweep_table"), "memorylab.analysis.sweep")}
+)
 
 
 def token_growth(df: pd.DataFrame, **overrides: Unpack[RunOverrides]) -> pd.DataFrame:
     """Per message of ``df`` (from :func:`memory_df`), the context the agent held.
 
-    Every setting comes from the agent's record (:func:`~memorylab.analysis.runs.run_settings`;
-    the ``overrides`` override it, :class:`~memorylab.analysis.runs.RunOverrides` but
-    ``max_summary_tokens``, ``system_prompt`` and ``checks``): the window and threshold
-    (``threshold``, ``context_length``), the tokenizer (``model``), the static context's tokens
-    (``static_tokens``), the restarts (``restarts``, ``restart_gap``) and the preload bound
-    (``preload_max_tokens``). A segment (one file) starts with the static
+    Every setting comes from the agent's record (:func:`~memorylab.analysis.runs.run_settings`);
+    the ``overrides`` (:class:`~memorylab.analysis.runs.RunOverrides` but ``max_summary_tokens``,
+    ``system_prompt`` and ``checks``) override it. A segment (one file) starts with the static
     context and the summary row; a restart (a new process) with the static context and the
     bounded preload of MEMORY.md as it stood (the rule :class:`~memorylab.Conversation` follows).
 

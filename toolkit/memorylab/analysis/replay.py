@@ -68,11 +68,8 @@ class ReplayResult(TableResult):
     @property
     def timeline(self) -> pd.DataFrame:
         """Deprecated: the per-message table is ``frame``."""
-        warnings.warn(
-            "ReplayResult.timeline is now ReplayResult.frame (the per-message table)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
+        message = "ReplayResult.timeline is now ReplayResult.frame (the per-message table)"
+        warnings.warn(message, DeprecationWarning, stacklevel=2)
         return self.frame
 
     @property
@@ -122,19 +119,13 @@ def replay(
 ) -> ReplayResult:
     """Replay ``transcript`` through a :class:`ContextCompressor` (see the module docstring).
 
-    ``transcript``: a :func:`memory_df` frame of one agent, a list of ``{"role", "content"}``
-    dicts (``"timestamp"`` optional), or the path of an agent folder or memory file; summary
-    rows are left out (the replay writes its own). Every setting defaults to the record
+    ``transcript``: a :data:`~memorylab.analysis.runs.TranscriptSource`; summary rows are left
+    out (the replay writes its own). Every setting defaults to the record
     (:func:`~memorylab.analysis.runs.run_settings`, or ``settings``); the ``overrides``
-    (:class:`~memorylab.analysis.runs.RunOverrides`) override it: ``threshold`` and
-    ``context_length``; ``max_summary_tokens`` (the compressor's ``summarizer_max_tokens``: it
-    asks for at most half the trigger); ``static_tokens`` or ``system_prompt`` (the static
-    context); ``restarts`` (``False``: one process; or the first message time of each new one);
-    ``checks`` (``"model_call"`` or ``"message"``); ``preload_max_tokens`` (``None``: preload all
-    of MEMORY.md); ``model`` picks the tokenizer. ``summarizer`` (default: the recorded one when
-    it runs offline, else the extractive one); ``summary_size`` (ask the summarizer for summaries
-    of this modelled size instead of the budget; default: the recorded sizes when the replay's
-    summarizer is not the recorded one). Nothing is read or written on disk.
+    (:class:`~memorylab.analysis.runs.RunOverrides`) override it. ``summarizer`` (default: the
+    recorded one when it runs offline, else the extractive one); ``summary_size`` (ask the
+    summarizer for summaries of this modelled size instead of the budget; default: the recorded
+    sizes when the replay's summarizer is not the recorded one). Nothing is read or written.
     """
     from memorylab.analysis._summarizers import choose
     from memorylab.analysis.runs import _prepare
@@ -286,18 +277,17 @@ def _exact(
     )
     made = cached.made
     summaries = [summary for summary, _ in made]
-    input_tokens = sum(
-        s.input_tokens if s.input_tokens is not None else run.counter(text) for s, text in made
-    )
-    cost = 0.0
-    for summary, text in made:
+    input_tokens, cost = 0, 0.0
+    for summary, text in made:  # text: the input, rendered when the summary did not count it
+        tokens = summary.input_tokens if summary.input_tokens is not None else run.counter(text)
+        input_tokens += tokens
         if summary.cost_usd is not None:
             cost += summary.cost_usd
         else:
             out = summary.output_tokens
-            if out is None:
-                out = run.counter(summary.text)
-            cost += _fast.price(summary.model, summary.input_tokens or run.counter(text), out)
+            cost += _fast.price(
+                summary.model, tokens, run.counter(summary.text) if out is None else out
+            )
     final = conversation.return_history_as_string()
     return ReplayResult(
         frame=frame,

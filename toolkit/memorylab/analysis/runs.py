@@ -44,6 +44,7 @@ from memorylab.compress.policy import (
     Threshold,
     check_points,
     default_preload_max_tokens,
+    threshold_text,
     trigger_tokens,
     validate_threshold,
 )
@@ -75,6 +76,7 @@ recorded about the process that wrote the second one."""
 
 DEFAULT_CONTEXT_LENGTH = 8192
 _REPLY_ROLES = ("assistant", "Assistant", "AI")
+_COUNTS = {"context_length": 1, "summarizer_max_tokens": 1, "static_tokens": 0}  # their minimum
 
 TranscriptSource: TypeAlias = "pd.DataFrame | Sequence[Mapping[str, Any]] | str | os.PathLike[str]"
 """What a replay, a sweep or :func:`run_settings` runs over: a :func:`~memorylab.analysis.memory_df`
@@ -231,11 +233,9 @@ class RunSettings:
             raise InvalidSetting(f"RunSettings has no field(s) {unknown}; known: {sorted(known)}")
         if "threshold" in wanted:
             wanted["threshold"] = validate_threshold(wanted["threshold"])
-        for name, least in (("context_length", 1), ("summarizer_max_tokens", 1)):
+        for name, least in _COUNTS.items():
             if name in wanted:
                 wanted[name] = check_int(name, wanted[name], least)
-        if "static_tokens" in wanted:
-            wanted["static_tokens"] = check_int("static_tokens", wanted["static_tokens"], 0)
         bound = wanted.get("preload_max_tokens")
         if bound is not None and (isinstance(bound, bool) or not isinstance(bound, int)):
             raise InvalidSetting(
@@ -256,9 +256,9 @@ class RunSettings:
 
     def describe(self) -> str:
         """One line: the settings and where they came from."""
-        threshold = self.threshold
+        threshold = threshold_text(self.threshold)
         parts = [
-            f"threshold {threshold:g}" if isinstance(threshold, float) else f"{threshold:,} tokens",
+            f"threshold {threshold}" if isinstance(self.threshold, float) else threshold,
             f"of {self.context_length:,} ({self.source_of('context_length')})",
             f"summaries by {self.summarizer or 'memorylab/extractive'} within "
             f"{self.summarizer_max_tokens:,} tokens ({self.source_of('summarizer_max_tokens')})",

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequenc
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Unpack
 
-from memorylab.analysis.replay import ReplayResult, _exact
+from memorylab.analysis.replay import _exact
 from memorylab.analysis.runs import RunOverrides, RunSettings, SummarySize, TranscriptSource, _Run
 from memorylab.compress.base import Summarizer, Summary
 from memorylab.compress.policy import Threshold, same_threshold, threshold_text, trigger_tokens
@@ -59,6 +59,7 @@ whole transcript when that fits, else its start (at least :data:`CALIBRATION_COM
 compactions of each calibration setting)."""
 
 CALIBRATION_COMPACTIONS = 2
+_FIGURES = ("compactions", "peak_context_tokens", "total_input_tokens")  # replays, fast runs
 
 # The estimate behind EXACT_SECONDS (an extractive replay on a laptop: about 20 µs a message and
 # 4 µs a summarized token); it only chooses a mode, nothing is asserted about it.
@@ -159,10 +160,9 @@ def sweep(
     from memorylab.analysis.runs import _prepare
 
     run = _prepare(transcript, settings, overrides, "sweep")
-    recorded = _recorded_setting(run.settings)
-    lengths = (
-        list(context_lengths) if context_lengths is not None else [run.settings.context_length]
-    )
+    at = run.settings.context_length, run.settings.threshold
+    recorded = at if run.settings.source_of("threshold") == "recorded" else None
+    lengths = [run.settings.context_length] if context_lengths is None else list(context_lengths)
     grid = _settings(list(thresholds or DEFAULT_THRESHOLDS), lengths, recorded)
     wanted = list(facts) if facts is not None else None
     if summary_ratio is not None:
@@ -172,7 +172,6 @@ def sweep(
             raise InvalidSetting(f"summary_ratio must be within (0, 1], not {summary_ratio!r}")
         summary_size = SummarySize(ratio=float(summary_ratio))
     chosen = choose(summarizer, run, None)
-    local = chosen.local
     size = summary_size or run.settings.summary_size or SummarySize()
     fast_engine = _FastEngine(run, size)
     mode = "fast" if fast else "replay"
@@ -180,20 +179,18 @@ def sweep(
         estimate = sum(
             fast_engine.cost_estimate(length, threshold) for length, threshold, _ in grid
         )
-        mode = "replay" if local and estimate <= EXACT_SECONDS else "fast"
+        mode = "replay" if chosen.local and estimate <= EXACT_SECONDS else "fast"
     rows: list[dict[str, Any]] = []
     calibration: list[dict[str, Any]] = []
     if mode == "replay":
         bar = _progress.bar(len(grid), "sweep", "setting", progress)
         for length, threshold, trigger in grid:
-            rows.append(_exact_row(run, length, threshold, trigger, chosen, cache, wanted))
+            rows.append(_exact_row(run, (length, threshold, trigger), chosen, cache, wanted))
             bar.update(1)
         bar.close()
     else:
-        if calibrate is None:
-            calibrate = local
-        if calibrate:
-            seconds = CALIBRATION_SECONDS if calibrate is True else float(calibrate)
+        if calibrate if calibrate is not None else chosen.local:
+            seconds = CALIBRATION_SECONDS if calibrate in (None, True) else float(calibrate)
             calibration, fitted = _calibrate(
                 run, grid, recorded, chosen, fast_engine, seconds, cache
             )
@@ -202,9 +199,9 @@ def sweep(
                 calibration = _measure(run, calibration, fast_engine)
         rows = fast_engine.rows(grid, wanted, _summarizer_model(summarizer, chosen))
         exactly = list(replay_at)
-        for place, (length, threshold, trigger) in enumerate(grid):
+        for place, (_, threshold, _) in enumerate(grid):
             if any(same_threshold(threshold, t) for t in exactly):
-                rows[place] = _exact_row(run, length, threshold, trigger, chosen, cache, wanted)
+                rows[place] = _exact_row(run, grid[place], chosen, cache, wanted)
     for row in rows:
         row["recorded"] = (
             recorded is not None
@@ -231,42 +228,26 @@ def sweep_note(result: SweepResult) -> str:
     """One line on how a :func:`sweep` table was made and, for a fast one, its measured error
     (``result.notes()``; a frame of earlier versions, with its ``attrs``, warns)."""
     if not isinstance(result, SweepResult):
-        warnings.warn(
-            "sweep_note takes the SweepResult that sweep() returns, not its frame (nothing "
-            "travels in DataFrame.attrs any more)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        attrs = result.attrs
-        result = SweepResult(
-            frame=result,
-            settings=RunSettings(),
-            summarizer=attrs.get("summarizer", "the summarizer"),
-            summary_size=attrs.get("summary_size"),
-            error=attrs.get("error") or {},
-        )
+        message = "sweep_note takes the SweepResult of sweep(), not its frame with attrs"
+        warnings.warn(message, DeprecationWarning, stacklevel=2)
+        old = {"summarizer": "the summarizer", "error": {}, **result.attrs}
+        known = ("summarizer", "summary_size", "error")
+        result = SweepResult(result, RunSettings(), **{k: old.get(k) for k in known})
     return " ".join(result.notes())
 
 
-def _count_text(value: Any) -> str:
-    return "" if value is None or _missing(value) else f"{int(value):,}"
+def _text(form: str, missing: str = "") -> Callable[[Any], str]:
+    """A column's one format (``missing`` for a missing value)."""
+
+    def text(value: Any) -> str:
+        import pandas as pd
+
+        return missing if value is None or bool(pd.isna(value)) else form.format(value)
+
+    return text
 
 
-def _usd_text(value: Any) -> str:
-    """Dollars with four decimals (a sweep's costs are cents: ``$0.0149``), ``–`` when unknown."""
-    return "–" if value is None or _missing(value) else f"${float(value):,.4f}"
-
-
-def _share_text(value: Any) -> str:
-    return "" if value is None or _missing(value) else f"{float(value):.0%}"
-
-
-def _missing(value: Any) -> bool:
-    import pandas as pd
-
-    return bool(pd.isna(value))
-
-
+_count_text = _text("{:,.0f}")
 SWEEP_HEADINGS: Mapping[str, tuple[str, Callable[[Any], str]]] = {
     "context_length": ("window (tokens)", _count_text),
     "threshold": ("threshold", threshold_text),
@@ -279,8 +260,8 @@ SWEEP_HEADINGS: Mapping[str, tuple[str, Callable[[Any], str]]] = {
     "summarizer_calls": ("summarizer calls", _count_text),
     "summarizer_input_tokens": ("summarizer input tokens", _count_text),
     "summary_tokens": ("summary tokens", _count_text),
-    "estimated_cost_usd": ("est. cost (USD)", _usd_text),
-    "fact_survival": ("facts kept", _share_text),
+    "estimated_cost_usd": ("est. cost (USD)", _text("${:,.4f}", "–")),  # cents: $0.0149
+    "fact_survival": ("facts kept", _text("{:.0%}")),
 }
 """Each :func:`sweep` column shown by :func:`sweep_table`: its heading and its one format."""
 
@@ -307,59 +288,31 @@ def sweep_table(
 
 
 def _extent(error: Mapping[str, Any]) -> str:
-    if error.get("whole"):
-        return "the whole transcript"
-    return f"the first {error['messages']:,} messages"
-
-
-def _recorded_setting(settings: RunSettings) -> tuple[int, Threshold] | None:
-    if settings.source_of("threshold") == "recorded":
-        return settings.context_length, settings.threshold
-    return None
+    return "the whole transcript" if error["whole"] else f"the first {error['messages']:,} messages"
 
 
 def _exact_row(
     run: _Run,
-    length: int,
-    threshold: Threshold,
-    trigger: int,
+    setting: tuple[int, Threshold, int],
     summarizer: Summarizer,
     cache: bool | MutableMapping[str, Summary],
     facts: list[str] | None,
 ) -> dict[str, Any]:
     """A sweep row from an exact replay of the setting."""
+    from memorylab.analysis import _fast
+
+    length, threshold, trigger = setting
     result = _exact(run.at(length, threshold), summarizer, cache=cache, progress=False)
-    row = _row(length, threshold, trigger, "replay", len(run.transcript), result=result)
+    row = {"context_length": length, "threshold": threshold, "trigger": trigger, "mode": "replay"}
+    row["messages"] = len(run.transcript)
+    for name in (*_FIGURES, "summarizer_calls", "summarizer_input_tokens", "summary_tokens"):
+        row[name] = getattr(result, name)
     row["estimated_cost_usd"] = (
-        _price(run.model, result.total_input_tokens) + result.summarizer_cost_usd
+        _fast.price(run.model, result.total_input_tokens) + result.summarizer_cost_usd
     )
     if facts is not None:
         row["fact_survival"] = result.fact_survival(facts)
     return row
-
-
-def _row(
-    length: int,
-    threshold: Threshold,
-    trigger: int,
-    mode: str,
-    messages: int,
-    *,
-    result: ReplayResult,
-) -> dict[str, Any]:
-    return {
-        "context_length": length,
-        "threshold": threshold,
-        "trigger": trigger,
-        "mode": mode,
-        "messages": messages,
-        "compactions": result.compactions,
-        "peak_context_tokens": result.peak_context_tokens,
-        "total_input_tokens": result.total_input_tokens,
-        "summarizer_calls": result.summarizer_calls,
-        "summarizer_input_tokens": result.summarizer_input_tokens,
-        "summary_tokens": result.summary_tokens,
-    }
 
 
 class _FastEngine:
@@ -450,6 +403,8 @@ class _FastEngine:
     ) -> list[dict[str, Any]]:
         import numpy as np
 
+        from memorylab.analysis import _fast
+
         run = self.run
         last = _last_mentions(run.transcript, facts) if facts else None
         rows = []
@@ -461,14 +416,12 @@ class _FastEngine:
                 "trigger": trigger,
                 "mode": "fast",
                 "messages": len(run.transcript),
-                "compactions": outcome.compactions,
-                "peak_context_tokens": outcome.peak_context_tokens,
-                "total_input_tokens": outcome.total_input_tokens,
+                **{name: getattr(outcome, name) for name in _FIGURES},
                 "summarizer_calls": outcome.compactions,
                 "summarizer_input_tokens": outcome.summarizer_input_tokens,
                 "summary_tokens": outcome.summary_tokens + outcome.compactions * self.overhead,
-                "estimated_cost_usd": _price(run.model, outcome.total_input_tokens)
-                + _price(priced, outcome.summarizer_input_tokens, outcome.summary_tokens),
+                "estimated_cost_usd": _fast.price(run.model, outcome.total_input_tokens)
+                + _fast.price(priced, outcome.summarizer_input_tokens, outcome.summary_tokens),
             }
             if facts is not None:
                 row["fact_survival"] = (
@@ -569,33 +522,21 @@ def _measure(run: _Run, rows: list[dict[str, Any]], engine: _FastEngine) -> list
 def _errors(calibration: list[dict[str, Any]], messages: int) -> dict[str, Any]:
     if not calibration:
         return {}
+
+    def worst(name: str, share: bool) -> Any:
+        exact, fast = f"exact_{name}", f"fast_{name}"
+        scale = (lambda r: 100 / max(1, r[exact])) if share else (lambda r: 1)
+        return max(abs(r[fast] - r[exact]) * scale(r) for r in calibration)
+
     return {
-        "compactions": max(
-            abs(r["fast_compactions"] - r["exact_compactions"]) for r in calibration
-        ),
-        "compactions_pct": max(
-            100
-            * abs(r["fast_compactions"] - r["exact_compactions"])
-            / max(1, r["exact_compactions"])
-            for r in calibration
-        ),
+        "compactions": worst("compactions", False),
+        "compactions_pct": worst("compactions", True),
         "exact_compactions": max(r["exact_compactions"] for r in calibration),
-        "peak_pct": max(
-            100
-            * abs(r["fast_peak_context_tokens"] - r["exact_peak_context_tokens"])
-            / max(1, r["exact_peak_context_tokens"])
-            for r in calibration
-        ),
+        "peak_pct": worst("peak_context_tokens", True),
         "messages": max(r["messages"] for r in calibration),
         "whole": all(r["messages"] >= messages for r in calibration),
         "settings": len(calibration),
     }
-
-
-def _price(model: str | None, prompt: float, completion: float = 0) -> float:
-    from memorylab.analysis._fast import price
-
-    return price(model, prompt, completion)
 
 
 def _settings(
@@ -604,12 +545,8 @@ def _settings(
     out: list[tuple[int, Threshold, int]] = []
     for length in context_lengths:
         for threshold in thresholds:
-            if (
-                isinstance(threshold, int)
-                and not isinstance(threshold, bool)
-                and threshold > length
-            ):
-                continue  # an absolute threshold above the window can never fire: left out
+            if type(threshold) is int and threshold > length:  # an absolute threshold above
+                continue  # the window can never fire: left out
             out.append((int(length), threshold, trigger_tokens(length, threshold)))
     swept = {int(length) for length in context_lengths}
     if recorded is not None and recorded[0] in swept and all((w, t) != recorded for w, t, _ in out):

@@ -171,10 +171,8 @@ def threshold_text(threshold: object) -> str:
     """
     if _is_integral(threshold):
         return f"{int(threshold):,} tokens"
-    if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real):
-        return ""
-    number = float(threshold)
-    if math.isnan(number):
+    number = float(threshold) if isinstance(threshold, numbers.Real) else math.nan
+    if isinstance(threshold, bool) or math.isnan(number):
         return ""
     return f"{number:.2f}" if round(number, 2) == number else f"{number:g}"
 

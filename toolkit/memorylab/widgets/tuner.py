@@ -16,6 +16,7 @@ from __future__ import annotations
 import html
 import os
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memorylab.compress.policy import Threshold, same_threshold, threshold_text
@@ -87,27 +88,17 @@ ABOVE_WINDOW_CSS = "#cf222e"
 :data:`memorylab.analysis.plots.ABOVE_WINDOW_COLOR`)."""
 
 
+@dataclass
 class _Source:
     """What the tuner replays, with the defaults its source suggests."""
 
-    def __init__(
-        self,
-        transcript: TranscriptSource,
-        *,
-        facts: list[str] | None = None,
-        context_length: int | None = None,
-        threshold: Threshold | None = None,
-        model: str | None = None,
-        name: str = "transcript",
-        recorded: tuple[int, Threshold] | None = None,
-    ) -> None:
-        self.transcript = transcript
-        self.recorded = recorded
-        self.facts = facts
-        self.context_length = context_length
-        self.threshold = threshold
-        self.model = model
-        self.name = name
+    transcript: TranscriptSource
+    facts: list[str] | None = None
+    context_length: int | None = None
+    threshold: Threshold | None = None
+    model: str | None = None
+    name: str = "transcript"
+    recorded: tuple[int, Threshold] | None = None
 
 
 def _history(entries: Iterable[Any]) -> list[dict[str, Any]]:
