@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from memorylab.errors import InvalidSetting, MemoryFormatError, StoreError
 from memorylab.memory import format as fmt
 from memorylab.memory.records import SUMMARY_PREFIX
-from memorylab.transcripts import FACT_CATEGORIES, Fact, Probe, load_transcript
+from memorylab.transcripts import FACT_CATEGORIES, Fact, Probe, Transcript, load_transcript
 
 if TYPE_CHECKING:
     from memorylab.analysis._sources import AgentFiles
@@ -123,7 +123,7 @@ def cases_from_messages(
 
 
 def _windows(
-    transcript: Any, split: Split, window: int
+    transcript: Transcript, split: Split, window: int
 ) -> list[tuple[str, int, int]]:
     """``(suffix, start, end)`` message ranges of one transcript."""
     count = len(transcript.messages)
