@@ -62,7 +62,6 @@ PURE = {
     "memorylab.memory.retention",
     "memorylab.memory.redact",
     "memorylab.compress.policy",
-    "memorylab.validation",
     "memorylab.results",  # the result convention: values and a deprecation warning
     "memorylab.validation",
 }
