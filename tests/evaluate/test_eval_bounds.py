@@ -33,6 +33,7 @@ from memorylab.evaluate import (
     summary_table,
 )
 from memorylab.evaluate.cli import main
+from memorylab.evaluate.compare import ComparisonResult
 from memorylab.evaluate.tables import bootstrap_interval
 from memorylab.llm import RetryPolicy
 
@@ -43,7 +44,7 @@ QUALITY = ["fact_recall.overall", "probe_qa.exact", "probe_qa.fuzzy"]
 
 
 @pytest.fixture(scope="module")
-def bundled() -> pd.DataFrame:
+def bundled() -> ComparisonResult:
     cases = cases_from_transcripts(split="session")
     return compare_summarizers(cases, [*BOUNDS, *BASELINES], progress=False, cache_dir=None,
                                max_tokens=2048)  # fmt: skip
@@ -52,15 +53,16 @@ def bundled() -> pd.DataFrame:
 # --------------------------------------------------------------------------- bounds
 
 
-def test_every_default_scorer_ranks_the_ceiling_clearly_above_the_floor(bundled: pd.DataFrame) -> None:
-    table = summary_table(bundled)
-    assert table.attrs["bounds"] == {"ceiling": "memorylab/full", "floor": "memorylab/none"}
+def test_every_default_scorer_ranks_the_ceiling_clearly_above_the_floor(bundled: ComparisonResult) -> None:
+    marks = summary_table(bundled)
+    table = marks.frame
+    assert marks.bounds == {"ceiling": "memorylab/full", "floor": "memorylab/none"}
     quality = [c for c in table.columns if c.startswith(("fact_recall.", "probe_qa."))
                and not c.endswith((".lo", ".hi"))]  # fmt: skip
     assert {"fact_recall.overall", "probe_qa.exact", "probe_qa.fuzzy"} <= set(quality)
     for column in quality:
         assert table.loc["memorylab/full", f"{column}.lo"] > table.loc["memorylab/none", f"{column}.hi"], column
-    assert table.attrs["not_measuring"] == {}
+    assert marks.not_measuring == {}
     assert table.loc["memorylab/full", "fact_recall.overall"] == 1.0
     assert table.loc["memorylab/none", "probe_qa.exact"] == 0.0
     # the cost-like scorers get no interval and no bound check
@@ -73,26 +75,26 @@ def test_a_scorer_that_does_not_separate_the_bounds_is_said_to_measure_nothing()
     def constant(sample: Any) -> float:
         return 0.5
 
-    df = compare_summarizers(cases, [*BOUNDS, "memorylab/truncate"], ["fact_recall", constant],
-                             progress=False, cache_dir=None)  # fmt: skip
-    table = summary_table(df)
-    assert list(table.attrs["not_measuring"]) == ["constant.value"]
-    assert "is not clearly above the floor" in table.attrs["not_measuring"]["constant.value"]
-    text = markdown_table(table)
+    result = compare_summarizers(cases, [*BOUNDS, "memorylab/truncate"], ["fact_recall", constant],
+                                 progress=False, cache_dir=None)  # fmt: skip
+    marks = summary_table(result)
+    assert list(marks.not_measuring) == ["constant.value"]
+    assert "is not clearly above the floor" in marks.not_measuring["constant.value"]
+    text = markdown_table(marks)
     assert "| constant.value † |" in text.splitlines()[0]
     assert "† constant.value measures nothing on these cases" in text
     assert "memorylab/full (ceiling)" in text and "memorylab/none (floor)" in text
 
 
-def test_intervals_are_seeded_bootstrap_and_deterministic(bundled: pd.DataFrame) -> None:
-    first = summary_table(bundled, QUALITY)
-    again = summary_table(bundled, QUALITY)
+def test_intervals_are_seeded_bootstrap_and_deterministic(bundled: ComparisonResult) -> None:
+    first = summary_table(bundled, QUALITY).frame
+    again = summary_table(bundled, QUALITY).frame
     pd.testing.assert_frame_equal(first, again)
     for column in QUALITY:
         for label in first.index:
             low, value, high = (first.loc[label, f"{column}{s}"] for s in (".lo", "", ".hi"))
             assert low <= value <= high
-    other = summary_table(bundled, QUALITY, seed=1)
+    other = summary_table(bundled, QUALITY, seed=1).frame
     assert not other.equals(first)  # another seed, other draws
     assert bootstrap_interval([1.0] * 5) == (1.0, 1.0)
     assert all(math.isnan(x) for x in bootstrap_interval([]))
@@ -101,22 +103,23 @@ def test_intervals_are_seeded_bootstrap_and_deterministic(bundled: pd.DataFrame)
 def test_differences_inside_the_interval_are_marked_not_significant() -> None:
     cases = cases_from_transcripts(split="session")[:6]
     twins = {"a": "memorylab/truncate", "b": "memorylab/truncate", "best": "memorylab/extractive"}
-    df = compare_summarizers(cases, twins, ["fact_recall"], progress=False, cache_dir=None,
-                             max_tokens=512)  # fmt: skip
-    table = summary_table(df, ["fact_recall.overall"])
+    result = compare_summarizers(cases, twins, ["fact_recall"], progress=False, cache_dir=None,
+                                 max_tokens=512)  # fmt: skip
+    marks = summary_table(result, ["fact_recall.overall"])
+    table = marks.frame
     means = table["fact_recall.overall"]
     assert means["best"] > means["a"] == means["b"]
-    tied = table.attrs["tied"].get("fact_recall.overall")
+    tied = marks.tied.get("fact_recall.overall")
     assert tied is None or tied[0] == "best"
     # two identical summarizers are always tied with each other when one of them is the best
-    df2 = compare_summarizers(cases, {"a": "memorylab/truncate", "b": "memorylab/truncate"},
-                              ["fact_recall"], progress=False, cache_dir=None)  # fmt: skip
-    pair = summary_table(df2, ["fact_recall.overall"])
-    assert pair.attrs["tied"]["fact_recall.overall"] == ["a", "b"]
-    assert "≈" in markdown_table(pair).splitlines()[3]
+    result2 = compare_summarizers(cases, {"a": "memorylab/truncate", "b": "memorylab/truncate"},
+                                  ["fact_recall"], progress=False, cache_dir=None)  # fmt: skip
+    pair_marks = summary_table(result2, ["fact_recall.overall"])
+    assert pair_marks.tied["fact_recall.overall"] == ["a", "b"]
+    assert "≈" in markdown_table(pair_marks).splitlines()[3]
 
 
-def test_plots_draw_bounds_intervals_and_ties(bundled: pd.DataFrame) -> None:
+def test_plots_draw_bounds_intervals_and_ties(bundled: ComparisonResult) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -142,18 +145,19 @@ def test_plots_draw_bounds_intervals_and_ties(bundled: pd.DataFrame) -> None:
 
 def test_fact_recall_on_extracted_facts_is_flagged_biased_for_the_extractive_summarizer() -> None:
     bare = [Case(c.id, c.messages) for c in cases_from_transcripts(split="session")[:3]]
-    df = compare_summarizers(bare, BASELINES, ["fact_recall"], progress=False, cache_dir=None)
+    result = compare_summarizers(bare, BASELINES, ["fact_recall"], progress=False, cache_dir=None)
+    df = result.frame
     flagged = df[df.flag == "biased"]
     assert set(flagged.summarizer) == {"memorylab/extractive"}
     assert flagged.explanation.str.contains("biased").all()
-    table = summary_table(df, ["fact_recall.overall"])
-    assert table.attrs["biased"] == {"fact_recall.overall": ["memorylab/extractive"]}
-    text = markdown_table(table)
+    marks = summary_table(result, ["fact_recall.overall"])
+    assert marks.biased == {"fact_recall.overall": ["memorylab/extractive"]}
+    text = markdown_table(marks)
     assert "* fact_recall.overall is biased for memorylab/extractive" in text
     # with planted facts (the ground truth) nothing is flagged
     planted = compare_summarizers(cases_from_transcripts(split="session")[:3], BASELINES,
                                   ["fact_recall"], progress=False, cache_dir=None)  # fmt: skip
-    assert planted.flag.isna().all()
+    assert planted.frame.flag.isna().all()
 
 
 def test_the_lexical_baseline_is_called_so() -> None:
@@ -231,10 +235,12 @@ def test_locomo_cases_per_session_and_per_conversation() -> None:
 
 def test_the_same_comparison_runs_on_a_locomo_fixture() -> None:
     cases = cases_from_locomo(LOCOMO)
-    df = compare_summarizers(cases, [*BOUNDS, *BASELINES], progress=False, cache_dir=None,
-                             max_tokens=64)  # fmt: skip
+    result = compare_summarizers(cases, [*BOUNDS, *BASELINES], progress=False, cache_dir=None,
+                                 max_tokens=64)  # fmt: skip
+    df = result.frame
     assert df.error.isna().all()  # the floor's empty summary is a valid output
-    table = summary_table(df)
+    marks = summary_table(result)
+    table = marks.frame
     recall = df[(df.scorer == "fact_recall") & (df.metric == "overall")]
     assert set(recall.explanation.str.len() > 0)
     full = table.loc["memorylab/full"]
@@ -304,8 +310,9 @@ def test_two_readers_score_in_one_run_under_names_of_their_own(tmp_path: Path) -
     with FakeOpenAIServer("Ines Duarte") as server:
         model = get_scorer("probe_qa", name="qa_model", reader="openai/reader",
                            llm_args={"api_base": server.base_url})  # fmt: skip
-        df = compare_summarizers([case], ["memorylab/full"], ["probe_qa", model],
-                                 progress=False, cache_dir=tmp_path / "cache")  # fmt: skip
+        result = compare_summarizers([case], ["memorylab/full"], ["probe_qa", model],
+                                     progress=False, cache_dir=tmp_path / "cache")  # fmt: skip
+        df = result.frame
     assert {"probe_qa", "qa_model"} <= set(df.scorer)
     assert model.name == "qa_model" and get_scorer("probe_qa").name == "probe_qa"
     with pytest.raises(InvalidSetting, match="name='probe_qa_2'"):
@@ -330,8 +337,9 @@ def test_reader_and_judge_prompts_are_parameters(tmp_path: Path) -> None:
                                system_prompt="Be brief.")  # fmt: skip
         judge = get_scorer("judge", model="openai/j", llm_args=args,
                            prompt="RATE {summary} AGAINST {transcript}")  # fmt: skip
-        df = compare_summarizers([case], ["memorylab/full"], [reader, judge], progress=False,
-                                 cache_dir=None)  # fmt: skip
+        result = compare_summarizers([case], ["memorylab/full"], [reader, judge], progress=False,
+                                     cache_dir=None)  # fmt: skip
+        df = result.frame
     assert df.error.isna().all()
     assert any(s.startswith("Q=") for s in seen) and any(s.startswith("RATE ") for s in seen)
     assert "an AI agent's earlier work" not in READER_PROMPT
@@ -347,8 +355,9 @@ def test_two_local_servers_under_one_alias_do_not_share_cached_answers(tmp_path:
         for server in (one, two):
             reader = get_scorer("probe_qa", reader="openai/local",
                                 llm_args={"api_base": server.base_url})  # fmt: skip
-            df = compare_summarizers([case], ["memorylab/full"], [reader], progress=False,
-                                     cache_dir=cache)  # fmt: skip
+            result = compare_summarizers([case], ["memorylab/full"], [reader], progress=False,
+                                         cache_dir=cache)  # fmt: skip
+            df = result.frame
             results.append(df)
         assert one.request_count == len(case.probes) == two.request_count
     exact = [d[d.metric == "exact"].value.iloc[0] for d in results]
@@ -397,11 +406,12 @@ def test_the_local_model_name_needs_the_flag(capsys: pytest.CaptureFixture[str],
     assert "is not a GGUF model file" in capsys.readouterr().err
 
 
-def test_fact_survival_table_has_intervals_on_request(bundled: pd.DataFrame) -> None:
-    table = fact_survival_table(bundled, ci=True)
+def test_fact_survival_table_has_intervals_on_request(bundled: ComparisonResult) -> None:
+    marks = fact_survival_table(bundled, ci=True)
+    table = marks.frame
     assert {"overall", "overall.lo", "overall.hi", "facts"} <= set(table.columns)
     assert table.loc["memorylab/full", "overall"] == 1.0
-    assert "memorylab/full (ceiling)" in markdown_table(table)
+    assert "memorylab/full (ceiling)" in markdown_table(marks)
 
 
 def test_a_summary_over_budget_is_recorded_as_truncated(tmp_path: Path) -> None:
@@ -410,7 +420,7 @@ def test_a_summary_over_budget_is_recorded_as_truncated(tmp_path: Path) -> None:
         model = LiteLLMSummarizer("openai/m", llm_args={"api_base": server.base_url},
                                   retry=RetryPolicy(retries=0), max_tokens=100)  # fmt: skip
         summaries = compare_summarizers([case], [model], ["compression"], progress=False,
-                                        cache_dir=None, with_summaries=True).summaries  # fmt: skip
+                                        cache_dir=None).summaries  # fmt: skip
     assert bool(summaries.truncated.iloc[0])
     assert "cut to the summary budget" in summaries.text.iloc[0]
 

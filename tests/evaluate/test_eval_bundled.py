@@ -55,10 +55,10 @@ def test_bundled_workspaces_as_cases(kind: str) -> None:
     cases = cases_from_workspace(bundled_workspace(kind))  # type: ignore[arg-type]
     assert cases and all(c.summary for c in cases)
     assert {c.metadata["reference_format"] for c in cases} == {kind == "reference"}
-    df = compare_summarizers(cases[:4], [EXISTING, *BASELINES], ["compression", "fact_recall"],
-                             progress=False, cache_dir=False)  # fmt: skip
-    assert not (df.metric == "error").any()
-    table = fact_survival_table(df)
+    result = compare_summarizers(cases[:4], [EXISTING, *BASELINES], ["compression", "fact_recall"],
+                                 progress=False, cache_dir=False)  # fmt: skip
+    assert not (result.frame.metric == "error").any()
+    table = fact_survival_table(result).frame
     assert list(table.index) == [EXISTING, *BASELINES] and (table.facts > 0).all()
 
 

@@ -57,7 +57,8 @@ class SyncOnly:
 
 
 def test_baselines_and_long_form_columns() -> None:
-    df = compare_summarizers(cases(), list(BASELINES), progress=False, cache_dir=False)
+    result = compare_summarizers(cases(), list(BASELINES), progress=False, cache_dir=False)
+    df = result.frame
     assert list(df.columns) == ["case", "summarizer", "scorer", "metric", "value", "n",
                                 "explanation", "error", "items", "flag"]  # fmt: skip
     assert df.value.dtype == float and df.n.dtype == float
@@ -67,7 +68,7 @@ def test_baselines_and_long_form_columns() -> None:
     overall = df[(df.scorer == "fact_recall") & (df.metric == "overall")]
     assert (overall.value == 1.0).all()  # a short history fits every budget
     assert (overall.n == 3).all()
-    assert df.attrs["run"]["requests"] == 0
+    assert result.run["requests"] == 0
 
 
 def test_failures_become_rows_and_the_rest_goes_on() -> None:
@@ -77,15 +78,16 @@ def test_failures_become_rows_and_the_rest_goes_on() -> None:
     def broken(sample: Any) -> float:
         raise RuntimeError("scorer bug")
 
-    df = compare_summarizers(cases(), [flaky, "memorylab/truncate"],
-                             ["fact_recall", broken], progress=False, cache_dir=False)  # fmt: skip
+    result = compare_summarizers(cases(), [flaky, "memorylab/truncate"],
+                                 ["fact_recall", broken], progress=False, cache_dir=False)  # fmt: skip
+    df = result.frame
     errors = df[df.metric == "error"]
     summarize_errors = errors[errors.scorer == "summarize"]
     assert len(summarize_errors) == 1
     assert summarize_errors.error.iloc[0].startswith("ModelUnavailable: flaky: scripted")
     assert len(errors[errors.scorer == "broken"]) == 5  # 6 summaries, one failed
     assert errors[errors.scorer == "broken"].error.str.contains("RuntimeError: scorer bug").all()
-    table = summary_table(df)
+    table = summary_table(result).frame
     assert table.loc["flaky", "errors"] == 1 + 2 and table.loc["memorylab/truncate", "errors"] == 3
     assert table.loc["flaky", "fact_recall.path"] == 1.0
 
@@ -108,8 +110,9 @@ def test_summarizer_specs() -> None:
 
 
 def test_a_sync_summarizer_and_a_budget() -> None:
-    df = compare_summarizers(cases(1), [SyncOnly(), "memorylab/extractive"], ["compression"],
-                             max_tokens=40, progress=False, cache_dir=False)  # fmt: skip
+    result = compare_summarizers(cases(1), [SyncOnly(), "memorylab/extractive"], ["compression"],
+                                 max_tokens=40, progress=False, cache_dir=False)  # fmt: skip
+    df = result.frame
     tokens = df[df.metric == "summary_tokens"].set_index("summarizer").value
     assert tokens["mine"] > 0 and tokens["memorylab/extractive"] <= 40
 
@@ -139,21 +142,23 @@ def test_existing_summaries_of_a_workspace_are_scored_without_a_model(
         conv.add(message["role"], message["content"])
     conv.compact("Config /srv/api/config.yaml; blue-green deploys.", latency_s=2.0, cost_usd=0.01)
     found = cases_from_workspace(isolated_workspace)
-    df = compare_summarizers(found, [EXISTING, "memorylab/truncate"],
-                             ["latency", "cost", "fact_recall"], progress=False)  # fmt: skip
+    result = compare_summarizers(found, [EXISTING, "memorylab/truncate"],
+                                 ["latency", "cost", "fact_recall"], progress=False)  # fmt: skip
+    df = result.frame
     mine = df[df.summarizer == EXISTING].set_index(["scorer", "metric"]).value
     assert mine["latency", "seconds"] == 2.0 and mine["cost", "usd"] == 0.01
     assert mine["fact_recall", "path"] == 1.0
-    assert df.attrs["run"]["requests"] == 0
+    assert result.run["requests"] == 0
     # a case without a summary: an error row for memorylab/existing only
-    df = compare_summarizers(cases(1), [EXISTING], ["latency"], progress=False)
+    result = compare_summarizers(cases(1), [EXISTING], ["latency"], progress=False)
+    df = result.frame
     assert df.metric.tolist() == ["error"] and "has no existing summary" in df.error.iloc[0]
 
 
 def test_with_summaries() -> None:
     result = compare_summarizers(cases(2), ["memorylab/truncate"], ["compression"],
-                                 progress=False, cache_dir=False, with_summaries=True)  # fmt: skip
-    df, summaries = result.scores, result.summaries
+                                 progress=False, cache_dir=False)  # fmt: skip
+    df, summaries = result.frame, result.summaries
     assert len(df) == 6 and len(summaries) == 2
     assert summaries.text.str.contains("8443").all()
     assert set(summaries.columns) >= {"model", "latency_s", "cost_usd", "cached", "error"}
@@ -173,16 +178,16 @@ def test_tables() -> None:
                          "metric": "seconds", "value": 2.0 * (case + 1), "n": None,
                          "explanation": "", "error": None})  # fmt: skip
     df = pd.DataFrame(rows)
-    table = summary_table(df)
+    table = summary_table(df).frame
     assert table.loc["a", "fact_recall.number"] == pytest.approx(0.25)  # 1 of 4 facts, weighted
-    assert summary_table(df, weighted=False).loc["a", "fact_recall.number"] == pytest.approx(0.5)
+    assert summary_table(df, weighted=False).frame.loc["a", "fact_recall.number"] == pytest.approx(0.5)
     assert table.loc["a", "latency.seconds"] == 3.0 and table.loc["b", "cases"] == 2
-    assert list(summary_table(df, ["latency.seconds"]).columns) == ["latency.seconds", "cases", "errors"]
+    assert list(summary_table(df, ["latency.seconds"]).frame.columns) == ["latency.seconds", "cases", "errors"]
     with pytest.raises(InvalidSetting):
         summary_table(df, ["nope.nothing"])
     survival = fact_survival_table(df)
-    assert list(survival.columns) == ["number", "overall", "facts"]
-    assert survival.loc["b", "overall"] == 1.0 and survival.loc["a", "facts"] == 4
+    assert list(survival.frame.columns) == ["number", "overall", "facts"]
+    assert survival.frame.loc["b", "overall"] == 1.0 and survival.frame.loc["a", "facts"] == 4
     text = markdown_table(survival, percent=["number", "overall"])
     assert text.splitlines()[:3] == [
         "| summarizer | number | overall | facts |",
@@ -199,7 +204,7 @@ def test_thread_pool_executor_gives_the_same_scores() -> None:
     with ThreadPoolExecutor(max_workers=3) as pool:
         pooled = compare_summarizers(cases(), list(BASELINES), ["compression", "fact_recall"],
                                      progress=False, cache_dir=False, executor=pool)  # fmt: skip
-    pd.testing.assert_frame_equal(plain, pooled)
+    pd.testing.assert_frame_equal(plain.frame, pooled.frame)
 
 
 def test_runs_inside_a_running_event_loop() -> None:
@@ -207,7 +212,8 @@ def test_runs_inside_a_running_event_loop() -> None:
         return compare_summarizers(cases(1), ["memorylab/truncate"], ["compression"],
                                    progress=False, cache_dir=False)  # fmt: skip
 
-    df = asyncio.run(notebook_cell())
+    result = asyncio.run(notebook_cell())
+    df = result.frame
     assert len(df) == 3
 
 
@@ -220,8 +226,9 @@ def test_function_scorer_returning_scores() -> None:
     def words(sample: Any) -> dict[str, Any]:
         return {"words": len(sample.text.split()), "flag": Score(1.0, "always")}
 
-    df = compare_summarizers(cases(1), ["memorylab/truncate"], [words], progress=False,
-                             cache_dir=False)  # fmt: skip
+    result = compare_summarizers(cases(1), ["memorylab/truncate"], [words], progress=False,
+                                 cache_dir=False)  # fmt: skip
+    df = result.frame
     assert set(df.metric) == {"words", "flag"} and set(df.scorer) == {"words"}
 
 
@@ -242,7 +249,7 @@ def test_process_pool_executor_pickles_the_work() -> None:
     with ProcessPoolExecutor(max_workers=2, mp_context=context) as pool:
         pooled = compare_summarizers(cases(2), list(BASELINES), ["compression", "fact_recall"],
                                      progress=False, cache_dir=False, executor=pool)  # fmt: skip
-    pd.testing.assert_frame_equal(plain, pooled)
+    pd.testing.assert_frame_equal(plain.frame, pooled.frame)
 
 
 def test_summarizers_and_scorers_of_your_own_go_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -273,8 +280,9 @@ def test_summarizers_and_scorers_of_your_own_go_by_name(monkeypatch: pytest.Monk
             threads.append(threading.current_thread().name)
             return {"chars": Score(len(sample.text))}
 
-    df = compare_summarizers(cases(2), ["test/first"], ["test/length", "fact_recall"],
-                             progress=False, cache_dir=False)  # fmt: skip
+    result = compare_summarizers(cases(2), ["test/first"], ["test/length", "fact_recall"],
+                                 progress=False, cache_dir=False)  # fmt: skip
+    df = result.frame
     assert df.error.isna().all() and set(df.summarizer) == {"test/first"}
     chars = df[df.metric == "chars"].value
     assert list(chars) == [len(HISTORY[0]["content"])] * 2

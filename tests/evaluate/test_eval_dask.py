@@ -36,5 +36,5 @@ def test_local_dask_cluster_executor(tmp_path: object) -> None:
                                      cache_dir=tmp_path, progress=False,
                                      executor=client.get_executor())  # fmt: skip
         assert server.request_count == 4  # the jobs read the shared on-disk cache
-        assert spread.attrs["run"]["cache_hits"] == 4
-    pd.testing.assert_frame_equal(local, spread)
+        assert spread.run["cache_hits"] == 4
+    pd.testing.assert_frame_equal(local.frame, spread.frame)

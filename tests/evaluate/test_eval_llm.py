@@ -94,8 +94,9 @@ def test_several_models_with_different_replies_and_failures(
             "dead": summarizer("openai/dead", dead, retries=1),
             "floor": "memorylab/truncate",
         }
-        df = compare_summarizers(cases(), summarizers, SCORERS, cache_dir=tmp_path / "cache",
-                                 concurrency=4, progress=False)  # fmt: skip
+        result = compare_summarizers(cases(), summarizers, SCORERS, cache_dir=tmp_path / "cache",
+                                     concurrency=4, progress=False)  # fmt: skip
+        df = result.frame
         assert dead.request_count == 8  # 4 cases x (1 + 1 retry)
     assert value(df, "good", "fact_recall", "overall") == 1.0
     assert value(df, "lossy", "fact_recall", "number") == 0.0  # exactly the port is lost
@@ -106,7 +107,7 @@ def test_several_models_with_different_replies_and_failures(
     assert errors.error.str.contains("ModelUnavailable").all()
     assert value(df, "good", "cost", "usd") > 0  # gpt-4o-mini has a litellm price
     assert pd.isna(value(df, "lossy", "cost", "usd"))  # an unmapped model: NaN, not a crash
-    table = summary_table(df)
+    table = summary_table(result).frame
     assert table.loc["dead", "errors"] == 4 and table.loc["good", "errors"] == 0
     assert list(table.index) == ["good", "lossy", "flaky", "dead", "floor"]
 
@@ -122,14 +123,14 @@ def test_rerun_is_served_from_the_cache(servers: dict[str, FakeOpenAIServer], tm
     # 4 summaries; reader prompts: 4 distinct summaries of "good", 1 repeated one of "flaky"
     assert sent["good"] == 4 + 5
     assert sent["flaky"] == 1 + 4  # the 429 and its retry, then 3 more summaries
-    assert first.attrs["run"]["requests"] == 4 + 4 + 5
+    assert first.run["requests"] == 4 + 4 + 5
     second = compare_summarizers(cases(), summarizers, [*SCORERS, reader],
                                  cache_dir=tmp_path, progress=False)  # fmt: skip
     assert {name: s.request_count for name, s in servers.items()} == sent  # zero requests
-    assert second.attrs["run"]["requests"] == 0
-    assert second.attrs["run"]["cache_hits"] == 4 + 4 + 8
-    assert value(first, "good", "probe_qa", "exact") == 1.0
-    pd.testing.assert_frame_equal(first, second)  # identical numbers, latency included
+    assert second.run["requests"] == 0
+    assert second.run["cache_hits"] == 4 + 4 + 8
+    assert value(first.frame, "good", "probe_qa", "exact") == 1.0
+    pd.testing.assert_frame_equal(first.frame, second.frame)  # identical numbers, latency included
     entries = list((tmp_path).glob("??/*.json"))
     assert len(entries) == 4 + 4 + 5 == len(LLMCache(tmp_path))
     entry = json.loads(entries[0].read_text())
@@ -177,15 +178,15 @@ def test_cost_guard_refuses_before_sending(servers: dict[str, FakeOpenAIServer],
         compare_summarizers(cases(), [priced], SCORERS, cache_dir=tmp_path, max_cost_usd=1e-6,
                             progress=False)  # fmt: skip
     assert servers["good"].request_count == 0
-    df = compare_summarizers(cases(), [priced], SCORERS, cache_dir=tmp_path, max_cost_usd=1.0,
-                             progress=False)  # fmt: skip
-    assert df.attrs["run"]["estimate_usd"] == pytest.approx(row.usd)
-    assert 0 < df.attrs["run"]["spent_usd"] < row.usd
+    result = compare_summarizers(cases(), [priced], SCORERS, cache_dir=tmp_path, max_cost_usd=1.0,
+                                 progress=False)  # fmt: skip
+    assert result.run["estimate_usd"] == pytest.approx(row.usd)
+    assert 0 < result.run["spent_usd"] < row.usd
     # everything is cached now: the estimate is 0 and even a zero budget runs
     assert estimate_cost(cases(), [priced], SCORERS, cache_dir=tmp_path)["usd"].sum() == 0
     again = compare_summarizers(cases(), [priced], SCORERS, cache_dir=tmp_path, max_cost_usd=0,
                                 progress=False)  # fmt: skip
-    assert again.attrs["run"]["requests"] == 0
+    assert again.run["requests"] == 0
 
 
 def test_cost_guard_counts_model_scorers(servers: dict[str, FakeOpenAIServer],
@@ -198,10 +199,10 @@ def test_cost_guard_counts_model_scorers(servers: dict[str, FakeOpenAIServer],
 
 
 def test_unpriced_models_are_named(servers: dict[str, FakeOpenAIServer], tmp_path: Path) -> None:
-    df = compare_summarizers(cases(1), [summarizer("openai/lossy", servers["lossy"])], SCORERS,
-                             cache_dir=tmp_path, max_cost_usd=1.0, progress=False)  # fmt: skip
-    assert df.attrs["run"]["unpriced_models"] == ["openai/lossy"]
-    assert df.attrs["run"]["unpriced_calls"] == 1
+    result = compare_summarizers(cases(1), [summarizer("openai/lossy", servers["lossy"])], SCORERS,
+                                 cache_dir=tmp_path, max_cost_usd=1.0, progress=False)  # fmt: skip
+    assert result.run["unpriced_models"] == ["openai/lossy"]
+    assert result.run["unpriced_calls"] == 1
 
 
 def test_model_reader_and_judge(tmp_path: Path) -> None:
@@ -220,9 +221,9 @@ def test_model_reader_and_judge(tmp_path: Path) -> None:
         keep = Case("keep", HISTORY, FACTS, PROBES)
         result = compare_summarizers(
             [keep], ["memorylab/head-tail", "memorylab/scripted"], scorers, cache_dir=tmp_path,
-            progress=False, with_summaries=True,
+            progress=False,
         )  # fmt: skip
-        df, summaries = result.scores, result.summaries
+        df, summaries = result.frame, result.summaries
         judge_calls = [r for r in server.requests if "Rate the SUMMARY" in r["messages"][-1]["content"]]
         assert len(judge_calls) == 2
         assert "<transcript>" in judge_calls[0]["messages"][-1]["content"]
@@ -239,8 +240,9 @@ def test_a_judge_reply_without_ratings_is_an_error_row(tmp_path: Path) -> None:
     with FakeOpenAIServer("I cannot rate this.") as server:
         judge = get_scorer("judge", model="openai/judge",
                            llm_args={"api_base": server.base_url, "api_key": "x"})  # fmt: skip
-        df = compare_summarizers(cases(1), ["memorylab/truncate"], ["compression", judge],
-                                 cache_dir=tmp_path, progress=False)  # fmt: skip
+        result = compare_summarizers(cases(1), ["memorylab/truncate"], ["compression", judge],
+                                     cache_dir=tmp_path, progress=False)  # fmt: skip
+        df = result.frame
     error = df[df.metric == "error"]
     assert list(error.scorer) == ["judge"] and "no ratings" in error.error.iloc[0]
     assert value(df, "memorylab/truncate", "compression", "summary_tokens") > 0
@@ -249,8 +251,9 @@ def test_a_judge_reply_without_ratings_is_an_error_row(tmp_path: Path) -> None:
 def test_timeouts_retry_then_become_rows(tmp_path: Path) -> None:
     with FakeOpenAIServer(Reply("late", delay=2.0)) as server:
         slow = summarizer("openai/slow", server, timeout=0.2, retries=1)
-        df = compare_summarizers(cases(2), [slow], ["compression"], cache_dir=tmp_path,
-                                 progress=False)  # fmt: skip
+        result = compare_summarizers(cases(2), [slow], ["compression"], cache_dir=tmp_path,
+                                     progress=False)  # fmt: skip
+        df = result.frame
         assert server.request_count == 4
     assert set(df.metric) == {"error"}
     assert df.error.str.contains("ModelTimeout").all()

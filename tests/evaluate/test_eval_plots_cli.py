@@ -28,6 +28,7 @@ from memorylab.evaluate import (
     plot_quality,
 )
 from memorylab.evaluate.cli import add_compare_arguments, main
+from memorylab.evaluate.compare import ComparisonResult
 from memorylab.evaluate.plots import pareto_front
 
 HISTORY = (
@@ -39,13 +40,13 @@ FACTS = (Fact("f1", "path", "/srv/api/config.yaml", 0), Fact("f2", "number", "po
 
 
 @pytest.fixture(scope="module")
-def results() -> pd.DataFrame:
+def results() -> ComparisonResult:
     cases = [Case(f"c{i}", HISTORY, FACTS) for i in range(3)]
     return compare_summarizers(cases, list(BASELINES), max_tokens=40, progress=False,
                                cache_dir=False)  # fmt: skip
 
 
-def test_plots_return_axes_and_draw_on_given_axes(results: pd.DataFrame) -> None:
+def test_plots_return_axes_and_draw_on_given_axes(results: ComparisonResult) -> None:
     ax = plot_quality(results)
     assert [t.get_text() for t in ax.get_xticklabels()] == ["number", "path", "command", "overall"]
     assert len(ax.patches) == 3 * 4
@@ -60,7 +61,7 @@ def test_plots_return_axes_and_draw_on_given_axes(results: pd.DataFrame) -> None
     with pytest.raises(InvalidSetting):
         plot_cost_quality(results, quality="judge.overall")
     with pytest.raises(InvalidSetting):
-        plot_latency(results[results.scorer != "latency"])
+        plot_latency(results.frame[results.frame.scorer != "latency"])
 
 
 def test_pareto_front() -> None:

@@ -72,9 +72,9 @@ def test_a_real_local_model_through_the_gateway(tmp_path: Path,
                             max_tokens=24)  # fmt: skip
         result = compare_summarizers(
             [CASE], {"local": summarizer, "full": "memorylab/full"}, ["compression", reader],
-            progress=False, cache_dir=tmp_path / "cache", with_summaries=True, concurrency=2,
+            progress=False, cache_dir=tmp_path / "cache", concurrency=2,
         )
-        df, summaries = result.scores, result.summaries
+        df, summaries = result.frame, result.summaries
     seconds = time.perf_counter() - started
     assert _refused(api_base), "the server still listens after the block"
     assert df.error.isna().all(), df[df.error.notna()].error.tolist()
@@ -85,7 +85,7 @@ def test_a_real_local_model_through_the_gateway(tmp_path: Path,
     assert len(answered) == 2 and (answered.n == len(CASE.probes)).all()
     assert answered.value.notna().all()
     expected_calls = 1 + 2 * len(CASE.probes)  # one summary, the probes on two summaries
-    assert df.attrs["run"]["requests"] == expected_calls == len(sent)
+    assert result.run["requests"] == expected_calls == len(sent)
     assert set(sent) == {api_base}
     print(f"\nlocal model end to end: {expected_calls} calls in {seconds:.1f} s")
 

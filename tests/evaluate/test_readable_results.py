@@ -14,7 +14,7 @@ import pytest
 from matplotlib.axes import Axes
 
 from memorylab.evaluate import BASELINES, Case, Fact, compare_summarizers
-from memorylab.evaluate.compare import ComparisonResult
+from memorylab.evaluate.compare import ComparisonResult, SummaryTable, markdown_table, summary_table
 from memorylab.evaluate.plots import (
     ALL_FREE_NOTE,
     plot_cost_quality,
@@ -37,7 +37,7 @@ def _close() -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def offline() -> pd.DataFrame:
+def offline() -> ComparisonResult:
     """Every summarizer local: every cost is zero."""
     return compare_summarizers(CASES, list(BASELINES), max_tokens=40, progress=False,
                                cache_dir=False)  # fmt: skip
@@ -55,7 +55,7 @@ def _no_offset(ax: Axes) -> None:
     assert ax.yaxis.get_offset_text().get_text() == ""
 
 
-def test_cost_quality_with_every_cost_zero_says_so(offline: pd.DataFrame) -> None:
+def test_cost_quality_with_every_cost_zero_says_so(offline: ComparisonResult) -> None:
     ax = plot_cost_quality(offline)
     low, _high = ax.get_xlim()
     assert -0.1 < low <= 0  # not a span around zero (-0.04 ... 0.04): no cost is negative
@@ -65,8 +65,8 @@ def test_cost_quality_with_every_cost_zero_says_so(offline: pd.DataFrame) -> Non
     _no_offset(ax)
 
 
-def test_cost_quality_with_small_costs_in_dollars_without_offset(offline: pd.DataFrame) -> None:
-    priced = offline.copy()
+def test_cost_quality_with_small_costs_in_dollars_without_offset(offline: ComparisonResult) -> None:
+    priced = offline.frame.copy()
     costs = {"memorylab/extractive": 0.000012, "memorylab/truncate": 0.000031}
     rows = priced["scorer"].eq("cost") & priced["metric"].eq("usd")
     priced.loc[rows, "value"] = priced.loc[rows, "summarizer"].map(costs).fillna(0.0)
@@ -80,7 +80,7 @@ def test_cost_quality_with_small_costs_in_dollars_without_offset(offline: pd.Dat
     _no_offset(ax)
 
 
-def test_quality_and_latency_ticks_are_plain(offline: pd.DataFrame) -> None:
+def test_quality_and_latency_ticks_are_plain(offline: ComparisonResult) -> None:
     for ax in (plot_quality(offline), plot_latency(offline)):
         labels = _ticks(ax, "y")
         assert labels and not any("e" in label for label in labels), labels
@@ -90,16 +90,50 @@ def test_quality_and_latency_ticks_are_plain(offline: pd.DataFrame) -> None:
 
 
 def test_with_summaries_returns_one_result() -> None:
-    result = compare_summarizers(CASES[:2], ["memorylab/truncate"], ["compression"],
-                                 progress=False, cache_dir=False, with_summaries=True)  # fmt: skip
+    """Deprecated: with_summaries=True gives a result that still unpacks as (scores, summaries)."""
+    with pytest.warns(DeprecationWarning, match=r"with_summaries=\.\.\.\) is deprecated"):
+        result = compare_summarizers(CASES[:2], ["memorylab/truncate"], ["compression"],
+                                     progress=False, cache_dir=False, with_summaries=True)  # fmt: skip
     assert isinstance(result, ComparisonResult)
-    assert len(result.scores) == 6 and len(result.summaries) == 2
+    assert len(result.frame) == 6 and len(result.summaries) == 2
     assert result.summaries.text.str.contains("8443").all()
-    with pytest.warns(DeprecationWarning, match=r"use result\.scores and result\.summaries"):
+    with pytest.warns(DeprecationWarning, match=r"use result\.frame and result\.summaries"):
         scores, summaries = result
-    assert scores is result.scores and summaries is result.summaries
+    assert scores is result.frame and summaries is result.summaries
     with pytest.warns(DeprecationWarning, match="ComparisonResult"):
-        assert result[0] is result.scores
+        assert result[0] is result.frame
+    with pytest.warns(DeprecationWarning, match=r"use result\.frame"):
+        assert result.scores is result.frame
     plain = compare_summarizers(CASES[:2], ["memorylab/truncate"], ["compression"],
                                 progress=False, cache_dir=False)  # fmt: skip
-    assert isinstance(plain, pd.DataFrame)
+    assert isinstance(plain, ComparisonResult) and isinstance(plain.frame, pd.DataFrame)
+
+
+def test_results_carry_their_marks_in_fields_not_attrs(offline: ComparisonResult) -> None:
+    assert offline.run["requests"] == 0 and offline.bounds == {}
+    assert offline.quality == {"compression": False, "latency": False, "cost": False,
+                               "fact_recall": True, "probe_qa": True}  # fmt: skip
+    assert offline.frame.attrs == {} and len(offline.summaries) == 3 * 3
+    assert offline.notes() == ["model requests 0, cache hits 0, spent $0.0000"]
+    table = summary_table(offline)
+    assert isinstance(table, SummaryTable) and table.frame.attrs == {}
+    assert table.bounds == {} and table.not_measuring == {} and table.confidence == 0.95
+    text = markdown_table(table)
+    assert all(line in text for line in table.notes())
+
+
+def test_the_former_frame_forms_still_work_and_warn(offline: ComparisonResult) -> None:
+    """Deprecated for a release: a comparison, a summary table used as the DataFrame they were."""
+    with pytest.warns(DeprecationWarning, match=r"compare_summarizers\(\) returns a Comparison"):
+        assert offline.attrs["run"] == offline.run  # type: ignore[attr-defined]
+    with pytest.warns(DeprecationWarning, match=r"use result\.frame\[\.\.\.\]"):
+        assert list(offline["case"]) == list(offline.frame["case"])  # type: ignore[index]
+    with pytest.warns(DeprecationWarning):
+        assert len(offline) == len(offline.frame)  # type: ignore[arg-type]
+    table = summary_table(offline)
+    with pytest.warns(DeprecationWarning, match=r"summary_table\(\) .* returns a SummaryTable"):
+        assert table.attrs["tied"] == table.tied  # type: ignore[attr-defined]
+    with pytest.warns(DeprecationWarning):
+        assert table.loc["memorylab/truncate", "cases"] == 3  # type: ignore[attr-defined]
+    # a long-form frame alone still makes a table: no bounds but the built-in ones' names
+    assert summary_table(offline.frame).frame.equals(table.frame)

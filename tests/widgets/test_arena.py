@@ -97,7 +97,7 @@ def test_facts_kept_are_plotted_from_the_fact_recall_scores(cases: list[Case]) -
     assert arena.scores is not None and arena.facts_axes is not None
     assert bytes(arena.facts_image.value).startswith(b"\x89PNG")
     assert arena.facts_axes.get_title() == "Facts kept, by category (95% intervals)"
-    expected = fact_survival_table(arena.scores)
+    expected = fact_survival_table(arena.result).frame
     labels = [t.get_text() for t in arena.facts_axes.get_xticklabels()]
     categories = [c for c in expected.columns if c not in ("facts",) and "." not in c]
     assert [label.rstrip(" †") for label in labels] == categories  # number, path, overall

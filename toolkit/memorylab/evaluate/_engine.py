@@ -19,9 +19,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from memorylab.compress.base import BaseSummarizer, Summarizer, Summary
 from memorylab.errors import InvalidSetting
@@ -29,6 +30,10 @@ from memorylab.evaluate._cache import CachedLLM, CacheMiss, CachingCaller, LLMCa
 from memorylab.evaluate.base import Sample, Scorer, run_sync
 from memorylab.evaluate.cases import Case
 from memorylab.llm import Caller
+from memorylab.results import FormerFrame, TableResult
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 EXISTING = "memorylab/existing"
 
@@ -43,6 +48,99 @@ SUMMARY_COLUMNS = (
     "case", "summarizer", "text", "model", "input_tokens", "output_tokens", "cost_usd",
     "latency_s", "chunks", "truncated", "cached", "error",
 )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class ComparisonResult(FormerFrame, TableResult):
+    """What :func:`~memorylab.evaluate.compare_summarizers` returns: ``frame``, the long-form
+    scores (:data:`COLUMNS`); ``summaries``, one row per (case, summarizer)
+    (:data:`SUMMARY_COLUMNS`: the text, model, tokens, cost, latency, whether it came whole from
+    the cache, the error);
+    ``run``, the run's counters (model ``requests`` sent, ``cache_hits``, ``spent_usd``,
+    ``estimate_usd``, ``unpriced_models`` ...); ``bounds``, the labels of the ceiling and the
+    floor (``{label: "ceiling" | "floor"}``); ``quality``, which scorers measure quality.
+
+    Earlier versions returned the frame with these in ``frame.attrs`` (and, with
+    ``with_summaries=True``, a ``(scores, summaries)`` pair): those uses still work for now and
+    warn (:class:`~memorylab.results.FormerFrame`); ``.scores`` is ``.frame``.
+    """
+
+    frame: pd.DataFrame
+    summaries: pd.DataFrame
+    run: Mapping[str, Any]
+    bounds: Mapping[str, str]
+    quality: Mapping[str, bool]
+
+    _former: ClassVar[str] = "compare_summarizers()"
+
+    @property
+    def scores(self) -> pd.DataFrame:
+        """Deprecated: :attr:`frame`."""
+        warnings.warn("ComparisonResult.scores is ComparisonResult.frame now: use result.frame",
+                      DeprecationWarning, stacklevel=2)  # fmt: skip
+        return self.frame
+
+    def notes(self) -> list[str]:
+        run = self.run
+        spent = run.get("spent_usd") or 0.0
+        lines = [f"model requests {run.get('requests', 0)}, cache hits "
+                 f"{run.get('cache_hits', 0)}, spent ${spent:.4f}"]  # fmt: skip
+        if run.get("unpriced_models"):
+            lines.append(f"no price known for {', '.join(run['unpriced_models'])} (counted as 0)")
+        return lines
+
+    @classmethod
+    def of(cls, results: ComparisonResult | pd.DataFrame) -> ComparisonResult:
+        """``results`` itself, or a long-form frame of scores as a result with nothing else
+        known (no summaries, counters, bounds or quality marks)."""
+        import pandas as pd
+
+        if isinstance(results, ComparisonResult):
+            return results
+        return cls(results, pd.DataFrame(columns=list(SUMMARY_COLUMNS)), {}, {}, {})
+
+    @classmethod
+    def concat(cls, parts: Sequence[ComparisonResult]) -> ComparisonResult:
+        """One result of comparisons run one after another: the frames concatenated, the
+        numeric counters added up, the bounds and quality marks merged."""
+        import pandas as pd
+
+        run: dict[str, Any] = {}
+        for part in parts:
+            for key, value in part.run.items():
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    run[key] = run.get(key, 0) + value
+        return cls(
+            pd.concat([p.frame for p in parts], ignore_index=True),
+            pd.concat([p.summaries for p in parts], ignore_index=True),
+            run,
+            {k: v for p in parts for k, v in p.bounds.items()},
+            {k: v for p in parts for k, v in p.quality.items()},
+        )
+
+
+class FormerComparison(ComparisonResult):
+    """What ``compare_summarizers(..., with_summaries=True)`` returns for now: a
+    :class:`ComparisonResult` that also unpacks and indexes as the former ``(scores,
+    summaries)`` pair, with a ``DeprecationWarning``."""
+
+    __slots__ = ()
+
+    def _pair(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        warnings.warn(
+            "compare_summarizers(..., with_summaries=True) returns a ComparisonResult: use "
+            "result.frame and result.summaries instead of unpacking or indexing it as "
+            "(scores, summaries)",
+            DeprecationWarning,
+            stacklevel=3,  # the caller's line that unpacks or indexes
+        )
+        return self.frame, self.summaries
+
+    def __iter__(self) -> Iterator[pd.DataFrame]:
+        return iter(self._pair())
+
+    def __getitem__(self, index: int) -> pd.DataFrame:
+        return self._pair()[index]
 
 
 class ExistingSummaries(BaseSummarizer):

@@ -40,7 +40,7 @@ import sys
 import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memorylab.errors import (
     AgentNotFound,
@@ -51,6 +51,9 @@ from memorylab.errors import (
     StoreError,
 )
 from memorylab.llm import bundled_model_map, bundled_providers
+
+if TYPE_CHECKING:
+    from memorylab.evaluate.compare import ComparisonResult, SummaryTable
 
 __all__ = ["add_compare_arguments", "load_cases", "main", "run_compare"]
 
@@ -356,8 +359,7 @@ def load_cases(sources: Sequence[Path], split: str = "whole", window: int = 40) 
     return cases
 
 
-def _plots(df: Any, path: Path) -> None:
-
+def _plots(result: ComparisonResult, path: Path) -> None:
     from matplotlib.figure import Figure
 
     from memorylab.analysis.plots import save_plot
@@ -365,13 +367,13 @@ def _plots(df: Any, path: Path) -> None:
 
     figure = Figure(figsize=(18, 5), layout="constrained")
     axes = figure.subplots(1, 3)
-    scorers = set(df["scorer"])
+    scorers = set(result.frame["scorer"])
     if "fact_recall" in scorers:
-        plot_quality(df, ax=axes[0])
+        plot_quality(result, ax=axes[0])
         if "cost" in scorers:
-            plot_cost_quality(df, ax=axes[1])
+            plot_cost_quality(result, ax=axes[1])
     if "latency" in scorers:
-        plot_latency(df, ax=axes[2])
+        plot_latency(result, ax=axes[2])
     save_plot(figure, path, dpi=110)
 
 
@@ -411,12 +413,13 @@ def _key_columns(columns: Sequence[str]) -> list[str]:
     return list(chosen.values())
 
 
-def _terminal_table(table: Any) -> str:
+def _terminal_table(marks: SummaryTable) -> str:
     """The key columns of :func:`~memorylab.evaluate.summary_table` as markdown for a
     terminal: compression as ``144×``, latency in seconds, cost in USD, rates as percentages
     with their intervals; errors only when there were some; the hidden columns named below."""
-    from memorylab.evaluate.tables import _notes, markdown_table
+    from memorylab.evaluate.tables import markdown_table
 
+    table = marks.frame
     keys = _key_columns(list(table.columns))
     shown = [c for c in keys if not table[c].isna().all()] or keys
     columns = [part for c in shown for part in (c, f"{c}.lo", f"{c}.hi") if part in table.columns]
@@ -437,14 +440,8 @@ def _terminal_table(table: Any) -> str:
             ]
             renamed[column] = header
     out = out.rename(columns=renamed)
-    attrs: dict[str, Any] = {"bounds": table.attrs.get("bounds")}
-    for key in ("tied", "not_measuring", "biased"):
-        attrs[key] = {renamed.get(c, c): v for c, v in table.attrs.get(key, {}).items()
-                      if c in shown}  # fmt: skip
-    attrs["notes"] = _notes(attrs, 0.95)
-    out.attrs = attrs
     rates = [c for c in out.columns if _scorer_of(str(c)).split("[", 1)[0] in _RATE_SCORERS]
-    text = markdown_table(out, percent=rates)
+    text = markdown_table(marks.reframed(out, renamed), percent=rates)
     hidden = [c for c in table.columns if c not in (*columns, "cases", "errors")
               and not str(c).endswith((".lo", ".hi"))]  # fmt: skip
     if hidden:
@@ -556,7 +553,7 @@ def _run(args: argparse.Namespace, local_base: str | None) -> int:
         judge_model, judge_args = model(args.judge) if args.judge else (None, {})
         scorers.append(get_scorer("judge", model=judge_model, llm_args=judge_args))
     cache_dir: Any = False if args.no_cache else (args.cache_dir or True)
-    df = compare_summarizers(
+    result = compare_summarizers(
         cases,
         summarizers,
         scorers,
@@ -567,13 +564,14 @@ def _run(args: argparse.Namespace, local_base: str | None) -> int:
         max_tokens=args.max_tokens,
         summarizer_args={"llm_args": llm_args} if llm_args else None,
     )
+    df = result.frame
     if args.table == "fact-survival":
-        table = fact_survival_table(df, ci=True)
-        shares = [c for c in table.columns if c != "facts"]
+        table = fact_survival_table(result, ci=True)
+        shares = [c for c in table.frame.columns if c != "facts"]
         print(markdown_table(table, percent=shares))
     else:
-        print(_terminal_table(summary_table(df)))
-    run = df.attrs.get("run", {})
+        print(_terminal_table(summary_table(result)))
+    run = result.run
     print(
         f"\n{len(cases)} cases x {len(set(df['summarizer']))} summarizers; model requests "
         f"{run.get('requests', 0)}, cache hits {run.get('cache_hits', 0)}, spent "
@@ -585,7 +583,7 @@ def _run(args: argparse.Namespace, local_base: str | None) -> int:
 
         write_private_file(args.csv, df.to_csv(index=False).encode("utf-8"))
     if args.png:
-        _plots(df, args.png)
+        _plots(result, args.png)
     failed = _failed_summarizers(df)
     for label, error in failed:
         print(f"memorylab: every summary of {label} failed; the first error: {error}",

@@ -1,4 +1,5 @@
-"""Compare summarizers on cases: one long-form DataFrame of scores, and the tables made from it.
+"""Compare summarizers on cases: a :class:`ComparisonResult` (the long-form scores, the summaries,
+the run's counters), and the tables made from it.
 
 :func:`compare_summarizers` summarizes every case with every summarizer and scores each
 summary. Summarizers are litellm model names (:class:`~memorylab.LiteLLMSummarizer`), the
@@ -18,7 +19,7 @@ cases already have), or any :class:`~memorylab.Summarizer` object.
 * Cost guard: with ``max_cost_usd`` the cost of the calls that are not cached yet is estimated
   first, from token counts and litellm's prices (:func:`estimate_cost`); above the limit
   :class:`~memorylab.errors.BudgetExceeded` is raised and nothing is sent. Models without a
-  litellm price count as 0 in the estimate and are named in ``df.attrs["run"]``. During the
+  litellm price count as 0 in the estimate and are named in the result's ``run``. During the
   run, calls stop once the money spent reaches the limit.
 * Scale-out: ``executor`` (any :class:`concurrent.futures.Executor`, e.g. a Dask
   ``distributed.Client.get_executor()``) runs each (case, summarizer) as a job; the cache is
@@ -30,11 +31,11 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
+from typing import TYPE_CHECKING, Any
 
 from memorylab.compress.base import Summarizer, as_summarizer
 from memorylab.compress.baselines import BOUNDS
@@ -45,17 +46,23 @@ from memorylab.evaluate._engine import (
     COLUMNS,
     EXISTING,
     SUMMARY_COLUMNS,
+    ComparisonResult,
     Context,
     ExistingSummaries,
+    FormerComparison,
     run_unit,
     run_unit_job,
 )
 from memorylab.evaluate.base import Scorer, run_sync
 from memorylab.evaluate.cases import Case
 from memorylab.evaluate.scorers import get_scorer
-from memorylab.evaluate.tables import fact_survival_table, markdown_table, summary_table
+from memorylab.evaluate.tables import (
+    SummaryTable,
+    fact_survival_table,
+    markdown_table,
+    summary_table,
+)
 from memorylab.llm import check_int
-from memorylab.results import FormerPair
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -67,6 +74,7 @@ __all__ = [
     "DEFAULT_SCORERS",
     "EXISTING",
     "ExistingSummaries",
+    "SummaryTable",
     "compare_summarizers",
     "default_cache_dir",
     "estimate_cost",
@@ -253,61 +261,6 @@ def _frame(rows: list[dict[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
     return frame
 
 
-@dataclass(frozen=True, slots=True)
-class ComparisonResult(FormerPair):
-    """What :func:`compare_summarizers` returns with ``with_summaries=True``: ``scores``, the
-    long-form frame it returns otherwise, and ``summaries``, one row per (case, summarizer):
-    the summary's text, model, tokens, cost, latency, whether it came whole from the cache, and
-    its error.
-
-    It replaces the ``(scores, summaries)`` tuple of earlier versions: unpacking it that way, or
-    indexing it ``[0]``/``[1]``, still works for now and warns (``DeprecationWarning``).
-    """
-
-    scores: pd.DataFrame
-    summaries: pd.DataFrame
-
-    _former: ClassVar[tuple[str, str, str]] = (
-        "compare_summarizers(..., with_summaries=True)",
-        "scores",
-        "summaries",
-    )
-
-
-@overload
-def compare_summarizers(
-    cases: Case | Iterable[Case],
-    summarizers: SummarizerSpec | Sequence[SummarizerSpec] | Mapping[str, SummarizerSpec],
-    scorers: ScorerSpec | Sequence[ScorerSpec] = ...,
-    *,
-    concurrency: int = ...,
-    cache_dir: str | os.PathLike[str] | bool | None = ...,
-    max_cost_usd: float | None = ...,
-    executor: Executor | None = ...,
-    progress: bool = ...,
-    max_tokens: int | None = ...,
-    summarizer_args: Mapping[str, Any] | None = ...,
-    with_summaries: Literal[False] = False,
-) -> pd.DataFrame: ...
-
-
-@overload
-def compare_summarizers(
-    cases: Case | Iterable[Case],
-    summarizers: SummarizerSpec | Sequence[SummarizerSpec] | Mapping[str, SummarizerSpec],
-    scorers: ScorerSpec | Sequence[ScorerSpec] = ...,
-    *,
-    concurrency: int = ...,
-    cache_dir: str | os.PathLike[str] | bool | None = ...,
-    max_cost_usd: float | None = ...,
-    executor: Executor | None = ...,
-    progress: bool = ...,
-    max_tokens: int | None = ...,
-    summarizer_args: Mapping[str, Any] | None = ...,
-    with_summaries: Literal[True],
-) -> ComparisonResult: ...
-
-
 def compare_summarizers(
     cases: Case | Iterable[Case],
     summarizers: SummarizerSpec | Sequence[SummarizerSpec] | Mapping[str, SummarizerSpec],
@@ -320,8 +273,8 @@ def compare_summarizers(
     progress: bool = True,
     max_tokens: int | None = None,
     summarizer_args: Mapping[str, Any] | None = None,
-    with_summaries: bool = False,
-) -> pd.DataFrame | ComparisonResult:
+    with_summaries: bool | None = None,
+) -> ComparisonResult:
     """Summarize every case with every summarizer, score the summaries (module docstring).
 
     Args:
@@ -342,20 +295,20 @@ def compare_summarizers(
             default).
         summarizer_args: options for summarizers given as litellm model names (``llm_args``,
             ``retry`` ...).
-        with_summaries: return a :class:`ComparisonResult`, the scores and the summaries.
+        with_summaries: deprecated (the summaries are always there): ``True`` returns a
+            result that also unpacks as the former ``(scores, summaries)`` pair.
 
     Returns:
-        The long-form scores, one row per (case, summarizer, scorer, metric) with columns
-        ``case, summarizer, scorer, metric, value, n, explanation, error`` (``n``: how many
-        facts or probes the value averages over; a failure is a row with ``metric="error"``,
-        NaN value and the ``error`` text), ``items`` (each fact's or probe's outcome, for the
-        confidence intervals) and ``flag`` (``"biased"``). ``df.attrs["run"]`` holds the run's
-        counters: model ``requests`` sent (retries not counted), ``cache_hits``,
-        ``spent_usd``, ``estimate_usd``, ``unpriced_models``; ``df.attrs["bounds"]`` the labels
-        of the ceiling and floor, ``df.attrs["quality"]`` which scorers measure quality.
-        With ``with_summaries=True``, a :class:`ComparisonResult`: that frame as ``.scores``
-        and the frame of the summaries as ``.summaries`` (text, model, tokens, cost, latency,
-        whether they came whole from the cache, error).
+        A :class:`ComparisonResult`. Its ``frame``: the long-form scores, one row per (case,
+        summarizer, scorer, metric) with columns ``case, summarizer, scorer, metric, value, n,
+        explanation, error`` (``n``: how many facts or probes the value averages over; a
+        failure is a row with ``metric="error"``, NaN value and the ``error`` text), ``items``
+        (each fact's or probe's outcome, for the confidence intervals) and ``flag``
+        (``"biased"``). ``summaries``: the summaries (text, model, tokens, cost, latency,
+        whether they came whole from the cache, error). ``run``: the run's counters (model
+        ``requests`` sent, retries not counted, ``cache_hits``, ``spent_usd``,
+        ``estimate_usd``, ``unpriced_models``); ``bounds`` the labels of the ceiling and floor,
+        ``quality`` which scorers measure quality.
     """
     _check_settings(concurrency, max_cost_usd, max_tokens)
     items = _resolve_cases(cases)
@@ -397,14 +350,17 @@ def compare_summarizers(
     if estimate is not None:
         run["estimate_usd"] = float(estimate["usd"].sum())
         run["unpriced_models"] = sorted(estimate.loc[~estimate["priced"], "model"])
-    frame.attrs["run"] = run
-    frame.attrs["bounds"] = {
-        label: str(bound) for label, s in resolved.items() if (bound := getattr(s, "bound", None))
-    }
-    frame.attrs["quality"] = {s.name: bool(s.quality) for s in scorer_list}
-    if with_summaries:
-        return ComparisonResult(frame, _frame([record for _, record in results], SUMMARY_COLUMNS))
-    return frame
+    bounds = {label: str(b) for label, s in resolved.items() if (b := getattr(s, "bound", None))}
+    made = FormerComparison if with_summaries else ComparisonResult
+    if with_summaries is not None:
+        warnings.warn(
+            "compare_summarizers(with_summaries=...) is deprecated: the result always has "
+            ".frame (the scores) and .summaries",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+    summaries = _frame([record for _, record in results], SUMMARY_COLUMNS)
+    return made(frame, summaries, run, bounds, {s.name: bool(s.quality) for s in scorer_list})
 
 
 # --------------------------------------------------------------------------- cost estimate

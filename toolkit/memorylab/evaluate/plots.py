@@ -1,4 +1,4 @@
-"""Plots of a comparison's long-form DataFrame (matplotlib, imported when a plot is drawn).
+"""Plots of a comparison's result (matplotlib, imported when a plot is drawn).
 
 Every function takes ``ax=None`` (a new figure is made) and returns the ``Axes``; none calls
 ``plt.show()``. Tick labels are plain numbers (:mod:`memorylab.analysis._ticks`: no offset, no
@@ -15,10 +15,12 @@ power of ten, one decimal count per axis; costs in dollars).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import TYPE_CHECKING, Any
 
 from memorylab.errors import InvalidSetting
+from memorylab.evaluate._engine import ComparisonResult
 from memorylab.evaluate.cases import FACT_CATEGORIES
 
 if TYPE_CHECKING:
@@ -41,7 +43,7 @@ def _summarizers(df: pd.DataFrame) -> list[str]:
 
 
 def plot_quality(
-    df: pd.DataFrame,
+    results: ComparisonResult | pd.DataFrame,
     scorer: str = "fact_recall",
     metrics: tuple[str, ...] | None = None,
     *,
@@ -51,7 +53,8 @@ def plot_quality(
     ``overall``) per summarizer, averaged over cases (weighted by ``n``)."""
     from memorylab.evaluate.tables import summary_table
 
-    rows = df[df["scorer"] == scorer]
+    result = ComparisonResult.of(results)
+    rows = result.frame[result.frame["scorer"] == scorer]
     if rows.empty:
         raise InvalidSetting(f"no {scorer!r} scores in the results")
     if metrics is None:
@@ -60,9 +63,10 @@ def plot_quality(
         known = [m for m in (*FACT_CATEGORIES, "overall") if m in present]
         metrics = tuple(known or present)
     columns = [f"{scorer}.{m}" for m in metrics]
-    full = summary_table(rows)
+    marks = summary_table(dataclasses.replace(result, frame=rows))
+    full = marks.frame
     table = full[columns]
-    bounds = full.attrs.get("bounds", {})
+    bounds = marks.bounds
     bars = [label for label in table.index if label not in bounds.values()]
     axes = _axes(ax, (max(6.0, 1.2 * len(metrics) * max(1, len(bars)) / 2), 4.0))
     width = 0.8 / max(1, len(bars))
@@ -74,7 +78,7 @@ def plot_quality(
         axes.bar(positions, values, width=width, label=str(name), yerr=errors, capsize=2,
                  error_kw={"elinewidth": 0.8})  # fmt: skip
         for x, column, value in zip(positions, columns, values, strict=True):
-            if name in full.attrs.get("tied", {}).get(column, [])[1:]:
+            if name in marks.tied.get(column, [])[1:]:
                 axes.annotate("≈", (x, value), ha="center", va="bottom", fontsize="small")
     for kind, style in (("ceiling", "--"), ("floor", ":")):
         label = bounds.get(kind)
@@ -84,7 +88,7 @@ def plot_quality(
             axes.hlines(_value(full.loc[label, column]), m - 0.45, m + 0.45, colors="black",
                         linestyles=style, linewidth=1,
                         label=f"{label} ({kind})" if m == 0 else None)  # fmt: skip
-    names = [f"{m} †" if c in full.attrs.get("not_measuring", {}) else m
+    names = [f"{m} †" if c in marks.not_measuring else m
              for m, c in zip(metrics, columns, strict=True)]  # fmt: skip
     axes.set_xticks(range(len(metrics)), names)
     axes.set_ylabel(f"{scorer} (share kept)" if scorer == "fact_recall" else scorer)
@@ -139,7 +143,7 @@ def pareto_front(points: list[tuple[str, float, float]]) -> list[tuple[str, floa
 
 
 def plot_cost_quality(
-    df: pd.DataFrame,
+    results: ComparisonResult | pd.DataFrame,
     quality: str = "fact_recall.overall",
     cost: str = "cost.usd",
     *,
@@ -150,12 +154,13 @@ def plot_cost_quality(
     with its label marked ``(no price)``."""
     from memorylab.evaluate.tables import summary_table
 
-    table = summary_table(df)
+    marks = summary_table(results)
+    table = marks.frame
     for column in (quality, cost):
         if column not in table.columns:
             raise InvalidSetting(f"no {column!r} in the results; score with its scorer first")
     axes = _axes(ax, (6.0, 4.5))
-    bounds = table.attrs.get("bounds", {})
+    bounds = marks.bounds
     points = []
     labelled: dict[tuple[float, float], int] = {}
     for name, row in table.iterrows():
@@ -211,9 +216,11 @@ def _cost_axis(axes: Any, costs: list[float]) -> None:
               fontsize="small", color="dimgray")  # fmt: skip
 
 
-def plot_latency(df: pd.DataFrame, metric: str = "latency.seconds", *, ax: Any = None) -> Any:
+def plot_latency(results: ComparisonResult | pd.DataFrame, metric: str = "latency.seconds", *,
+                 ax: Any = None) -> Any:  # fmt: skip
     """Box plot of seconds per summary, one box per summarizer."""
     scorer, _, name = metric.partition(".")
+    df = ComparisonResult.of(results).frame
     rows = df[(df["scorer"] == scorer) & (df["metric"] == name)]
     if rows.empty:
         raise InvalidSetting(f"no {metric!r} in the results; add the {scorer!r} scorer")

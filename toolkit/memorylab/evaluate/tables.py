@@ -1,4 +1,5 @@
-"""Tables of a comparison's long-form DataFrame: the wide summary, fact survival, markdown.
+"""Tables of a comparison's result: the wide summary, fact survival (each a
+:class:`SummaryTable`: the table and its marks), markdown.
 
 Every quality cell (a scorer whose ``quality`` is True: fact recall, probe QA, judge ...)
 carries a confidence interval: a seeded percentile bootstrap (``resamples`` draws, default
@@ -12,13 +13,13 @@ together for two summarizers):
 
 * **ties**: in each quality column, the summarizers whose difference from the best one (the
   bounds aside) has an interval that includes 0 are not significantly worse than it
-  (``table.attrs["tied"]``; :func:`markdown_table` marks them ``≈``);
+  (``table.tied``; :func:`markdown_table` marks them ``≈``);
 * **bounds**: with the ceiling (``memorylab/full``) and the floor (``memorylab/none``) in the
   comparison, a column whose ceiling is not clearly above its floor (the interval of their
-  difference reaches 0) measures nothing on these cases (``table.attrs["not_measuring"]``;
+  difference reaches 0) measures nothing on these cases (``table.not_measuring``;
   marked ``†`` with a note);
 * **bias**: cells whose scorer flagged them (``fact_recall`` on extracted facts for the
-  extractive summarizer) are in ``table.attrs["biased"]`` (marked ``*``).
+  extractive summarizer) are in ``table.biased`` (marked ``*``).
 
 The bootstrap is written here with numpy (already there through pandas) rather than taken from
 ``scipy.stats.bootstrap``: scipy would be a new dependency of the core for one call, and the
@@ -27,20 +28,30 @@ resampled units are weighted items pooled over cases, which it does not take dir
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import zlib
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from memorylab.compress.baselines import CEILING, FLOOR
 from memorylab.errors import InvalidSetting
+from memorylab.evaluate._engine import ComparisonResult
 from memorylab.evaluate.cases import FACT_CATEGORIES
+from memorylab.results import FormerFrame, TableResult
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-__all__ = ["bootstrap_interval", "fact_survival_table", "markdown_table", "summary_table"]
+__all__ = [
+    "SummaryTable",
+    "bootstrap_interval",
+    "fact_survival_table",
+    "markdown_table",
+    "summary_table",
+]
 
 _COST_SCORERS = frozenset({"compression", "latency", "cost"})
 _BLOCK = 250  # resamples drawn at a time (memory: _BLOCK x units)
@@ -162,9 +173,56 @@ def _is_quality(column: str, quality: Mapping[str, bool]) -> bool:
     return quality.get(scorer, scorer not in _COST_SCORERS)
 
 
-def _bounds(df: pd.DataFrame, labels: Sequence[str]) -> dict[str, str]:
+@dataclass(frozen=True, slots=True, repr=False)
+class SummaryTable(FormerFrame, TableResult):
+    """A table of :func:`summary_table` or :func:`fact_survival_table` (``frame``) and its
+    marks (module docstring): ``bounds`` (``{"ceiling": label, "floor": label}``), ``tied``
+    (per quality column, the summarizers not significantly below its best one, the best
+    first), ``not_measuring`` (columns whose ceiling is not clearly above their floor, with
+    why), ``biased`` (per column, the flagged summarizers); :meth:`notes` says them all in
+    sentences. Earlier versions returned the frame with these in ``frame.attrs``: that still
+    works for now and warns."""
+
+    frame: pd.DataFrame
+    bounds: Mapping[str, str]
+    tied: Mapping[str, list[str]]
+    not_measuring: Mapping[str, str]
+    biased: Mapping[str, list[str]]
+    confidence: float = 0.95
+
+    _former: ClassVar[str] = "summary_table() (and fact_survival_table())"
+
+    def notes(self) -> list[str]:
+        notes = [f"† {column} measures nothing on these cases: {why}."
+                 for column, why in self.not_measuring.items()]  # fmt: skip
+        for column, labels in self.biased.items():
+            notes.append(
+                f"* {column} is biased for {', '.join(labels)}: the facts were extracted by "
+                "rules like that summarizer's own."
+            )
+        if self.tied:
+            notes.append(
+                f"≈ not significantly below the column's best ({self.confidence:.0%} paired "
+                "bootstrap interval of the difference includes 0)."
+            )
+        return notes
+
+    def reframed(self, frame: pd.DataFrame, rename: Mapping[str, str] | None = None
+                 ) -> SummaryTable:  # fmt: skip
+        """These marks on ``frame``, a table made from this one: columns renamed by ``rename``,
+        the marks of columns ``frame`` does not have left out."""
+
+        def kept(marks: Mapping[str, Any]) -> dict[str, Any]:
+            renamed = {(rename or {}).get(k, k): v for k, v in marks.items()}
+            return {k: v for k, v in renamed.items() if k in frame.columns}
+
+        return dataclasses.replace(self, frame=frame, tied=kept(self.tied),
+                                   not_measuring=kept(self.not_measuring),
+                                   biased=kept(self.biased))  # fmt: skip
+
+
+def _bounds(given: Mapping[str, str], labels: Sequence[str]) -> dict[str, str]:
     """``{"ceiling": label, "floor": label}`` of the bounds present."""
-    given = df.attrs.get("bounds") or {}
     out = {kind: label for label, kind in given.items() if label in labels}
     for kind, name in (("ceiling", CEILING), ("floor", FLOOR)):
         if kind not in out and name in labels:
@@ -173,7 +231,7 @@ def _bounds(df: pd.DataFrame, labels: Sequence[str]) -> dict[str, str]:
 
 
 def summary_table(
-    df: pd.DataFrame,
+    results: ComparisonResult | pd.DataFrame,
     metrics: Sequence[str] | None = None,
     *,
     weighted: bool = True,
@@ -181,21 +239,23 @@ def summary_table(
     confidence: float = 0.95,
     resamples: int = 1000,
     seed: int = 0,
-) -> pd.DataFrame:
+) -> SummaryTable:
     """The wide table: one row per summarizer, one column per ``scorer.metric`` (the mean over
     cases; weighted by ``n`` — facts, probes — when ``weighted``), with each quality column's
     confidence interval in ``<metric>.lo`` / ``<metric>.hi`` (``ci``), plus ``cases`` and
     ``errors``. ``metrics`` selects and orders columns (``["fact_recall.overall", ...]``).
 
-    ``table.attrs``: ``bounds`` (the ceiling's and floor's labels), ``tied`` (per quality
-    column, the summarizers not significantly below its best one), ``not_measuring`` (columns
-    whose ceiling is not clearly above their floor, with why), ``biased`` (flagged cells),
-    ``notes`` (all of it in sentences). See the module docstring.
+    A :class:`SummaryTable`: the table in ``frame``, its marks (``bounds``, ``tied``,
+    ``not_measuring``, ``biased``) in its fields and in sentences in ``notes()``. See the
+    module docstring. ``results``: a :class:`ComparisonResult` (a long-form frame alone knows
+    no bounds but ``memorylab/full`` and ``memorylab/none`` and no scorer's ``quality``).
     """
     import pandas as pd
 
     if isinstance(confidence, bool) or not 0 < confidence < 1:
         raise InvalidSetting(f"confidence must be between 0 and 1, not {confidence!r}")
+    result = ComparisonResult.of(results)
+    df = result.frame
     ok = df[df["metric"] != "error"].copy()
     ok["column"] = ok["scorer"] + "." + ok["metric"]
     order = list(dict.fromkeys(df["summarizer"]))
@@ -213,25 +273,22 @@ def summary_table(
         table = table[list(metrics)]
     else:
         table = table[list(dict.fromkeys(ok["column"]))] if len(ok) else table
-    quality: Mapping[str, bool] = df.attrs.get("quality") or {}
-    bounds = _bounds(df, order)
-    attrs: dict[str, Any] = {"bounds": bounds, "tied": {}, "not_measuring": {}, "biased": {}}
+    bounds = _bounds(result.bounds, order)
+    marks: dict[str, Any] = {"tied": {}, "not_measuring": {}, "biased": {}}
     if ci:
-        table = _with_intervals(table, ok, order, quality, bounds, attrs, weighted,
+        table = _with_intervals(table, ok, order, result.quality, bounds, marks, weighted,
                                 confidence, resamples, seed)  # fmt: skip
     if "flag" in ok.columns:
         flagged = ok[ok["flag"] == "biased"]
         for column, group in flagged.groupby("column", sort=False):
             if column in table.columns:
-                attrs["biased"][str(column)] = list(dict.fromkeys(group["summarizer"]))
+                marks["biased"][str(column)] = list(dict.fromkeys(group["summarizer"]))
     table.columns.name = None
     table.index.name = "summarizer"
     table["cases"] = df.groupby("summarizer", sort=False)["case"].nunique().reindex(order)
     errors = df[df["metric"] == "error"].groupby("summarizer").size()
     table["errors"] = errors.reindex(order).fillna(0).astype(int)
-    attrs["notes"] = _notes(attrs, confidence)
-    table.attrs.update(attrs)
-    return table
+    return SummaryTable(table, bounds, **marks, confidence=confidence)
 
 
 def _with_intervals(
@@ -240,7 +297,7 @@ def _with_intervals(
     order: list[str],
     quality: Mapping[str, bool],
     bounds: Mapping[str, str],
-    attrs: dict[str, Any],
+    marks: dict[str, Any],
     weighted: bool,
     confidence: float,
     resamples: int,
@@ -288,13 +345,13 @@ def _with_intervals(
                 if not lo > 0:
                     tied.append(label)
             if len(tied) > 1:
-                attrs["tied"][str(column)] = tied
+                marks["tied"][str(column)] = tied
         if "ceiling" in bounds and "floor" in bounds:
             ceiling, floor = bounds["ceiling"], bounds["floor"]
             gap, lo, _hi = _paired(units[ceiling], units[floor], confidence, resamples,
                                    _rng(seed, str(column), ceiling, floor))  # fmt: skip
             if not math.isnan(gap) and not lo > 0:  # no common items: nothing was scored
-                attrs["not_measuring"][str(column)] = (
+                marks["not_measuring"][str(column)] = (
                     f"the ceiling ({ceiling}) is not clearly above the floor ({floor}): "
                     f"{float(means[ceiling]):.2f} vs {float(means[floor]):.2f}, the "
                     f"{confidence:.0%} interval of the gap reaches {lo:.2f}"
@@ -305,36 +362,21 @@ def _with_intervals(
     return out[columns]
 
 
-def _notes(attrs: Mapping[str, Any], confidence: float) -> list[str]:
-    notes = []
-    for column, why in attrs["not_measuring"].items():
-        notes.append(f"† {column} measures nothing on these cases: {why}.")
-    for column, labels in attrs["biased"].items():
-        notes.append(
-            f"* {column} is biased for {', '.join(labels)}: the facts were extracted by rules "
-            "like that summarizer's own."
-        )
-    if attrs["tied"]:
-        notes.append(
-            f"≈ not significantly below the column's best ({confidence:.0%} paired bootstrap "
-            "interval of the difference includes 0)."
-        )
-    return notes
-
-
-def fact_survival_table(df: pd.DataFrame, *, ci: bool = False) -> pd.DataFrame:
+def fact_survival_table(results: ComparisonResult | pd.DataFrame, *, ci: bool = False
+                        ) -> SummaryTable:  # fmt: skip
     """Share of facts kept per category (columns ``number … decision``, ``overall``) and
     summarizer: kept facts / facts over all cases (micro average), plus ``facts`` counted;
     ``ci=True`` adds each cell's interval (``<category>.lo`` / ``.hi``). Categories without a
-    fact in any case are left out."""
+    fact in any case are left out. A :class:`SummaryTable`, as :func:`summary_table`'s."""
+    result = ComparisonResult.of(results)
+    df = result.frame
     rows = df[(df["scorer"] == "fact_recall") & df["metric"].isin([*FACT_CATEGORIES, "overall"])]
-    table = summary_table(rows, ci=ci)
-    attrs = dict(table.attrs)
+    full = summary_table(dataclasses.replace(result, frame=rows), ci=ci)
     rename = {}
     for category in (*FACT_CATEGORIES, "overall"):
         for suffix in ("", ".lo", ".hi"):
             rename[f"fact_recall.{category}{suffix}"] = f"{category}{suffix}"
-    table = table.rename(columns=rename)
+    table = full.frame.rename(columns=rename)
     columns = []
     for category in (*FACT_CATEGORIES, "overall"):
         if category in table.columns and table[category].notna().any():
@@ -343,33 +385,33 @@ def fact_survival_table(df: pd.DataFrame, *, ci: bool = False) -> pd.DataFrame:
     out = table[columns].copy()
     counts = rows[rows["metric"] == "overall"].groupby("summarizer", sort=False)["n"].sum()
     out["facts"] = counts.reindex(out.index).fillna(0).astype(int)
-    for key in ("tied", "not_measuring", "biased"):
-        renamed = {rename.get(k, k): v for k, v in attrs.get(key, {}).items()}
-        attrs[key] = {k: v for k, v in renamed.items() if k in columns}
-    attrs["notes"] = _notes(attrs, 0.95)
-    out.attrs.update(attrs)
-    return out
+    return full.reframed(out, rename)
 
 
 def markdown_table(
-    table: pd.DataFrame, *, percent: Sequence[str] = (), digits: int = 3, notes: bool = True
+    table: SummaryTable | pd.DataFrame,
+    *,
+    percent: Sequence[str] = (),
+    digits: int = 3,
+    notes: bool = True,
 ) -> str:
     """``table`` as a GitHub markdown table (index first); ``percent`` columns as ``42%``.
 
     A column with ``.lo`` / ``.hi`` columns (:func:`summary_table`) shows each cell as
-    ``value [lo, hi]``; the marks of ``table.attrs`` are drawn (``≈`` tied with the best, ``*``
-    biased, ``†`` a column that measures nothing here; the bounds' rows are named
+    ``value [lo, hi]``; the marks of a :class:`SummaryTable` are drawn (``≈`` tied with the
+    best, ``*`` biased, ``†`` a column that measures nothing here; the bounds' rows are named
     ``(ceiling)``/``(floor)``) and, with ``notes``, explained below the table.
     """
-    attrs = table.attrs
-    names = set(table.columns)
-    intervals = {c for c in table.columns if f"{c}.lo" in names and f"{c}.hi" in names}
+    marks = table if isinstance(table, SummaryTable) else None
+    frame: pd.DataFrame = table.frame if isinstance(table, SummaryTable) else table
+    names = set(frame.columns)
+    intervals = {c for c in frame.columns if f"{c}.lo" in names and f"{c}.hi" in names}
     hidden = {f"{c}.{end}" for c in intervals for end in ("lo", "hi")}
-    shown = [c for c in table.columns if c not in hidden]
-    not_measuring = attrs.get("not_measuring", {})
-    tied = attrs.get("tied", {})
-    biased = attrs.get("biased", {})
-    roles = {label: kind for kind, label in (attrs.get("bounds") or {}).items()}
+    shown = [c for c in frame.columns if c not in hidden]
+    not_measuring = marks.not_measuring if marks is not None else {}
+    tied = marks.tied if marks is not None else {}
+    biased = marks.biased if marks is not None else {}
+    roles = {label: kind for kind, label in (marks.bounds if marks is not None else {}).items()}
 
     def number(column: Any, value: Any) -> str:
         if isinstance(value, float):
@@ -392,14 +434,14 @@ def markdown_table(
             text += " *"
         return text
 
-    headers = [str(table.index.name or "")]
+    headers = [str(frame.index.name or "")]
     headers += [f"{c} †" if c in not_measuring else str(c) for c in shown]
     rule = "|" + "|".join(["---"] + ["---:"] * len(shown)) + "|"
     lines = ["| " + " | ".join(headers) + " |", rule]
-    for index, row in table.iterrows():
+    for index, row in frame.iterrows():
         label = f"{index} ({roles[index]})" if index in roles else str(index)
         cells = [label, *[cell(index, c, row) for c in shown]]
         lines.append("| " + " | ".join(cells) + " |")
-    if notes and attrs.get("notes"):
-        lines += ["", *attrs["notes"]]
+    if notes and marks is not None and marks.notes():
+        lines += ["", *marks.notes()]
     return "\n".join(lines)

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from memorylab.evaluate.cases import Case, Fact
+    from memorylab.evaluate.compare import ComparisonResult
 
 __all__ = ["SummarizerArena", "TABLE_METRICS", "comparison_html", "lost_facts"]
 
@@ -79,12 +80,15 @@ def _shown(table: pd.DataFrame, max_columns: int) -> list[str]:
     return columns[:max_columns] + [c for c in ("cases", "errors") if c in table.columns]
 
 
-def comparison_html(scores: pd.DataFrame, *, max_columns: int = 12) -> str:
+def comparison_html(results: ComparisonResult | pd.DataFrame, *, max_columns: int = 12) -> str:
     """HTML for a :func:`~memorylab.evaluate.compare_summarizers` result: the wide table (one
     row per summarizer) and the run's counters (requests, cache hits, money spent)."""
-    from memorylab.evaluate.compare import summary_table
+    from memorylab.evaluate.compare import ComparisonResult, summary_table
 
-    table = _ordered(summary_table(scores))
+    result = ComparisonResult.of(results)
+    scores = result.frame
+    marks = summary_table(result)
+    table = _ordered(marks.frame)
     columns = _shown(table, max_columns)
     shown = table[columns].copy()
     formats = _formats(columns)
@@ -96,12 +100,12 @@ def comparison_html(scores: pd.DataFrame, *, max_columns: int = 12) -> str:
                 "" if v != v else f"{show(v)} [{show(lo)}, {show(hi)}]"
                 for v, lo, hi in zip(table[column], table[low], table[high], strict=True)
             ]
-    roles = {label: kind for kind, label in table.attrs.get("bounds", {}).items()}
+    roles = {label: kind for kind, label in marks.bounds.items()}
     shown.index = [f"{label} ({roles[label]})" if label in roles else label
                    for label in shown.index]  # fmt: skip
     shown.index.name = "summarizer"
     shown = shown.reset_index()
-    run = scores.attrs.get("run") or {}
+    run = result.run
     facts = [
         f"{html.escape(k.replace('_', ' '))}: <b>{html.escape(str(v))}</b>"
         for k, v in run.items()
@@ -178,7 +182,8 @@ class SummarizerArena(View):
     set). ``scorers``, ``max_tokens``, ``cache_dir``, ``max_cost_usd`` and ``summarizer_args``
     go to ``compare_summarizers``. ``run=True`` runs the comparison at once.
 
-    State for code and tests: :attr:`scores` (long-form), :attr:`summaries` (one row per case
+    State for code and tests: :attr:`result` (the :class:`~memorylab.evaluate.ComparisonResult`
+    of all of them), :attr:`scores` (its long-form frame), :attr:`summaries` (one row per case
     and summarizer), :attr:`table` (the wide table), :attr:`figure` / :attr:`axes` (cost vs
     quality), :attr:`facts_figure` / :attr:`facts_axes` (the facts kept by category),
     :attr:`progress` (an ``IntProgress``) and :attr:`columns` (per summarizer, the kept and
@@ -198,6 +203,7 @@ class SummarizerArena(View):
         run: bool = False,
     ) -> None:
         super().__init__()
+        from memorylab.compress.base import as_summarizer
         from memorylab.evaluate.cases import Case, cases_from_transcripts
         from memorylab.evaluate.compare import BASELINES, DEFAULT_SCORERS
 
@@ -215,9 +221,8 @@ class SummarizerArena(View):
         if isinstance(summarizers, Mapping):
             self.choices: dict[str, Any] = dict(summarizers)
         else:
-            self.choices = {
-                (s if isinstance(s, str) else str(getattr(s, "name", s))): s for s in summarizers
-            }
+            self.choices = {(s if isinstance(s, str) else as_summarizer(s).name): s
+                            for s in summarizers}  # fmt: skip
         self.scorers = list(scorers) if scorers is not None else list(DEFAULT_SCORERS)
         self.max_tokens = max_tokens
         self.cache_dir = cache_dir
@@ -263,6 +268,7 @@ class SummarizerArena(View):
             ],
             layout=widgets.Layout(max_width="1200px"),
         )
+        self.result: ComparisonResult | None = None
         self.scores: pd.DataFrame | None = None
         self.summaries: pd.DataFrame | None = None
         self.table: pd.DataFrame | None = None
@@ -287,9 +293,12 @@ class SummarizerArena(View):
     def run(self) -> pd.DataFrame | None:
         """Run the comparison for the selected summarizers (one at a time, for the progress
         bar); returns the long-form scores (``None`` when it failed: see :attr:`error`)."""
-        import pandas as pd
 
-        from memorylab.evaluate.compare import compare_summarizers, summary_table
+        from memorylab.evaluate.compare import (
+            ComparisonResult,
+            compare_summarizers,
+            summary_table,
+        )
         from memorylab.evaluate.plots import plot_cost_quality, plot_quality
 
         chosen = self.selected
@@ -299,13 +308,11 @@ class SummarizerArena(View):
         self.progress.max, self.progress.value = len(chosen), 0
         self.progress.bar_style = "info"
         self.run_button.disabled = True
-        frames: list[pd.DataFrame] = []
-        texts: list[pd.DataFrame] = []
-        run: dict[str, float] = {}
+        parts: list[ComparisonResult] = []
         try:
             for label in chosen:
                 self.status.value = status_html(f"summarizing with {label} …")
-                result = compare_summarizers(
+                parts.append(compare_summarizers(
                     self.cases,
                     {label: self.choices[label]},
                     self.scorers,
@@ -314,13 +321,7 @@ class SummarizerArena(View):
                     max_cost_usd=self.max_cost_usd,
                     max_tokens=self.max_tokens,
                     summarizer_args=self.summarizer_args,
-                    with_summaries=True,
-                )
-                frames.append(result.scores)
-                texts.append(result.summaries)
-                for key, value in (result.scores.attrs.get("run") or {}).items():
-                    if isinstance(value, int | float) and not isinstance(value, bool):
-                        run[key] = run.get(key, 0) + value
+                ))  # fmt: skip
                 self.progress.value += 1
         except MemorylabError as error:
             self.progress.bar_style = "danger"
@@ -329,22 +330,21 @@ class SummarizerArena(View):
             return None
         self.run_button.disabled = False
         self.progress.bar_style = "success"
-        scores = pd.concat(frames, ignore_index=True)
-        scores.attrs["run"] = run
-        self.scores = scores
-        self.summaries = pd.concat(texts, ignore_index=True)
-        self.table = _ordered(summary_table(scores))
-        self.table_view.value = comparison_html(scores, max_columns=len(TABLE_METRICS))
+        result = self.result = ComparisonResult.concat(parts)
+        scores = self.scores = result.frame
+        self.summaries = result.summaries
+        self.table = _ordered(summary_table(result).frame)
+        self.table_view.value = comparison_html(result, max_columns=len(TABLE_METRICS))
         figure, axes = new_axes((6.4, 4.0))
         try:
-            plot_cost_quality(scores, ax=axes)
+            plot_cost_quality(result, ax=axes)
         except MemorylabError as error:  # e.g. no fact_recall scorer chosen
             axes.text(0.5, 0.5, str(error), ha="center", va="center", wrap=True)
         self.figure, self.axes = figure, axes
         self.image.value = figure_png(figure)
         facts_figure, facts_axes = new_axes((6.4, 4.0))
         try:
-            plot_quality(scores, "fact_recall", ax=facts_axes)
+            plot_quality(result, "fact_recall", ax=facts_axes)
             facts_axes.set_title("Facts kept, by category (95% intervals)")
         except MemorylabError as error:  # no fact_recall scorer chosen
             facts_axes.text(0.5, 0.5, str(error), ha="center", va="center", wrap=True)
