@@ -25,13 +25,14 @@ from memorylab.memory import format as fmt
 from memorylab.memory._fsutil import write_private_file
 from memorylab.memory.records import EntryKind, entry_kind
 from memorylab.memory.redact import redact_values
+from memorylab.validation import check_int
 
 logger = logging.getLogger("memorylab")
 
 DEFAULT_TOKENIZER_MODEL = "gpt-5.4"
 """The reference framework's default ``tokenizer_model_name`` (o200k_base, the gpt-4o family)."""
 
-_EXPORT_METHODS = ("json", "yaml")
+_METHODS = {".json": "json", ".yaml": "yaml", ".yml": "yaml"}  # a save file's extension
 
 
 class ReferenceKeywords(TypedDict, total=False):
@@ -133,12 +134,8 @@ class ReferenceMethods(ConversationCore):
             )
         self.tokenizer_model_name = model
         context_length = keywords.get("context_length", 8192)
-        if context_length is not None and (
-            isinstance(context_length, bool)
-            or not isinstance(context_length, int)
-            or context_length < 1
-        ):
-            raise InvalidSetting(f"context_length must be an int >= 1, not {context_length!r}")
+        if context_length is not None:
+            context_length = check_int("context_length", context_length, 1)
         self.context_length = context_length
         self.autosave = _check_flag("autosave", keywords.get("autosave", False))
         self.token_count_on = _check_flag("token_count", keywords.get("token_count", False))
@@ -374,15 +371,12 @@ class ReferenceMethods(ConversationCore):
 
     def load(self, filename: str | os.PathLike[str]) -> None:
         """:meth:`load_from_json` or :meth:`load_from_yaml`, by the file's extension."""
-        extension = Path(filename).suffix.lower()
-        if extension == ".json":
-            self.load_from_json(filename)
-        elif extension in (".yaml", ".yml"):
-            self.load_from_yaml(filename)
-        else:
+        method = _METHODS.get(Path(filename).suffix.lower())
+        if method is None:
             raise InvalidSetting(
                 f"cannot load {filename}: the extension must be .json, .yaml or .yml"
             )
+        self._load(Path(filename), method)
 
     def _restore(self, data: Any, path: Path) -> None:
         if isinstance(data, Mapping):
@@ -429,10 +423,10 @@ def history_index(index: object, method: str) -> int:
 def _export_method(method: str | None, save_filepath: str | os.PathLike[str] | None) -> str:
     """``export_method``, or the one ``save_filepath``'s extension names (JSON otherwise)."""
     suffix = Path(save_filepath).suffix.lower() if save_filepath is not None else ""
-    implied = "yaml" if suffix in (".yaml", ".yml") else "json" if suffix == ".json" else None
+    implied = _METHODS.get(suffix)
     if method is None:
         return implied or "json"
-    if method not in _EXPORT_METHODS:
+    if method not in _METHODS.values():
         raise InvalidSetting(f"export_method must be 'json' or 'yaml', not {method!r}")
     if implied is not None and implied != method:
         raise InvalidSetting(
