@@ -209,8 +209,7 @@ def test_static_tokens_count_as_recorded() -> None:
     plain = replay(messages, threshold=0.8, context_length=900, cache=False)
     static = replay(messages, threshold=0.8, context_length=900, static_tokens=200, cache=False)
     assert (
-        static.frame["context_tokens"].iloc[:5] - plain.frame["context_tokens"].iloc[:5]
-        == 200
+        static.frame["context_tokens"].iloc[:5] - plain.frame["context_tokens"].iloc[:5] == 200
     ).all()
     assert static.compactions > plain.compactions
     assert all(e.extra.get("static_tokens") == 200 for e in static.events if e.ok)
@@ -327,3 +326,73 @@ def test_bad_settings_get_one_line_errors() -> None:
         sweep(messages, fast=True, summary_ratio=0.2, summary_size=SummarySize())
     with pytest.raises(InvalidSetting, match="needs the role of the model's replies"):
         replay([{"role": "User", "content": "x"}], checks="model_call")
+
+
+# --------------------------------------------------------------------------- one way to change
+
+
+def test_given_is_the_one_way_to_change_a_setting() -> None:
+    """None keeps a setting (as every keyword's None means the record's), except
+    preload_max_tokens=None, which removes the bound; RECORDED keeps it; a bound that is the
+    Agent's rule follows the window."""
+    from memorylab.analysis.runs import RECORDED
+
+    settings = RunSettings(context_length=4000).given(preload_max_tokens=900)
+    kept = settings.given(context_length=None, preload_max_tokens=RECORDED)
+    assert kept == settings
+    assert settings.given(preload_max_tokens=None).preload_max_tokens is None
+    assert settings.given(preload_max_tokens=None).source_of("preload_max_tokens") == "given"
+    assert RunSettings(context_length=4000).given(context_length=8000).preload_max_tokens == (
+        default_preload_max_tokens(8000, settings.threshold)  # the default bound: the rule
+    )
+    assert (
+        settings.given(preload_max_tokens=500).given(context_length=8000).preload_max_tokens == 500
+    )
+    with pytest.raises(InvalidSetting, match="static_tokens must be an int >= 0"):
+        settings.given(static_tokens=-1)
+    with pytest.raises(InvalidSetting, match="context_length must be an int >= 1"):
+        settings.given(context_length=0)
+    messages = [{"role": "user", "content": f"m{i} " + "w " * 30} for i in range(20)]
+    unbounded = replay(messages, context_length=400, restarts=False, preload_max_tokens=None)
+    assert unbounded.settings is not None and unbounded.settings.preload_max_tokens is None
+
+
+def test_an_unknown_keyword_is_still_a_type_error() -> None:
+    messages = [{"role": "user", "content": "hello"}]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'treshold'"):
+        replay(messages, treshold=0.5)  # type: ignore[call-arg]
+    with pytest.raises(
+        TypeError, match=r"sweep\(\) got an unexpected keyword argument 'threshold'"
+    ):
+        sweep(messages, threshold=0.5)  # type: ignore[call-arg]
+    frame = pd.DataFrame({"role": ["user"], "content": ["hello"]})
+    with pytest.raises(TypeError, match=r"token_growth\(\) got an unexpected keyword argument"):
+        token_growth(frame, checks="message")  # type: ignore[call-arg]
+
+
+# --------------------------------------------------------------------------- deprecated forms
+
+
+def test_the_old_forms_of_replays_and_sweeps_warn_and_still_work() -> None:
+    from memorylab.analysis import SweepResult, sweep_table
+
+    messages = [{"role": "user", "content": f"m{i} " + "w " * 30} for i in range(40)]
+    result = replay(messages, threshold=0.5, context_length=600)
+    with pytest.warns(DeprecationWarning, match="ReplayResult.frame"):
+        assert result.timeline is result.frame
+    table = sweep(messages, [0.5, 0.9], [600], fast=True)
+    assert isinstance(table, SweepResult) and table.notes() == [sweep_note(table)]
+    with pytest.warns(DeprecationWarning, match="use result.frame"):
+        assert table["threshold"].tolist() == [0.5, 0.9]
+    with pytest.warns(DeprecationWarning, match="use result.frame"):
+        assert table.attrs["error"] == table.error and table.attrs["summarizer"] == table.summarizer
+    old = table.frame.copy()
+    old.attrs.update(summarizer=table.summarizer, summary_size=str(table.summary_size))
+    old.attrs["error"] = table.error
+    with pytest.warns(DeprecationWarning, match="sweep_note takes the SweepResult"):
+        assert sweep_note(old) == sweep_note(table)
+    pd.testing.assert_frame_equal(sweep_table(table.frame), sweep_table(table))
+    for name, home in [("replay", "replay"), ("ReplayResult", "replay"), ("sweep", "sweep")]:
+        with pytest.warns(DeprecationWarning, match=f"import it from memorylab.analysis.{home}"):
+            moved = getattr(__import__("memorylab.analysis.growth").analysis.growth, name)
+        assert moved is getattr(__import__(f"memorylab.analysis.{home}").analysis, name)

@@ -326,3 +326,50 @@ def test_policy_doctests() -> None:
 def test_policy_module_is_pure() -> None:
     for name in ("os", "sys", "time", "datetime", "pathlib", "io", "random", "tiktoken"):
         assert name not in vars(policy), name
+
+
+# --------------------------------------------------------------------------- one rule, one place
+
+
+def test_threshold_text_and_equality() -> None:
+    from memorylab.compress.policy import same_threshold, threshold_text
+
+    assert [threshold_text(t) for t in (0.5, 0.85, 0.875, np.float64(0.7), 3000)] == [
+        "0.50",
+        "0.85",
+        "0.875",
+        "0.70",
+        "3,000 tokens",
+    ]
+    assert threshold_text(None) == threshold_text(math.nan) == threshold_text(True) == ""
+    assert same_threshold(0.7, np.float64(0.7)) and same_threshold(3000, np.int64(3000))
+    assert not same_threshold(1, 1.0)  # one token is not the whole window
+
+
+def test_one_check_of_a_count_and_of_a_number() -> None:
+    from memorylab import llm
+    from memorylab.validation import check_int, check_number
+
+    assert llm.check_int is check_int and check_int("n", np.int64(3), 1) == 3
+    for bad in (True, 1.0, "2", 0):
+        with pytest.raises(InvalidSetting, match="n must be an int >= 1, not"):
+            check_int("n", bad, 1)
+    with pytest.raises(InvalidSetting, match=r"Backoff\.base must be a finite number > 0, not inf"):
+        Backoff(base=math.inf)
+    with pytest.raises(
+        InvalidSetting, match=r"RetryPolicy\.timeout must be a number of seconds > 0"
+    ):
+        llm.RetryPolicy(timeout=0)
+    assert llm.RetryPolicy(timeout=math.inf).timeout == math.inf  # no bound: as before
+    assert check_number("x", 2, 1.0, strict=False) == 2.0
+
+
+def test_check_points_and_the_preload_bound_moved_here() -> None:
+    from memorylab.compress.policy import check_points, default_preload_max_tokens
+
+    with pytest.warns(DeprecationWarning, match="from memorylab.compress.policy import"):
+        from memorylab.agent import check_points as old
+    assert old is check_points
+    with pytest.warns(DeprecationWarning, match="memorylab.compress.policy"):
+        from memorylab.agent import default_preload_max_tokens as old_bound
+    assert old_bound is default_preload_max_tokens

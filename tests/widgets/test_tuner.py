@@ -232,5 +232,19 @@ def test_peaks_above_the_window_are_flagged(messages: list[dict[str, Any]]) -> N
     assert swept.above_window == [1.0] and "above the" not in swept.summary.value
     assert "at threshold(s) 1.00" in swept.table.value  # a row other than the slider's
     tuner.context_slider.value = 4096
-    assert tuner.above_window == [] and "mlab-flag\">" not in tuner.table.value
+    assert tuner.above_window == [] and 'mlab-flag">' not in tuner.table.value
     assert "Peak above" not in tuner.table.value
+
+
+def test_the_tuner_and_the_sweep_table_write_thresholds_alike(
+    messages: list[dict[str, Any]],
+) -> None:
+    """One threshold text: the tuner's table, its plot title and sweep_table agree."""
+    from memorylab.analysis import sweep, sweep_table
+
+    tuner = ThresholdTuner(messages, context_length=2048, threshold=0.6, thresholds=(0.5, 0.875))
+    shown = sweep_table(sweep(messages, [0.5, 0.6, 0.875], [2048]))
+    assert list(shown["threshold"]) == ["0.50", "0.60", "0.875"]
+    for text in shown["threshold"]:
+        assert f"<td>{text}</td>" in tuner.table.value
+    assert "threshold 0.60 of 2,048" in tuner.axes.get_title()  # type: ignore[union-attr]
