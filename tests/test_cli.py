@@ -293,12 +293,12 @@ def test_unknown_model_names_are_refused(
 
 
 def test_registered_and_local_names_pass_the_model_check() -> None:
-    from memorylab.evaluate.cli import _check_model_name
+    from memorylab.console import check_model_name
 
     for name in ("memorylab/extractive", "memorylab/existing", "gpt-4o-mini", "ollama/llama3"):
-        assert _check_model_name(name, "-s", summarizers=True) == name
+        assert check_model_name(name, "-s", summarizers=True) == name
     with pytest.raises(ValueError, match="not a model"):
-        _check_model_name("memorylab/extractive", "--judge")  # not a model for a judge
+        check_model_name("memorylab/extractive", "--judge")  # not a model for a judge
 
 
 def test_python_dash_m_memorylab_cli_runs(workspace: Path, tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ an exit code (the table in ``docs/cli.md``): 2 the command line is wrong, 3 a fi
 parse, 4 the filesystem refused, 5 what was named is not there, 1 anything else; 141 when the
 reader of stdout went away (``| head``), quietly. Outputs, numbers and model names are checked
 before any work starts. The plumbing is shared with ``memorylab compare``
-(:mod:`memorylab.evaluate.cli`).
+(:mod:`memorylab.console`).
 """
 
 from __future__ import annotations
@@ -20,24 +20,24 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memorylab.errors import AgentNotFound, InvalidAgentName, InvalidSetting, MemoryFormatError
-from memorylab.evaluate.cli import (
+from memorylab.console import (
     MAX_CONTEXT_TOKENS,
-    _bounded_int,
-    _check_model_name,
-    _check_output,
-    _HelpFormatter,
-    _image_formats,
-    _NothingThere,
-    _OneLineParser,
-    _run_handler,
-    add_compare_arguments,
+    HelpFormatter,
+    NothingThere,
+    OneLineParser,
+    bounded_int,
+    check_model_name,
+    check_output,
+    image_formats,
+    run_handler,
 )
+from memorylab.errors import AgentNotFound, InvalidAgentName, InvalidSetting, MemoryFormatError
+from memorylab.evaluate.cli import add_compare_arguments
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from memorylab.analysis._sources import AgentFiles
+    from memorylab.analysis.sources import AgentFiles
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -83,7 +83,7 @@ def _existing_workspace(value: str | None, *, agent_folder_ok: bool = False) -> 
     (``stats`` and ``report`` read those too)."""
     workspace = _workspace(value)
     if not workspace.exists():
-        raise _NothingThere(
+        raise NothingThere(
             f"no workspace at {workspace} (it does not exist, so no agents/ folder either): give "
             "the folder that holds agents/ (WORKSPACE or --workspace, else $WORKSPACE_DIR)"
         )
@@ -95,7 +95,7 @@ def _existing_workspace(value: str | None, *, agent_folder_ok: bool = False) -> 
         or (workspace / "archive").is_dir()
     ):
         return workspace
-    raise _NothingThere(
+    raise NothingThere(
         f"{workspace} has no agents/ folder: is it a memorylab workspace? Give the folder that "
         "holds agents/"
     )
@@ -108,7 +108,7 @@ def _existing_or_default_workspace(value: str | None) -> str | None:
 
     workspace = resolve_workspace(value)
     if not workspace.is_dir():
-        raise _NothingThere(
+        raise NothingThere(
             f"no workspace at {workspace}: give the folder that holds agents/ (WORKSPACE or "
             "--workspace, else $WORKSPACE_DIR)"
         )
@@ -136,7 +136,7 @@ def _agent_folder(workspace: Path, agent: str) -> Path:
 
 def _agents(workspace: Path) -> list[AgentFiles]:
     """Every agent in the workspace and its files, nested ones too, as the loaders find them."""
-    from memorylab.analysis._sources import resolve
+    from memorylab.analysis.sources import resolve
 
     if not (workspace / "agents").is_dir():
         return []
@@ -203,7 +203,7 @@ def _stats(args: argparse.Namespace) -> int:
     from memorylab.analysis import compactions_df
 
     workspace = _existing_workspace(args.workspace, agent_folder_ok=True)
-    _check_model_name(args.model, "--model")
+    check_model_name(args.model, "--model")
     frame = _read_frame(workspace, args, tokens=args.model)
     compactions = compactions_df(workspace)
     grouped = frame.groupby("agent", observed=True)
@@ -219,10 +219,10 @@ def _stats(args: argparse.Namespace) -> int:
 
 
 def _plot(args: argparse.Namespace) -> int:
-    output = _check_output(Path(args.output), "-o", formats=_image_formats())
+    output = check_output(Path(args.output), "-o", formats=image_formats())
     threshold = _threshold(args.threshold) if args.threshold else None
     if args.model is not None:
-        _check_model_name(args.model, "--model")
+        check_model_name(args.model, "--model")
     import matplotlib
 
     matplotlib.use("Agg")
@@ -249,10 +249,10 @@ def _plot(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from memorylab.report import write_report
 
-    output = _check_output(Path(args.output), "-o", formats=("html", "htm"))
+    output = check_output(Path(args.output), "-o", formats=("html", "htm"))
     threshold = _threshold(args.threshold) if args.threshold else None
     if args.model is not None:
-        _check_model_name(args.model, "--model")
+        check_model_name(args.model, "--model")
     workspace = _existing_workspace(args.workspace, agent_folder_ok=True)
     path = write_report(
         workspace,
@@ -331,7 +331,7 @@ def _export(args: argparse.Namespace) -> int:
 
     output = None
     if args.output is not None:
-        output = _check_output(Path(args.output), "-o", overwrite=args.overwrite,
+        output = check_output(Path(args.output), "-o", overwrite=args.overwrite,
                                formats=(args.format,))  # fmt: skip
     workspace = _existing_or_default_workspace(args.workspace)
     path = export_agent(
@@ -365,11 +365,11 @@ def _purge(args: argparse.Namespace) -> int:
     return 0
 
 
-_CONTEXT_LENGTH = _bounded_int(1, MAX_CONTEXT_TOKENS, "a context window in tokens")
+_CONTEXT_LENGTH = bounded_int(1, MAX_CONTEXT_TOKENS, "a context window in tokens")
 
 
 def _non_negative(text: str) -> int:
-    return _bounded_int(0, 10**9, "a number of messages")(text)
+    return bounded_int(0, 10**9, "a number of messages")(text)
 
 
 def _add_workspace(parser: argparse.ArgumentParser, where: str) -> None:
@@ -391,16 +391,16 @@ def _one_workspace(args: argparse.Namespace) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _OneLineParser(
+    parser = OneLineParser(
         prog="memorylab",
         description="Persistent agent memory (MEMORY.md) and tools to study it.",
-        formatter_class=_HelpFormatter,
+        formatter_class=HelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
     def command(name: str, help_text: str) -> argparse.ArgumentParser:
         return commands.add_parser(
-            name, help=help_text, description=help_text, formatter_class=_HelpFormatter
+            name, help=help_text, description=help_text, formatter_class=HelpFormatter
         )
 
     where = "workspace folder (default: $WORKSPACE_DIR, else the bundled sample workspace)"
@@ -501,7 +501,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _one_workspace(args)
         return int(args.handler(args))
 
-    return _run_handler(handler, args)
+    return run_handler(handler, args)
 
 
 __all__ = [

@@ -22,10 +22,8 @@ headline metric; errors when there are any) so it fits a terminal; rates (facts 
 answered, judge ratings) are percentages, as in ``--table fact-survival``. Every metric is in
 the ``--csv`` file.
 
-This module also holds the command-line plumbing ``memorylab`` shares with it (the exit codes,
-one-line errors that name flags rather than Python arguments, checks of output paths and model
-names before any work): :mod:`memorylab.cli` imports it, since ``memorylab.evaluate`` may not
-import ``memorylab.cli`` (docs/architecture.md).
+The plumbing it shares with ``memorylab`` (exit codes, one-line errors, checks of outputs and
+model names) is :mod:`memorylab.console`.
 """
 
 from __future__ import annotations
@@ -34,214 +32,30 @@ import argparse
 import contextlib
 import json
 import math
-import os
-import re
 import sys
 import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memorylab.errors import (
-    AgentNotFound,
-    InvalidAgentName,
-    InvalidSetting,
-    MemoryFormatError,
-    MemorylabError,
-    StoreError,
+from memorylab.console import (
+    MAX_CONTEXT_TOKENS,
+    HelpFormatter,
+    NothingThere,
+    OneLineParser,
+    bounded_int,
+    check_model_name,
+    check_output,
+    cost_limit,
+    image_formats,
+    run_handler,
 )
-from memorylab.llm import bundled_model_map, bundled_providers
+from memorylab.errors import InvalidSetting
 
 if TYPE_CHECKING:
     from memorylab.evaluate.compare import ComparisonResult, SummaryTable
 
 __all__ = ["add_compare_arguments", "load_cases", "main", "run_compare"]
-
-
-# --------------------------------------------------------------------------- shared plumbing
-# Used by memorylab.cli too (see the module docstring): one rule for exit codes and messages.
-
-
-class _NothingThere(MemorylabError, FileNotFoundError):
-    """A path the command was told to read, or to write into, does not exist (exit code 5)."""
-
-
-def _exit_code(error: MemorylabError) -> int:
-    """The code of docs/cli.md's table: 2 the command line is wrong, 3 a file does not parse,
-    4 the filesystem refused, 5 what was named is not there, 1 anything else."""
-    if isinstance(error, InvalidAgentName | InvalidSetting):
-        return 2
-    if isinstance(error, AgentNotFound | _NothingThere):
-        return 5
-    if isinstance(error, MemoryFormatError):
-        return 3
-    if isinstance(error, StoreError):
-        return 4
-    return 1
-
-
-# The library's messages name Python arguments; a command-line user needs the flag instead.
-_FLAG_FOR_ARGUMENT: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(pattern), flag)
-    for pattern, flag in (
-        (r"\(--overwrite, overwrite=True\)", "(--overwrite)"),
-        (r"\bpass overwrite=True\b", "pass --overwrite"),
-        (r"\boverwrite=True\b", "--overwrite"),
-        (r"\b[Uu]se strict=False\b", "use --lenient"),
-        (r"\bstrict=False\b", "--lenient"),
-        (r"\bmax_cost_usd=(?=\S)", "--max-cost "),
-        (r"\bmax_cost_usd\b", "--max-cost"),
-        (r"\bmax_tokens\b", "--max-tokens"),
-        (r"\bworkspace_dir, else \$WORKSPACE_DIR", "--workspace, else $WORKSPACE_DIR"),
-        (r"""format=["']json["']""", "--format json"),
-    )
-)
-
-
-def _cli_message(error: BaseException) -> str:
-    """``memorylab: <message>`` on one line, with flags where the library names arguments."""
-    text = " ".join(str(error).split()) or type(error).__name__
-    for pattern, flag in _FLAG_FOR_ARGUMENT:
-        text = pattern.sub(flag, text)
-    return f"memorylab: {text}"
-
-
-def _run_handler(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
-    """Run a command: a memorylab error is one line on stderr and its exit code; a reader that
-    closed the pipe (``| head``) ends the command quietly, as Unix tools do."""
-    try:
-        return int(handler(args))
-    except MemorylabError as error:
-        print(_cli_message(error), file=sys.stderr)
-        return _exit_code(error)
-    except BrokenPipeError:
-        _silence_stdout()
-        return 141  # 128 + SIGPIPE: what a shell reports for `yes | head`
-    except KeyboardInterrupt:
-        print("memorylab: interrupted", file=sys.stderr)
-        return 130
-
-
-def _silence_stdout() -> None:
-    """Point stdout at /dev/null so the interpreter's last flush does not fail again."""
-    with contextlib.suppress(OSError, ValueError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-
-
-class _OneLineParser(argparse.ArgumentParser):
-    """argparse's usage errors as one ``memorylab:`` line (exit code 2) instead of the usage."""
-
-    def error(self, message: str) -> Any:
-        print(f"memorylab: {message} (see: {self.prog} --help)", file=sys.stderr)
-        raise SystemExit(2)
-
-
-class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Shows each option's default, except where there is none to show (None, False) or the
-    help text already explains it."""
-
-    def _get_help_string(self, action: argparse.Action) -> str | None:
-        text = action.help or ""
-        if action.default in (None, False, argparse.SUPPRESS) or "default" in text:
-            return text
-        return super()._get_help_string(action)
-
-
-def _bounded_int(low: int, high: int, what: str) -> Callable[[str], int]:
-    """An argparse type: an int in [low, high] (a huge number is refused here, not overflowed
-    deep in numpy or datetime)."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number ({what})") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(
-                f"{text} is out of range: give {what} from {low:,} to {high:,}"
-            )
-        return value
-
-    return parse
-
-
-def _cost_limit(text: str) -> float:
-    """An argparse type: a finite amount of USD >= 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an amount of USD >= 0 (e.g. 0.5)")
-    return value
-
-
-MAX_CONTEXT_TOKENS = 100_000_000
-"""The largest context window a command accepts (no model comes near it)."""
-
-
-def _check_output(
-    path: Path, flag: str, *, overwrite: bool = True, formats: Sequence[str] = ()
-) -> Path:
-    """Refuse, before any work, an output the command could not write: a folder, a missing
-    folder to write into, an unsupported format (``formats``: suffixes without the dot), or an
-    existing file without ``--overwrite``."""
-    path = path.expanduser()
-    if path.is_dir():
-        raise InvalidSetting(f"{flag} {path} is a folder; give a file name inside it")
-    suffix = path.suffix.lower().lstrip(".")
-    if formats and suffix not in formats:
-        given = f"'.{suffix}'" if suffix else "no file extension"
-        raise InvalidSetting(
-            f"{flag} {path}: {given} is not a format memorylab can write there; use one of "
-            f"{', '.join('.' + f for f in formats)}"
-        )
-    folder = path.absolute().parent
-    if not folder.exists():
-        raise _NothingThere(
-            f"cannot write {flag} {path}: the folder {folder} does not exist; create it or "
-            "choose another path"
-        )
-    if not folder.is_dir():
-        raise InvalidSetting(f"cannot write {flag} {path}: {folder} is not a folder")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise StoreError(
-            f"cannot write {flag} {path}: no permission to write into {folder}; choose "
-            "another path"
-        )
-    if not overwrite and path.exists():
-        raise InvalidSetting(f"{flag} {path} exists; choose another path or pass --overwrite")
-    return path
-
-
-def _image_formats() -> list[str]:
-    """The file formats matplotlib can save a figure as."""
-    from matplotlib.backend_bases import FigureCanvasBase
-
-    return sorted(FigureCanvasBase.get_supported_filetypes())
-
-
-def _check_model_name(name: str, flag: str, *, summarizers: bool = False) -> str:
-    """``name`` if litellm knows it (its model map, or ``provider/model`` of a provider it
-    supports, e.g. ``openai/my-model`` behind ``--api-base``) or, with ``summarizers``, it is a
-    registered memorylab summarizer; else :class:`InvalidSetting` saying how to name one."""
-    from memorylab.compress import summarizer_names
-
-    registered = [*summarizer_names(), "memorylab/existing"] if summarizers else []
-    if name in registered:
-        return name
-    models, providers = bundled_model_map(), bundled_providers()
-    provider = name.split("/", 1)[0] if "/" in name else ""
-    if not models or name in models or (provider in providers and name != provider + "/"):
-        return name
-    ours = f"a memorylab summarizer ({', '.join(registered)}), " if summarizers else ""
-    raise InvalidSetting(
-        f"{flag} {name!r} is not a model memorylab knows: name {ours}a model in litellm's "
-        "model map (e.g. gpt-4o-mini, claude-sonnet-4-5) or provider/model (e.g. "
-        "openai/my-model with --api-base, ollama/llama3)"
-    )
 
 
 def add_compare_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -277,10 +91,10 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
         "--reader, --judge (needs the 'local' extra)",
     )  # fmt: skip
     parser.add_argument(
-        "--context-window", type=_bounded_int(256, MAX_CONTEXT_TOKENS, "tokens"), default=4096,
+        "--context-window", type=bounded_int(256, MAX_CONTEXT_TOKENS, "tokens"), default=4096,
         help="the local model's context window in tokens",
     )  # fmt: skip
-    parser.add_argument("--max-tokens", type=_bounded_int(1, MAX_CONTEXT_TOKENS, "tokens"),
+    parser.add_argument("--max-tokens", type=bounded_int(1, MAX_CONTEXT_TOKENS, "tokens"),
                         help="summary budget for every summarizer")  # fmt: skip
     parser.add_argument(
         "--split", choices=("whole", "session", "window"), default="whole",
@@ -288,16 +102,16 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
         "a LongMemEval haystack), session (a LoCoMo session, LongMemEval's evidence sessions) "
         "or window",
     )  # fmt: skip
-    parser.add_argument("--window", type=_bounded_int(1, 1_000_000, "messages"), default=40,
+    parser.add_argument("--window", type=bounded_int(1, 1_000_000, "messages"), default=40,
                         help="messages per --split window")  # fmt: skip
-    parser.add_argument("--concurrency", type=_bounded_int(1, 1024, "calls"), default=8,
+    parser.add_argument("--concurrency", type=bounded_int(1, 1024, "calls"), default=8,
                         help="parallel calls")  # fmt: skip
     parser.add_argument("--cache-dir", type=Path,
                         help="LLM call cache (default: $MEMORYLAB_CACHE_DIR, else the "
                         "workspace's .cache/llm)")  # fmt: skip
     parser.add_argument("--no-cache", action="store_true", help="do not cache model calls")
     parser.add_argument(
-        "--max-cost", type=_cost_limit, metavar="USD",
+        "--max-cost", type=cost_limit, metavar="USD",
         help="estimate the cost first and refuse to start above this many USD (default: no "
         "limit)",
     )  # fmt: skip
@@ -471,14 +285,14 @@ def _check_arguments(args: argparse.Namespace) -> None:
                         ("--judge", [args.judge]), ("--grader", [args.grader])):  # fmt: skip
         for name in names or ():
             if name is not None and name != LOCAL:
-                _check_model_name(name, flag, summarizers=flag == "-s")
+                check_model_name(name, flag, summarizers=flag == "-s")
     if args.csv is not None:
-        args.csv = _check_output(args.csv, "--csv", formats=("csv",))
+        args.csv = check_output(args.csv, "--csv", formats=("csv",))
     if args.png is not None:
-        args.png = _check_output(args.png, "--png", formats=_image_formats())
+        args.png = check_output(args.png, "--png", formats=image_formats())
     for source in args.sources:
         if not source.exists():
-            raise _NothingThere(
+            raise NothingThere(
                 f"{source} does not exist; give transcripts (.jsonl or a folder of them), a "
                 "benchmark .json, a workspace, an agent folder or a memory file"
             )
@@ -594,17 +408,17 @@ def _run(args: argparse.Namespace, local_base: str | None) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m memorylab.evaluate.cli``: the ``compare`` command on its own."""
     parser = add_compare_arguments(
-        _OneLineParser(
+        OneLineParser(
             prog="memorylab compare",
             description=__doc__.split("\n")[0],
-            formatter_class=_HelpFormatter,
+            formatter_class=HelpFormatter,
         )
     )
     try:
         args = parser.parse_args(argv)
     except SystemExit as stop:  # --help (0) or a usage error (2), already printed
         return stop.code if isinstance(stop.code, int) else 2
-    return _run_handler(run_compare, args)
+    return run_handler(run_compare, args)
 
 
 if __name__ == "__main__":
