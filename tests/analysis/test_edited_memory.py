@@ -1,6 +1,6 @@
 """Memory that ``Conversation.update`` / ``delete`` / ``clear`` edited reads as one timeline: an
 edit's archive (the file before the edit) stays on the lineage but its messages are not read
-twice (rule 5 of ``analysis/_sources.py``)."""
+twice (rule 5 of ``analysis/sources.py``)."""
 
 from __future__ import annotations
 

@@ -78,7 +78,7 @@ _MEMORYLAB = textwrap.dedent(
 @dataclass(frozen=True)
 class Outcome:
     """``*_lost``: messages in no file at all. ``*_duplicated``: messages read more than once
-    by the loaders (``memory_df``, which reads a copy once: rule 6 of analysis/_sources).
+    by the loaders (``memory_df``, which reads a copy once: rule 6 of analysis/sources).
     ``copies``: messages stored in more than one file (the reference's ``compact()`` archiving
     the file memorylab archived at the same moment makes such copies; printed, not a fault)."""
 

@@ -151,7 +151,7 @@ def build_report(
         sweep_table,
         token_growth,
     )
-    from memorylab.analysis._sources import REMARK_KINDS
+    from memorylab.analysis.sources import REMARK_KINDS
 
     root = Path(workspace)
     counted_as = model or "gpt-4o"
@@ -286,7 +286,7 @@ def build_report(
 
 
 def _agent_of(file: str) -> str:
-    from memorylab.analysis._sources import agent_name, locate
+    from memorylab.analysis.sources import agent_name, locate
 
     workspace, folder, _ = locate(Path(file))
     return agent_name(workspace, folder)

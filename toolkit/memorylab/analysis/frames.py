@@ -2,7 +2,7 @@
 
 :func:`memory_df` reads a MEMORY.md, an archive, an agent folder, a workspace or a list of them
 into one row per message in timeline order (archives oldest first, then the live file; the order
-rules are in :mod:`memorylab.analysis._sources`). :func:`compactions_df` gives one row per
+rules are in :mod:`memorylab.analysis.sources`). :func:`compactions_df` gives one row per
 compaction, from ``compactions.jsonl`` when the agent has one, else inferred from the archives.
 :func:`documents_df` is :func:`memory_df` for files that were parsed already (an export read
 back, :func:`memorylab.privacy.load_export`).
@@ -37,8 +37,7 @@ from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 
-from memorylab.results import FormerPair
-from memorylab.analysis._sources import (
+from memorylab.analysis.sources import (
     AgentFiles,
     Segment,
     Source,
@@ -51,6 +50,7 @@ from memorylab.analysis._sources import (
 from memorylab.memory.paths import MemoryPaths
 from memorylab.memory.records import MemoryDocument, Message
 from memorylab.memory.store import MemoryStore
+from memorylab.results import FormerPair
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -252,9 +252,7 @@ def memory_df(
     ``.problems``, what could not (:data:`PROBLEM_COLUMNS`).
     """
     agent_files, notes = resolve(source)
-    agents = [
-        (files, agent_timeline(files, notes, strict=strict)) for files in agent_files
-    ]
+    agents = [(files, agent_timeline(files, notes, strict=strict)) for files in agent_files]
     frame = _messages_frame(agents, tokens, naive_tz)
     if strict:
         return frame
@@ -282,7 +280,7 @@ def documents_df(
     ``documents``: ``(path, document)`` pairs, in any order; each path says where the file is
     (or was), as :func:`memory_df` would have found it: ``<workspace>/agents/<agent>/MEMORY.md``
     or ``…/archive/history_<time>.md``. ``edits``: the archive names an edit made (the export's
-    records say which, :func:`~memorylab.analysis._sources.edit_archives`). Each agent's files
+    records say which, :func:`~memorylab.analysis.sources.edit_archives`). Each agent's files
     are put in timeline order and duplicates dropped by the same rules, so the frame is the one
     :func:`memory_df` gives for the same files.
     """

@@ -1,4 +1,7 @@
-"""Which files a source names, and in which order an agent's files make one timeline (internal).
+"""Which files a source names, and in which order an agent's files make one timeline.
+
+The loaders (:mod:`memorylab.analysis.frames`), the cases of a workspace, the export, the report
+and the command line read an agent's files through it.
 
 A source is a MEMORY.md, an archive file, an agent folder, a workspace (the folder holding
 ``agents/``, or ``agents/`` itself), or a list of these; sources naming the same agent folder are
@@ -478,3 +481,23 @@ def _without_repeats(segments: list[Segment], notes: list[Note]) -> list[Segment
                 segment = replace(segment, repeated=repeated)
         result.append(segment)
     return result
+
+
+__all__ = [
+    "AgentFiles",
+    "MEMORY_FILE",
+    "Note",
+    "REMARK_KINDS",
+    "Segment",
+    "Source",
+    "SourceLike",
+    "agent_name",
+    "agent_timeline",
+    "edit_archives",
+    "files_of",
+    "locate",
+    "read_segments",
+    "resolve",
+    "summary_flags",
+    "timeline",
+]

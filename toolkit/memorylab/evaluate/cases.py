@@ -40,7 +40,7 @@ from memorylab.memory.records import SUMMARY_PREFIX
 from memorylab.transcripts import FACT_CATEGORIES, Fact, Probe, Transcript, load_transcript
 
 if TYPE_CHECKING:
-    from memorylab.analysis._sources import AgentFiles
+    from memorylab.analysis.sources import AgentFiles
 
 __all__ = [
     "Case",
@@ -222,7 +222,7 @@ def cases_from_transcripts(
 def _agent_folders(path: Path) -> list[tuple[AgentFiles, Path | None]]:
     """The agents of a workspace, agents/, an agent folder or a file, as the loaders find them
     (nested ones too), each with the one file given or None for the whole folder."""
-    from memorylab.analysis._sources import resolve
+    from memorylab.analysis.sources import resolve
 
     found: list[tuple[AgentFiles, Path | None]] = []
     for files in resolve(path)[0]:
@@ -254,7 +254,7 @@ def _agent_cases(files: AgentFiles, only: Path | None) -> list[Case]:
     """One case per compaction of the agent: an archive of its timeline (read as the loaders
     read it: lineage order, uncommitted and edits' archives aside) and the summary that the
     next file starts with, marked or the reference's plain one (``summary_flags``)."""
-    from memorylab.analysis._sources import Note, agent_timeline, summary_flags
+    from memorylab.analysis.sources import Note, agent_timeline, summary_flags
 
     notes: list[Note] = []
     segments = agent_timeline(files, notes, strict=False)

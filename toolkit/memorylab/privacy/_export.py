@@ -239,8 +239,8 @@ def load_export(
     read from the file, not its name. Parquet needs pyarrow (``pip install "memorylab[data]"``).
     Logs a warning if group or others can read the file (see :func:`warn_permissions`).
     """
-    from memorylab.analysis._sources import edit_archives
     from memorylab.analysis.frames import documents_df
+    from memorylab.analysis.sources import edit_archives
 
     source = Path(path).expanduser()
     doc = _read_export(source)
