@@ -29,6 +29,20 @@ def test_lenient_memory_df_returns_one_result(own_workspace: Built) -> None:
     assert list(read.problems.columns) == [name for name, _ in PROBLEM_COLUMNS]
 
 
+def test_the_read_result_is_a_table_result_with_notes(own_workspace: Built) -> None:
+    import pandas as pd
+
+    from memorylab.results import TableResult
+
+    read = memory_df(own_workspace.root, strict=False)
+    assert isinstance(read, TableResult) and read.notes() == []
+    assert repr(read).startswith("ReadResult(frame=<") and "problems" in repr(read)
+    problems = pd.DataFrame({"file": ["a", "b", "c"], "line": [1, 2, 3],
+                             "kind": ["parse", "parse", "skipped"], "message": ["", "", ""]})  # fmt: skip
+    assert ReadResult(read.frame, problems).notes() == [
+        "2 parse problem(s): see .problems", "1 skipped problem(s): see .problems"]  # fmt: skip
+
+
 def test_unpacking_the_old_tuple_still_works_and_warns(own_workspace: Built) -> None:
     read = memory_df(own_workspace.root, strict=False)
     with pytest.warns(DeprecationWarning, match=r"use result\.frame and result\.problems"):

@@ -50,7 +50,7 @@ from memorylab.analysis.sources import (
 from memorylab.memory.paths import MemoryPaths
 from memorylab.memory.records import MemoryDocument, Message
 from memorylab.memory.store import MemoryStore
-from memorylab.results import FormerPair
+from memorylab.results import FormerPair, TableResult
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -193,11 +193,11 @@ def build_frame(declared: Sequence[tuple[str, str]], data: Mapping[str, Any]) ->
 # --------------------------------------------------------------------------- messages
 
 
-@dataclass(frozen=True, slots=True)
-class ReadResult(FormerPair):
+@dataclass(frozen=True, slots=True, repr=False)
+class ReadResult(FormerPair, TableResult):
     """What :func:`memory_df` read with ``strict=False``: ``frame``, the rows it could read
     (:data:`MEMORY_COLUMNS`), and ``problems`` (:data:`PROBLEM_COLUMNS`: ``file, line, kind,
-    message``), one row per problem found or file skipped.
+    message``), one row per problem found or file skipped; :meth:`notes` says how many.
 
     It replaces the ``(frame, problems)`` tuple of earlier versions: unpacking it that way, or
     indexing it ``[0]``/``[1]``, still works for now and warns (``DeprecationWarning``).
@@ -207,6 +207,10 @@ class ReadResult(FormerPair):
     problems: pd.DataFrame
 
     _former: ClassVar[tuple[str, str, str]] = ("memory_df(..., strict=False)", "frame", "problems")
+
+    def notes(self) -> list[str]:
+        kinds = self.problems["kind"].value_counts(sort=False) if len(self.problems) else {}
+        return [f"{count} {kind} problem(s): see .problems" for kind, count in kinds.items()]
 
 
 @overload
