@@ -936,3 +936,39 @@ def test_the_reference_summarizers_are_the_bounds() -> None:
     assert none.text == "" and none.output_tokens == 0  # an empty summary is its valid output
     with pytest.raises(EmptySummary):
         get_summarizer("memorylab/none").summarize([])
+
+
+def test_a_duck_typed_summarizer_is_completed_once_where_it_enters() -> None:
+    """A user's object with only a name and summarize gets the documented defaults: it may call
+    a model (local False), no model name, no estimated calls, with_caller itself, asummarize on
+    a thread; what it declares itself wins, its other attributes are still there."""
+    from memorylab.compress import as_summarizer
+
+    class Duck:
+        name = "duck"
+        max_tokens = 77
+
+        def summarize(self, messages: Any, *, max_tokens: int | None = None) -> Summary:
+            return Summary(text=f"{len(messages)} messages", model=self.name)
+
+    duck = Duck()
+    made = get_summarizer(duck)
+    assert isinstance(made, Summarizer) and made.name == "duck"
+    assert made.local is False and made.model is None and made.estimate(HISTORY) == []
+    assert made.with_caller(lambda c: c) is made and as_summarizer(made) is made
+    assert asyncio.run(made.asummarize(HISTORY)).text == f"{len(HISTORY)} messages"
+    assert made.max_tokens == 77  # type: ignore[attr-defined]
+
+    class Declares(Duck):
+        local = True
+        model = "m"
+
+        def estimate(self, messages: Any, max_tokens: int | None = None) -> list[Any]:
+            return [("m", 1, 2)]
+
+    declared = as_summarizer(Declares())
+    assert declared.local is True and declared.model == "m" and declared.estimate([]) == [("m", 1, 2)]
+    full = ExtractiveSummarizer()
+    assert get_summarizer(full) is full  # a complete one is used as it is
+    with pytest.raises(InvalidSetting, match="has a name and summarize"):
+        get_summarizer(object())  # type: ignore[arg-type]

@@ -287,3 +287,34 @@ def test_summarizers_and_scorers_of_your_own_go_by_name(monkeypatch: pytest.Monk
     chars = df[df.metric == "chars"].value
     assert list(chars) == [len(HISTORY[0]["content"])] * 2
     assert len(threads) == 4 and threading.main_thread().name not in threads  # off the loop
+
+
+def test_duck_typed_summarizers_and_scorers_get_the_documented_defaults(tmp_path: Path) -> None:
+    """A user's summarizer that says nothing may call a model (local False), but the cost guard
+    does not run it to estimate nothing; a scorer that says nothing measures quality and is
+    awaited (offline False), with no model calls estimated."""
+    from memorylab.evaluate import estimate_cost, get_scorer
+
+    calls: list[int] = []
+
+    class Counting(SyncOnly):
+        def summarize(self, messages: Sequence[Mapping[str, Any]], *,
+                      max_tokens: int | None = None) -> Summary:  # fmt: skip
+            calls.append(1)
+            return super().summarize(messages, max_tokens=max_tokens)
+
+    class Plain:
+        name = "plain"
+
+        async def ascore(self, sample: Any, llm: Any) -> dict[str, Score]:
+            return {"value": Score(1.0)}
+
+    summarizer = resolve_summarizers([Counting()])["mine"]
+    assert summarizer.local is False and summarizer.estimate([]) == []
+    scorer = get_scorer(Plain())
+    assert scorer.quality is True and scorer.offline is False and scorer.estimate(cases(1)[0], 9) == []
+    assert estimate_cost(cases(2), [Counting()], ["compression"], cache_dir=tmp_path).empty
+    assert calls == []
+    result = compare_summarizers(cases(1), [Counting()], [Plain()], progress=False, cache_dir=False)
+    assert result.quality == {"plain": True} and result.frame.value.tolist() == [1.0]
+    assert calls == [1]
