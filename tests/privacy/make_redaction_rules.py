@@ -70,17 +70,35 @@ CATEGORY_PREFIXES = (
 # Needles given by hand where the pattern's own literals are case-insensitive words or single
 # characters (the rule then matches only where one is in the match as written: ``exact``)
 NEEDLES = {
+    "authress-service-client-access-key": ["sc_", "ext_", "scauth_", "authress_"],
     "curl-auth-header": ["curl"],
-    "facebook-access-token": [f"{d}{s}" for d in "0123456789" for s in "|%"],
+    "freemius-secret-key": ["=>"],
+    "jwt": ["eyJ"],  # a JWT's header is base64 of '{"'
+    "slack-user-token": ["xoxp-", "xoxe-"],
+    "slack-webhook-url": ["hooks.slack.com"],
     "grafana-api-key": ["eyJrIjoi"],
-    "kubernetes-secret-yaml": ["data:"],
+    "kubernetes-secret-yaml": ["Secret"],  # kind: Secret (and a data: gate)
     "sidekiq-sensitive-url": ["contribsys.com"],
     "slack-config-access-token": ["xoxe.xox"],
     "sourcegraph-access-token": ["sgp_"],  # without the bare 40-hex form (a git SHA)
+    "vault-service-token": ["hvs."],  # without the legacy s.<24 chars> form ("s." is everywhere)
+}
+# Needles that must be in the text, not in the match (gitleaks' keyword semantics), where the
+# pattern's own literal is a common word: the rule runs only where the product is named
+CONTEXT = {
+    "airtable-personnal-access-token": ["airtable", "Airtable", "AIRTABLE"],
+    "facebook-access-token": ["facebook", "Facebook", "FACEBOOK"],
 }
 # A second literal every match holds, where the needle alone is a common word: the rule runs
 # only where both are in the text
-GATES = {"airtable-personnal-access-token": "."}
+GATES = {"kubernetes-secret-yaml": "data:", "sidekiq-sensitive-url": "@"}
+# Allowlist regexes meant for the whole secret (gitleaks searches them: ``x+`` would let any
+# password that starts with an x go)
+ANCHORED_ALLOWS = {"curl-auth-user"}
+# The whole match is the secret, where the first group is a piece of it (a repeated UUID part)
+WHOLE_MATCH = {"microsoft-teams-webhook"}
+# Multi-line rules that also read their line breaks JSON-escaped (``\\n``: a tool's JSON result)
+ESCAPED_LINE_BREAKS = {"kubernetes-secret-yaml"}
 _TEMPLATE_HEAD = r"(?i)[\w.-]{0,50}?(?:"
 _POSIX = {"[:alnum:]": "A-Za-z0-9", "[:alpha:]": "A-Za-z", "[:digit:]": "0-9"}
 _MAX_VARIANTS = 24  # an alternation of more literal starts than this is not a needle set
@@ -277,6 +295,10 @@ _TEMPLATE_SEPARATOR = r"(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)"
 
 def convert(rule: dict[str, Any]) -> dict[str, Any]:
     pattern = to_python(rule["regex"])
+    if rule["id"] in ESCAPED_LINE_BREAKS:
+        pattern = pattern.replace(r"\s+", r"(?:\s|\\[nrt])+")
+        for word in ("kind:", "data:"):  # after an escaped line break: "\\nkind:"
+            pattern = pattern.replace(rf"\b{word}", rf"(?:\b|(?<=\\[nrt])){word}")
     label = _TEMPLATE_SEPARATOR in pattern
     if label:  # a keyword template: name its separator, for the label check
         pattern = pattern.replace(_TEMPLATE_SEPARATOR, "(?P<sep>" + _TEMPLATE_SEPARATOR[3:], 1)
@@ -285,11 +307,18 @@ def convert(rule: dict[str, Any]) -> dict[str, Any]:
     if label and group >= compiled.groupindex["sep"]:
         group += 1  # the separator's group comes before it
     needles, exact = needles_of(pattern)
+    context = rule["id"] in CONTEXT
+    if label:  # a keyword template is a label rule, whatever literals its keyword has
+        needles, exact = [], False
     if rule["id"] in NEEDLES:
         needles, exact = NEEDLES[rule["id"]], True
+    elif context:
+        needles, exact = CONTEXT[rule["id"]], False
     allow: list[dict[str, Any]] = []
     for entry in rule.get("allowlists", []):
         regexes = [to_python(r) for r in entry.get("regexes", [])]
+        if rule["id"] in ANCHORED_ALLOWS:
+            regexes = [rf"\A(?:{r})\Z" for r in regexes]
         for r in regexes:
             re.compile(r, re.ASCII)
         allow.append(
@@ -310,12 +339,13 @@ def convert(rule: dict[str, Any]) -> dict[str, Any]:
         "id": rule["id"],
         "category": category_of(rule["id"]),
         "regex": pattern,
-        "group": group,
+        "group": -1 if rule["id"] in WHOLE_MATCH else group,
         "entropy": float(rule.get("entropy", 0.0)),
         "keywords": sorted({k.lower() for k in rule.get("keywords", [])}),
         "needles": needles,
         "gate": GATES.get(rule["id"], ""),
         "exact": exact,
+        "context": context,
         "label": label and not needles,
         "allow": allow,
     }

@@ -23,6 +23,7 @@ _ALPHABETS = {
     "upper": string.ascii_uppercase + string.digits,
     "digits": string.digits,
     "letters": string.ascii_letters,
+    "bech32": "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L",  # age keys
 }
 _PW_SYMBOLS = "!%^*_+-.~"
 

@@ -36,8 +36,10 @@ def _dict_form(text: str, secret: str) -> dict[str, Any]:
     """Content as a dict: ``{LABEL: secret}`` when a label stands right before the secret, else
     the text as a field."""
     head = text[: text.find(secret)] if secret in text else ""
-    label = _LABEL.search(head.splitlines()[-1] if head.splitlines() else head)
-    if label is not None:
+    line = head.rpartition("\n")[2]
+    label = _LABEL.search(line)
+    # a settings line (NAME=value, or a one-line "name: value"); not a key deep in a document
+    if label is not None and ("\n" not in head or "=" in line):
         return {"settings": {label[1]: secret}, "source": ".env"}
     return {"text": text, "source": "user"}
 
@@ -64,7 +66,6 @@ def _tool_result(conv: Conversation, text: str, secret: str) -> None:
 
 
 def _summary(conv: Conversation, text: str, secret: str) -> None:
-    conv.add("User", "hello")
     conv.compact(f"The user set up the deployment.\n{text}\nThen they asked for a review.")
 
 
@@ -89,12 +90,22 @@ SHAPES: dict[str, Write] = {
 }
 
 
-def _on_disk(workspace: Path, agent: str, write: Write, text: str, secret: str) -> bytes:
-    conv = Conversation(agent_name=agent, workspace_dir=str(workspace))
-    write(conv, text, secret)
-    assert conv.memory_md_path is not None
-    folder = conv.memory_md_path.parent
-    return b"".join(p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file())
+def _sizes(folder: Path) -> dict[Path, int]:
+    return {p: p.stat().st_size for p in folder.rglob("*") if p.is_file()}
+
+
+def _written(folder: Path, before: dict[Path, int]) -> bytes:
+    """The bytes a write added under the agent's folder: what was appended to a file, a file
+    rewritten or created whole. Archives are left out: each is a copy of a MEMORY.md already
+    read (and would show the previous entry's summary)."""
+    chunks = []
+    for path, size in sorted(_sizes(folder).items()):
+        if "archive" in path.relative_to(folder).parts or before.get(path) == size:
+            continue
+        data = path.read_bytes()
+        old = before.get(path, 0)
+        chunks.append(data[old:] if path.suffix == ".jsonl" else data)
+    return b"".join(chunks)
 
 
 def _pieces(secret: str) -> list[str]:
@@ -109,20 +120,33 @@ def _kept_off(data: bytes, entry: CorpusSecret) -> bool:
 
 
 def _measure(workspace: Path) -> tuple[dict[str, list[CorpusSecret]], dict[str, list[str]]]:
+    """Each shape writes every entry through one Conversation of its own, one at a time; what
+    each write put on disk is searched (and, at the end, every file of the agent, archives
+    included, for every secret)."""
     missed: dict[str, list[CorpusSecret]] = collections.defaultdict(list)
     changed: dict[str, list[str]] = collections.defaultdict(list)
-    n = 0
-    for shape, write in SHAPES.items():
-        for entry in CORPUS:
-            n += 1
-            data = _on_disk(workspace, f"s{n}", write, entry.text, entry.secrets[0])
-            if not _kept_off(data, entry):
+    for n, (shape, write) in enumerate(SHAPES.items()):
+        conv = Conversation(agent_name=f"shape{n}", workspace_dir=str(workspace))
+        assert conv.memory_md_path is not None
+        folder = conv.memory_md_path.parent
+        # look-alikes first: MEMORY.md is read whole, and must hold no marker of a secret yet
+        items: list[tuple[CorpusSecret | None, str, str]] = [
+            (None, t.text, t.text) for t in LOOKALIKES
+        ] + [(e, e.text, e.secrets[0]) for e in CORPUS]
+        for entry, text, secret in items:
+            conv.conversation_history.clear()  # a save file holds this entry only
+            before = _sizes(folder)
+            write(conv, text, secret)
+            data = _written(folder, before)
+            if entry is None:
+                if MARKED.encode() in data:
+                    changed[shape].append(text)
+            elif not _kept_off(data, entry):
                 missed[shape].append(entry)
-        for lookalike in LOOKALIKES:
-            n += 1
-            data = _on_disk(workspace, f"s{n}", write, lookalike.text, lookalike.text)
-            if MARKED.encode() in data:
-                changed[shape].append(lookalike.text)
+        everything = b"".join(p.read_bytes() for p in sorted(_sizes(folder)))
+        for entry in CORPUS:
+            if entry not in missed[shape] and not _kept_off(everything, entry):
+                missed[shape].append(entry)
     return missed, changed
 
 
