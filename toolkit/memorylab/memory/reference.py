@@ -60,14 +60,9 @@ class ReferenceKeywords(TypedDict, total=False):
         message_id_on: Give each entry a ``message_id`` (a UUID4 string).
         tokenizer_model_name: The model whose tokenizer counts tokens when no
             ``token_counter`` is given (default the reference's ``"gpt-5.4"``: o200k_base).
-        dynamic_context_window: Ignored (documented no-op): the reference cuts the history
-            string and caps ``count_history_tokens()`` at ``context_length``; memorylab never
-            drops context silently, it compresses it (``ContextCompressor``), and reports the
-            real count.
-        cache_enabled: Ignored: memorylab keeps a running token count instead of the
-            reference's string cache (no ``get_cache_stats``).
-        output_metadata, save_as_yaml_on, save_as_json_bool: Ignored, as the reference ignores
-            them (it only stores them).
+        dynamic_context_window, cache_enabled, output_metadata, save_as_yaml_on,
+            save_as_json_bool: Ignored (documented no-ops: docs/migrating-from-swarms.md says
+            why). memorylab never drops context silently, it compresses it.
         channel: A comms channel (``messages()`` rows of ``agent_name``/``content``, and
             ``post(role, text)``): its messages seed the history (in memory only) and every
             later ``add`` of a non-``System`` message is posted to it.
