@@ -862,6 +862,7 @@ _RARE_FIRST = (
 _ENDS_AT = "-_"  # token prefixes end with one of these
 _STARTS_AT = "-A"
 _FEW_PLACES = 16
+_PLACES_PER_NEEDLE = 4  # a place costs about a quarter of a needle's search of a 1 KB text
 
 _Gated = tuple[str, tuple[str, ...]]  # a gate (or a needle's rarest character), needles
 # the character; the needles that end at it, and the characters before it they need; those
@@ -917,10 +918,18 @@ _PASSES, _GATED = _needle_tables(tuple(r for r in RULES if r.category in SECRET_
 
 
 def _passes(text: str) -> bool:
-    """Whether a needle of :data:`_PASSES` is in ``text``."""
+    """Whether a needle of :data:`_PASSES` is in ``text``.
+
+    A place costs a ``find`` and a few ``startswith``/``endswith`` of tuples; searching for
+    every needle of the pass costs a scan of the text per needle. So a pass visits places until
+    that many would cost more than the searches (a few places per needle: ~50 needles end with
+    ``_``, and code has an ``_`` every few words), then searches; a gate's needles are searched
+    once."""
     for char, ending, before, starting, gates, starts in _PASSES:
         at = text.find(char)
         places = 0
+        limit = max(_FEW_PLACES, _PLACES_PER_NEEDLE * (len(ending) + len(starting)))
+        searched: set[str] = set()
         while at >= 0:
             if at and text[at - 1] in before and text.endswith(ending, 0, at + 1):
                 return True
@@ -928,10 +937,12 @@ def _passes(text: str) -> bool:
                 if text.startswith(starting, at):
                     return True
                 for gate, needles in gates:
-                    if text.startswith(gate, at) and any(n in text for n in needles):
-                        return True
+                    if gate not in searched and text.startswith(gate, at):
+                        searched.add(gate)
+                        if any(n in text for n in needles):
+                            return True
             places += 1
-            if places == _FEW_PLACES:
+            if places == limit:
                 if any(n in text for n in ending + starting) or any(
                     g in text and any(n in text for n in ns) for g, ns in gates
                 ):
