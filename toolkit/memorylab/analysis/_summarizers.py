@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from memorylab.analysis._transcript import MemoCounter
     from memorylab.analysis.runs import SummarySize, _Run
 
+EXTRACTIVE = "memorylab/extractive"
 CACHE_LIMIT = 4096
 SUMMARY_CACHE: OrderedDict[str, Summary] = OrderedDict()
 """Summaries made by replays, most recently used last (at most 4096)."""
@@ -86,11 +87,11 @@ def choose(spec: str | Summarizer | None, run: _Run, size: SummarySize | None) -
     extractive one; asked for summaries of ``size`` (default: the recorded sizes, when the
     summarizer is not the one that made them)."""
     from memorylab.compress.compressor import ContextCompressor
-    from memorylab.compress.summarizers import get_summarizer
+    from memorylab.compress.summarizers import get_summarizer, summarizer_names
 
     recorded = run.settings.summarizer
-    if spec is None:
-        spec = recorded if runs_offline(recorded) else "memorylab/extractive"
+    if spec is None:  # the recorded one when it is registered and calls no model
+        spec = recorded if recorded in summarizer_names() and _local(recorded) else EXTRACTIVE
     chosen: Summarizer
     if isinstance(spec, str):  # built as the live compressor builds it from a name
         compressor = ContextCompressor(
@@ -104,12 +105,9 @@ def choose(spec: str | Summarizer | None, run: _Run, size: SummarySize | None) -
     return SizedRequest(chosen, size, run.counter) if size is not None else chosen
 
 
-def runs_offline(name: str | None) -> bool:
-    """Whether a recorded summarizer name is a registered one that calls no model."""
-    from memorylab.compress.summarizers import get_summarizer, summarizer_names
+def _local(name: str) -> bool:
+    from memorylab.compress.summarizers import get_summarizer
 
-    if name is None or name not in summarizer_names():
-        return False
     try:
         return get_summarizer(name).local
     except Exception:  # a user's factory that needs arguments: not rebuilt by name

@@ -196,8 +196,11 @@ def from_messages(messages: Sequence[Mapping[str, Any]]) -> Transcript:
     return Transcript(roles, contents, np.array(micros, dtype=np.int64))
 
 
-def as_transcript(transcript: Any) -> Transcript:
-    """A :class:`Transcript` from a frame or a list of messages (summaries dropped)."""
+def as_transcript(
+    transcript: pd.DataFrame | Sequence[Mapping[str, Any]] | Transcript,
+) -> Transcript:
+    """A :class:`Transcript` from a frame or a list of messages (summaries dropped); a path is
+    read by the caller (:data:`memorylab.analysis.runs.TranscriptSource`)."""
     if isinstance(transcript, Transcript):
         return transcript
     if hasattr(transcript, "columns") and hasattr(transcript, "iloc"):

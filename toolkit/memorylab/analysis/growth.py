@@ -1,11 +1,7 @@
-"""Token growth across compactions: per message, the context the agent held.
-
-:func:`token_growth` reads it off the files: the static context, then the summary or, after a
-restart, the bounded preload of MEMORY.md (:func:`memorylab.memory.preload.plan_preload`), then
-the messages since; the trigger and the compaction points. Every setting comes from the record
-(:mod:`memorylab.analysis.runs`); where ``compactions.jsonl`` recorded ``tokens_before``, the
-peaks are the recorded figures. Replays and sweeps moved to :mod:`memorylab.analysis.replay` and
-:mod:`memorylab.analysis.sweep` (importing them from here still works for now, and warns).
+"""Token growth across compactions: per message, the context the agent held, read off the files
+at the recorded settings (:mod:`.runs`); where ``compactions.jsonl`` recorded ``tokens_before``,
+the peaks are the recorded figures. Replays and sweeps moved to :mod:`.replay` and :mod:`.sweep`
+(importing them from here still works for now, and warns).
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
-"""Replays of a transcript under other settings, through a real compressor.
-
-:func:`replay` runs a real :class:`~memorylab.compress.compressor.ContextCompressor` over a
-transcript in fresh in-memory :class:`~memorylab.Conversation` objects (no file is read after the
-transcript is loaded, none is written), at the settings of the run it replays unless told
-otherwise (:mod:`memorylab.analysis.runs`). One engine (docs/analysis.md, "How the replay
-decides"): checks where the :class:`~memorylab.Agent` checks
-(:func:`memorylab.compress.policy.check_points`: before every model call), decisions by the
-compressor's own ``compress`` / ``summary_budget``, the static context at its recorded tokens, and
-every new process started with the bounded preload of the MEMORY.md it would have found
-(:func:`memorylab.memory.preload.plan_preload`). Tokens are counted as
-:meth:`memorylab.Conversation.token_count` counts them (``[<ts>] Role: content`` per message,
-``"\\n\\n"`` between messages). Summaries made during replays are cached
-(:mod:`memorylab.analysis._summarizers`); pass ``cache=False`` for a summarizer that is not
-deterministic.
+"""Replays: a real :class:`~memorylab.compress.compressor.ContextCompressor` over a transcript,
+in fresh in-memory :class:`~memorylab.Conversation` objects (nothing read after the transcript is
+loaded, nothing written), at the run's settings unless told otherwise (:mod:`.runs`). One engine
+(docs/analysis.md, "How the replay decides"): checks where the Agent checks
+(:func:`~memorylab.compress.policy.check_points`), the compressor's own decisions, the static
+context at its recorded tokens, every new process with the bounded preload of the MEMORY.md it
+would have found; tokens counted as :meth:`memorylab.Conversation.token_count` counts them.
+Summaries are cached (:mod:`._summarizers`; ``cache=False`` for one that is not deterministic).
 """
 
 from __future__ import annotations

@@ -22,9 +22,7 @@ field says where it came from (:attr:`RunSettings.origin`):
 :func:`~memorylab.analysis.token_growth`, :func:`~memorylab.analysis.replay` and
 :func:`~memorylab.analysis.sweep` take their defaults from here, so a replay runs at the settings
 of the run it replays unless told otherwise: their overrides are one declaration
-(:class:`RunOverrides`), turned into settings in one place (:func:`_prepare`, through
-:meth:`RunSettings.given`, which validates them), with the transcript they run over, where its
-checks fall, where its processes start and where the run compacted.
+(:class:`RunOverrides`), made settings in one place (:func:`_prepare`, :meth:`RunSettings.given`).
 """
 
 from __future__ import annotations
@@ -99,14 +97,12 @@ RECORDED: Final = Recorded.RECORDED
 
 
 class RunOverrides(TypedDict, total=False):
-    """The settings :func:`~memorylab.analysis.replay`, :func:`~memorylab.analysis.sweep` and
-    :func:`~memorylab.analysis.token_growth` take from the record unless given: ``None`` (or
-    leaving one out) means the record's, except ``preload_max_tokens``, whose ``None`` means no
-    bound (:data:`RECORDED`: the record's). ``model`` picks the tokenizer, ``max_summary_tokens``
-    is the compressor's ``summarizer_max_tokens``, ``static_tokens`` or ``system_prompt`` (its
-    text) the static context, ``restarts`` ``False`` one process (or the first message time of
-    each new one), ``checks`` ``"model_call"`` or ``"message"``, ``restart_gap`` the gap read as
-    a restart where nothing was recorded (``None``: none)."""
+    """What replays, sweeps and token growth take from the record unless given (``None``: the
+    record's; ``preload_max_tokens=None``: no bound). ``model`` picks the tokenizer,
+    ``max_summary_tokens`` is the compressor's ``summarizer_max_tokens``, ``static_tokens`` or
+    ``system_prompt`` the static context, ``restarts`` ``False`` one process (or each new one's
+    first message time), ``checks`` ``"model_call"`` or ``"message"``, ``restart_gap`` the gap read
+    as a restart where nothing was recorded (``None``: none)."""
 
     threshold: Threshold | None
     context_length: int | None

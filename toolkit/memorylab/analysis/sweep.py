@@ -1,15 +1,10 @@
 """Sweeps: a replay's figures at every (context length, threshold) setting, in one table.
 
-:func:`sweep` returns a :class:`SweepResult`: one row per setting (compactions, peak context,
-the input tokens the model read, summarizer calls and tokens, the estimated cost and, given
-facts, how many survive), and how the table was made. Exact replays
-(:func:`memorylab.analysis.replay`'s engine) by default when they fit in a few seconds;
-``fast=True`` models the summaries' sizes (:mod:`memorylab.analysis._fast`, glued to a run by
-:class:`_FastEngine`), calibrated against exact replays of up to three settings
-(:func:`_calibrate`), whose measured error the result states (:meth:`SweepResult.notes`,
-:func:`sweep_note`). :func:`sweep_table` is the table to read: one heading and one format per
-column (:data:`SWEEP_HEADINGS`), thresholds as :func:`memorylab.compress.policy.threshold_text`
-writes them.
+:func:`sweep` returns a :class:`SweepResult`: one row per setting and how the table was made.
+Exact replays by default when they fit in a few seconds; ``fast=True`` models the summaries'
+sizes (:mod:`._fast`, glued to a run by :class:`_FastEngine`), calibrated against exact replays
+(:func:`_calibrate`), whose measured error the result states. :func:`sweep_table` is the table
+to read (:data:`SWEEP_HEADINGS`; thresholds as :func:`~memorylab.compress.policy.threshold_text`).
 """
 
 from __future__ import annotations

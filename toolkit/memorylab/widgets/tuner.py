@@ -149,19 +149,16 @@ def _recorded_source(source: Any) -> _Source:
     from memorylab.analysis.runs import run_settings
 
     settings = run_settings(source)
-    recorded = None
-    if settings.source_of("threshold") == "recorded":
-        recorded = (settings.context_length, settings.threshold)
-    if isinstance(source, str | os.PathLike):
-        name = os.path.basename(os.fspath(source).rstrip("/")) or "memory"
-    else:
-        name = settings.agent or "transcript"
+    at = settings.context_length, settings.threshold
+    recorded = at if settings.source_of("threshold") == "recorded" else None
+    path = isinstance(source, str | os.PathLike)
+    name = os.path.basename(os.fspath(source).rstrip("/")) or "memory" if path else None
     return _Source(
         source,
         context_length=settings.context_length if recorded else None,
         threshold=settings.threshold if recorded else None,
         model=settings.token_model,
-        name=name,
+        name=name or settings.agent or "transcript",
         recorded=recorded,
     )
 
