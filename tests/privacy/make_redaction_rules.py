@@ -12,7 +12,9 @@ import. Nothing here runs at redaction time, and nothing is downloaded: get the 
   its group (``(?i:...)``), ``\\z`` is ``\\Z``; patterns compile with ``re.ASCII`` (RE2's ``\\w``
   and ``\\b`` are ASCII).
 - The leading ``[\\w.-]{0,50}?`` of gitleaks' keyword templates is dropped: it only widens the
-  reported match, never changes which secret is found, and costs a scan step per character.
+  reported match, never changes which secret is found, and costs a scan step per character. A
+  leading ``\\b`` is checked on the match instead (``boundary``): a pattern that starts with an
+  assertion is tried at every character, one that starts with a literal is searched for.
 - Each rule keeps its id, keywords (lower-case: the rule runs only where one is in the lower-cased
   text), secret group, entropy threshold and allowlists (regexes with their target, stopwords),
   and gets ``needles``: literal strings, as written and case-sensitive, one of which every match
@@ -295,6 +297,8 @@ _TEMPLATE_SEPARATOR = r"(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)"
 
 def convert(rule: dict[str, Any]) -> dict[str, Any]:
     pattern = to_python(rule["regex"])
+    if rule["id"] == "vault-service-token":  # the legacy s.<24> form: see NEEDLES
+        pattern = pattern.replace(r"|s\.(?i:[a-z0-9]{24})", "")
     if rule["id"] in ESCAPED_LINE_BREAKS:
         pattern = pattern.replace(r"\s+", r"(?:\s|\\[nrt])+")
         for word in ("kind:", "data:"):  # after an escaped line break: "\\nkind:"
@@ -306,6 +310,16 @@ def convert(rule: dict[str, Any]) -> dict[str, Any]:
     group = int(rule.get("secretGroup", 0))
     if label and group >= compiled.groupindex["sep"]:
         group += 1  # the separator's group comes before it
+    boundary = False
+    flags = "(?i)" if pattern.startswith("(?i)") else ""
+    body = pattern[len(flags) :]
+    while body.startswith(r"\b") or body.startswith(r"(\b"):
+        # a leading \b: checked on the match (a pattern that starts with an assertion is
+        # tried at every character; one that starts with a literal is searched for)
+        body = body[2:] if body.startswith(r"\b") else "(" + body[3:]
+        boundary = True
+    pattern = flags + body
+    re.compile(pattern, re.ASCII)
     needles, exact = needles_of(pattern)
     context = rule["id"] in CONTEXT
     if label:  # a keyword template is a label rule, whatever literals its keyword has
@@ -346,6 +360,7 @@ def convert(rule: dict[str, Any]) -> dict[str, Any]:
         "gate": GATES.get(rule["id"], ""),
         "exact": exact,
         "context": context,
+        "boundary": boundary,
         "label": label and not needles,
         "allow": allow,
     }

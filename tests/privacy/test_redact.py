@@ -794,3 +794,64 @@ def test_code_with_separators_on_every_line_takes_the_fast_path() -> None:
 def test_separator_heavy_text_still_finds_a_late_password() -> None:
     text = "".join(f"step {n} command: ok\n" for n in range(40)) + "db password: hunter2secret\n"
     assert "hunter2secret" not in SECRETS(text)
+
+
+# -- the rule set (gitleaks' and memorylab's) ------------------------------------------------
+
+
+def _every_rule(rules: tuple[object, ...], text: str) -> list[tuple[int, int, str]]:
+    """What _scan finds when every rule runs (no needle, label or gate decides): the reference
+    for the plan that picks the rules to run."""
+    from bisect import bisect_left
+
+    from memorylab.memory.redact import Rule
+
+    starts: list[int] = []
+    taken: list[tuple[int, int, str]] = []
+    for rule in rules:
+        assert isinstance(rule, Rule)
+        for match in rule.pattern.finditer(text):
+            span = rule.span(match)
+            if span is None:
+                continue
+            at = bisect_left(starts, span[0])
+            if (at > 0 and taken[at - 1][1] > span[0]) or (
+                at < len(taken) and taken[at][0] < span[1]
+            ):
+                continue
+            starts.insert(at, span[0])
+            taken.insert(at, (span[0], span[1], rule.category))
+    return taken
+
+
+_PLAN_TEXTS = [e.text for e in CORPUS] + [t.text for t in LOOKALIKES] + [PYTHON_CODE, *ORDINARY]
+
+
+@pytest.mark.parametrize("index", range(len(_PLAN_TEXTS)))
+def test_the_plan_runs_every_rule_that_finds_something(index: int) -> None:
+    # _scan runs a rule only where its needles are (anchored, by character, or in a label):
+    # on the corpus, alone and padded, it finds what running every rule finds
+    rules = SECRETS._rules  # type: ignore[attr-defined]
+    text = _PLAN_TEXTS[index]
+    for padded in (text, f"{PYTHON_CODE}\n{text}\n{ORDINARY[0]}", json.dumps({"out": text})):
+        assert _scan(rules, padded) == _every_rule(rules, padded)
+
+
+def test_the_packaged_rules_say_where_they_come_from() -> None:
+    from memorylab.memory.redact import GITLEAKS
+
+    assert GITLEAKS["source"].startswith("https://github.com/gitleaks/gitleaks/blob/")
+    assert "MIT" in GITLEAKS["licence"]
+    ids = {r.origin for r in RULES if r.origin}
+    assert len(ids) >= 200 and "generic-api-key" not in ids
+    assert {r.category for r in RULES if r.origin == "github-pat"} == {"github_token"}
+    # a keyword rule's keyword is found in a label: it must fit the reach before the separator
+    from memorylab.memory.redact import _LABEL_REACH
+
+    assert max(len(n) for r in RULES if r.lower for n in r.needles) + 24 <= _LABEL_REACH
+
+
+def test_gitleaks_tokens_are_redacted_to_their_end() -> None:
+    # gitlab-pat is glpat- and 20 characters, with no boundary: a longer token goes whole
+    token = "glpat-" + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0"
+    assert SECRETS(f"token {token} ok") == "token [REDACTED:gitlab_token] ok"

@@ -208,9 +208,18 @@ class Rule:
         return match.span(name)
 
 
-def _kw_rule(category: str, keywords: str, minimum: int, *needles: str) -> Rule:
+def _kw_rule(
+    category: str,
+    keywords: str,
+    minimum: int,
+    *needles: str,
+    before: re.Pattern[str] | None = None,
+) -> Rule:
     """``keyword = value`` / ``keyword: value`` (quoted or not; the key may be quoted too). The
-    keyword may end a longer name (``PGPASSWORD``, ``db_password``, ``x-api-key``)."""
+    keyword may end a longer name (``PGPASSWORD``, ``db_password``, ``x-api-key``); ``before``,
+    what must stand right before it (checked after a match: a pattern that starts with a
+    keyword is searched for fast, one that starts with a choice of prefixes is tried at every
+    character)."""
     pattern = re.compile(
         rf"(?i:{keywords})\\?[\"']?[ \t]{{0,3}}[:=][ \t]*"
         r"(?:(?P<quote>\\?[\"'])(?P<q>[^\"'\n]{1,4000}?)(?P=quote)"
@@ -221,6 +230,11 @@ def _kw_rule(category: str, keywords: str, minimum: int, *needles: str) -> Rule:
     words = category == "password"  # a password may be words; a key or token is not
 
     def check(m: re.Match[str]) -> bool:
+        if (
+            before is not None
+            and before.search(m.string, max(0, m.start() - 16), m.start()) is None
+        ):
+            return False
         quoted = m["q"] is not None
         value = m["q"] if quoted else m["v"]
         return _value_ok(value, minimum, quoted) and (words or quoted or _token_ok(value))
@@ -530,19 +544,16 @@ _OWN_RULES: tuple[Rule, ...] = (
     _kw_rule("password", "password|passwd|pwd", 3, "pass", "pwd"),
     _kw_rule(  # any key of an app, account or service (AZURE_STORAGE_KEY, DD_APP_KEY, X-Auth-Key)
         "api_key",
-        r"(?:api|app|auth|access|account|storage|licen[cs]e|master|signing|encryption|client"
-        r"|service|admin|subscription|ingest|webhook|dd)[_-]?key",
+        "key",
         8,
         "key",
+        before=re.compile(
+            r"(?i:api|app|auth|access|account|storage|licen[cs]e|master|signing|encryption"
+            r"|client|service|admin|subscription|ingest|webhook|dd)[_-]?\Z"
+        ),
     ),
-    _kw_rule(
-        "secret",
-        r"(?:client|app|consumer)[_-]?secret|secret(?:[_-]?key)?"
-        r"|(?:access|auth|refresh|session|api|id)[_-]?token|token",
-        8,
-        "secret",
-        "token",
-    ),
+    # client_secret, secret_key, access_token, refresh_token...: the keyword ends the name
+    _kw_rule("secret", r"secret(?:[_-]?key)?|token", 8, "secret", "token"),
     # -- personal data (opt-in) ---------------------------------------------------------------
     Rule(
         "email",
@@ -664,6 +675,13 @@ _UNCHECKED = frozenset({"private-key", "kubernetes-secret-yaml", "curl-auth-user
 
 
 _RUNS = re.compile(r"[A-Za-z0-9]+").findall
+_WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def _at_boundary(text: str, at: int) -> bool:
+    """RE2's (ASCII) ``\\b`` at ``at``."""
+    before = at > 0 and text[at - 1] in _WORD
+    return before != (at < len(text) and text[at] in _WORD)
 
 
 def _placeholder(secret: str) -> bool:
@@ -680,6 +698,7 @@ def _gitleaks_rule(entry: dict[str, Any], allow: _Allow) -> Rule:
     needles = tuple(entry["needles"])
     exact: bool = entry["exact"]  # a needle is in the match as written
     context: bool = entry["context"]  # a needle is in the text (the product's name)
+    boundary: bool = entry["boundary"]  # the pattern's leading \b, checked here
     label: bool = entry["label"]
     allows = (
         *(
@@ -696,6 +715,8 @@ def _gitleaks_rule(entry: dict[str, Any], allow: _Allow) -> Rule:
     shaped = entry["id"] not in _UNCHECKED  # a token, not a block or a user:password pair
 
     def check(m: re.Match[str]) -> bool:
+        if boundary and not _at_boundary(m.string, m.start()):
+            return False
         start, end = _secret_span(m, group)
         secret = m.string[start:end]
         if exact and not any(n in m[0] for n in needles):
@@ -978,18 +999,39 @@ def may_hold_pii(text: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class _Plan:
-    """Which rules of a tuple to run on a text, found with few substring searches: each needle
-    is looked for only where its rarest character is in the text (one ``in`` per character),
-    instead of every rule testing each of its needles (~250 rules)."""
+    """Which rules of a tuple to run on a text, found with few substring searches, instead of
+    every rule testing each of its needles (~250 rules, a scan of the text each):
+
+    - a needle that starts or ends with a character other than a small letter (``ghp_``,
+      ``xoxe-``, ``AKIA``, ``hvs.``, ``eyJ``) is looked for at each place that character
+      stands, with ``startswith``/``endswith`` of a tuple of the needles anchored there;
+    - another needle (``dapi``, ``curl``), where its rarest character is in the text;
+    - a keyword rule's needles, in the text's labels (:func:`_labels`)."""
 
     free: tuple[int, ...]  # rules that always run (no needles)
     digit: tuple[int, ...]  # rules that run where the text has a digit
+    # the character, whether the needles end (or start) with it, the needles, the characters
+    # next to it they need, and which rules each needle selects
+    anchors: tuple[
+        tuple[str, bool, int, tuple[str, ...], frozenset[str], dict[str, tuple[int, ...]]], ...
+    ]
     by_char: tuple[tuple[str, bool, tuple[tuple[str, tuple[int, ...]], ...]], ...]
+
+
+def _anchor(needle: str) -> tuple[str, bool] | None:
+    """Where a needle is looked for: at its last or first character, the rarer of the two,
+    unless both are small letters (found everywhere in prose)."""
+    ends = [(needle[-1], True), (needle[0], False)]
+    ends = [(c, e) for c, e in ends if not c.islower() and not c.isspace()]
+    if len(needle) < 2 or not ends:
+        return None
+    return min(ends, key=lambda ce: (ce[0] not in _RARE_FIRST, _RARE_FIRST.find(ce[0])))
 
 
 def _make_plan(rules: tuple[Rule, ...]) -> _Plan:
     free, digit = [], []
     groups: dict[tuple[str, bool], dict[str, list[int]]] = {}
+    anchored: dict[tuple[str, bool], dict[str, list[int]]] = {}
     for index, rule in enumerate(rules):
         if rule.digit:
             digit.append(index)
@@ -997,30 +1039,75 @@ def _make_plan(rules: tuple[Rule, ...]) -> _Plan:
             free.append(index)
         else:
             for needle in rule.needles:
-                key = (_rarest(needle), rule.lower)
-                groups.setdefault(key, {}).setdefault(needle, []).append(index)
+                anchor = None if rule.lower else _anchor(needle)
+                if anchor is not None:
+                    anchored.setdefault(anchor, {}).setdefault(needle, []).append(index)
+                else:
+                    key = (_rarest(needle), rule.lower)
+                    groups.setdefault(key, {}).setdefault(needle, []).append(index)
+    anchors = []
+    for (char, at_end), needles in anchored.items():
+        width = 2 if min(map(len, needles)) > 2 else 1  # the characters beside the anchor
+        beside = frozenset(n[-1 - width : -1] if at_end else n[1 : 1 + width] for n in needles)
+        selects = {n: tuple(i) for n, i in needles.items()}
+        anchors.append((char, at_end, width, tuple(needles), beside, selects))
     by_char = tuple(
         (char, lower, tuple((n, tuple(i)) for n, i in needles.items()))
         for (char, lower), needles in groups.items()
     )
-    return _Plan(tuple(free), tuple(digit), by_char)
+    return _Plan(tuple(free), tuple(digit), tuple(anchors), by_char)
+
+
+_LABEL_REACH = 80  # a keyword starts at most this far before the credential word of its label
+_VALUE_REACH = 40  # or ends this far after the separator (gitleaks' keyword of a value: nrak)
+
+
+def _labels(lowered: str) -> str:
+    """The labels of ``lowered``: where a credential word stands right before a ``:`` or ``=``
+    (what every keyword rule's match has, :func:`_keyword_before_separator`), the text from
+    :data:`_LABEL_REACH` characters before that word to :data:`_VALUE_REACH` after the
+    separator (where a value's prefix is); joined by NULs. A
+    keyword rule runs where one of its keywords is in a label: a few labels of a text are
+    searched fast, where ~100 keywords searched in the whole text cost a scan each."""
+    parts = []
+    for tail in _KEY_TAILS:
+        at = lowered.find(tail)
+        while at >= 0:
+            separator = _SEPARATOR_AFTER_KEY(lowered, at + len(tail))
+            if separator is not None:
+                parts.append(lowered[max(0, at - _LABEL_REACH) : separator.end() + _VALUE_REACH])
+            at = lowered.find(tail, at + 1)
+    return "\0".join(parts)
 
 
 def _scan(
     rules: tuple[Rule, ...], text: str, plan: _Plan | None = None
 ) -> list[tuple[int, int, str]]:
     """Non-overlapping ``(start, end, category)`` spans in order; earlier rules win overlaps.
-    A rule runs where its gate and one of its needles are in the text (lower-cased for a
-    keyword rule), or a digit for a digit rule."""
+    A rule runs where its gate and one of its needles are in the text (for a keyword rule: in
+    one of the text's labels, lower-cased), or a digit for a digit rule."""
     if plan is None:
         plan = _make_plan(rules)
     selected = set(plan.free)
-    lowered: str | None = None
+    for char, at_end, width, needles, beside, selects in plan.anchors:
+        at = text.find(char)
+        while at >= 0:
+            if at_end:
+                if text[at - width : at] in beside and text.endswith(needles, 0, at + 1):
+                    for needle in needles:
+                        if text.endswith(needle, 0, at + 1):
+                            selected.update(selects[needle])
+            elif text[at + 1 : at + 1 + width] in beside and text.startswith(needles, at):
+                for needle in needles:
+                    if text.startswith(needle, at):
+                        selected.update(selects[needle])
+            at = text.find(char, at + 1)
+    labels: str | None = None
     for char, lower, entries in plan.by_char:
         if lower:
-            if lowered is None:
-                lowered = text.lower()
-            haystack = lowered
+            if labels is None:
+                labels = _labels(text.lower())
+            haystack = labels
         else:
             haystack = text
         if char in haystack:
