@@ -33,16 +33,82 @@ from memorylab.memory.redact import GITLEAKS, RULES, SECRETS, may_hold_secret
 
 SEED = 25
 BASELINE = re.compile(r"(?<![\w-])sk-(?:proj-)?[A-Za-z0-9_-]{20,}(?![\w-])")
-WORDS = (
-    "the agent read the file and found that the test failed because a fixture was missing "
-    "we should compare the summaries before and after compaction then decide which model "
-    "keeps more facts about the user and their project while staying under the budget of "
-    "tokens that the context window allows for each turn of the conversation"
-).split()
-NAMES = (
-    "load_config parse_args user_id max_tokens items result data_frame row_count api_client "
-    "http_get response_json file_path base_dir retry_policy summary_text token_count"
-).split()
+WORDS = [
+    "the",
+    "agent",
+    "read",
+    "the",
+    "file",
+    "and",
+    "found",
+    "that",
+    "the",
+    "test",
+    "failed",
+    "because",
+    "a",
+    "fixture",
+    "was",
+    "missing",
+    "we",
+    "should",
+    "compare",
+    "the",
+    "summaries",
+    "before",
+    "and",
+    "after",
+    "compaction",
+    "then",
+    "decide",
+    "which",
+    "model",
+    "keeps",
+    "more",
+    "facts",
+    "about",
+    "the",
+    "user",
+    "and",
+    "their",
+    "project",
+    "while",
+    "staying",
+    "under",
+    "the",
+    "budget",
+    "of",
+    "tokens",
+    "that",
+    "the",
+    "context",
+    "window",
+    "allows",
+    "for",
+    "each",
+    "turn",
+    "of",
+    "the",
+    "conversation",
+]
+NAMES = [
+    "load_config",
+    "parse_args",
+    "user_id",
+    "max_tokens",
+    "items",
+    "result",
+    "data_frame",
+    "row_count",
+    "api_client",
+    "http_get",
+    "response_json",
+    "file_path",
+    "base_dir",
+    "retry_policy",
+    "summary_text",
+    "token_count",
+]
 
 
 def _prose(rng: random.Random) -> str:
