@@ -100,7 +100,7 @@ def test_with_summaries_returns_one_result() -> None:
     with pytest.warns(DeprecationWarning, match=r"use result\.frame and result\.summaries"):
         scores, summaries = result
     assert scores is result.frame and summaries is result.summaries
-    with pytest.warns(DeprecationWarning, match="ComparisonResult"):
+    with pytest.warns(DeprecationWarning, match="with_summaries=True"):
         assert result[0] is result.frame
     with pytest.warns(DeprecationWarning, match=r"use result\.frame"):
         assert result.scores is result.frame

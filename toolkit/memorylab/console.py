@@ -34,18 +34,9 @@ from memorylab.errors import (
 from memorylab.llm import bundled_model_map, bundled_providers
 
 __all__ = [
-    "HelpFormatter",
-    "MAX_CONTEXT_TOKENS",
-    "NothingThere",
-    "OneLineParser",
-    "bounded_int",
-    "check_model_name",
-    "check_output",
-    "cli_message",
-    "cost_limit",
-    "exit_code",
-    "image_formats",
-    "run_handler",
+    "HelpFormatter", "MAX_CONTEXT_TOKENS", "NothingThere", "OneLineParser", "bounded_int",
+    "check_model_name", "check_output", "cli_message", "cost_limit", "exit_code", "image_formats",
+    "run_handler"
 ]
 
 

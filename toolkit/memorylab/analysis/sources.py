@@ -484,20 +484,7 @@ def _without_repeats(segments: list[Segment], notes: list[Note]) -> list[Segment
 
 
 __all__ = [
-    "AgentFiles",
-    "MEMORY_FILE",
-    "Note",
-    "REMARK_KINDS",
-    "Segment",
-    "Source",
-    "SourceLike",
-    "agent_name",
-    "agent_timeline",
-    "edit_archives",
-    "files_of",
-    "locate",
-    "read_segments",
-    "resolve",
-    "summary_flags",
-    "timeline",
+    "AgentFiles", "MEMORY_FILE", "Note", "REMARK_KINDS", "Segment", "Source", "SourceLike",
+    "agent_name", "agent_timeline", "edit_archives", "files_of", "locate", "read_segments",
+    "resolve", "summary_flags", "timeline"
 ]

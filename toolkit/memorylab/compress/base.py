@@ -18,12 +18,11 @@ Summary`` and:
 
 :class:`BaseSummarizer` gives the defaults of one that runs locally (``local`` True, no model).
 A summarizer users write is registered by name like the built-in ones
-(:func:`memorylab.compress.register_summarizer`); one that is only a ``name`` and a
-``summarize`` (duck-typed, not a :class:`BaseSummarizer`) is completed once where it enters
-(:func:`as_summarizer`, used by :func:`~memorylab.compress.get_summarizer` and comparisons) with
-what it does not declare taken as: ``local`` False (it may call a model: a user's object is not
-assumed free), ``model`` None, no estimated calls, ``with_caller`` itself, ``asummarize`` its
-``summarize`` on a worker thread. Everything here imports only the floor below it.
+(:func:`memorylab.compress.register_summarizer`). One that is only a ``name`` and a
+``summarize`` is completed where it enters (:func:`as_summarizer`: ``get_summarizer``,
+comparisons): ``local`` False (a user's object may call a model), ``model`` None, no estimated
+calls, ``with_caller`` itself, ``asummarize`` on a thread; what it declares is kept. Everything
+here imports only the floor below it.
 
 The budget rule (:func:`fit_to_budget`, one implementation): a summary is never accepted longer
 than its budget. A model's reply (each call's: summaries, chunks, merges) within ``max_tokens``
@@ -175,24 +174,12 @@ class _Declared(BaseSummarizer):
 
 def as_summarizer(obj: Any) -> Summarizer:
     """``obj`` when it declares all of :class:`Summarizer`; an object with a ``name`` and a
-    ``summarize`` completed with the documented defaults (module docstring); else
-    :class:`~memorylab.errors.InvalidSetting`.
-
-    >>> class Shout:
-    ...     name = "shout"
-    ...     def summarize(self, messages, *, max_tokens=None):
-    ...         return Summary(text=messages[-1]["content"].upper(), model=self.name)
-    >>> summarizer = as_summarizer(Shout())
-    >>> summarizer.local, summarizer.model, summarizer.estimate([])
-    (False, None, [])
-    >>> as_summarizer(summarizer) is summarizer
-    True
-    """
-    if isinstance(obj, Summarizer) and isinstance(getattr(obj, "name", None), str):
+    ``summarize`` completed with the documented defaults (module docstring; docs/compression.md
+    shows one); else :class:`~memorylab.errors.InvalidSetting`."""
+    named = isinstance(getattr(obj, "name", None), str)
+    if named and isinstance(obj, Summarizer):
         return obj
-    if not isinstance(getattr(obj, "name", None), str) or not callable(
-        getattr(obj, "summarize", None)
-    ):
+    if not named or not callable(getattr(obj, "summarize", None)):
         raise InvalidSetting(
             f"a summarizer has a name and summarize(messages, *, max_tokens=None), not "
             f"{type(obj).__name__}"

@@ -20,7 +20,7 @@ import asyncio
 import dataclasses
 import math
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -30,7 +30,7 @@ from memorylab.evaluate._cache import CachedLLM, CacheMiss, CachingCaller, LLMCa
 from memorylab.evaluate.base import Sample, Scorer, run_sync
 from memorylab.evaluate.cases import Case
 from memorylab.llm import Caller
-from memorylab.results import FormerFrame, TableResult
+from memorylab.results import FormerFrame, FormerPair, TableResult
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -106,41 +106,22 @@ class ComparisonResult(FormerFrame, TableResult):
         import pandas as pd
 
         run: dict[str, Any] = {}
-        for part in parts:
-            for key, value in part.run.items():
-                if isinstance(value, int | float) and not isinstance(value, bool):
-                    run[key] = run.get(key, 0) + value
-        return cls(
-            pd.concat([p.frame for p in parts], ignore_index=True),
-            pd.concat([p.summaries for p in parts], ignore_index=True),
-            run,
-            {k: v for p in parts for k, v in p.bounds.items()},
-            {k: v for p in parts for k, v in p.quality.items()},
-        )
+        for key, value in (item for p in parts for item in p.run.items()):
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                run[key] = run.get(key, 0) + value
+        return cls(pd.concat([p.frame for p in parts], ignore_index=True),
+                   pd.concat([p.summaries for p in parts], ignore_index=True), run,
+                   {k: v for p in parts for k, v in p.bounds.items()},
+                   {k: v for p in parts for k, v in p.quality.items()})  # fmt: skip
 
 
-class FormerComparison(ComparisonResult):
+class FormerComparison(FormerPair, ComparisonResult):
     """What ``compare_summarizers(..., with_summaries=True)`` returns for now: a
     :class:`ComparisonResult` that also unpacks and indexes as the former ``(scores,
     summaries)`` pair, with a ``DeprecationWarning``."""
 
     __slots__ = ()
-
-    def _pair(self) -> tuple[pd.DataFrame, pd.DataFrame]:
-        warnings.warn(
-            "compare_summarizers(..., with_summaries=True) returns a ComparisonResult: use "
-            "result.frame and result.summaries instead of unpacking or indexing it as "
-            "(scores, summaries)",
-            DeprecationWarning,
-            stacklevel=3,  # the caller's line that unpacks or indexes
-        )
-        return self.frame, self.summaries
-
-    def __iter__(self) -> Iterator[pd.DataFrame]:
-        return iter(self._pair())
-
-    def __getitem__(self, index: int) -> pd.DataFrame:
-        return self._pair()[index]
+    _former = ("compare_summarizers(..., with_summaries=True)", "frame", "summaries")  # type: ignore[assignment]
 
 
 class ExistingSummaries(BaseSummarizer):

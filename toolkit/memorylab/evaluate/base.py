@@ -191,14 +191,12 @@ def as_scorer(obj: Any) -> Scorer:
     """``obj`` when it declares all of :class:`Scorer`; an object with a ``name`` and an
     ``ascore`` completed with the defaults (``quality`` True, ``offline`` False, no model calls
     estimated); else :class:`~memorylab.errors.InvalidSetting`."""
-    if isinstance(obj, Scorer) and isinstance(getattr(obj, "name", None), str):
+    named = isinstance(getattr(obj, "name", None), str)
+    if named and isinstance(obj, Scorer):
         return obj
-    if not isinstance(getattr(obj, "name", None), str) or not callable(
-        getattr(obj, "ascore", None)
-    ):
-        raise InvalidSetting(
-            f"a scorer is a name, a Scorer or a function, not {type(obj).__name__}"
-        )
+    if not named or not callable(getattr(obj, "ascore", None)):
+        kind = type(obj).__name__
+        raise InvalidSetting(f"a scorer is a name, a Scorer or a function, not {kind}")
     return _DeclaredScorer(obj)
 
 

@@ -299,16 +299,10 @@ def compare_summarizers(
             result that also unpacks as the former ``(scores, summaries)`` pair.
 
     Returns:
-        A :class:`ComparisonResult`. Its ``frame``: the long-form scores, one row per (case,
-        summarizer, scorer, metric) with columns ``case, summarizer, scorer, metric, value, n,
-        explanation, error`` (``n``: how many facts or probes the value averages over; a
-        failure is a row with ``metric="error"``, NaN value and the ``error`` text), ``items``
-        (each fact's or probe's outcome, for the confidence intervals) and ``flag``
-        (``"biased"``). ``summaries``: the summaries (text, model, tokens, cost, latency,
-        whether they came whole from the cache, error). ``run``: the run's counters (model
-        ``requests`` sent, retries not counted, ``cache_hits``, ``spent_usd``,
-        ``estimate_usd``, ``unpriced_models``); ``bounds`` the labels of the ceiling and floor,
-        ``quality`` which scorers measure quality.
+        A :class:`ComparisonResult`: ``frame``, the long-form scores, one row per (case,
+        summarizer, scorer, metric; a failure is a row with ``metric="error"``, NaN value and
+        the ``error`` text); ``summaries``; the run's counters in ``run``; ``bounds``;
+        ``quality``.
     """
     _check_settings(concurrency, max_cost_usd, max_tokens)
     items = _resolve_cases(cases)
