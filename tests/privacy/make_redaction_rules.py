@@ -73,6 +73,7 @@ CATEGORY_PREFIXES = (
 # characters (the rule then matches only where one is in the match as written: ``exact``)
 NEEDLES = {
     "authress-service-client-access-key": ["sc_", "ext_", "scauth_", "authress_"],
+    "aws-access-token": ["A3T", "AKIA", "ASIA", "ABIA", "ACCA"],
     "curl-auth-header": ["curl"],
     "freemius-secret-key": ["=>"],
     "jwt": ["eyJ"],  # a JWT's header is base64 of '{"'

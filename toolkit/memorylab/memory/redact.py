@@ -880,15 +880,17 @@ _RARE_FIRST = (
     "&@^<>#~|Z$J!%VK*XYQH;Bz()UjG?WMq'R`LCEPADFN+O/xSvIT}{k_b7w8][9=5f.4gy63-h1umcdlp2:i0roa,"
     '\nst"e'
 )
-_ENDS_AT = "-_"  # token prefixes end with one of these
-_STARTS_AT = "-A"
+_ENDS_AT = "-_."  # token prefixes end with one of these
+_STARTS_AT = "-A_"
 _FEW_PLACES = 16
 _PLACES_PER_NEEDLE = 4  # a place costs about a quarter of a needle's search of a 1 KB text
 
 _Gated = tuple[str, tuple[str, ...]]  # a gate (or a needle's rarest character), needles
 # the character; the needles that end at it, and the characters before it they need; those
 # that start at it; the gates that start at it, with their needles; what may start at it
-_Pass = tuple[str, tuple[str, ...], str, tuple[str, ...], tuple[_Gated, ...], tuple[str, ...]]
+_Pass = tuple[
+    str, tuple[str, ...], int, frozenset[str], tuple[str, ...], tuple[_Gated, ...], tuple[str, ...]
+]
 
 
 def _rarest(needle: str) -> str:
@@ -925,12 +927,13 @@ def _needle_tables(rules: tuple[Rule, ...]) -> tuple[tuple[_Pass, ...], tuple[_G
             n for g, n in kept if not g and char in _STARTS_AT and n[0] == char and n not in ending
         )
         gates = _groups([(g, n) for g, n in kept if g[:1] == char])
-        before = "".join(sorted({n[-2] for n in ending if len(n) > 1}))
+        width = 2 if all(len(n) > 2 for n in ending) else 1  # the characters before it
+        before = frozenset(n[-1 - width : -1] for n in ending)
         passes.append(
-            (char, ending, before, starting, gates, starting + tuple(g for g, _ in gates))
+            (char, ending, width, before, starting, gates, starting + tuple(g for g, _ in gates))
         )
-    in_passes = {("", n) for p in passes for n in p[1] + p[3]}
-    in_passes |= {(g, n) for p in passes for g, ns in p[4] for n in ns}
+    in_passes = {("", n) for p in passes for n in p[1] + p[4]}
+    in_passes |= {(g, n) for p in passes for g, ns in p[5] for n in ns}
     rest = [(g or _rarest(n), n) for g, n in kept if (g, n) not in in_passes]
     return tuple(passes), _groups(rest)
 
@@ -946,13 +949,13 @@ def _passes(text: str) -> bool:
     that many would cost more than the searches (a few places per needle: ~50 needles end with
     ``_``, and code has an ``_`` every few words), then searches; a gate's needles are searched
     once."""
-    for char, ending, before, starting, gates, starts in _PASSES:
+    for char, ending, width, before, starting, gates, starts in _PASSES:
         at = text.find(char)
         places = 0
         limit = max(_FEW_PLACES, _PLACES_PER_NEEDLE * (len(ending) + len(starting)))
         searched: set[str] = set()
         while at >= 0:
-            if at and text[at - 1] in before and text.endswith(ending, 0, at + 1):
+            if text[at - width : at] in before and text.endswith(ending, 0, at + 1):
                 return True
             if text.startswith(starts, at):
                 if text.startswith(starting, at):
