@@ -855,3 +855,20 @@ def test_gitleaks_tokens_are_redacted_to_their_end() -> None:
     # gitlab-pat is glpat- and 20 characters, with no boundary: a longer token goes whole
     token = "glpat-" + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0"
     assert SECRETS(f"token {token} ok") == "token [REDACTED:gitlab_token] ok"
+
+
+def test_redact_content_redacts_every_shape_of_content() -> None:
+    from memorylab.memory.redact import redact_content
+
+    hexkey = "3f1c9a7e5b2d4f608a1c3e5b7d9f0a2c"
+    assert redact_content(f"DD_API_KEY={hexkey}", SECRETS) == "DD_API_KEY=[REDACTED:api_key]"
+    assert redact_content({"DD_API_KEY": hexkey, "n": 1}, SECRETS) == (
+        '{"DD_API_KEY": "[REDACTED:api_key]", "n": 1}'
+    )
+    assert redact_content([{"env": {"storage_key": hexkey}}], SECRETS) == (
+        '[{"env": {"storage_key": "[REDACTED:api_key]"}}]'
+    )
+    assert redact_content(None, SECRETS) == "" and redact_content(42, SECRETS) == "42"
+    for content in (f"KEY {KEY}", {"a": KEY}, [KEY], (KEY, 1)):
+        assert KEY not in redact_content(content, SECRETS)
+        assert redact_content(content, lambda text: text) == fmt.content_to_text(content)

@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from memorylab.memory.format import validate_role
+from memorylab.memory.format import content_to_text, validate_role
 
 __all__ = [
     "ALL_CATEGORIES",
@@ -54,6 +54,7 @@ __all__ = [
     "SECRET_CATEGORIES",
     "may_hold_pii",
     "may_hold_secret",
+    "redact_content",
     "redact_role",
     "redact_values",
     "resolve_redactor",
@@ -1259,6 +1260,20 @@ def redact_values(value: Any, redactor: Callable[[str], str], key: Any = None) -
     if isinstance(value, list | tuple):
         return [redact_values(item, redactor, key) for item in value]
     return value
+
+
+def redact_content(content: Any, redactor: Callable[[str], str]) -> str:
+    """A message's content as its text reaches disk (``format.content_to_text``), redacted
+    whatever its shape: a string as it is; a dict or list (JSON on disk) value by value
+    with each value's key as context (:func:`redact_values`: ``{"DD_API_KEY": "…"}``, a line of
+    a tool's output inside a string with its own line breaks), and then as the JSON text.
+
+    >>> redact_content({"stdout": "export DD_API_KEY=3f1c9a7e5b2d4f608a1c3e5b7d9f0a2c\\n"}, SECRETS)
+    '{"stdout": "export DD_API_KEY=[REDACTED:api_key]\\\\n"}'
+    """
+    if isinstance(content, dict | list | tuple):
+        content = redact_values(content, redactor)
+    return redactor(content_to_text(content))
 
 
 def _redact_keyed(key: str, value: str, redactor: Callable[[str], str]) -> str:
