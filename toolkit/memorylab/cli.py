@@ -1,11 +1,8 @@
 """The ``memorylab`` command: thin argument parsing over the library.
 
-Every failure is one line on stderr, starting ``memorylab:``, that names the flag to change, and
-an exit code (the table in ``docs/cli.md``): 2 the command line is wrong, 3 a file does not
-parse, 4 the filesystem refused, 5 what was named is not there, 1 anything else; 141 when the
-reader of stdout went away (``| head``), quietly. Outputs, numbers and model names are checked
-before any work starts. The plumbing is shared with ``memorylab compare``
-(:mod:`memorylab.console`).
+Every failure is one ``memorylab:`` line on stderr and an exit code (the table in
+``docs/cli.md``), and outputs, numbers and model names are checked before any work starts: the
+rules of :mod:`memorylab.console`, shared with ``memorylab compare``.
 """
 
 from __future__ import annotations
