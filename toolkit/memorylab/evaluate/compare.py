@@ -29,7 +29,6 @@ cases already have), or any :class:`~memorylab.Summarizer` object.
 from __future__ import annotations
 
 import asyncio
-import math
 import os
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -62,7 +61,7 @@ from memorylab.evaluate.tables import (
     markdown_table,
     summary_table,
 )
-from memorylab.llm import check_int
+from memorylab.validation import check_int, check_number
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -188,13 +187,8 @@ def _cache(cache_dir: str | os.PathLike[str] | bool | None) -> LLMCache | None:
 
 def _check_settings(concurrency: Any, max_cost_usd: Any, max_tokens: Any) -> None:
     check_int("concurrency", concurrency, 1)
-    if max_cost_usd is not None and (
-        isinstance(max_cost_usd, bool)
-        or not isinstance(max_cost_usd, int | float)
-        or math.isnan(max_cost_usd)
-        or max_cost_usd < 0
-    ):
-        raise InvalidSetting(f"max_cost_usd must be a number >= 0 or None, not {max_cost_usd!r}")
+    if max_cost_usd is not None:
+        check_number("max_cost_usd", max_cost_usd, 0, strict=False, unit="USD", finite=False)
     if max_tokens is not None:
         check_int("max_tokens", max_tokens, 1)
 
