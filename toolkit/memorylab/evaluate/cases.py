@@ -38,6 +38,7 @@ from memorylab.errors import InvalidSetting, MemoryFormatError, StoreError
 from memorylab.memory import format as fmt
 from memorylab.memory.records import SUMMARY_PREFIX
 from memorylab.transcripts import FACT_CATEGORIES, Fact, Probe, Transcript, load_transcript
+from memorylab.validation import check_int
 
 if TYPE_CHECKING:
     from memorylab.analysis.sources import AgentFiles
@@ -192,8 +193,7 @@ def cases_from_transcripts(
     """
     if split not in ("whole", "session", "window"):
         raise InvalidSetting(f"split must be 'whole', 'session' or 'window', not {split!r}")
-    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-        raise InvalidSetting(f"window must be an int >= 1, not {window!r}")
+    window = check_int("window", window, 1)
     if paths is None:
         from memorylab.transcripts import bundled_transcripts
 
