@@ -22,10 +22,10 @@ if TYPE_CHECKING:
 
 __all__ = ["token_growth"]
 
-_SWEEP = ("DEFAULT_THRESHOLDS", "EXACT_SECONDS", "SWEEP_HEADINGS", "sweep", "sweep_note")
-_MOVED = {"ReplayResult": "memorylab.analysis.replay", "replay": "memorylab.analysis.replay"}
+_SWEEP = "CALIBRATION_SECONDS DEFAULT_THRESHOLDS EXACT_SECONDS SWEEP_HEADINGS sweep sweep_note"
+_MOVED = {name: "memorylab.analysis.sweep" for name in (*_SWEEP.split(), "sweep_table")}
 __getattr__ = moved(
-    __name__, {**_MOVED, **dict.fromkeys((*_SWEEP, "sweep_table"), "memorylab.analysis.sweep")}
+    __name__, {**_MOVED, **dict.fromkeys(("ReplayResult", "replay"), "memorylab.analysis.replay")}
 )
 
 
