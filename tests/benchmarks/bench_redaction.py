@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
             kb = sum(len(t.encode("utf-8")) for t in texts) / 1024
             for name, fn in subjects.items():
                 times.setdefault((row, name), []).append(_batch_us_per_kb(fn, texts, kb))
-    gitleaks = sum(1 for r in RULES if r.origin)
+    gitleaks = len({r.origin for r in RULES if r.origin})
     own = sum(1 for r in RULES if not r.origin and r.category in SECRETS.categories)
     print(f"# redaction per KB ({'quick' if args.quick else 'full'} run)")
     print(
