@@ -53,17 +53,11 @@ SUMMARY_COLUMNS = (
 @dataclass(frozen=True, slots=True, repr=False)
 class ComparisonResult(FormerFrame, TableResult):
     """What :func:`~memorylab.evaluate.compare_summarizers` returns: ``frame``, the long-form
-    scores (:data:`COLUMNS`); ``summaries``, one row per (case, summarizer)
-    (:data:`SUMMARY_COLUMNS`: the text, model, tokens, cost, latency, whether it came whole from
-    the cache, the error);
-    ``run``, the run's counters (model ``requests`` sent, ``cache_hits``, ``spent_usd``,
-    ``estimate_usd``, ``unpriced_models`` ...); ``bounds``, the labels of the ceiling and the
-    floor (``{label: "ceiling" | "floor"}``); ``quality``, which scorers measure quality.
-
-    Earlier versions returned the frame with these in ``frame.attrs`` (and, with
-    ``with_summaries=True``, a ``(scores, summaries)`` pair): those uses still work for now and
-    warn (:class:`~memorylab.results.FormerFrame`); ``.scores`` is ``.frame``.
-    """
+    scores (:data:`COLUMNS`); ``summaries`` (:data:`SUMMARY_COLUMNS`); ``run``, the run's
+    counters (``requests``, ``cache_hits``, ``spent_usd``, ``estimate_usd``,
+    ``unpriced_models`` ...); ``bounds`` (``{label: "ceiling" | "floor"}``); ``quality``, which
+    scorers measure quality. The former frame with these in ``attrs`` still works for now and
+    warns (:class:`~memorylab.results.FormerFrame`); ``.scores`` is ``.frame``."""
 
     frame: pd.DataFrame
     summaries: pd.DataFrame
