@@ -831,7 +831,7 @@ _PLAN_TEXTS = [e.text for e in CORPUS] + [t.text for t in LOOKALIKES] + [PYTHON_
 def test_the_plan_runs_every_rule_that_finds_something(index: int) -> None:
     # _scan runs a rule only where its needles are (anchored, by character, or in a label):
     # on the corpus, alone and padded, it finds what running every rule finds
-    rules = SECRETS._rules  # type: ignore[attr-defined]
+    rules = SECRETS._rules
     text = _PLAN_TEXTS[index]
     for padded in (text, f"{PYTHON_CODE}\n{text}\n{ORDINARY[0]}", json.dumps({"out": text})):
         assert _scan(rules, padded) == _every_rule(rules, padded)
