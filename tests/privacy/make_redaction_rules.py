@@ -94,7 +94,13 @@ CONTEXT = {
 }
 # A second literal every match holds, where the needle alone is a common word: the rule runs
 # only where both are in the text
-GATES = {"kubernetes-secret-yaml": "data:", "sidekiq-sensitive-url": "@"}
+GATES = {
+    "curl-auth-header": "-",  # -H or --header
+    "curl-auth-user": "-",  # -u or --user
+    "kubernetes-secret-yaml": "data:",
+    "sidekiq-sensitive-url": "@",
+    "slack-webhook-url": "/",
+}
 # Allowlist regexes meant for the whole secret (gitleaks searches them: ``x+`` would let any
 # password that starts with an x go)
 ANCHORED_ALLOWS = {"curl-auth-user"}

@@ -500,6 +500,7 @@ _OWN_RULES: tuple[Rule, ...] = (
         ),
         ("ookie", "OOKIE"),
         _cookie_ok,
+        gate=":",
     ),
     Rule(  # curl -b 'name=value; ...' (and --cookie, below)
         "cookie",
