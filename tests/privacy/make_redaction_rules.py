@@ -306,6 +306,9 @@ def convert(rule: dict[str, Any]) -> dict[str, Any]:
     pattern = to_python(rule["regex"])
     if rule["id"] == "vault-service-token":  # the legacy s.<24> form: see NEEDLES
         pattern = pattern.replace(r"|s\.(?i:[a-z0-9]{24})", "")
+    # gitleaks' end of a token: a quote, a space, ``;``, an escaped line break (\\n), the end;
+    # and an escaped quote (\\"), as a string inside a JSON string has it (a tool's result)
+    pattern = pattern.replace(r"|\\[nr]|$)", r"|\\[nrt\"]|$)")
     if rule["id"] in ESCAPED_LINE_BREAKS:
         pattern = pattern.replace(r"\s+", r"(?:\s|\\[nrt])+")
         for word in ("kind:", "data:"):  # after an escaped line break: "\\nkind:"

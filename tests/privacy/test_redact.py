@@ -872,3 +872,36 @@ def test_redact_content_redacts_every_shape_of_content() -> None:
     for content in (f"KEY {KEY}", {"a": KEY}, [KEY], (KEY, 1)):
         assert KEY not in redact_content(content, SECRETS)
         assert redact_content(content, lambda text: text) == fmt.content_to_text(content)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "category"),
+    [
+        ("DD_API_KEY", "3f1c9a7e5b2d4f608a1c3e5b7d9f0a2c", "api_key"),
+        ("AZURE_STORAGE_KEY", "Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZmdoaWprbG1ub3A+/==", "api_key"),
+        ("STRIPE_WEBHOOK_SECRET", "whsec_Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z", "stripe_key"),
+        ("SessionToken", "IQoJb3JpZ2luX2VjEHoaCXVzLWVhc3QtMSJHMEUCIQ+abc/def0123456789", "secret"),
+        (
+            "VAULT_TOKEN",
+            "hvs." + "CAESIJk3bN8pQ2rT5vX7yZ9aB1cD3eF5gH7iJ9kL" * 3,
+            "vault_service_token",
+        ),
+        ("db_password", "Tr0ub4dor-and-3", "password"),
+    ],
+)
+def test_a_labelled_secret_is_redacted_in_every_notation(
+    name: str, value: str, category: str
+) -> None:
+    # KEY=value, KEY: value, "KEY": "value", 'KEY': 'value', and the same inside a JSON string
+    # (a tool's result: quotes and line breaks escaped)
+    texts = [
+        f"{name}={value}",
+        f"{name}: {value}",
+        json.dumps({name: value}),
+        repr({name: value}),
+        f"export {name}={value}\nnext",
+    ]
+    texts += [json.dumps({"stdout": text}) for text in list(texts)]
+    for text in texts:
+        out = SECRETS(text)
+        assert value not in out and f"[REDACTED:{category}]" in out, (text, out)
