@@ -13,8 +13,26 @@ import pytest
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent / "toolkit"
 
 # What each part of the package may never import (its floor and the floors above it).
+_ABOVE_THE_GROUND = (  # everything but the ground floor (errors, results, validation)
+    "memorylab.config",
+    "memorylab.memory",
+    "memorylab.llm",
+    "memorylab.compress",
+    "memorylab.agent",
+    "memorylab.tools",
+    "memorylab.transcripts",
+    "memorylab.analysis",
+    "memorylab.evaluate",
+    "memorylab.privacy",
+    "memorylab.widgets",
+    "memorylab.report",
+    "memorylab.console",
+    "memorylab.cli",
+)
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     "memorylab.errors": ("memorylab.",),
+    "memorylab.results": _ABOVE_THE_GROUND,
+    "memorylab.validation": _ABOVE_THE_GROUND,
     "memorylab.config": ("memorylab.memory", "memorylab.compress", "memorylab.analysis"),
     "memorylab.memory": (
         "memorylab.compress",
@@ -50,6 +68,15 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "memorylab.evaluate": ("memorylab.widgets", "memorylab.report", "memorylab.cli"),
     "memorylab.privacy": ("memorylab.widgets", "memorylab.report", "memorylab.cli"),
     "memorylab.widgets": ("memorylab.report", "memorylab.cli"),
+    # the commands' shared plumbing: below both command modules, above nothing it serves
+    "memorylab.console": (
+        "memorylab.analysis",
+        "memorylab.evaluate",
+        "memorylab.privacy",
+        "memorylab.widgets",
+        "memorylab.report",
+        "memorylab.cli",
+    ),
 }
 
 # PURE modules: no I/O, no clock, no environment (they are tested with golden files and
