@@ -342,7 +342,7 @@ def convert(rule: dict[str, Any]) -> dict[str, Any]:
     for entry in rule.get("allowlists", []):
         regexes = [to_python(r) for r in entry.get("regexes", [])]
         if rule["id"] in ANCHORED_ALLOWS:
-            regexes = [rf"\A(?:{r})\Z" for r in regexes]
+            regexes = [rf"\A[\"']?(?:{r})[\"']?\Z" for r in regexes]
         for r in regexes:
             re.compile(r, re.ASCII)
         allow.append(

@@ -143,8 +143,10 @@ def _elided(value: str) -> bool:
 
 # the words of a value that documentation shows in place of a key (``xoxb-your-token-here``)
 _DOC_VALUE = re.compile(
-    r"(?i)your[-_ ]|[-_ ]here\b|change[-_]?me|placeholder|dummy|redacted"
+    r"(?i)your[-_ ]|[-_ ]here\b|(?:token|key|secret|string|value)[-_ ]?here|random[-_ ]?string"
+    r"|change[-_]?me|placeholder|dummy|redacted"
 ).search
+_KEY_MATERIAL = re.compile(r"[A-Za-z0-9+/]{16}").search  # a PEM body, not "anything"
 
 
 def _value_ok(value: str, minimum: int, quoted: bool) -> bool:
@@ -325,6 +327,7 @@ _OWN_RULES: tuple[Rule, ...] = (
             r"|[ \t]*(?=\r?\n|\Z)))*)"
         ),
         ("-----BEGIN",),
+        lambda m: _KEY_MATERIAL(m[0]) is not None,  # not a documentation block ("anything")
     ),
     Rule(  # broader than gitleaks' anthropic-api-key (any sk-ant- key, any length)
         "anthropic_key",
@@ -348,7 +351,7 @@ _OWN_RULES: tuple[Rule, ...] = (
         "slack_token",
         re.compile(r"(?<![A-Za-z0-9-])xox[baprs]-[A-Za-z0-9-]{10,}(?![A-Za-z0-9-])"),
         ("xoxb-", "xoxa-", "xoxp-", "xoxr-", "xoxs-"),
-        lambda m: has_digit(m[0]) is not None,
+        lambda m: has_digit(m[0]) is not None and not _placeholder(m[0][5:]),
     ),
     Rule(  # Stripe webhook signing secrets (gitleaks has no rule)
         "stripe_key",
@@ -691,7 +694,12 @@ def _placeholder(secret: str) -> bool:
     run of letters and digits (``.../T00000000/B00000000/XXXXXXXX``), or a word (no digit, no
     ``+/=``, no mixed case)."""
     longest = max(_RUNS(secret), key=len, default="")
-    return _elided(secret) or _elided(longest) or not _token_ok(secret)
+    return (
+        _elided(secret)
+        or _elided(longest)
+        or not _token_ok(secret)
+        or _DOC_VALUE(secret) is not None
+    )
 
 
 def _gitleaks_rule(entry: dict[str, Any], allow: _Allow) -> Rule:
