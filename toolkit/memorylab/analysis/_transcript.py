@@ -73,11 +73,6 @@ def memo_counter(model: str | None) -> MemoCounter:
     return counter
 
 
-def stamp_text(when: datetime) -> str:
-    """A timestamp as memorylab writes it (UTC, microseconds)."""
-    return when.astimezone(UTC).isoformat(timespec="microseconds")
-
-
 @dataclass
 class Transcript:
     """Messages in order: roles, contents, UTC timestamps (µs since the epoch) and stamps."""
@@ -135,16 +130,18 @@ def from_frame(frame: pd.DataFrame, *, drop_summaries: bool) -> Transcript:
     if "timeline" in frame.columns:
         frame = frame.sort_values("timeline", kind="stable")
     if drop_summaries:
-        summary = (
-            frame["is_summary"].to_numpy(dtype=bool)
-            if "is_summary" in frame.columns
-            else frame["content"].astype(str).str.startswith(SUMMARY_PREFIX).to_numpy(dtype=bool)
-        )
-        frame = frame[~summary]
+        frame = frame[~summary_rows(frame)]
     micros = _utc_micros(frame) if "timestamp" in frame.columns else _synthetic(len(frame))
     roles = [str(role) for role in frame["role"].tolist()]
     contents = [fmt.content_to_text(c) for c in frame["content"].tolist()]
     return Transcript(roles, contents, micros)
+
+
+def summary_rows(frame: pd.DataFrame) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    """Which rows of a frame are summaries (its ``is_summary`` column, else their prefix)."""
+    if "is_summary" in frame.columns:
+        return frame["is_summary"].to_numpy(dtype=bool)
+    return frame["content"].astype(str).str.startswith(SUMMARY_PREFIX).to_numpy(dtype=bool)
 
 
 def _synthetic(count: int) -> np.ndarray[Any, np.dtype[np.int64]]:

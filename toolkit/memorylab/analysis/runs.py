@@ -37,6 +37,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypedDict
 
+from memorylab.analysis.frames import _count
 from memorylab.compress.policy import (
     DEFAULT_THRESHOLD,
     Threshold,
@@ -48,7 +49,6 @@ from memorylab.compress.policy import (
 )
 from memorylab.errors import InvalidSetting
 from memorylab.memory import format as fmt
-from memorylab.memory.records import SUMMARY_PREFIX
 from memorylab.validation import check_int
 
 if TYPE_CHECKING:
@@ -321,29 +321,29 @@ def _from_records(
 
     threshold = recorded("threshold", (_threshold(r.get("threshold")) for r in records))
     values["threshold"] = threshold if threshold is not None else DEFAULT_THRESHOLD
-    length = recorded("context_length", (_int(r.get("context_length")) for r in records))
+    length = recorded("context_length", (_count(r.get("context_length")) for r in records))
     values["context_length"] = length or DEFAULT_CONTEXT_LENGTH
     values["summarizer"] = recorded("summarizer", (r.get("summarizer_model") for r in records))
     values["token_model"] = recorded("token_model", (e.get("token_model") for e in extras))
 
     maximum = recorded(
-        "summarizer_max_tokens", (_int(e.get("summarizer_max_tokens")) for e in extras)
+        "summarizer_max_tokens", (_count(e.get("summarizer_max_tokens")) for e in extras)
     )
     if maximum is None:
-        outputs = [_int(e.get("summary_output_tokens")) for e in extras]
+        outputs = [_count(e.get("summary_output_tokens")) for e in extras]
         capped = [o for o in outputs if o]
         if len(capped) >= 2 and max(capped) <= 1.15 * min(capped):  # summaries at a cap
             maximum, origin["summarizer_max_tokens"] = max(capped), "inferred"
     values["summarizer_max_tokens"] = maximum or ContextCompressor().summarizer_max_tokens
 
-    static = recorded("static_tokens", (_int(e.get("static_tokens")) for e in extras))
+    static = recorded("static_tokens", (_count(e.get("static_tokens")) for e in extras))
     if static is None:
         gaps = [
             after - summary
             for r in records
-            if (after := _int(r.get("tokens_after"))) is not None
-            and (summary := _int(r.get("summary_tokens"))) is not None
-            and not _int(r.get("carried_over"))
+            if (after := _count(r.get("tokens_after"))) is not None
+            and (summary := _count(r.get("summary_tokens"))) is not None
+            and not _count(r.get("carried_over"))
         ]
         if gaps:
             static, origin["static_tokens"] = max(0, int(statistics.median(gaps))), "inferred"
@@ -367,7 +367,7 @@ def _from_records(
     rule = default_preload_max_tokens(values["context_length"], values["threshold"])
     values["preload_max_tokens"] = rule
     if preloads:
-        values["preload_max_tokens"] = _int(preloads[-1])
+        values["preload_max_tokens"] = _count(preloads[-1])
         if values["preload_max_tokens"] != rule:  # else: the Agent's rule, which follows the
             origin["preload_max_tokens"] = "recorded"  # window and threshold of a what-if
 
@@ -375,7 +375,7 @@ def _from_records(
     values["recorded_archives"] = tuple(
         None if r.get("archive") is None else str(r["archive"]) for r in records
     )
-    values["recorded_tokens"] = tuple(_int(r.get("tokens_before")) for r in records)
+    values["recorded_tokens"] = tuple(_count(r.get("tokens_before")) for r in records)
     values["recorded_times"] = tuple(_time(r.get("time")) for r in records)
     budget = ContextCompressor(
         values["threshold"], summarizer_max_tokens=values["summarizer_max_tokens"]
@@ -421,16 +421,6 @@ def _agent_of(frame: Any, records: Sequence[Mapping[str, Any]]) -> str | None:
         return str(frame["agent"].iloc[0])
     names = [r.get("agent") for r in records if r.get("agent")]
     return str(names[0]) if names else None
-
-
-def _int(value: Any) -> int | None:
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return int(number) if math.isfinite(number) else None
 
 
 def _time(value: Any) -> datetime | None:
@@ -502,8 +492,8 @@ def _recorded_sizes(
     overhead = summary_overhead(memo_counter(model), "2000-01-01T00:00:00.000000+00:00")
     samples = []
     for record, extra in zip(records, extras, strict=True):
-        before, entry = _int(record.get("tokens_before")), _int(record.get("summary_tokens"))
-        asked = _int(extra.get("summary_budget")) or budget
+        before, entry = _count(record.get("tokens_before")), _count(record.get("summary_tokens"))
+        asked = _count(extra.get("summary_budget")) or budget
         if before is None or entry is None:
             continue
         samples.append((before - static, entry - overhead, asked))
@@ -637,24 +627,20 @@ def _recorded_compactions(
     it archived, with its recorded time and archive; and the first file's creation time."""
     import numpy as np
 
+    from memorylab.analysis._transcript import summary_rows
     from memorylab.memory.store import read_memory
 
     if not (hasattr(frame, "columns") and "file" in frame.columns and len(frame)):
         return {}, None
     if "timeline" in frame.columns:
         frame = frame.sort_values("timeline", kind="stable")
-    created = None
     try:
         created = read_memory(str(frame["file"].iloc[0]), strict=False).document.created
     except (OSError, ValueError):
         created = None
     if not settings.recorded_times:
         return {}, created
-    summary = (
-        frame["is_summary"].to_numpy(dtype=bool)
-        if "is_summary" in frame.columns
-        else frame["content"].astype(str).str.startswith(SUMMARY_PREFIX).to_numpy(dtype=bool)
-    )
+    summary = summary_rows(frame)
     names = np.array([os.path.basename(str(f)) for f in frame["file"].tolist()], dtype=object)
     index = np.cumsum(~summary) - 1  # each row's place in the transcript without summaries
     out: dict[int, tuple[datetime, str]] = {}
