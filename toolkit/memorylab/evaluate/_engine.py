@@ -241,14 +241,8 @@ async def _score(scorer: Scorer, sample: Sample, ctx: Context) -> list[dict[str,
 
 def _summary_record(case: Case, label: str, summary: Summary | None, cached: bool,
                     error: str | None) -> dict[str, Any]:  # fmt: skip
-    values = (
-        case.id, label,
-        summary.text if summary else None, summary.model if summary else None,
-        summary.input_tokens if summary else None, summary.output_tokens if summary else None,
-        summary.cost_usd if summary else None, summary.latency_s if summary else None,
-        summary.chunks if summary else None,
-        summary.truncated if summary else None, cached, error,
-    )  # fmt: skip
+    made = [getattr(summary, name) if summary else None for name in SUMMARY_COLUMNS[2:-2]]
+    values = (case.id, label, *made, cached, error)
     return dict(zip(SUMMARY_COLUMNS, values, strict=True))
 
 

@@ -402,16 +402,13 @@ def markdown_table(
     best, ``*`` biased, ``†`` a column that measures nothing here; the bounds' rows are named
     ``(ceiling)``/``(floor)``) and, with ``notes``, explained below the table.
     """
-    marks = table if isinstance(table, SummaryTable) else None
-    frame: pd.DataFrame = table.frame if isinstance(table, SummaryTable) else table
+    marks = table if isinstance(table, SummaryTable) else SummaryTable(table, {}, {}, {}, {})
+    frame, not_measuring, tied, biased = marks.frame, marks.not_measuring, marks.tied, marks.biased
     names = set(frame.columns)
     intervals = {c for c in frame.columns if f"{c}.lo" in names and f"{c}.hi" in names}
     hidden = {f"{c}.{end}" for c in intervals for end in ("lo", "hi")}
     shown = [c for c in frame.columns if c not in hidden]
-    not_measuring = marks.not_measuring if marks is not None else {}
-    tied = marks.tied if marks is not None else {}
-    biased = marks.biased if marks is not None else {}
-    roles = {label: kind for kind, label in (marks.bounds if marks is not None else {}).items()}
+    roles = {label: kind for kind, label in marks.bounds.items()}
 
     def number(column: Any, value: Any) -> str:
         if isinstance(value, float):
@@ -442,6 +439,6 @@ def markdown_table(
         label = f"{index} ({roles[index]})" if index in roles else str(index)
         cells = [label, *[cell(index, c, row) for c in shown]]
         lines.append("| " + " | ".join(cells) + " |")
-    if notes and marks is not None and marks.notes():
+    if notes and marks.notes():
         lines += ["", *marks.notes()]
     return "\n".join(lines)
