@@ -137,7 +137,7 @@ def from_frame(frame: pd.DataFrame, *, drop_summaries: bool) -> Transcript:
     return Transcript(roles, contents, micros)
 
 
-def summary_rows(frame: pd.DataFrame) -> np.ndarray[Any, np.dtype[np.bool_]]:
+def summary_rows(frame: pd.DataFrame) -> Any:
     """Which rows of a frame are summaries (its ``is_summary`` column, else their prefix)."""
     if "is_summary" in frame.columns:
         return frame["is_summary"].to_numpy(dtype=bool)
