@@ -547,15 +547,8 @@ def _settings(
     if recorded is not None and recorded[0] in swept and all((w, t) != recorded for w, t, _ in out):
         length, threshold = recorded
         trigger = trigger_tokens(length, threshold)
-        place = len(out)
-        for index, (window, _, t) in enumerate(out):  # after the window's smaller triggers
-            if window == length and t > trigger:
-                place = index
-                break
-            if window > length:
-                place = index
-                break
-        out.insert(place, (length, threshold, trigger))
+        later = (i for i, (w, _, t) in enumerate(out) if (w, t) > (length, trigger))
+        out.insert(next(later, len(out)), (length, threshold, trigger))  # after smaller triggers
     if not out:
         raise InvalidSetting("no valid (context_length, threshold) combination to sweep")
     return out
