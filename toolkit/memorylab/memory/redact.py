@@ -1,4 +1,6 @@
-"""Redaction of secrets and personal data before text reaches disk (PURE: no I/O, no clock).
+"""Redaction of secrets and personal data before text reaches disk (PURE: no clock, no
+environment; the only I/O is reading the packaged rule data, ``secret_rules.json``, once at
+import).
 
 A :class:`Redactor` is a callable ``str -> str`` that replaces what it finds with a marker naming
 what was removed, e.g. ``[REDACTED:openai_key]``. :data:`SECRETS` (the default of
@@ -10,20 +12,26 @@ data: emails, phone numbers, card numbers (Luhn check) and IBANs (mod-97 check).
 >>> SECRETS_AND_PII("write to ada@example.com")
 'write to [REDACTED:email]'
 
-The rules are precompiled standard-library ``re`` patterns: no network, no model. The shapes
-of provider tokens (prefix, alphabet, length) follow gitleaks' rules of the same name (MIT);
-the boundaries, the placeholder checks (``sk_live_xxxx…``, ``<token>``, ``${X}``) and the
+The secret rules are gitleaks' (https://github.com/gitleaks/gitleaks, ``config/gitleaks.toml``,
+MIT licence): 220 of its 222 rules, converted to Python ``re`` patterns by
+``tests/privacy/make_redaction_rules.py`` and packaged as ``secret_rules.json`` (:data:`GITLEAKS`
+says from which commit); each pattern compiles the first time its rule runs. memorylab's own
+rules (``_OWN_RULES``) run where gitleaks is silent or narrower: passwords and keywords,
+URLs with passwords, cookies, headers, presigned URLs, PEM blocks cut short, broader shapes of
+some provider tokens. No network, no model, no scanner. memorylab's checks apply to every
+rule: placeholders (``sk_live_xxxx…``, ``<token>``, ``${X}``, ``your-token-here``), and the
 look-alikes they are tested against (git SHAs, UUIDs, hashes, base64 images, code that names a
-password) are memorylab's. Redaction is idempotent (``r(r(x)) == r(x)``): markers never match a
-rule, and the rules are applied until nothing changes.
+password). Redaction is idempotent (``r(r(x)) == r(x)``): markers never match a rule, and the
+rules are applied until nothing changes.
 
 Ordinary text is returned after substring checks, without running any pattern (the fast path,
 :func:`may_hold_secret`): every secret rule names the substrings one of which each of its
-matches holds (its needles: a token prefix such as ``sk-`` or ``hf_``, ``-----BEGIN``,
-``://`` with ``@``, ``Bearer``, ``mysql`` with ``-p``...), or is a keyword rule whose keyword
-ends with a word the fast path looks for (password, pwd, secret, token, authorization, key,
-sig) right before a ``:`` or ``=``; every PII rule needs ``@`` or a digit. Text that passes is
-scanned rule by rule (each rule skipped unless its own substrings are there).
+matches holds (its needles: a token prefix such as ``sk-``, ``hf_`` or ``dapi``,
+``-----BEGIN``, ``://`` with ``@``, ``Bearer``, ``mysql`` with ``-p``...), or is a keyword rule
+(memorylab's, or a gitleaks keyword template) whose label ends with a word the fast path looks
+for (password, pwd, secret, token, authorization, key, sig) right before a ``:`` or ``=``; every
+PII rule needs ``@`` or a digit. On text that passes, only the rules whose needles are there
+run (:class:`_Plan`), found at a rare character they start or end with, or in the text's labels.
 """
 
 from __future__ import annotations
@@ -43,6 +51,7 @@ from memorylab.memory.format import content_to_text, validate_role
 __all__ = [
     "ALL_CATEGORIES",
     "Finding",
+    "GITLEAKS",
     "MARKER",
     "PII_CATEGORIES",
     "ROLE_MARKER",
