@@ -37,7 +37,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypedDict
 
-from memorylab.analysis.frames import _count
+from memorylab.analysis.frames import _count, memory_df
 from memorylab.compress.policy import (
     DEFAULT_THRESHOLD,
     Threshold,
@@ -284,11 +284,7 @@ def run_settings(
     """
     from memorylab.analysis._transcript import as_transcript
 
-    frame = transcript
-    if isinstance(transcript, str | os.PathLike):
-        from memorylab.analysis.frames import memory_df
-
-        frame = memory_df(transcript)
+    frame = memory_df(transcript) if isinstance(transcript, str | os.PathLike) else transcript
     data = as_transcript(frame)  # checks the frame first (one agent, the columns)
     records = _records_of(frame)
     agent = _agent_of(frame, records)
@@ -566,11 +562,7 @@ def _prepare(
     for name in overrides:
         if name not in taken:
             raise TypeError(f"{function}() got an unexpected keyword argument {name!r}")
-    frame: Any = transcript
-    if isinstance(transcript, str | os.PathLike):
-        from memorylab.analysis.frames import memory_df
-
-        frame = memory_df(transcript)
+    frame = memory_df(transcript) if isinstance(transcript, str | os.PathLike) else transcript
     data = as_transcript(frame)
     model, gap = overrides.get("model"), overrides.get("restart_gap", DEFAULT_RESTART_GAP)
     if settings is None and hasattr(frame, "columns"):
