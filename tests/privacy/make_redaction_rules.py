@@ -41,6 +41,28 @@ from typing import Any
 
 OUT = Path(__file__).resolve().parents[2] / "toolkit" / "memorylab" / "memory" / "secret_rules.json"
 SOURCE = "https://github.com/gitleaks/gitleaks/blob/{commit}/config/gitleaks.toml"
+MIT_TEXT = """MIT License
+
+Copyright (c) 2019 Zachary Rice
+
+Permission is hereby granted, free of charge, to any person obtaining a copy
+of this software and associated documentation files (the "Software"), to deal
+in the Software without restriction, including without limitation the rights
+to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
+copies of the Software, and to permit persons to whom the Software is
+furnished to do so, subject to the following conditions:
+
+The above copyright notice and this permission notice shall be included in all
+copies or substantial portions of the Software.
+
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
+FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
+SOFTWARE.
+"""  # gitleaks' LICENSE: shipped in secret_rules.json with the rules derived from it
 EXCLUDED = {"generic-api-key", "pkcs12-file"}
 CATEGORY = {  # gitleaks id -> memorylab's category of the same tokens (markers stay the same)
     "openai-api-key": "openai_key",
@@ -420,7 +442,11 @@ def convert_all(rule: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def main(argv: list[str]) -> int:
+    """``PATH/TO/gitleaks.toml [COMMIT]``; gitleaks' LICENSE is read from the same clone (the
+    file next to ``config/``), else its text below is used."""
     source = Path(argv[0])
+    licence_file = source.resolve().parent.parent / "LICENSE"
+    licence = licence_file.read_text(encoding="utf-8") if licence_file.is_file() else MIT_TEXT
     commit = argv[1] if len(argv) > 1 else "unknown"
     config = tomllib.loads(source.read_text(encoding="utf-8"))
     rules = [c for r in config["rules"] if r["id"] not in EXCLUDED for c in convert_all(r)]
@@ -428,6 +454,7 @@ def main(argv: list[str]) -> int:
     document = {
         "source": SOURCE.format(commit=commit),
         "licence": "MIT, Copyright (c) 2019 Zachary Rice (gitleaks)",
+        "licence_text": licence,
         "generator": "tests/privacy/make_redaction_rules.py",
         "excluded": sorted(EXCLUDED),
         "allow": {
