@@ -59,10 +59,10 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from memorylab.errors import InvalidSetting, PrerequisiteError
 
@@ -197,38 +197,32 @@ def _check_bpe_file(name: str) -> None:
 # --------------------------------------------------------------------------- backends
 
 
-class _Backend(Protocol):
-    def count(self, text: str) -> int: ...
-
-    def count_many(self, texts: list[str], num_threads: int) -> list[int]: ...
-
-
 def _replace_surrogates(text: str) -> str:
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
-def _split_count(
-    texts: list[str],
-    num_threads: int,
-    one: Callable[[str], int],
-    parallel: Callable[[list[str], int], list[int]],
-) -> list[int]:
-    """Count long texts with ``parallel`` (when worth it), the rest one by one."""
-    long_at = [i for i, text in enumerate(texts) if len(text) >= PARALLEL_MIN_CHARS]
-    if num_threads < 2 or len(long_at) < 2:
-        return [one(text) for text in texts]
-    counts = [0] * len(texts)
-    long_counts = parallel([texts[i] for i in long_at], min(num_threads, len(long_at)))
-    for i, n in zip(long_at, long_counts, strict=True):
-        counts[i] = n
-    long_set = set(long_at)
-    for i, text in enumerate(texts):
-        if i not in long_set:
-            counts[i] = one(text)
-    return counts
+class _Backend:
+    """A loaded encoding: ``count`` one text, ``_parallel`` many on threads."""
+
+    def count(self, text: str) -> int:
+        raise NotImplementedError
+
+    def _parallel(self, texts: list[str], num_threads: int) -> list[int]:
+        raise NotImplementedError
+
+    def count_many(self, texts: list[str], num_threads: int) -> list[int]:
+        """Count long texts with ``_parallel`` (when worth it), the rest one by one."""
+        long_texts = [text for text in texts if len(text) >= PARALLEL_MIN_CHARS]
+        if num_threads < 2 or len(long_texts) < 2:
+            return [self.count(text) for text in texts]
+        long_counts = iter(self._parallel(long_texts, min(num_threads, len(long_texts))))
+        return [
+            next(long_counts) if len(text) >= PARALLEL_MIN_CHARS else self.count(text)
+            for text in texts
+        ]
 
 
-class _Tiktoken:
+class _Tiktoken(_Backend):
     def __init__(self, encoding: Any) -> None:
         self._encoding = encoding
 
@@ -239,11 +233,8 @@ class _Tiktoken:
         batch = self._encoding.encode_ordinary_batch(texts, num_threads=num_threads)
         return [len(ids) for ids in batch]
 
-    def count_many(self, texts: list[str], num_threads: int) -> list[int]:
-        return _split_count(texts, num_threads, self.count, self._parallel)
 
-
-class _HuggingFace:
+class _HuggingFace(_Backend):
     def __init__(self, tokenizer: Any) -> None:
         self._tokenizer = tokenizer
 
@@ -262,9 +253,6 @@ class _HuggingFace:
             clean = [_replace_surrogates(text) for text in texts]
             batch = self._tokenizer.encode_batch(clean, add_special_tokens=False)
         return [len(encoding.ids) for encoding in batch]
-
-    def count_many(self, texts: list[str], num_threads: int) -> list[int]:
-        return _split_count(texts, num_threads, self.count, self._parallel)
 
 
 def _load_tiktoken(name: str) -> _Backend:
