@@ -526,7 +526,6 @@ def model_context_length(model: str) -> int:
     return int(window) if window else DEFAULT_CONTEXT_WINDOW
 
 
-@functools.lru_cache(maxsize=256)
 @functools.cache
 def bundled_model_map() -> Mapping[str, Any]:
     """litellm's own model map (prices, windows, provider of each model name), read from the
