@@ -42,7 +42,6 @@ from memorylab.llm import (
     model_context_length,
     retry_policy,
 )
-from memorylab.memory import format as fmt
 from memorylab.memory.conversation import DEFAULT_PATH, Conversation
 from memorylab.memory.records import CompactionEvent, EntryKind
 from memorylab.tools import Tool, as_tools
@@ -213,11 +212,7 @@ class Agent:
             first = next(iter(memory.entries(EntryKind.MESSAGE)), None)
             preload = next(iter(memory.entries(EntryKind.PRELOAD)), None)
             plan = memory.preload_plan
-            preload_tokens = 0
-            if preload is not None:
-                stamp = preload["timestamp"] if memory.time_enabled else None
-                line = fmt.history_line(preload["role"], preload["content"], stamp)
-                preload_tokens = self.token_counter(line)
+            preload_tokens = self.token_counter(memory.entry_text(preload)) if preload else 0
             self._session = {
                 "checks": CHECKS,
                 "session_start": None if first is None else first["timestamp"],

@@ -38,7 +38,6 @@ from memorylab.compress.summarizers import DEFAULT_SUMMARIZER, get_summarizer, s
 from memorylab.compress.tokens import get_token_counter
 from memorylab.errors import CompactionConflict, CompressionFailed, InvalidSetting
 from memorylab.llm import check_int
-from memorylab.memory import format as fmt
 from memorylab.memory.conversation import Conversation, register_tokenizer
 from memorylab.memory.records import SUMMARY_PREFIX, CompactionEvent, EntryKind, entry_kind
 
@@ -368,11 +367,7 @@ def _context_record(conversation: Conversation) -> dict[str, Any]:
     if counter is None:
         return {}
     static = conversation.static_context()
-    stamped = conversation.time_enabled
-    tokens = sum(
-        counter(fmt.history_line(e["role"], e["content"], e["timestamp"] if stamped else None))
-        for e in static
-    )
+    tokens = sum(counter(conversation.entry_text(e)) for e in static)
     record: dict[str, Any] = {"static_tokens": tokens + len(static) * counter("\n\n")}
     model = getattr(counter, "model", None)
     if isinstance(model, str):

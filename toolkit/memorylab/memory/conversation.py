@@ -404,7 +404,7 @@ class Conversation(ReferenceMethods):
         if self.message_id_on:
             entry["message_id"] = str(uuid.uuid4())
         if self.token_count_on:
-            entry["token_count"] = self._count(self._entry_text(entry))
+            entry["token_count"] = self._count(self.entry_text(entry))
         with self._lock:
             store = self._store
             if persist and store is not None and not self._suppress_memory_md:
@@ -450,14 +450,15 @@ class Conversation(ReferenceMethods):
             lines = self._lines = []
             self._lines_for = (history, self.time_enabled)
         if len(history) > len(lines):
-            lines.extend(self._entry_text(e) for e in history[len(lines) :])
+            lines.extend(self.entry_text(e) for e in history[len(lines) :])
         return lines
 
     def _forget_rendering(self) -> None:
         """An entry changed: render (and count) the history again at the next read."""
         self._lines_for = None
 
-    def _entry_text(self, entry: Mapping[str, Any]) -> str:
+    def entry_text(self, entry: Mapping[str, Any]) -> str:
+        """``entry`` as the model reads it: one block of :meth:`return_history_as_string`."""
         stamp = entry.get("timestamp") if self.time_enabled else None
         return fmt.history_line(entry["role"], entry["content"], stamp)
 
@@ -618,8 +619,8 @@ class Conversation(ReferenceMethods):
             }
             if self.token_counter is not None:
                 count = self.token_counter
-                base["summary_tokens"] = count(self._entry_text(summary_entry))
-                base["tokens_after"] = sum(count(self._entry_text(e)) for e in new_history) + (
+                base["summary_tokens"] = count(self.entry_text(summary_entry))
+                base["tokens_after"] = sum(count(self.entry_text(e)) for e in new_history) + (
                     len(new_history) - 1
                 ) * count("\n\n")
             base.update(event_fields)
@@ -699,7 +700,7 @@ class Conversation(ReferenceMethods):
             entry["role"] = role
             entry["content"] = content
             if "token_count" in entry:  # token_count=True: the entry's own count follows it
-                entry["token_count"] = self._count(self._entry_text(entry))
+                entry["token_count"] = self._count(self.entry_text(entry))
             self._forget_rendering()
 
     def delete(self, index: int | str) -> None:
