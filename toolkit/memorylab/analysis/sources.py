@@ -64,6 +64,11 @@ class Note:
     message: str
 
 
+def _note(notes: list[Note], path: Path, kind: str, message: str) -> None:
+    """Note a problem or remark about the file ``path`` as a whole (line 0)."""
+    notes.append(Note(str(path), 0, kind, message))
+
+
 # The kinds of notes that say how files were read (an edit's archive, copies read once), not
 # that anything is damaged or missing: the report lists them apart from its problems.
 REMARK_KINDS = frozenset({"edit", "duplicate"})
@@ -149,7 +154,7 @@ def read_segments(files: AgentFiles, notes: list[Note], strict: bool) -> list[Se
         except StoreError as exc:
             if strict:
                 raise
-            notes.append(Note(str(path), 0, "io", str(exc)))
+            _note(notes, path, "io", str(exc))
     return segments
 
 
@@ -191,14 +196,8 @@ def _archive_files(folder: Path, notes: list[Note]) -> list[Path]:
             continue  # temp files of an interrupted write, editor files
         if fmt.parse_archive_name(entry.name) is None:
             if entry.suffix == ".md":
-                notes.append(
-                    Note(
-                        str(entry),
-                        0,
-                        "skipped",
-                        "not an archive name (history_<YYYY-MM-DD_HH-MM-SS>[_<n>].md); not read",
-                    )
-                )
+                message = "not an archive name (history_<YYYY-MM-DD_HH-MM-SS>[_<n>].md); not read"
+                _note(notes, entry, "skipped", message)
             continue
         found.append(entry)
     return found
@@ -251,13 +250,11 @@ def _agent_folders(agents_dir: Path, notes: list[Note]) -> list[AgentFiles]:
         if _is_agent_folder(folder):
             found.append(_agent_folder(folder, notes))
         else:  # a folder or a device where the file should be
-            notes.append(
-                Note(
-                    str(folder / MEMORY_FILE),
-                    0,
-                    "io",
-                    "not a regular file; not read (move it away and let the agent write again)",
-                )
+            _note(
+                notes,
+                folder / MEMORY_FILE,
+                "io",
+                "not a regular file; not read (move it away and let the agent write again)",
             )
     return found
 
@@ -339,14 +336,12 @@ def files_of(files: AgentFiles, notes: list[Note]) -> list[tuple[Path, str]]:
     found = []
     for path in files.archives:
         if path.name == pending:
-            notes.append(
-                Note(
-                    str(path),
-                    0,
-                    "pending",
-                    "an uncommitted archive of an interrupted compaction (its messages are "
-                    "still in MEMORY.md); skipped",
-                )
+            _note(
+                notes,
+                path,
+                "pending",
+                "an uncommitted archive of an interrupted compaction "
+                "(its messages are still in MEMORY.md); skipped",
             )
         else:
             found.append((path, "edit" if path.name in edits else "archive"))
@@ -383,14 +378,12 @@ def timeline(
     memory = next((s for s in segments if s.kind == "memory"), None)
     live = memory.document.continues if memory is not None else None
     if memory is not None and live is not None and live not in by_name and whole_folder:
-        notes.append(
-            Note(
-                str(memory.path),
-                0,
-                "lineage",
-                f"continues {live}, which is not in archive/ (deleted?); older archives are "
-                "ordered by name",
-            )
+        _note(
+            notes,
+            memory.path,
+            "lineage",
+            f"continues {live}, which is not in archive/ "
+            "(deleted?); older archives are ordered by name",
         )
     start = live if live in by_name else None
     if start is None:
@@ -407,46 +400,39 @@ def timeline(
     kept: list[Segment] = []
     for segment in [*rest, *reversed(chain), *([memory] if memory is not None else [])]:
         if segment.kind == "edit":
-            notes.append(
-                Note(
-                    str(segment.path),
-                    0,
-                    "edit",
-                    "the file as it was before an edit (update, delete or clear); its messages "
-                    "are read from the edited file, not twice",
-                )
+            _note(
+                notes,
+                segment.path,
+                "edit",
+                "the file as it was before an edit (update, "
+                "delete or clear); its messages are read from the edited file, not twice",
             )
             continue
         if kept and _starts(kept[-1].document, segment.document):
             dropped = kept.pop()
             same = len(dropped.document.messages) == len(segment.document.messages)
-            notes.append(
-                Note(
-                    str(dropped.path),
-                    0,
-                    "duplicate",
-                    (
-                        f"the same messages as {segment.path.name}"
-                        if same
-                        else f"{segment.path.name} starts with all of it (a compaction that did "
-                        "not finish)"
-                    )
-                    + "; skipped, its messages are read once from the later file",
-                )
+            what = (
+                f"the same messages as {segment.path.name}"
+                if same
+                else f"{segment.path.name} starts with all of it (a compaction that did not finish)"
+            )
+            _note(
+                notes,
+                dropped.path,
+                "duplicate",
+                f"{what}; skipped, its messages are read once from the later file",
             )
         notes += [Note(str(segment.path), p.line, p.kind, p.message) for p in segment.problems]
         kept.append(segment)
     kept = _without_repeats(kept, notes)
     if kept and kept[0].document.messages and kept[0].document.messages[0].is_summary:
-        notes.append(
-            Note(
-                str(kept[0].path),
-                0,
-                "gap",
-                "the oldest file starts with a compaction summary: older archives are missing "
-                "(deleted, or overwritten by the reference framework, whose archive names "
-                "collide within one second)",
-            )
+        _note(
+            notes,
+            kept[0].path,
+            "gap",
+            "the oldest file starts with a compaction summary: "
+            "older archives are missing (deleted, or overwritten by the reference framework, "
+            "whose archive names collide within one second)",
         )
     return kept
 
@@ -468,15 +454,14 @@ def _without_repeats(segments: list[Segment], notes: list[Note]) -> list[Segment
             repeated = frozenset(p for p, m in enumerate(messages) if m in seen)
             seen.update(messages)
             if repeated:
-                notes.append(
-                    Note(
-                        str(segment.path),
-                        0,
-                        "duplicate",
-                        f"{len(repeated)} of its {len(messages)} messages are in an earlier "
-                        "file too (copies made by a writer without memorylab's lock, such as "
-                        "the reference framework compacting at the same moment); read once",
-                    )
+                _note(
+                    notes,
+                    segment.path,
+                    "duplicate",
+                    f"{len(repeated)} of its "
+                    f"{len(messages)} messages are in an earlier file too (copies made by a "
+                    "writer without memorylab's lock, such as the reference framework "
+                    "compacting at the same moment); read once",
                 )
                 segment = replace(segment, repeated=repeated)
         result.append(segment)
