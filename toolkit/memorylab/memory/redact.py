@@ -164,8 +164,8 @@ def _value_ok(value: str, minimum: int, quoted: bool) -> bool:
     (``password=password`` is code, not a secret)."""
     if len(value) < minimum or value.startswith(_PLACEHOLDER) or _elided(value):
         return False
-    if _DOC_VALUE(value) is not None:
-        return False
+    if _DOC_VALUE(value) is not None or _elided(max(_RUNS(value), key=len, default="")):
+        return False  # your-token-here; sha256~_xxxxxx_xxxxxxxxxxxxxxxx-X: a placeholder
     return quoted or _IDENTIFIER.match(value) is None
 
 
