@@ -470,10 +470,6 @@ class JudgeScorer(BaseScorer):
     def __repr__(self) -> str:
         return f"JudgeScorer({self.model!r})"
 
-    @property
-    def offline(self) -> bool:
-        return False
-
     def _transcript(self, case: Case) -> tuple[str, bool]:
         text = case.history_text
         if get_token_counter(None).count(text) <= self.max_history_tokens:
