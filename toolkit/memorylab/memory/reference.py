@@ -101,14 +101,7 @@ class ConversationCore(Protocol):
     redactor: Callable[[str], str] | None
     _lock: AbstractContextManager[Any]
 
-    def add(
-        self,
-        role: str,
-        content: Any,
-        metadata: Mapping[str, Any] | None = None,
-        category: str | None = None,
-        **fields: Any,
-    ) -> dict[str, Any]: ...
+    def add(self, role: str, content: Any, **fields: Any) -> dict[str, Any]: ...
 
     def return_history_as_string(self) -> str: ...
 
