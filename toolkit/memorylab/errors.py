@@ -65,13 +65,8 @@ class MemoryFormatError(MemorylabError, ValueError):
         self.path = None if path is None else str(path)
         self.line = line
         self.problems = tuple(problems)
-        where = ""
-        if self.path is not None:
-            where = f"{self.path}"
-            if line is not None:
-                where += f", line {line}"
-        elif line is not None:
-            where = f"line {line}"
+        place = (self.path, None if line is None else f"line {line}")
+        where = ", ".join(part for part in place if part is not None)
         super().__init__(f"{where}: {message}" if where else message)
 
 
