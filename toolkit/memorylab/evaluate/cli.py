@@ -342,20 +342,13 @@ def _run(args: argparse.Namespace, local_base: str | None) -> int:
         named = [*BOUNDS, *BASELINES, LOCAL]
     if not named:
         named = [EXISTING] if all(c.summary for c in cases) else [*BOUNDS, *BASELINES]
-    summarizers: dict[str, Any] = {}
-    for name in named:
-        if name == LOCAL:
-            summarizers[LOCAL] = LiteLLMSummarizer(
-                "openai/local", llm_args=local_args, context_window=args.context_window
-            )
-        else:
-            summarizers[name] = name
+    summarizers: dict[str, Any] = {name: name for name in named}
+    if LOCAL in summarizers:
+        summarizers[LOCAL] = LiteLLMSummarizer(
+            "openai/local", llm_args=local_args, context_window=args.context_window
+        )
     grader = model(args.grader) if args.grader else None
-    scorers: list[Any] = []
-    for name in args.scorers or DEFAULT_SCORERS:
-        if name == "judge":
-            continue
-        scorers.append(name)
+    scorers: list[Any] = [name for name in args.scorers or DEFAULT_SCORERS if name != "judge"]
     if "probe_qa" in (args.scorers or DEFAULT_SCORERS):
         for reader in args.readers or ():
             reader_model, reader_args = model(reader)
