@@ -420,39 +420,13 @@ class Caller:
         hinted = _retry_after(error.__cause__ if error is not None else None)
         return self.retry.delay(state.attempt_number, hinted)
 
-    def _options(self) -> dict[str, Any]:
-        from tenacity import retry_if_exception, stop_after_attempt
-
-        return {
-            "stop": stop_after_attempt(self.retry.attempts),
-            "wait": self._wait,
-            "retry": retry_if_exception(lambda e: isinstance(e, ModelError) and e.retryable),
-            "reraise": True,
-        }
-
     def _gave_up(self, error: ModelError) -> ModelError:
+        """The last error, saying how many attempts were made."""
         if not (error.retryable and self.retry.retries):
             return error
         again = type(error)(f"{error} Gave up after {self.retry.attempts} attempts.")
         again.retryable = error.retryable
-        again.__cause__ = error.__cause__
         return again
-
-    @contextlib.contextmanager
-    def _mapped(self, what: str) -> Iterator[None]:
-        """The provider's exception as the ModelError its rule names."""
-        try:
-            yield
-        except Exception as exc:
-            raise self.map_error(exc, what) from exc
-
-    @contextlib.contextmanager
-    def _giving_up(self) -> Iterator[None]:
-        """The last error, saying how many attempts were made."""
-        try:
-            yield
-        except ModelError as error:
-            raise self._gave_up(error) from error.__cause__
 
     def call(self, kwargs: Mapping[str, Any], what: str, check: Callable[[Any], _T]) -> _T:
         """``check(reply)``, retried; ``check`` raises for bad replies. The same path as
@@ -466,17 +440,28 @@ class Caller:
         ``retry.timeout`` seconds of wall clock, retried as :attr:`retry` says."""
         import asyncio
 
-        from tenacity import AsyncRetrying
+        from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
         litellm = import_litellm()
-        with self._giving_up():
-            async for trial in AsyncRetrying(sleep=asyncio.sleep, **self._options()):
+        retrying = AsyncRetrying(
+            sleep=asyncio.sleep,
+            stop=stop_after_attempt(self.retry.attempts),
+            wait=self._wait,
+            retry=retry_if_exception(lambda e: isinstance(e, ModelError) and e.retryable),
+            reraise=True,
+        )
+        try:
+            async for trial in retrying:
                 with trial:
-                    with self._mapped(what):
+                    try:
                         response = await asyncio.wait_for(
                             litellm.acompletion(**kwargs), self.retry.timeout
                         )
+                    except Exception as exc:  # the provider's, as the ModelError its rule names
+                        raise self.map_error(exc, what) from exc
                     return check(response)
+        except ModelError as error:
+            raise self._gave_up(error) from error.__cause__
         raise AssertionError("unreachable: tenacity re-raises the last error")
 
     def _key_hint(self, missing: Sequence[str]) -> str:
