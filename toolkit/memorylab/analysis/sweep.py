@@ -440,7 +440,6 @@ def _calibrate(
     """Exact replays of up to three settings (the recorded one, the lowest and the highest
     threshold at the first window), within ``seconds`` (estimated) together: each of the whole
     transcript when that fits, else of its start; the summary sizes they made, fitted."""
-    from memorylab.analysis._transcript import summary_overhead
     from memorylab.compress.compressor import ContextCompressor
 
     first = grid[0][0]
@@ -453,20 +452,18 @@ def _calibrate(
             chosen.append(pick)
     rows: list[dict[str, Any]] = []
     samples: list[tuple[int, int, int]] = []
-    overhead = summary_overhead(run.counter, run.transcript.stamps[0]) if len(run.transcript) else 0
     for length, threshold in chosen:
         end = _calibration_end(engine.simulate(run, length, threshold), seconds / len(chosen))
-        head = run.head(min(len(run.transcript), end))
-        result = _exact(head.at(length, threshold), summarizer, cache=cache, progress=False)
+        head = run.head(min(len(run.transcript), end)).at(length, threshold)
+        result = _exact(head, summarizer, cache=cache, progress=False)
         budget = ContextCompressor(
             threshold, summarizer_max_tokens=head.settings.summarizer_max_tokens
         ).summary_budget(length)
-        static = head.at(length, threshold).settings.static_tokens
+        static = head.settings.static_tokens
         for event in result.events:
             if event.ok and event.tokens_before is not None and event.summary_tokens is not None:
-                samples.append(
-                    (event.tokens_before - static, event.summary_tokens - overhead, budget)
-                )
+                made = event.summary_tokens - engine.overhead  # the summary's text alone
+                samples.append((event.tokens_before - static, made, budget))
         rows.append(
             {
                 "context_length": length,
