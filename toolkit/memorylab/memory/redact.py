@@ -377,6 +377,12 @@ _OWN_RULES: tuple[Rule, ...] = (
         ("tskey-",),
         lambda m: _varied(m["b"]) and _token_ok(m["b"]),
     ),
+    Rule(  # Mailgun's private API key on its own (gitleaks' rule needs "mailgun" nearby)
+        "mailgun_private_api_token",
+        re.compile(rf"{_TOKEN_START}key-(?P<b>[0-9a-f]{{32}})" + _TOKEN_END),
+        ("key-",),
+        lambda m: _varied(m["b"]),
+    ),
     Rule(  # PuTTY private key files (.ppk): the whole file, like a PEM block
         "private_key",
         re.compile(
@@ -563,7 +569,7 @@ _OWN_RULES: tuple[Rule, ...] = (
         "key",
         before=re.compile(
             r"(?i:api|app|auth|access|account|storage|licen[cs]e|master|signing|encryption"
-            r"|client|service|admin|subscription|ingest|webhook|dd)[_-]?\Z"
+            r"|client|service|admin|subscription|ingest|webhook|dd)[ \t_-]?\Z"
         ),
     ),
     # client_secret, secret_key, access_token, refresh_token...: the keyword ends the name
