@@ -14,11 +14,8 @@ re-seeds it with the summary and carries over anything appended meanwhile. Edits
 ``delete``, ``clear``) change the blocks in the file by the same crash-ordered path: the old file
 is archived, then atomically replaced (:meth:`MemoryStore.edit`).
 
-The constructor also takes the reference framework's keywords and the class has the methods its
-users call (``get_str``, ``to_dict``, ``save_as_json`` ...): they are
-:mod:`memorylab.memory.reference`'s, so a script written for
-``swarms.structs.conversation.Conversation`` runs with only its import changed
-(docs/migrating-from-swarms.md says what each keyword does here).
+The reference framework's keywords and methods (``get_str``, ``to_dict``, ``save_as_json`` ...)
+are :mod:`memorylab.memory.reference`'s.
 """
 
 from __future__ import annotations
