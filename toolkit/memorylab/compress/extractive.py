@@ -259,15 +259,13 @@ class ExtractiveSummarizer(BudgetedSummarizer):
             blocks["Previous summary"] = truncate_to_tokens(
                 carried, max(8, int(budget * _PREVIOUS_SHARE)), counter
             )
-        task_truncated = False
-        if original_task is not None:  # the task of the very first history, kept across compactions
-            blocks["Task"] = truncate_to_tokens(
-                original_task, max(8, int(budget * _TASK_SHARE)), counter
-            )
-        elif task_at is not None:
+        # The task of the very first history, kept across compactions, else this history's.
+        task = original_task
+        if task is None and task_at is not None:
             task = history[task_at].text.strip()
+        if task is not None:
             blocks["Task"] = truncate_to_tokens(task, max(8, int(budget * _TASK_SHARE)), counter)
-            task_truncated = blocks["Task"] != task
+        task_truncated = original_task is None and task is not None and blocks["Task"] != task
         for title, body in blocks.items():
             used += cost(f"## {title}") + cost(body) + 1
 
