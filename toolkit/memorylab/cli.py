@@ -12,7 +12,7 @@ import math
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,7 +29,7 @@ from memorylab.console import (
     run_handler,
 )
 from memorylab.errors import AgentNotFound, InvalidAgentName, InvalidSetting, MemoryFormatError
-from memorylab.evaluate.cli import add_compare_arguments
+from memorylab.evaluate.cli import add_compare_arguments, run_compare
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -395,41 +395,44 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
-    def command(name: str, help_text: str) -> argparse.ArgumentParser:
-        return commands.add_parser(
+    def command(
+        name: str,
+        help_text: str,
+        handler: Callable[[argparse.Namespace], int],
+        where: str | None = None,
+        *,
+        agent: bool = False,
+    ) -> argparse.ArgumentParser:
+        """A sub-command, its AGENT argument (``agent``), its WORKSPACE (``where``: the help)."""
+        sub = commands.add_parser(
             name, help=help_text, description=help_text, formatter_class=HelpFormatter
         )
+        if agent:
+            sub.add_argument("agent")
+        if where is not None:
+            _add_workspace(sub, where)
+        sub.set_defaults(handler=handler)
+        return sub
 
     where = "workspace folder (default: $WORKSPACE_DIR, else the bundled sample workspace)"
     where_private = "workspace folder (default: $WORKSPACE_DIR, else ./agent_workspace)"
     lenient = "read what can be read of damaged files (say on stderr what was skipped)"
 
-    demo = command("demo", "write, compact and show a small agent memory")
-    _add_workspace(demo, "workspace folder (default: a new temporary folder)")
-    demo.set_defaults(handler=_demo)
+    demo_where = "workspace folder (default: a new temporary folder)"
+    command("demo", "write, compact and show a small agent memory", _demo, demo_where)
+    command("ls", "list the agents of a workspace", _ls, where)
 
-    ls = command("ls", "list the agents of a workspace")
-    _add_workspace(ls, where)
-    ls.set_defaults(handler=_ls)
-
-    show = command("show", "print an agent's messages")
-    show.add_argument("agent")
-    _add_workspace(show, where)
+    show = command("show", "print an agent's messages", _show, where, agent=True)
     show.add_argument("--all", action="store_true", help="include the archives, oldest first")
     show.add_argument("--tail", type=_non_negative, metavar="N",
                       help="only the last N messages (default: all)")  # fmt: skip
     show.add_argument("--lenient", action="store_true", help=lenient)
-    show.set_defaults(handler=_show)
 
-    stats = command("stats", "messages, segments, compactions, tokens per agent")
-    _add_workspace(stats, where)
+    stats = command("stats", "messages, segments, compactions, tokens per agent", _stats, where)
     stats.add_argument("--model", default="gpt-4o", help="count tokens as this model does")
     stats.add_argument("--lenient", action="store_true", help=lenient)
-    stats.set_defaults(handler=_stats)
 
-    plot = command("plot", "plot an agent's token growth to an image")
-    plot.add_argument("agent")
-    _add_workspace(plot, where)
+    plot = command("plot", "plot an agent's token growth to an image", _plot, where, agent=True)
     plot.add_argument("-o", "--output", default="growth.png",
                       help="image file (.png, .svg, .pdf ...; replaced if it exists)")  # fmt: skip
     plot.add_argument("--context-length", type=_CONTEXT_LENGTH, default=None,
@@ -440,10 +443,8 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     plot.add_argument("--model", default=None, help="tokenizer (default: the records')")
     plot.add_argument("--lenient", action="store_true", help=lenient)
-    plot.set_defaults(handler=_plot)
 
-    report = command("report", "write a self-contained HTML report")
-    _add_workspace(report, where)
+    report = command("report", "write a self-contained HTML report", _report, where)
     report.add_argument("-o", "--output", default="report.html",
                         help="HTML file (replaced if it exists)")  # fmt: skip
     report.add_argument(
@@ -457,32 +458,26 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument(
         "--model", default=None, help="count tokens as this model does (default: the records')"
     )
-    report.set_defaults(handler=_report)
 
-    forget = command("forget", "delete everything stored for an agent")
-    forget.add_argument("agent")
-    _add_workspace(forget, where_private)
+    forget = command(
+        "forget", "delete everything stored for an agent", _forget, where_private, agent=True
+    )
     forget.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    forget.set_defaults(handler=_forget)
 
-    export = command("export", "export an agent's whole memory (all segments)")
-    export.add_argument("agent")
-    _add_workspace(export, where_private)
+    exported = "export an agent's whole memory (all segments)"
+    export = command("export", exported, _export, where_private, agent=True)
     export.add_argument("--format", choices=("json", "parquet"), default="json")
     export.add_argument("-o", "--output", default=None,
                         help="file to write (default: ./AGENT.export.FORMAT)")  # fmt: skip
     export.add_argument("--overwrite", action="store_true", help="replace an existing file")
-    export.set_defaults(handler=_export)
 
-    purge = command("purge", "remove memory older than a duration")
-    _add_workspace(purge, where_private)
+    purge = command("purge", "remove memory older than a duration", _purge, where_private)
     purge.add_argument("--older-than", default="30d", help="e.g. 30d, 12h, 2w, 1d12h")
     purge.add_argument("--dry-run", action="store_true", help="only list what would go")
     purge.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    purge.set_defaults(handler=_purge)
 
     add_compare_arguments(
-        command("compare", "compare summarizers: which facts survive, at what cost")
+        command("compare", "compare summarizers: which facts survive, at what cost", run_compare)
     )
     return parser
 
