@@ -53,6 +53,12 @@ _DATA_PACKAGE = "memorylab._data"
 """The package the bundled data is installed as: pyproject.toml maps the repository's data/ onto
 it, so an editable install reads data/ itself and a wheel carries a copy."""
 _WORKSPACES = {"memorylab": "workspace", "reference": "reference_workspace"}
+_KEYS = {  # each line type's keys, in the order they are written
+    "meta": ("name", "seed", "description", "sessions"),
+    "message": ("session", "role", "content", "timestamp"),
+    "fact": ("id", "category", "text", "message_index"),
+    "probe": ("id", "fact_id", "question", "answer"),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,7 +244,7 @@ def load_transcript(path: str | os.PathLike[str]) -> Transcript:
         raise meta.fail(
             f"the first line must be the meta line, found type {meta.data.get('type')!r}"
         )
-    meta.check_keys(("name", "seed", "description", "sessions"))
+    meta.check_keys(_KEYS["meta"])
     name, seed = meta.text("name"), meta.get("seed", int)
     description, sessions = meta.get("description", str), meta.get("sessions", int)
 
@@ -248,7 +254,7 @@ def load_transcript(path: str | os.PathLike[str]) -> Transcript:
     for line in lines[1:]:
         kind = line.data.get("type")
         if kind == "message":
-            line.check_keys(("session", "role", "content", "timestamp"))
+            line.check_keys(_KEYS["message"])
             session = line.get("session", int)
             previous = messages[-1].session if messages else 0
             if not previous <= session <= previous + 1 or session < 1:
@@ -262,7 +268,7 @@ def load_transcript(path: str | os.PathLike[str]) -> Transcript:
                 TranscriptMessage(session, role, line.get("content", str), _timestamp(line))
             )
         elif kind == "fact":
-            line.check_keys(("id", "category", "text", "message_index"))
+            line.check_keys(_KEYS["fact"])
             category = line.text("category")
             if category not in FACT_CATEGORIES:
                 raise line.fail(f"unknown fact category {category!r}; use one of {FACT_CATEGORIES}")
@@ -271,7 +277,7 @@ def load_transcript(path: str | os.PathLike[str]) -> Transcript:
             )
             facts.append((line, fact))
         elif kind == "probe":
-            line.check_keys(("id", "fact_id", "question", "answer"))
+            line.check_keys(_KEYS["probe"])
             probe = Probe(
                 line.text("id"), line.text("fact_id"), line.text("question"), line.text("answer")
             )
@@ -318,47 +324,20 @@ def load_transcript(path: str | os.PathLike[str]) -> Transcript:
 # --------------------------------------------------------------------------------------- saving
 
 
+def _line(kind: str, value: Any) -> dict[str, Any]:
+    fields = {key: getattr(value, key) for key in _KEYS[kind]}
+    if kind == "message":
+        fields["timestamp"] = value.timestamp.isoformat()
+    return {"type": kind, **fields}
+
+
 def _lines_of(transcript: Transcript) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = [
-        {
-            "type": "meta",
-            "name": transcript.name,
-            "seed": transcript.seed,
-            "description": transcript.description,
-            "sessions": transcript.sessions,
-        }
+    return [
+        _line("meta", transcript),
+        *(_line("message", m) for m in transcript.messages),
+        *(_line("fact", f) for f in transcript.facts),
+        *(_line("probe", p) for p in transcript.probes),
     ]
-    for m in transcript.messages:
-        out.append(
-            {
-                "type": "message",
-                "session": m.session,
-                "role": m.role,
-                "content": m.content,
-                "timestamp": m.timestamp.isoformat(),
-            }
-        )
-    for f in transcript.facts:
-        out.append(
-            {
-                "type": "fact",
-                "id": f.id,
-                "category": f.category,
-                "text": f.text,
-                "message_index": f.message_index,
-            }
-        )
-    for p in transcript.probes:
-        out.append(
-            {
-                "type": "probe",
-                "id": p.id,
-                "fact_id": p.fact_id,
-                "question": p.question,
-                "answer": p.answer,
-            }
-        )
-    return out
 
 
 def dumps_transcript(transcript: Transcript) -> str:
