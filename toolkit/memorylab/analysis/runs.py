@@ -386,15 +386,13 @@ def _from_records(
 
 def _records_of(frame: Any) -> list[dict[str, Any]]:
     """The successful compaction records of the agent whose files ``frame`` holds."""
+    from memorylab.analysis.sources import locate
     from memorylab.memory.paths import MemoryPaths
     from memorylab.memory.store import MemoryStore
 
     if not (hasattr(frame, "columns") and "file" in frame.columns and len(frame)):
         return []
-    folders = {
-        (path.parent.parent if path.parent.name == "archive" else path.parent)
-        for path in (Path(str(f)) for f in frame["file"].unique())
-    }
+    folders = {locate(Path(str(f)))[1] for f in frame["file"].unique()}  # the agent folders
     if len(folders) != 1:
         raise InvalidSetting(
             "the frame holds the files of several agent folders; give one agent's rows, e.g. "

@@ -372,10 +372,10 @@ class MemoryExplorer(View):
         self.image.value = figure_png(figure)
 
     def _load_cases(self) -> None:
+        from memorylab.analysis.sources import locate
         from memorylab.evaluate.cases import cases_from_workspace
 
-        folders = {Path(str(f)).parent for f in self.agent_frame["file"].unique()}
-        folders = {f.parent if f.name == "archive" else f for f in folders}
+        folders = {locate(Path(str(f)))[1] for f in self.agent_frame["file"].unique()}
         try:
             self.cases = cases_from_workspace(sorted(folders)) if folders else []
         except MemorylabError as error:
