@@ -291,7 +291,14 @@ def _varied(value: str, distinct: int = 8) -> bool:
     return len(set(value)) >= distinct
 
 
-_PROVIDER_KEY_LENGTHS = {"gsk_": (48, 60), "xai-": (70, 90), "pplx-": (40, 60), "r8_": (30, 45)}
+_PROVIDER_KEY_LENGTHS = {  # a key prefix and its body's length (the prefix left out)
+    "gsk_": (48, 60), "xai-": (70, 90), "pplx-": (40, 60), "r8_": (30, 45),
+    # the tools agents call (gitleaks has none of these): Supabase, Resend, Fireworks,
+    # LangSmith, Pinecone, Tavily, E2B, Neon
+    "sbp_": (40, 40), "sb_secret_": (24, 48), "re_": (30, 40), "fw_": (20, 40),
+    "lsv2_pt_": (43, 43), "lsv2_sk_": (43, 43), "pcsk_": (50, 80), "tvly-": (32, 40),
+    "tvly-dev-": (32, 40), "e2b_": (40, 40), "npg_": (12, 20),
+}  # fmt: skip
 
 
 def _provider_key_ok(m: re.Match[str]) -> bool:
@@ -434,6 +441,24 @@ _OWN_RULES: tuple[Rule, ...] = (
             rf"{_TOKEN_START}(?P<p>gsk_|xai-|pplx-|r8_)(?P<b>[A-Za-z0-9]{{30,90}}){_TOKEN_END}"
         ),
         ("gsk_", "xai-", "pplx-", "r8_"),
+        _provider_key_ok,
+    ),
+    Rule(  # keys of the tools agents call (the table above): one random run after the prefix
+        "model_provider_key",
+        re.compile(
+            rf"{_TOKEN_START}(?P<p>sbp_|sb_secret_|fw_|tvly-(?:dev-)?|e2b_|npg_)"
+            rf"(?P<b>[A-Za-z0-9]{{12,48}}){_TOKEN_END}"
+        ),
+        ("sbp_", "sb_secret_", "fw_", "tvly-", "e2b_", "npg_"),
+        _provider_key_ok,
+    ),
+    Rule(  # ... or two, joined by one _ (Resend, Pinecone, LangSmith)
+        "model_provider_key",
+        re.compile(
+            rf"{_TOKEN_START}(?P<p>re_|pcsk_|lsv2_(?:pt|sk)_)"
+            rf"(?P<b>[A-Za-z0-9]{{5,32}}_[A-Za-z0-9]{{10,70}}){_TOKEN_END}"
+        ),
+        ("re_", "pcsk_", "lsv2_"),
         _provider_key_ok,
     ),
     Rule(  # broader than gitleaks' telegram-bot-api-token: without its keyword
