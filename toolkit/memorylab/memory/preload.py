@@ -75,15 +75,14 @@ def plan_preload(
     omitted = [m for i, m in enumerate(messages) if i not in kept_indexes]
     if not omitted:
         return PreloadPlan(text, kept_messages=len(messages))
-    note = OMITTED_NOTE.format(
-        omitted=len(omitted), chars=sum(len(m.content) for m in omitted), budget=max_tokens
-    )
+    chars = sum(len(m.content) for m in omitted)
+    note = OMITTED_NOTE.format(omitted=len(omitted), chars=chars, budget=max_tokens)
     body = "".join(block for _, block in kept)
     return PreloadPlan(
         header + note + "\n\n" + body,
         kept_messages=len(kept),
         omitted_messages=len(omitted),
-        omitted_chars=sum(len(m.content) for m in omitted),
+        omitted_chars=chars,
     )
 
 
