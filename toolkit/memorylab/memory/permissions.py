@@ -71,12 +71,8 @@ def _describe(shared: list[tuple[Path, int]]) -> list[str]:
 
 def check_permissions(path: str | os.PathLike[str]) -> list[str]:
     """Memory files and folders under ``path`` (a file, an agent folder or a workspace) that
-    group or others can access, one warning each; ``[]`` when all are private.
-
-    memorylab creates folders 0o700 and files 0o600; files copied, unpacked or written by the
-    reference framework are often 0o644/0o755. Symlinks are not followed. Raises
-    :class:`~memorylab.errors.StoreError` when ``path`` does not exist.
-    """
+    group or others can access, one warning each; ``[]`` when all are private (symlinks are not
+    followed). Raises :class:`~memorylab.errors.StoreError` when ``path`` does not exist."""
     return _describe(_not_private(path))
 
 
@@ -90,8 +86,6 @@ def warn_permissions(path: str | os.PathLike[str]) -> list[str]:
     :func:`check_permissions`'s list (``[]``: all private, or ``path`` does not exist).
 
     For loaders: the same entries with the same modes are warned about once per process.
-    Logging, not ``warnings.warn``: a notebook reading a copied workspace should be told, not
-    stopped.
     """
     try:
         shared = _not_private(path)
