@@ -260,16 +260,8 @@ def memory_df(
     frame = _messages_frame(agents, tokens, naive_tz)
     if strict:
         return frame
-    problems = build_frame(
-        PROBLEM_COLUMNS,
-        {
-            "file": [n.file for n in notes],
-            "line": [n.line for n in notes],
-            "kind": [n.kind for n in notes],
-            "message": [n.message for n in notes],
-        },
-    )
-    return ReadResult(frame, problems)
+    data = {name: [getattr(note, name) for note in notes] for name, _ in PROBLEM_COLUMNS}
+    return ReadResult(frame, build_frame(PROBLEM_COLUMNS, data))  # a Note's fields, in order
 
 
 def documents_df(
