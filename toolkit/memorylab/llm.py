@@ -348,10 +348,6 @@ LOCAL_API_KEY = "memorylab-local"
 """The key sent to a server given by ``api_base`` when no key is configured for it."""
 
 
-def _mocked(args: Mapping[str, Any]) -> bool:
-    return any(key.startswith("mock_") for key in args)
-
-
 class Caller:
     """litellm calls for one model: a wall-clock timeout, SDK retries off, tenacity retries,
     mapped errors (see the module docstring).
@@ -406,7 +402,7 @@ class Caller:
         return [] if self._api_base() else self._unset_keys()
 
     def _unset_keys(self) -> list[str]:
-        if self.llm_args.get("api_key") or _mocked(self.llm_args):
+        if self.llm_args.get("api_key") or any(k.startswith("mock_") for k in self.llm_args):
             return []
         try:
             missing = import_litellm().validate_environment(self.model).get("missing_keys") or []
