@@ -167,10 +167,6 @@ def _classify(kind: str, text: str, tool: bool, first: bool) -> tuple[int, str] 
     return None
 
 
-def _demote_headings(text: str) -> str:
-    return re.sub(r"(?m)^(#{1,5}) ", r"#\1 ", text)
-
-
 _INTRO = "Extractive summary of "
 _SECTION_RE = re.compile(r"(?m)^## (.+)\n")
 _CARRIED_SECTIONS = ("Previous summary", "Decisions", "Facts")
@@ -188,7 +184,7 @@ def _carry_forward(previous: Sequence[str]) -> tuple[str, str | None]:
     task: str | None = None
     for body in previous:
         if not body.startswith(_INTRO):
-            lines.append(_demote_headings(body))
+            lines.append(re.sub(r"(?m)^(#{1,5}) ", r"#\1 ", body))  # headings a level down
             continue
         parts = _SECTION_RE.split(body)
         sections = {parts[i].strip(): parts[i + 1].strip() for i in range(1, len(parts) - 1, 2)}
@@ -251,7 +247,7 @@ class ExtractiveSummarizer(BudgetedSummarizer):
             None,
         )
 
-        intro = f"Extractive summary of {len(history)} messages."
+        intro = f"{_INTRO}{len(history)} messages."
         used = cost(intro)
         blocks: dict[str, str] = {}
         carried, original_task = _carry_forward(previous)
