@@ -372,10 +372,7 @@ def fact_survival_table(results: ComparisonResult | pd.DataFrame, *, ci: bool = 
     df = result.frame
     rows = df[(df["scorer"] == "fact_recall") & df["metric"].isin([*FACT_CATEGORIES, "overall"])]
     full = summary_table(dataclasses.replace(result, frame=rows), ci=ci)
-    rename = {}
-    for category in (*FACT_CATEGORIES, "overall"):
-        for suffix in ("", ".lo", ".hi"):
-            rename[f"fact_recall.{category}{suffix}"] = f"{category}{suffix}"
+    rename = {c: c.removeprefix("fact_recall.") for c in full.frame.columns}
     table = full.frame.rename(columns=rename)
     columns = []
     for category in (*FACT_CATEGORIES, "overall"):
