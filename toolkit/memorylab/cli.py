@@ -365,10 +365,6 @@ def _purge(args: argparse.Namespace) -> int:
 _CONTEXT_LENGTH = bounded_int(1, MAX_CONTEXT_TOKENS, "a context window in tokens")
 
 
-def _non_negative(text: str) -> int:
-    return bounded_int(0, 10**9, "a number of messages")(text)
-
-
 def _add_workspace(parser: argparse.ArgumentParser, where: str) -> None:
     """The workspace, as an argument or as --workspace (both ways on every command)."""
     parser.add_argument("workspace_arg", nargs="?", metavar="WORKSPACE", help=where)
@@ -424,7 +420,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     show = command("show", "print an agent's messages", _show, where, agent=True)
     show.add_argument("--all", action="store_true", help="include the archives, oldest first")
-    show.add_argument("--tail", type=_non_negative, metavar="N",
+    show.add_argument("--tail", type=bounded_int(0, 10**9, "a number of messages"), metavar="N",
                       help="only the last N messages (default: all)")  # fmt: skip
     show.add_argument("--lenient", action="store_true", help=lenient)
 

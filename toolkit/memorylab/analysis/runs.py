@@ -458,7 +458,8 @@ def _restarts(
         if first is not None:
             spans[first] = max(spans.get(first, first), last)
     stamps = transcript.datetimes()
-    found = set(positions(transcript, [_from_micros(first) for first in spans]))
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    found = set(positions(transcript, [epoch + timedelta(microseconds=m) for m in spans]))
     kind = "recorded" if spans else "default"
     if gap is not None and len(micros) > 1:
         kind = "recorded+inferred" if spans else "inferred"
@@ -468,10 +469,6 @@ def _restarts(
             if not any(first < when <= last for first, last in spans.items()):
                 found.add(int(position))
     return tuple(stamps[p] for p in sorted(found)), kind
-
-
-def _from_micros(micros: int) -> datetime:
-    return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=micros)
 
 
 def _recorded_sizes(

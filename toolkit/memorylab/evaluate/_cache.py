@@ -294,10 +294,6 @@ def _response_dict(response: Any) -> dict[str, Any]:
     return json.loads(_canonical(data))  # type: ignore[no-any-return]
 
 
-def _rebuild(data: Mapping[str, Any]) -> Any:
-    return llm.import_litellm().ModelResponse(**data)
-
-
 class CachingCaller(llm.Caller):
     """A copy of a :class:`memorylab.llm.Caller` whose calls are served from an :class:`LLMCache`.
 
@@ -329,7 +325,7 @@ class CachingCaller(llm.Caller):
         entry = self.cache.get(key) if self.cache is not None else None
         if entry is not None and isinstance(entry.get("response"), dict):
             try:
-                result = check(_rebuild(entry["response"]))
+                result = check(llm.import_litellm().ModelResponse(**entry["response"]))
             except Exception:  # an entry this version cannot read: ask again
                 return key, None
             self.hits += 1

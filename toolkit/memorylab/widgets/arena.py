@@ -50,14 +50,10 @@ TABLE_METRICS = (
 """Columns of the wide table shown first (when present); the others follow."""
 
 
-def _percentish(column: str) -> bool:
-    return column.startswith(("fact_recall.", "probe_qa."))
-
-
 def _formats(columns: Iterable[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for column in columns:
-        if _percentish(column):
+        if column.startswith(("fact_recall.", "probe_qa.")):  # shares
             out[column] = lambda v: "" if v != v else f"{float(v):.0%}"
         elif column.startswith("cost."):
             out[column] = lambda v: "" if v != v else f"${float(v):.5f}"
