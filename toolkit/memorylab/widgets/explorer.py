@@ -226,10 +226,6 @@ class MemoryExplorer(View):
         out["file"] = [Path(str(f)).name for f in out["file"]]
         return out
 
-    def _agent_records(self) -> pd.DataFrame:
-        records = self.compactions
-        return records[records["agent"].astype(str) == self.agent] if len(records) else records
-
     @property
     def settings(self) -> RunSettings:
         """The agent's settings: its record's, with this explorer's overrides."""
@@ -267,7 +263,8 @@ class MemoryExplorer(View):
         roles = [str(r) for r in dict.fromkeys(frame["role"].astype(str))]
         self.role_picker.options = [ALL, *roles]
         self.role_picker.value = ALL
-        records = self._agent_records()
+        records = self.compactions
+        records = records[records["agent"].astype(str) == self.agent] if len(records) else records
         self.header.value = (
             '<div style="font-family:system-ui,sans-serif;font-size:13px;padding:4px 8px">'
             f"<b>{len(frame):,}</b> messages in <b>{len(segments)}</b> segment(s) · "

@@ -307,7 +307,7 @@ class ThresholdTuner(View):
             self.summarizer_picker,
             self.mode_picker,
         ):
-            control.observe(self._changed, names="value")
+            control.observe(lambda _: self.update(), names="value")
         self.update()
 
     # -- state ----------------------------------------------------------------------------------
@@ -337,9 +337,6 @@ class ThresholdTuner(View):
         )
 
     # -- updating -------------------------------------------------------------------------------
-
-    def _changed(self, change: dict[str, Any]) -> None:
-        self.update()
 
     def update(self) -> None:
         """Replay and sweep under the controls' values and redraw (called on every change)."""
