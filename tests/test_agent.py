@@ -247,3 +247,17 @@ def test_end_to_end_across_two_processes(isolated_workspace: Path) -> None:
     for later in summary_requests[1:]:  # every later history starts from the previous summary
         assert "SUMMARY of the work so far" in json.dumps(later["messages"])
     assert all(r["summarizer_model"] == "openai/fake-model" and r["tokens_before"] for r in records)
+
+
+def test_the_default_preload_bound_is_a_typed_sentinel_and_none_is_no_bound() -> None:
+    from memorylab.compress.policy import DEFAULT_PRELOAD
+
+    conv = Conversation(agent_name="Tester")
+    for i in range(400):
+        conv.add("User", f"old message {i} " + "lorem ipsum dolor sit amet " * 10)
+    with FakeOpenAIServer("ok") as server:
+        bounded = _agent(server, context_length=8000, preload_max_tokens=DEFAULT_PRELOAD)
+        unbounded = _agent(server, context_length=8000, preload_max_tokens=None)
+    assert repr(DEFAULT_PRELOAD) == "<default preload bound>"
+    assert bounded.short_memory.token_count() <= default_preload_max_tokens(8000, 0.9) + 200
+    assert unbounded.short_memory.token_count() > default_preload_max_tokens(8000, 0.9) + 200

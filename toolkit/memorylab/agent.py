@@ -50,7 +50,6 @@ STOP_TOKEN = "<DONE>"
 AUTO_LOOP_CAP = 25
 CHECKS = "model_call"
 """Where the Agent checks compression: before every model call (recorded as ``checks``)."""
-_DEFAULT: Any = object()
 _MOVED = ("check_points", "default_preload_max_tokens")
 
 
@@ -114,7 +113,7 @@ class Agent:
         llm_args: Mapping[str, Any] | None = None,
         *,
         custom_rules_prompt: str | None = None,
-        preload_max_tokens: int | None = _DEFAULT,
+        preload_max_tokens: int | policy.DefaultPreload | None = policy.DEFAULT_PRELOAD,
         temperature: float | None = None,
         max_tokens: int | None = None,
         retry: RetryPolicy | None = None,
@@ -150,7 +149,7 @@ class Agent:
         check_int("context_length", self.context_length, 1)
         self.token_counter = get_token_counter(model_name)
         threshold = policy.validate_threshold(compression_threshold)
-        if preload_max_tokens is _DEFAULT:
+        if preload_max_tokens is policy.DEFAULT_PRELOAD:
             preload_max_tokens = policy.default_preload_max_tokens(self.context_length, threshold)
         self.short_memory = Conversation(
             name=f"{agent_name}_conversation",

@@ -33,20 +33,23 @@ iterations or seconds: the policy is unit-agnostic) and gives up once ``exhauste
 
 from __future__ import annotations
 
+import enum
 import functools
 import math
 import numbers
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TypeGuard
+from typing import Final, TypeGuard
 
 from memorylab.errors import InvalidSetting
 from memorylab.validation import check_int, check_number
 
 __all__ = [
     "Backoff",
+    "DEFAULT_PRELOAD",
     "DEFAULT_THRESHOLD",
+    "DefaultPreload",
     "THRESHOLD_CONVENTION",
     "Threshold",
     "check_points",
@@ -187,6 +190,20 @@ def check_points(roles: Sequence[str], reply_roles: Collection[str]) -> list[boo
     """
     replies = [role in reply_roles for role in roles]
     return [*replies[1:], False] if replies else []
+
+
+class DefaultPreload(enum.Enum):
+    """The type of :data:`DEFAULT_PRELOAD` (one member, so type checkers narrow on ``is``)."""
+
+    DEFAULT_PRELOAD = "default_preload_max_tokens"
+
+    def __repr__(self) -> str:
+        return "<default preload bound>"
+
+
+DEFAULT_PRELOAD: Final = DefaultPreload.DEFAULT_PRELOAD
+"""``Agent(preload_max_tokens=...)``'s default: :func:`default_preload_max_tokens` of its window
+and threshold (``None`` is no bound)."""
 
 
 def default_preload_max_tokens(context_length: int, threshold: Threshold) -> int:
