@@ -196,12 +196,6 @@ def _check_settings(concurrency: Any, max_cost_usd: Any, max_tokens: Any) -> Non
 # --------------------------------------------------------------------------- running
 
 
-def _progress(total: int, enabled: bool) -> Any:
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc="compare", unit="summary", disable=not enabled, leave=False)
-
-
 async def _run_all(
     units: list[tuple[Case, str, Any]], scorers: list[Scorer], ctx: Context, bar: Any
 ) -> list[tuple[list[dict[str, Any]], dict[str, Any]]]:
@@ -298,6 +292,8 @@ def compare_summarizers(
         the ``error`` text); ``summaries``; the run's counters in ``run``; ``bounds``;
         ``quality``.
     """
+    from tqdm.auto import tqdm
+
     _check_settings(concurrency, max_cost_usd, max_tokens)
     items = _resolve_cases(cases)
     resolved = resolve_summarizers(summarizers, summarizer_args)
@@ -322,7 +318,7 @@ def compare_summarizers(
                 "models, lower max_tokens, or raise max_cost_usd."
             )
     units = [(case, label, s) for case in items for label, s in resolved.items()]
-    bar = _progress(len(units), progress)
+    bar = tqdm(total=len(units), desc="compare", unit="summary", disable=not progress, leave=False)
     try:
         if executor is None:
             ctx = Context(cache, stats, concurrency, max_tokens)

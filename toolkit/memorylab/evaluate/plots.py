@@ -38,10 +38,6 @@ def _axes(ax: Any, size: tuple[float, float]) -> Any:
     return axes
 
 
-def _summarizers(df: pd.DataFrame) -> list[str]:
-    return list(dict.fromkeys(df["summarizer"]))
-
-
 def plot_quality(
     results: ComparisonResult | pd.DataFrame,
     scorer: str = "fact_recall",
@@ -224,7 +220,7 @@ def plot_latency(results: ComparisonResult | pd.DataFrame, metric: str = "latenc
     rows = df[(df["scorer"] == scorer) & (df["metric"] == name)]
     if rows.empty:
         raise InvalidSetting(f"no {metric!r} in the results; add the {scorer!r} scorer")
-    order = _summarizers(rows)
+    order = list(dict.fromkeys(rows["summarizer"]))
     data = [rows.loc[rows["summarizer"] == s, "value"].dropna().to_list() or [0.0] for s in order]
     axes = _axes(ax, (max(5.0, 1.3 * len(order)), 4.0))
     axes.boxplot(data)
