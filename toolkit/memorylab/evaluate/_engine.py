@@ -280,9 +280,5 @@ def run_unit_job(
     """One unit as an executor job: ``(rows, summary record, stats)``; picklable arguments."""
     stats = RunStats(max_cost_usd)
     ctx = Context(LLMCache(cache_dir) if cache_dir else None, stats, concurrency, max_tokens)
-
-    async def main() -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        return await run_unit(case, label, summarizer, scorers, ctx)
-
-    rows, record = run_sync(main)
+    rows, record = run_sync(lambda: run_unit(case, label, summarizer, scorers, ctx))
     return rows, record, stats.as_dict()
