@@ -237,10 +237,9 @@ def _dodged(times: list[Any], gap: Any) -> Any:
 
 
 def _setting(row: Any) -> str:
-    threshold = row["threshold"]
-    shown = (
-        f"{float(threshold):g}" if isinstance(threshold, float) else f"{int(threshold):,} tokens"
-    )
+    from memorylab.compress.policy import threshold_text
+
+    shown = threshold_text(row["threshold"])
     if "context_length" in row.index:
         return f"{shown} of {int(row['context_length']):,}"
     return shown
