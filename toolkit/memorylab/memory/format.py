@@ -57,7 +57,7 @@ _TS = (
     r"(?:Z|[+-]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?)?"
 )
 _TS_RE = re.compile(_TS + r"\Z")
-_HEADING_RE = re.compile(r"### (?P<role>[^\n]*) \u2014 (?P<ts>" + _TS + r")\n")
+_HEADING_RE = re.compile(r"### (?P<role>[^\n]*) \u2014 (?P<ts>" + _TS + r")[ \t]*\n")
 _HEADER_FIELD_RE = re.compile(r"\*\*(?P<key>[^*\n]+):\*\*(?: (?P<value>.*))?\Z")
 _FORMAT_VALUE_RE = re.compile(r"memorylab/(\d+)\Z")
 _KNOWN_FIELDS = ("Conversation", "Created", "Format", "Continues")
@@ -395,12 +395,90 @@ def _heading_at(text: str, start: int, stop: int) -> _Heading | None:
 
 
 def _closing_separator(text: str, start: int) -> int:
-    """Where the separator that closes the last block starts (it is followed by nothing but
-    blank space), or -1 when the last block is not closed."""
-    at = text.rfind("\n\n---\n", start)
-    if at < 0 or not (at + 6 == len(text) or text.startswith("\n", at + 6)):
+    """Where the separator that closes the last block starts (a ``---`` line after a blank
+    line, followed by nothing but blank space, its own final line end included), or -1 when
+    the last block is not closed."""
+    at = text.rfind("\n\n---", start)
+    if at < 0:
         return -1
-    return at if _NOT_SPACE.search(text, at + 6) is None else -1
+    return at if _NOT_SPACE.search(text, at + 5) is None else -1
+
+
+# Hand edits: spaces or tabs after a heading's timestamp or after a separator's "---". They
+# are read as if they were not there where the line stands as structure (a separator after a
+# blank line and before a blank line and a heading, or closing the file; a heading after a
+# separator or where the blocks start), and reported (kind "whitespace"): escaped content
+# (memorylab's) can hold no such heading, so no block can be forged with them.
+_LOOSE_LINE = re.compile(r"\n(?:---|### [^\n]*?)([ \t]+)(?=\n|\Z)")
+_LOOSE_SEPARATOR_END = re.compile(r"---[ \t]*\n\n")
+
+
+def _loose_heading(text: str, start: int) -> bool:
+    """Whether a heading, maybe with trailing spaces or tabs, starts at ``start``."""
+    if not text.startswith("### ", start):
+        return False
+    line_end = text.find("\n", start)
+    line = text[start + 4 : len(text) if line_end < 0 else line_end].rstrip(" \t")
+    if line_end < 0:
+        return False
+    role, dash, stamp = line.rpartition(" \u2014 ")
+    return bool(dash) and _TS_RE.match(stamp) is not None
+
+
+def _after_separator(text: str, at: int) -> int:
+    """Where the next block starts after the separator line whose blank line before it starts
+    at ``at`` (``"\\n\\n---"``, maybe with trailing spaces or tabs, then a blank line), or -1."""
+    found = _LOOSE_SEPARATOR_END.match(text, at + 2)
+    return -1 if found is None else found.end()
+
+
+def _separator_before(text: str, line: int) -> bool:
+    """Whether the line at ``line`` follows a separator line and a blank line."""
+    if not text.startswith("\n\n", line - 2):
+        return False
+    at = line - 2
+    while at > 0 and text[at - 1] in " \t":
+        at -= 1
+    return text.startswith("\n\n---", at - 5)
+
+
+def _tighten(text: str, start: int, problems: _Problems) -> str:
+    """``text`` without the trailing spaces and tabs of the structural lines from ``start`` on
+    (each reported); the line breaks stay, so line numbers do not change."""
+    pieces: list[str] = []
+    kept = length = 0
+    for found in _LOOSE_LINE.finditer(text, max(start - 1, 0)):
+        line = found.start() + 1
+        if line < start:
+            continue
+        if text.startswith("---", line):
+            structural = text.startswith("\n", line - 2) and (
+                _NOT_SPACE.search(text, line + 3) is None
+                or (
+                    text.startswith("\n\n", found.end())
+                    and _loose_heading(text, found.end() + 2)
+                )
+            )
+            what = "the separator '---' is followed by spaces or tabs"
+        else:
+            structural = _loose_heading(text, line) and (
+                line == start or _separator_before(text, line)
+            )
+            what = "the heading's timestamp is followed by spaces or tabs"
+        if not structural:
+            continue
+        pieces.append(text[kept : found.start(1)])
+        length += found.start(1) - kept
+        problems.add(
+            length - (found.start(1) - line),
+            "whitespace",
+            f"{what} (a hand edit?); read as if they were not there: remove them",
+        )
+        kept = found.end(1)
+    if not pieces:
+        return text
+    pieces.append(text[kept:])
+    return "".join(pieces)
 
 
 def _parse_blocks(text: str, start: int, problems: _Problems) -> list[Message]:
@@ -491,6 +569,71 @@ def _read_block(
     messages.append(Message(role, content, timestamp))
 
 
+@dataclass(frozen=True, slots=True)
+class AppendPoint:
+    """Where a writer appends the next block to a memory file's ``text``
+    (:func:`append_point`): keep ``text[:keep]``, then write ``pad`` and the block. ``torn`` is
+    where a torn last block starts (a write cut short: ``len(text)`` when there is none); the
+    text from ``torn`` on is not part of the file's whole blocks, and what lies between ``keep``
+    and ``torn`` is blank space after the last separator (a hand edit)."""
+
+    keep: int
+    pad: str
+    torn: int
+
+
+_WHOLE_END = "\n\n---\n\n"
+
+
+def _blocks_begin(text: str) -> int:
+    """Where the blocks start, as :func:`parse` finds it."""
+    if text.startswith(TITLE_LINE + "\n") or text == TITLE_LINE:
+        marker = text.find(_LOG_MARKER)
+        if marker < 0:
+            return len(text)
+        body = marker + len(_LOG_MARKER)
+        return body + 1 if text.startswith("\n", body) else body
+    first = _HEADING_RE.search(text)
+    return first.start() if first else len(text)
+
+
+def append_point(text: str) -> AppendPoint:
+    """Where the next block goes in a memory file's ``text``, so that the parser reads it as
+    one whole block whatever the previous bytes are, and what of the end is a torn block.
+
+    Decided as :func:`parse` reads the file: the last block is whole when its closing
+    separator is there (``---`` after a blank line, then only blank space: an editor may
+    have trimmed the final blank line, or added spaces); it is torn when it is not, and it
+    starts with a heading, or is a single unfinished line that could begin one (a write cut
+    short inside the heading). Blank space after the last separator is dropped and the
+    separator's line end and blank line are written again (``pad``). Text after the last
+    separator that is not a heading (a hand edit: notes typed at the end) is kept and closed
+    with a separator, so the next block still starts a block of its own.
+    """
+    size = len(text)
+    if text.endswith(_WHOLE_END):
+        return AppendPoint(size, "", size)
+    body = _blocks_begin(text)
+    if _NOT_SPACE.search(text, body) is None:  # a header only (or nothing)
+        keep = body if body < size else size
+        trailing = len(text[:keep]) - len(text[:keep].rstrip("\n"))
+        return AppendPoint(keep, "" if keep == 0 else "\n" * max(0, 2 - trailing), size)
+    closing = _closing_separator(text, body)
+    if closing >= 0:
+        return AppendPoint(closing + 5, "\n\n", size)
+    at = text.rfind("\n\n---", body)
+    while at >= 0 and _after_separator(text, at) < 0:
+        at = text.rfind("\n\n---", body, at + 4)
+    last = body if at < 0 else _after_separator(text, at)
+    piece = text[last:]
+    unfinished = "\n" not in piece and (piece.startswith("### ") or "### ".startswith(piece))
+    if _loose_heading(text, last) or unfinished:
+        whole = append_point(text[:last])
+        return AppendPoint(whole.keep, whole.pad, last)
+    keep = len(text.rstrip())
+    return AppendPoint(keep, "\n\n---\n\n", size)
+
+
 @overload
 def parse(
     text: str, *, strict: Literal[True] = True, path: str | None = None
@@ -552,6 +695,8 @@ def parse(
         if _NOT_SPACE.search(text, 0, body_start):
             problems.add(0, "structure", "text before the first block was skipped")
 
+    if "---" in text or "### " in text:
+        text = _tighten(text, body_start, problems)
     messages = _parse_blocks(text, body_start, problems)
     doc = MemoryDocument(
         conversation_name=name,
@@ -611,6 +756,7 @@ def parse_archive_name(name: str) -> tuple[datetime, int] | None:
 
 __all__ = [
     "ARCHIVE_TIME_FORMAT",
+    "AppendPoint",
     "EM_DASH",
     "FORMAT_VERSION",
     "FormatProblem",
@@ -618,6 +764,7 @@ __all__ = [
     "ParseResult",
     "SEPARATOR_LINE",
     "TITLE_LINE",
+    "append_point",
     "archive_name",
     "block_text",
     "content_to_text",
