@@ -129,17 +129,17 @@ def test_existing_file_is_left_untouched() -> None:
     assert store.path.read_bytes() == before
 
 
-def test_a_file_ending_mid_line_gets_a_newline_so_the_torn_block_is_visible() -> None:
+def test_a_file_ending_mid_block_is_cut_back_and_the_torn_block_kept_aside() -> None:
     store = MemoryStore.for_agent("torn")
     store.ensure("c", WHEN)
+    torn = "### User — 2026-04-20T14:30:45.000000+00:00\n\nhalf a mess"
     with open(store.path, "a", encoding="utf-8") as handle:
-        handle.write("### User — 2026-04-20T14:30:45.000000+00:00\n\nhalf a mess")
-    store.ensure("c", WHEN)
+        handle.write(torn)
+    store.ensure("c", WHEN)  # issue 24: recovery cuts the torn block off, keeps it aside
     store.append(_block("next"))
-    parsed = read_memory(store.path, strict=False)
-    doc, problems = parsed.document, parsed.problems
-    assert [m.content for m in doc.messages] == ["half a mess", "next"]
-    assert [p.kind for p in problems] == ["torn"]
+    assert [m.content for m in read_memory(store.path).messages] == ["next"]
+    [kept] = store.path.parent.glob("MEMORY.md.torn-*")
+    assert kept.read_text(encoding="utf-8") == torn
 
 
 def test_durable_mode_fsyncs_every_append(monkeypatch: pytest.MonkeyPatch) -> None:

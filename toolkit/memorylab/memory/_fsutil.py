@@ -52,11 +52,21 @@ def write_new_file(path: Path, data: bytes) -> None:
     """Create ``path`` exclusively (0o600), write ``data`` and fsync it."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | CLOEXEC, FILE_MODE)
     try:
-        os.fchmod(fd, FILE_MODE)
+        _private(fd)
         write_all(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _private(fd: int) -> None:
+    """Make the new file ``fd`` 0o600 whatever the umask; where the filesystem keeps no modes
+    (FAT: its mount options decide, and chmod is refused) it was created with at most 0o600."""
+    try:
+        os.fchmod(fd, FILE_MODE)
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP):
+            raise
 
 
 def write_all(fd: int, data: bytes) -> None:
@@ -102,19 +112,65 @@ def replace_and_open(target: Path, data: bytes) -> int:
     return fd
 
 
+# What link() fails with where the filesystem has no hard links (FAT/exFAT: EPERM; some
+# network and FUSE mounts: ENOTSUP, ENOSYS); a real permission problem fails the exclusive
+# create that replaces it too, and is reported then.
+_NO_HARD_LINKS = frozenset(
+    code
+    for code in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EMLINK)
+    if code is not None
+)
+
+
 def create_new_file(target: Path, data: bytes) -> bool:
     """Create ``target`` holding ``data``, unless a file of that name exists: then return
     False, having written nothing. The data is written and fsync'd under a temp name, then
     hard-linked into place: a link never replaces a file, where a rename would replace one that
-    another process created meanwhile."""
+    another process created meanwhile.
+
+    On a filesystem without hard links (FAT, some network and FUSE mounts) the file is created
+    exclusively under its own name (``O_CREAT | O_EXCL``: it never replaces one either), then
+    written and fsync'd (:func:`create_exclusive`)."""
     tmp = temp_name(target)
     write_new_file(tmp, data)
     try:
         os.link(tmp, target)
     except FileExistsError:
         return False
+    except OSError as exc:
+        if exc.errno not in _NO_HARD_LINKS:
+            raise
+        return create_exclusive(target, data)
     finally:
         os.unlink(tmp)
+    fsync_dir(target.parent)
+    return True
+
+
+def create_exclusive(target: Path, data: bytes) -> bool:
+    """Create ``target`` (0o600) only if no file has that name, write ``data`` and fsync it;
+    False (nothing written) when it exists. What a filesystem without hard links gets instead
+    of a link: it never replaces another process's file, and a failed write removes the file
+    again; unlike a link, a reader may see the file while it is written, and a power loss may
+    leave it short (the store's recovery cuts a torn MEMORY.md back to its whole blocks and
+    rolls back an uncommitted archive)."""
+    try:
+        fd = os.open(
+            target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | NOFOLLOW | CLOEXEC,
+            FILE_MODE,
+        )  # fmt: skip
+    except FileExistsError:
+        return False
+    try:
+        _private(fd)
+        write_all(fd, data)
+        os.fsync(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(target)
+        raise
+    finally:
+        os.close(fd)
     fsync_dir(target.parent)
     return True
 
@@ -137,18 +193,19 @@ def make_private_folders(folder: Path) -> None:
 def write_private_file(target: Path, data: bytes, *, overwrite: bool = True) -> None:
     """Write ``data`` to ``target`` as a private file (0o600; missing folders are made 0o700):
     a temp file beside it, fsync, then a rename, so a reader never sees half a file. With
-    ``overwrite=False`` an existing ``target`` is refused (the temp file is linked into place,
-    which fails rather than replaces). Failures are a :class:`StoreError` naming the path."""
+    ``overwrite=False`` an existing ``target`` is refused (:func:`create_new_file`: the temp
+    file is linked into place, which fails rather than replaces). Failures are a
+    :class:`StoreError` naming the path."""
     target = Path(target)
     tmp = temp_name(target)
     try:
         make_private_folders(target.parent)
+        if not overwrite:
+            if not create_new_file(target, data):  # atomic "create unless it exists"
+                raise FileExistsError(errno.EEXIST, "exists", str(target))
+            return
         write_new_file(tmp, data)
-        if overwrite:
-            os.replace(tmp, target)
-        else:
-            os.link(tmp, target)  # atomic "create unless it exists"
-            os.unlink(tmp)
+        os.replace(tmp, target)
     except FileExistsError:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)

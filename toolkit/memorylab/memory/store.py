@@ -97,6 +97,7 @@ from memorylab.memory._fsutil import (
     safe_mkdir,
     store_error,
     write_all,
+    write_new_file,
 )
 from memorylab.memory._locking import AgentLock, drop_lock, lock_for
 from memorylab.memory.paths import MemoryPaths, agent_folders, agent_paths, validate_agent_name
@@ -104,6 +105,8 @@ from memorylab.memory.records import MemoryDocument, Message
 from memorylab.memory.retention import RetentionPolicy
 
 logger = logging.getLogger("memorylab")
+
+_REPORTED: set[tuple[Path, int, str]] = set()  # bad compactions.jsonl lines logged already
 
 LATE_WRITE_WINDOW_S = 1.0
 """For how long after a compaction appends look for late writes to the replaced file."""
@@ -231,6 +234,7 @@ class MemoryStore:
 
     def snapshot(self) -> Snapshot:
         with self.locked():
+            self._close_torn_tail()  # a torn block is never summarized nor archived
             return Snapshot(self.read_bytes())
 
     # -- writing ------------------------------------------------------------------------------
@@ -257,7 +261,6 @@ class MemoryStore:
                     )
                 if info is None or info.st_size == 0:
                     return self._write_header(info, conversation_name, created)
-                self._close_torn_tail(info.st_size)
                 return False
         except OSError as exc:
             raise store_error(exc, self.path, "prepare") from exc
@@ -278,16 +281,18 @@ class MemoryStore:
         atomic_replace(self.path, header)  # 0 bytes: nothing in it to keep
         return True
 
-    def _close_torn_tail(self, size: int) -> None:
-        # After a power loss the file may end mid-line; start the next block on a new line so
-        # the parser can tell the torn block from the next one.
-        if size == 0:
-            return
-        fd = open_regular(self.path, os.O_RDWR | os.O_APPEND)
+    def _close_torn_tail(self) -> None:
+        """Cut a torn block off the end of MEMORY.md (a write a kill or a power loss cut short:
+        never acknowledged), keeping it aside (:func:`_settle_tail`); the lock is held."""
         try:
-            if os.pread(fd, 1, size - 1) != b"\n":
-                write_all(fd, b"\n")
-                os.fsync(fd)
+            info = os.lstat(self.path)
+        except FileNotFoundError:
+            return
+        if not stat.S_ISREG(info.st_mode) or info.st_size == 0:
+            return  # ensure() refuses what is not a regular file
+        fd = open_regular(self.path, os.O_RDWR)
+        try:
+            _settle_tail(fd, self.path, cut_only=True)
         finally:
             os.close(fd)
 
@@ -370,26 +375,48 @@ class MemoryStore:
                 lock.appended.append(block)
 
     def append_record(self, record: dict[str, Any]) -> None:
-        """Append one JSON line to ``compactions.jsonl`` (fsync'd)."""
+        """Append one JSON line to ``compactions.jsonl`` (fsync'd), on a line of its own even
+        when the last line was cut off (a crash while it was written)."""
         line = json.dumps(record, ensure_ascii=False, sort_keys=True, default=str) + "\n"
         with self.locked():
-            fd = open_regular(self.paths.compactions, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+            fd = open_regular(self.paths.compactions, os.O_RDWR | os.O_APPEND | os.O_CREAT)
             try:
+                size = os.fstat(fd).st_size
+                if size and os.pread(fd, 1, size - 1) != b"\n":
+                    line = "\n" + line
                 write_all(fd, line.encode("utf-8"))
                 os.fsync(fd)
             finally:
                 os.close(fd)
 
-    def records(self) -> list[dict[str, Any]]:
-        """The lines of ``compactions.jsonl`` (a torn last line is skipped)."""
+    def records(self, problems: list[str] | None = None) -> list[dict[str, Any]]:
+        """The records of ``compactions.jsonl``, one JSON object per line. A line that is not
+        one (cut off by a crash, or edited into a JSON array, a number ...) is skipped and
+        reported: logged once per process, and described in ``problems`` when a list is
+        given (``"compactions.jsonl line <n>: ..."``)."""
         try:
             raw = read_bytes(self.paths.compactions).decode("utf-8", errors="replace")
         except FileNotFoundError:
             return []
         out = []
-        for line in raw.splitlines():
-            with contextlib.suppress(json.JSONDecodeError):
-                out.append(json.loads(line))
+        for number, line in enumerate(raw.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                what = "not JSON (cut off by a crash?)"
+            else:
+                if isinstance(record, dict):
+                    out.append(record)
+                    continue
+                what = f"a JSON {type(record).__name__}, not an object"
+            problem = f"{self.paths.compactions.name} line {number}: {what}; skipped"
+            if problems is not None:
+                problems.append(problem)
+            if (self.paths.compactions, number, line) not in _REPORTED:
+                _REPORTED.add((self.paths.compactions, number, line))
+                logger.warning("memorylab: %s: %s", self.paths.compactions.parent, problem)
         return out
 
     def compact(
@@ -617,7 +644,12 @@ class MemoryStore:
     # -- recovery -----------------------------------------------------------------------------
 
     def _recover(self) -> None:
-        """Finish or roll back a compaction that a crash interrupted (caller holds the lock)."""
+        """Finish or roll back a compaction that a crash interrupted, and cut a torn block off
+        the end of MEMORY.md (:meth:`_close_torn_tail`); the caller holds the lock."""
+        self._recover_compaction()
+        self._close_torn_tail()
+
+    def _recover_compaction(self) -> None:
         # Temp files only exist while someone holds the lock, so any found now are leftovers.
         own = self.path.name
         for folder, pattern in (
@@ -635,7 +667,9 @@ class MemoryStore:
             return
         except (OSError, ValueError):
             intent = {}
-        name = str(intent.get("archive", ""))
+        if not isinstance(intent, dict):
+            intent = {}
+        name = str(intent.get("archive") or "")
         archive = self.paths.archive_dir / name
         current = self.read_bytes()
         continues = _continues_of(current)
@@ -806,8 +840,13 @@ class MemoryStore:
 
 
 def _write_block(fd: int, data: bytes, path: Path) -> None:
-    """One ``write`` of ``data`` to the end of ``fd``; a short write (disk full) is cut back
-    first, so the file never keeps part of a block."""
+    """One ``write`` of ``data`` (whole blocks) to the end of ``fd``, the lock held; a short
+    write (disk full) is cut back first, so the file never keeps part of a block.
+
+    The blocks start a block of their own whatever the file ends with (:func:`_settle_tail`):
+    a torn block is cut off first and kept aside, a separator an editor trimmed or padded is
+    written again."""
+    data = _settle_tail(fd, path) + data
     written = os.write(fd, data)
     if written != len(data):
         with contextlib.suppress(OSError):
@@ -816,6 +855,78 @@ def _write_block(fd: int, data: bytes, path: Path) -> None:
             f"cannot append to {path}: only {written} of {len(data)} bytes could be written "
             "(disk or quota full?); nothing was kept: free space and try again"
         )
+
+
+_WHOLE_END = b"\n\n---\n\n"
+_TORN_SETTLE_S = 0.05
+"""How long a torn end must stay as it is before it is cut: a writer that takes no lock (the
+reference framework) may be in the middle of its write."""
+
+
+def _settle_tail(fd: int, path: Path, *, cut_only: bool = False) -> bytes:
+    """Make the file ``fd`` (MEMORY.md at ``path``, the lock held) end on a whole block, and
+    return what to write before the next block (:func:`memorylab.memory.format.append_point`
+    decides both, as the parser reads the file).
+
+    A torn block at the end (a write that a SIGKILL stopped at a page boundary, or a power
+    loss cut: never acknowledged) is copied to ``<name>.torn-<UTC time>Z`` beside the file
+    (0o600, fsync'd; kept for the user to read or delete), then cut off, and a warning is
+    logged; loaders report the file. Blank space after the last separator (an editor's) is
+    cut only when a block follows (``cut_only=False``). Costs one ``pread`` of 7 bytes when
+    the file ends as memorylab writes it."""
+    for _ in range(20):
+        size = os.fstat(fd).st_size
+        if size == 0 or (size >= len(_WHOLE_END) and os.pread(fd, 7, size - 7) == _WHOLE_END):
+            return b""
+        data = _read_fd(fd)
+        text = data.decode("utf-8", errors="surrogateescape")
+        point = fmt.append_point(text)
+        if point.torn == len(text):
+            break
+        time.sleep(_TORN_SETTLE_S)  # a lock-less writer may still be writing: look again
+        if os.fstat(fd).st_size != len(data):
+            continue
+        torn = text[point.torn :].encode("utf-8", errors="surrogateescape")
+        kept_at = _keep_torn(path, torn)
+        os.ftruncate(fd, len(data) - len(torn))
+        os.fsync(fd)
+        logger.warning(
+            "memorylab: %s ended in a torn block (%d bytes of a write that was cut short, "
+            "never acknowledged: a killed process or a power loss); it was cut off and kept "
+            "in %s",
+            path,
+            len(torn),
+            kept_at.name,
+        )
+        data = data[: len(data) - len(torn)]
+        text = text[: point.torn]
+        break
+    if cut_only:
+        return b""
+    if point.keep < point.torn:  # blank space after the last separator: written again
+        os.ftruncate(fd, len(data) - len(text[point.keep :].encode("utf-8", "surrogateescape")))
+    return point.pad.encode()
+
+
+def _keep_torn(path: Path, torn: bytes) -> Path:
+    """Keep the torn end of ``path`` in a private ``<name>.torn-<UTC time>Z[_<n>]`` file beside
+    it (the same bytes kept already: that file)."""
+    folder, prefix = path.parent, f"{path.name}.torn-"
+    for earlier in sorted(folder / name for name in os.listdir(folder) if name.startswith(prefix)):
+        with contextlib.suppress(OSError):
+            if os.lstat(earlier).st_size == len(torn) and read_bytes(earlier) == torn:
+                return earlier  # a crash between keeping it and the cut: kept already
+    stamp = datetime.now(UTC).strftime(fmt.ARCHIVE_TIME_FORMAT)
+    attempt = 1
+    while True:
+        target = folder / f"{prefix}{stamp}Z{'' if attempt == 1 else f'_{attempt}'}"
+        try:
+            write_new_file(target, torn)
+        except FileExistsError:
+            attempt += 1
+            continue
+        fsync_dir(folder)
+        return target
 
 
 def _read_fd(fd: int, offset: int = 0) -> bytes:
