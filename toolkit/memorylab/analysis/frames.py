@@ -39,17 +39,20 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 
 from memorylab.analysis.sources import (
     AgentFiles,
+    Note,
     Segment,
     Source,
     agent_timeline,
     locate,
+    read_consistent,
+    read_segments,
     resolve,
     summary_flags,
     timeline,
 )
 from memorylab.memory.paths import MemoryPaths
 from memorylab.memory.records import MemoryDocument, Message
-from memorylab.memory.store import MemoryStore
+from memorylab.memory.store import MemoryStore, committed_record
 from memorylab.results import FormerPair, TableResult
 
 if TYPE_CHECKING:
@@ -400,28 +403,49 @@ def compactions_df(
     agent_files, notes = resolve(source)
     rows: list[dict[str, Any]] = []
     for files in agent_files:
-        records = (
-            MemoryStore(files.memory_md).records()
-            if MemoryPaths(files.memory_md).compactions.is_file()
-            else []
+        rows += read_consistent(
+            files,
+            notes,
+            lambda files, notes, parsed: _agent_compactions(files, notes, parsed, tokens, naive_tz),
         )
-        rows += _recorded(files, records)
-        named = {r.get("archive") for r in records if isinstance(r, dict)}  # any kind, edits too
-        if records and all(path.name in named for path in files.archives):
-            continue  # memorylab recorded every archive: nothing to infer
-        # Compactions nobody recorded: a reference workspace, or the reference's compact()
-        # writing beside memorylab (its archive and re-seeded MEMORY.md, no record).
-        segments = agent_timeline(files, notes, strict=False)
-        rows += [
-            row
-            for row in _inferred(files, segments, tokens, naive_tz)
-            if row["archive"] not in named
-        ]
     frame = build_frame(
         COMPACTION_COLUMNS,
         {name: [row.get(name) for row in rows] for name, _ in COMPACTION_COLUMNS},
     )
     return frame.sort_values(["workspace", "agent", "time"], kind="stable").reset_index(drop=True)
+
+
+def _agent_compactions(
+    files: AgentFiles,
+    notes: list[Note],
+    parsed: dict[Path, Any],
+    tokens: str | None,
+    naive_tz: tzinfo | None,
+) -> list[dict[str, Any]]:
+    """The rows of one agent: its records, then what its archives say nobody recorded (one
+    attempt of :func:`~memorylab.analysis.sources.read_consistent`)."""
+    paths = MemoryPaths(files.memory_md)
+    records: list[Any] = (
+        MemoryStore(files.memory_md).records() if paths.compactions.is_file() else []
+    )
+    if paths.intent.exists():  # a rewrite that has committed but not yet written its record
+        pending = committed_record(paths)
+        if pending is not None and all(
+            not isinstance(r, dict) or r.get("archive") != pending.get("archive") for r in records
+        ):
+            records.append(pending)
+    rows = _recorded(files, records)
+    named = {r.get("archive") for r in records if isinstance(r, dict)}  # any kind, edits too
+    if records and all(path.name in named for path in files.archives):
+        return rows  # memorylab recorded every archive: nothing to infer
+    # Compactions nobody recorded: a reference workspace, or the reference's compact()
+    # writing beside memorylab (its archive and re-seeded MEMORY.md, no record).
+    segments = timeline(
+        read_segments(files, notes, False, parsed), notes, whole_folder=files.whole_folder
+    )
+    return rows + [
+        row for row in _inferred(files, segments, tokens, naive_tz) if row["archive"] not in named
+    ]
 
 
 def _number(value: Any) -> float:

@@ -5,7 +5,13 @@ and the command line read an agent's files through it.
 
 A source is a MEMORY.md, an archive file, an agent folder, a workspace (the folder holding
 ``agents/``, or ``agents/`` itself), or a list of these; sources naming the same agent folder are
-merged. An agent's segments are its archives, oldest first, then the live MEMORY.md:
+merged. An agent's segments are its archives, oldest first, then the live MEMORY.md.
+
+An agent's files are read as one generation (:func:`read_consistent`): what identifies it
+(:func:`memorylab.memory.store.read_generation`: MEMORY.md's identity, the journal, ``archive/``'s
+names, ``compactions.jsonl``'s size) is read before the files are listed and again after they
+were read, and the agent is read again while it changed (another process compacted, edited or
+deleted meanwhile), without taking the writers' lock. The order:
 
 1. An uncommitted archive (the one named by ``.MEMORY.md.intent.json`` while a compaction is in
    flight or after a crash, :meth:`memorylab.MemoryStore.pending_archive`) is skipped.
@@ -33,25 +39,41 @@ merged. An agent's segments are its archives, oldest first, then the live MEMORY
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from operator import attrgetter
 from pathlib import Path
+from typing import TypeVar
 
-from memorylab.errors import PrerequisiteError, StoreError
+from memorylab.errors import MemoryFormatError, PrerequisiteError, StoreError
 from memorylab.memory import format as fmt
 from memorylab.memory.paths import MemoryPaths, agent_folders
 from memorylab.memory.permissions import warn_permissions
 from memorylab.memory.records import MemoryDocument, Message
-from memorylab.memory.store import MemoryStore, read_memory
+from memorylab.memory.store import (
+    MemoryStore,
+    committed_record,
+    read_generation,
+    read_memory,
+)
 
 SourceLike = str | os.PathLike[str]
 Source = SourceLike | Sequence[SourceLike]
 
 MEMORY_FILE = "MEMORY.md"
 _timestamp = attrgetter("timestamp")
+_T = TypeVar("_T")
+logger = logging.getLogger("memorylab")
+
+READ_ATTEMPTS = 20
+"""How many times :func:`read_consistent` reads an agent whose generation keeps changing."""
+_RETRY_PAUSE_S = 0.001
+"""The pause before the second attempt; it doubles at each attempt, up to 50 ms (about 0.7 s
+in all before a read gives up)."""
 
 
 @dataclass
@@ -83,6 +105,9 @@ class AgentFiles:
     memory: Path | None = None
     archives: list[Path] = field(default_factory=list)
     whole_folder: bool = False
+    generation: tuple[object, ...] | None = None
+    """:func:`~memorylab.memory.store.read_generation` of the folder, read before its files
+    were listed (``None``: not read)."""
 
     @property
     def agent(self) -> str:
@@ -140,17 +165,39 @@ def agent_name(workspace: Path, folder: Path) -> str:
     return folder.name
 
 
-def read_segments(files: AgentFiles, notes: list[Note], strict: bool) -> list[Segment]:
+_Parsed = dict[Path, tuple[tuple[int, int, int], Segment]]
+
+
+def read_segments(
+    files: AgentFiles, notes: list[Note], strict: bool, parsed: _Parsed | None = None
+) -> list[Segment]:
     """The agent's files (:func:`files_of`), parsed; a file that cannot be read is a note when
-    not ``strict``."""
+    not ``strict``. ``parsed`` keeps the archives read, by path and identity (inode, size,
+    modification time), for the next attempt of :func:`read_consistent` (archives are written
+    once: only what a writer added since is read again)."""
     segments = []
     for path, kind in files_of(files, notes):
         try:
+            key = None
+            if parsed is not None and kind != "memory":
+                info = os.stat(path)
+                key = (info.st_ino, info.st_size, info.st_mtime_ns)
+                known = parsed.get(path)
+                if known is not None and known[0] == key:
+                    segments.append(replace(known[1], kind=kind))
+                    continue
             if strict:
-                segments.append(Segment(path, kind, read_memory(path)))
+                segment = Segment(path, kind, read_memory(path))
             else:
                 read = read_memory(path, strict=False)
-                segments.append(Segment(path, kind, read.document, read.problems))
+                segment = Segment(path, kind, read.document, read.problems)
+            segments.append(segment)
+            if key is not None and parsed is not None:
+                parsed[path] = (key, segment)
+        except FileNotFoundError as exc:  # the stat: read_memory raises StoreError
+            if strict:
+                raise StoreError(f"{path} does not exist") from exc
+            _note(notes, path, "io", f"{path} does not exist")
         except StoreError as exc:
             if strict:
                 raise
@@ -158,9 +205,77 @@ def read_segments(files: AgentFiles, notes: list[Note], strict: bool) -> list[Se
     return segments
 
 
+def read_consistent(
+    files: AgentFiles,
+    notes: list[Note],
+    read: Callable[[AgentFiles, list[Note], _Parsed], _T],
+) -> _T:
+    """``read(files, notes, parsed)`` of one generation of the agent's files, as a database
+    reader would: what identifies the generation
+    (:func:`~memorylab.memory.store.read_generation`) is read before the files are listed and
+    again after ``read``; while it changed (a compaction, an edit or a deletion by another
+    process came in between: the listing, MEMORY.md and the records may belong to different
+    generations), the folder is listed and read again, up to :data:`READ_ATTEMPTS` times, with a
+    short pause that doubles. ``read`` may raise (a file listed was deleted meanwhile, strict
+    reading): it is retried when the generation changed, and raised otherwise. A read that never
+    settles returns the last attempt, with an ``unsettled`` note (logged as a warning too).
+
+    The writers' lock is never taken: a reader never stalls a writer and needs no write
+    permission. ``parsed`` (see :func:`read_segments`) carries the archives read from one attempt
+    to the next, so a retry reads only what changed. Notes of a retried attempt are dropped.
+    """
+    paths = MemoryPaths(files.memory_md)
+    parsed: _Parsed = {}
+    pause = _RETRY_PAUSE_S
+    attempt_notes: list[Note] = []
+    for attempt in range(READ_ATTEMPTS):
+        if attempt or files.generation is None:
+            if attempt:
+                time.sleep(pause)
+                pause = min(pause * 2, 0.05)
+            files = _listed_again(files, read_generation(paths))
+        attempt_notes = []
+        try:
+            result = read(files, attempt_notes, parsed)
+        except (StoreError, MemoryFormatError):
+            if read_generation(paths) == files.generation or attempt == READ_ATTEMPTS - 1:
+                raise
+            continue
+        if read_generation(paths) == files.generation:
+            notes += attempt_notes
+            return result
+    message = (
+        f"changed at each of {READ_ATTEMPTS} reads (another process compacts, edits or deletes "
+        "its memory continuously); read as it was last: archives and MEMORY.md may not match"
+    )
+    logger.warning("memorylab: %s %s", files.folder, message)
+    notes += [*attempt_notes, Note(str(files.folder), 0, "unsettled", message)]
+    return result
+
+
+def _listed_again(files: AgentFiles, generation: tuple[object, ...]) -> AgentFiles:
+    """``files`` as the folder holds them now (a source that named the folder: its MEMORY.md
+    and archives; files named one by one stay as named), with the ``generation`` read before."""
+    if not files.whole_folder:
+        return replace(files, generation=generation)
+    memory = files.folder / MEMORY_FILE
+    return replace(
+        files,
+        memory=memory if memory.is_file() else None,
+        archives=_archive_files(files.folder, []),  # its notes were made by the first listing
+        generation=generation,
+    )
+
+
 def agent_timeline(files: AgentFiles, notes: list[Note], *, strict: bool) -> list[Segment]:
-    """The agent's files, parsed and in timeline order (:func:`timeline`)."""
-    return timeline(read_segments(files, notes, strict), notes, whole_folder=files.whole_folder)
+    """The agent's files, parsed and in timeline order (:func:`timeline`), all of one
+    generation (:func:`read_consistent`)."""
+
+    def read(files: AgentFiles, notes: list[Note], parsed: _Parsed) -> list[Segment]:
+        segments = read_segments(files, notes, strict, parsed)
+        return timeline(segments, notes, whole_folder=files.whole_folder)
+
+    return read_consistent(files, notes, read)
 
 
 def summary_flags(segments: Sequence[Segment]) -> list[list[bool]]:
@@ -205,12 +320,14 @@ def _archive_files(folder: Path, notes: list[Note]) -> list[Path]:
 
 def _agent_folder(folder: Path, notes: list[Note]) -> AgentFiles:
     memory = folder / MEMORY_FILE
+    generation = read_generation(MemoryPaths(memory))  # before the listing (read_consistent)
     return AgentFiles(
         workspace=locate(memory)[0],
         folder=folder,
         memory=memory if memory.is_file() else None,
         archives=_archive_files(folder, notes),
         whole_folder=True,
+        generation=generation,
     )
 
 
@@ -226,9 +343,12 @@ def _one(path: Path, notes: list[Note]) -> list[AgentFiles]:
         )
     if path.is_file():
         workspace, folder, kind = locate(path)
+        generation = read_generation(
+            MemoryPaths(path if kind == "memory" else folder / MEMORY_FILE)
+        )
         if kind == "archive":
-            return [AgentFiles(workspace, folder, archives=[path])]
-        return [AgentFiles(workspace, folder, memory=path)]
+            return [AgentFiles(workspace, folder, archives=[path], generation=generation)]
+        return [AgentFiles(workspace, folder, memory=path, generation=generation)]
     if path.name == "agents" and not _is_agent_folder(path):
         agents_dir = path
     elif (path / "agents").is_dir():
@@ -290,6 +410,8 @@ def resolve(source: Source) -> tuple[list[AgentFiles], list[Note]]:
             if known is None:
                 merged[key] = found
                 continue
+            if known.generation != found.generation:  # changed between the two listings
+                known.generation = None  # read_consistent lists the folder again
             known.whole_folder |= found.whole_folder
             known.memory = known.memory or found.memory
             known.archives += [a for a in found.archives if a not in known.archives]
@@ -326,13 +448,15 @@ def files_of(files: AgentFiles, notes: list[Note]) -> list[tuple[Path, str]]:
     file."""
     pending = None
     paths = MemoryPaths(files.memory_md)
+    edits: set[str] = set()
     if paths.intent.exists():
         with contextlib.suppress(OSError):
             pending = MemoryStore(files.memory_md).pending_archive()  # reads, never writes
-    edits: set[str] = set()
+        # an edit that has committed but not yet written its record (rule 5)
+        edits |= edit_archives(filter(None, [committed_record(paths)]))
     if files.archives and paths.compactions.is_file():
         with contextlib.suppress(OSError):
-            edits = edit_archives(MemoryStore(files.memory_md).records())
+            edits |= edit_archives(MemoryStore(files.memory_md).records())
     found = []
     for path in files.archives:
         if path.name == pending:
@@ -340,7 +464,7 @@ def files_of(files: AgentFiles, notes: list[Note]) -> list[tuple[Path, str]]:
                 notes,
                 path,
                 "pending",
-                "an uncommitted archive of an interrupted compaction "
+                "an uncommitted archive of a compaction in progress or interrupted "
                 "(its messages are still in MEMORY.md); skipped",
             )
         else:
@@ -469,7 +593,22 @@ def _without_repeats(segments: list[Segment], notes: list[Note]) -> list[Segment
 
 
 __all__ = [
-    "AgentFiles", "MEMORY_FILE", "Note", "REMARK_KINDS", "Segment", "Source", "SourceLike",
-    "agent_name", "agent_timeline", "edit_archives", "files_of", "locate", "read_segments",
-    "resolve", "summary_flags", "timeline"
+    "AgentFiles",
+    "MEMORY_FILE",
+    "Note",
+    "READ_ATTEMPTS",
+    "REMARK_KINDS",
+    "Segment",
+    "Source",
+    "SourceLike",
+    "agent_name",
+    "agent_timeline",
+    "edit_archives",
+    "files_of",
+    "locate",
+    "read_consistent",
+    "read_segments",
+    "resolve",
+    "summary_flags",
+    "timeline",
 ]

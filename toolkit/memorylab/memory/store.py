@@ -118,7 +118,9 @@ __all__ = [
     "Snapshot",
     "agent_paths",
     "apply_retention",
+    "committed_record",
     "delete_archives",
+    "read_generation",
     "read_memory",
     "remove_memory",
     "validate_agent_name",
@@ -1125,3 +1127,60 @@ def _moved_to_method(name: str, method: str) -> Callable[..., Any]:
 delete_archives = _moved_to_method("delete_archives", "delete_archives")
 apply_retention = _moved_to_method("apply_retention", "apply_retention")
 remove_memory = _moved_to_method("remove_memory", "remove")
+
+
+# ---------------------------------------------------------------------------------------------
+# Readers that take no lock
+
+
+def read_generation(paths: MemoryPaths) -> tuple[object, ...]:
+    """What identifies the generation of one memory file's files, for a reader that takes no
+    lock (the loaders, :mod:`memorylab.analysis.sources`): equal values read before and after
+    reading the files mean that no writer's step came in between, so the files read belong to
+    one generation.
+
+    Every step of a rewrite (compaction or edit: the module docstring's steps 2-6), every
+    deletion (retention, purge, forget) and the creation of MEMORY.md changes it: the journal
+    written or removed (its identity), an archive linked or deleted (``archive/``'s names),
+    MEMORY.md renamed into place or created (its identity), a record appended
+    (``compactions.jsonl``'s size). An append to MEMORY.md does not: a reader that reads
+    MEMORY.md last sees every block appended before it began. Metadata only (``lstat`` and one
+    listing), never the lock, so a reader never stalls a writer and needs no write permission.
+    """
+
+    def identity(path: Path, *more: str) -> tuple[int, ...] | None:
+        try:
+            info = os.lstat(path)
+        except OSError:
+            return None
+        return (info.st_dev, info.st_ino, *(getattr(info, name) for name in more))
+
+    try:
+        archives: frozenset[str] | None = frozenset(
+            name for name in os.listdir(paths.archive_dir) if not name.startswith(".")
+        )  # temp files (dot names) come and go inside one step: the link is the step
+    except OSError:
+        archives = None
+    return (
+        identity(paths.memory_md),
+        identity(paths.intent, "st_size", "st_mtime_ns"),
+        identity(paths.compactions, "st_size"),
+        archives,
+    )
+
+
+def committed_record(paths: MemoryPaths) -> dict[str, Any] | None:
+    """The record of a rewrite that has committed (MEMORY.md names its archive) while its
+    journal is still there: ``compactions.jsonl`` may not hold it yet (steps 5-6 of the module
+    docstring, or a crash after the rename: recovery appends this record). ``None`` without a
+    journal, or while its rewrite has not committed (:meth:`MemoryStore.pending_archive`).
+    Reads only, without the lock."""
+    try:
+        intent = json.loads(read_bytes(paths.intent))
+        name = intent.get("archive")
+        if not name or _continues_of(read_bytes(paths.memory_md)) != name:
+            return None
+    except (OSError, ValueError, AttributeError):
+        return None
+    record = intent.get("record")
+    return dict(record) if isinstance(record, dict) else {"archive": str(name)}
