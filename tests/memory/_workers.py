@@ -38,6 +38,10 @@ _TRICKY = (
 )
 
 
+# Messages of a given size (the crash run's --size): a large write is the one a kill can cut.
+_FILLER = "." * int(os.environ.get("MEMORYLAB_CRASH_FILL", "0") or 0) + "|"
+
+
 def _ready() -> None:
     sys.stdout.write("ready\n")
     sys.stdout.flush()
@@ -59,7 +63,7 @@ def crash(workspace: str, agent: str, ack_file: str, start: int, every: int, see
     def add() -> None:
         nonlocal n
         role = rng.choice(("User", "crash", "Tool Executor"))
-        conv.add(role, f"msg-{n}{rng.choice(_TRICKY)}")
+        conv.add(role, f"msg-{n}{_FILLER}{rng.choice(_TRICKY)}")
         os.write(ack, f"{n}\n".encode())  # acknowledged only once add() has returned
         n += 1
 

@@ -15,11 +15,13 @@ to: whoever replaced it (another memorylab process compacting, the reference fra
 editor saving by rename, ``mv``) or deleted it by hand, the next append reopens MEMORY.md by path
 (re-creating it with a header if it is gone, by a hard link: never over a file another writer
 created meanwhile) and first carries over any block this process had appended to the replaced
-file that is in neither the new file nor an archive. A kill can never
-leave half a block (the write is one system call); a power loss can, and the parser reports such
-a block as torn. A short write (disk full) is cut back before the error is raised, so the file
-never keeps half a block. ``memorylab forget`` / ``purge`` delete the lock file too: a process
-that still writes then gets ``StoreError`` instead of re-creating forgotten memory.
+file that is in neither the new file nor an archive. A kill can stop a
+large write at a page boundary, and a power loss anywhere: recovery (on open, before a snapshot
+and before every append, under the lock) cuts such a torn last block off and keeps it in
+``MEMORY.md.torn-<time>Z`` beside the file (:func:`_settle_tail`). A short
+write (disk full) is cut back before the error is raised, so the file never keeps half a block.
+``memorylab forget`` / ``purge`` delete the lock file too: a process that still writes then
+gets ``StoreError`` instead of re-creating forgotten memory.
 
 Writers that do not take the lock (the reference framework) can still lose their own appends in
 one case: an append that lands in MEMORY.md between memorylab's last read of it and the rename
