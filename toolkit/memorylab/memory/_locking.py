@@ -5,8 +5,10 @@ memory file per process, shared by every store on that file. The sidecar (not ME
 is locked because compaction replaces MEMORY.md, and a lock on a replaced file no longer excludes
 anyone. Under the lock, the store keeps here the descriptor it appends through, which file that
 descriptor is (device and inode, checked against the path before every append: another process,
-an editor or the reference framework may have replaced the file), and the blocks this process
-appended to it (so that blocks a lock-less replacer dropped can be found and carried over).
+an editor or the reference framework may have replaced the file), the blocks this process
+appended to it (so that blocks a lock-less replacer dropped can be found and carried over), and
+where ``compactions.jsonl`` ended when it began appending there (a memorylab rewrite records the
+file it replaced, and the records after that mark are the ones that can name it).
 Private to :mod:`memorylab.memory.store`.
 """
 
@@ -16,6 +18,7 @@ import contextlib
 import os
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +31,21 @@ except ImportError:  # pragma: no cover - Windows: fall back to filelock
     fcntl = None  # type: ignore[assignment]
 
 
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """When this process began appending to a MEMORY.md: ``records`` is ``compactions.jsonl``'s
+    ``(st_dev, st_ino)`` (None: there was none) and ``offset`` its size then; ``since_ns`` the
+    wall-clock time."""
+
+    records: tuple[int, int] | None
+    offset: int
+    since_ns: int
+
+
 class AgentLock:
     __slots__ = (
-        "append_fd", "append_id", "appended", "depth", "fallback", "fd", "late", "path",
-        "thread_lock",
+        "append_fd", "append_id", "append_mark", "appended", "depth", "fallback", "fd", "late",
+        "path", "thread_lock",
     )  # fmt: skip
 
     def __init__(self, path: Path) -> None:
@@ -43,6 +57,10 @@ class AgentLock:
         self.append_fd: int | None = None
         self.append_id: tuple[int, int] | None = None  # (st_dev, st_ino) of append_fd's file
         self.appended: list[bytes] = []  # the blocks this process appended there
+        # Where append_fd's file began for this process: compactions.jsonl's identity and size
+        # (the records written later are the ones that can name its replacement) and the time
+        # (archives written later are the ones that can hold its blocks).
+        self.append_mark: Mark | None = None
         # After a compaction: (the replaced file, bytes of it carried, until when to look).
         self.late: tuple[int, int, float] | None = None
 
@@ -143,7 +161,7 @@ class AgentLock:
         if self.append_fd is not None:
             with contextlib.suppress(OSError):
                 os.close(self.append_fd)
-        self.append_fd, self.append_id, self.appended = None, None, []
+        self.append_fd, self.append_id, self.appended, self.append_mark = None, None, [], None
 
     def close(self) -> None:
         self.close_append()
@@ -187,6 +205,7 @@ def _forget_inherited_locks() -> None:
     for lock in _LOCKS.values():
         lock.fd = None  # not closed: the parent may be inside the lock right now
         lock.append_fd, lock.append_id, lock.appended, lock.late = None, None, [], None
+        lock.append_mark = None
         lock.thread_lock = threading.RLock()
         lock.depth = 0
 
