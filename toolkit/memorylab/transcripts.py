@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memorylab.errors import InvalidSetting, MemoryFormatError, PrerequisiteError, StoreError
+from memorylab.memory._fsutil import write_private_file
 
 __all__ = [
     "FACT_CATEGORIES",
@@ -346,15 +347,11 @@ def dumps_transcript(transcript: Transcript) -> str:
 
 
 def save_transcript(transcript: Transcript, path: str | os.PathLike[str]) -> Path:
-    """Write ``transcript`` to ``path`` (temp file, then rename) and return the path."""
+    """Write ``transcript`` to ``path`` and return the path: a private file (0o600, whatever
+    the umask), written to a temp file and renamed into place, as every file memorylab writes
+    for a user (:func:`memorylab.memory._fsutil.write_private_file`)."""
     path = Path(path)
-    data = dumps_transcript(transcript).encode("utf-8")
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_private_file(path, dumps_transcript(transcript).encode("utf-8"))
     return path
 
 
