@@ -158,6 +158,9 @@ class Conversation(ReferenceMethods):
             the file.
         durable: ``fsync`` every append (slower; survives a power loss, not just a crash).
         preload: Load the existing MEMORY.md as one ``System`` entry (the seed's preload).
+            ``False`` also keeps a ``name`` alone from resuming from its default save file
+            (``./conversations/conversation_<name>.json``); a ``save_filepath`` or
+            ``load_filepath`` given still resumes.
         preload_max_tokens: A budget for the preload: the latest summary and the newest
             messages that fit, with a note of what was left out.
         token_counter: Counts tokens for :meth:`token_count` (e.g.
@@ -259,7 +262,7 @@ class Conversation(ReferenceMethods):
             agent_paths(agent_name, workspace_dir)  # still validate the name
 
         files = (reference.get("save_filepath"), reference.get("load_filepath"))
-        self._resume(name is not None or files != (None, None))
+        self._resume(files != (None, None) or (name is not None and preload))
         if not self.conversation_history:
             self._seed_static_context()
         if self._store is not None:

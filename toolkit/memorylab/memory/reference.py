@@ -46,7 +46,9 @@ class ReferenceKeywords(TypedDict, total=False):
         save_filepath: Where ``save_as_json`` / ``export`` write; default
             ``<conversations_dir>/conversation_<name>.json`` (``.yaml`` for YAML). A
             conversation given this, ``load_filepath`` or an explicit ``name`` resumes from that
-            file at construction when it exists (in memory only: MEMORY.md is not rewritten).
+            file at construction when it exists (in memory only: MEMORY.md is not rewritten);
+            with ``preload=False`` a name alone reads nothing from disk (the replays of
+            ``memorylab.analysis`` and the report read only the workspace they are given).
         load_filepath: A saved conversation (JSON or YAML) to resume from when it exists.
         conversations_dir: The folder of the default ``save_filepath`` (default
             ``./conversations``, created only when something is saved).
@@ -300,11 +302,16 @@ class ReferenceMethods(ConversationCore):
         """Write the history to ``save_filepath`` as JSON (through the redactor, like
         everything memorylab writes; 0o600, atomically). With ``force=False`` nothing is saved
         unless ``autosave`` is on (the reference's rule). A path given in place of ``force``
-        (the reference's own tests pass one) is where to write."""
+        (the reference's own tests pass one) is where to write. A ``save_filepath`` ending in
+        ``.yaml`` is written with the extension ``.json``, as :meth:`save_as_yaml` does."""
         self._save(force, "json")
 
     def save_as_yaml(self, force: bool | str | os.PathLike[str] = True) -> None:
-        """:meth:`save_as_json` in YAML."""
+        """:meth:`save_as_json` in YAML, to ``save_filepath`` with the extension ``.yaml``
+        (``conversation_<name>.yaml`` when ``save_filepath`` is the default ``.json``): a save
+        file's extension says its format, so that :meth:`load` reads it back. (swarms 16.0.3
+        writes the YAML into the ``.json`` path, which its own ``load`` then cannot read.) A
+        path given in place of ``force`` must end in ``.yaml`` or ``.yml``."""
         self._save(force, "yaml")
 
     def export(self, force: bool | str | os.PathLike[str] = True) -> None:
@@ -312,9 +319,9 @@ class ReferenceMethods(ConversationCore):
         self._save(force, self.export_method)
 
     def _save(self, force: bool | str | os.PathLike[str], method: str) -> None:
-        target = self.save_filepath
+        target = _save_path(self.save_filepath, method)
         if isinstance(force, str | os.PathLike):
-            target, force = os.fspath(force), True
+            target, force = _given_save_path(force, method), True
         if not force and not self.autosave:
             logger.warning(
                 "memorylab: not saved: autosave is off; call save_as_%s(force=True) to save", method
@@ -422,6 +429,30 @@ def _export_method(method: str | None, save_filepath: str | os.PathLike[str] | N
             f"{method!r}: give a .{method} path, or leave export_method out"
         )
     return method
+
+
+def _save_path(save_filepath: str | None, method: str) -> str | None:
+    """Where ``save_as_<method>`` writes: ``save_filepath``, its extension made ``method``'s
+    when it names the other format (``.json`` for YAML, ``.yaml``/``.yml`` for JSON)."""
+    if save_filepath is None:
+        return None
+    path = Path(save_filepath)
+    named = _METHODS.get(path.suffix.lower())
+    if named is None or named == method:
+        return save_filepath
+    return os.fspath(path.with_suffix(f".{method}"))
+
+
+def _given_save_path(path: str | os.PathLike[str], method: str) -> str:
+    """A path given to ``save_as_<method>``: refused when its extension names the other format
+    (a file :meth:`ReferenceMethods.load` could not read back)."""
+    named = _METHODS.get(Path(path).suffix.lower())
+    if named is not None and named != method:
+        raise InvalidSetting(
+            f"save_as_{method}({os.fspath(path)!r}): the extension says {named.upper()}; give a "
+            f"{'.yaml' if method == 'yaml' else '.json'} path"
+        )
+    return os.fspath(path)
 
 
 def _message_parts(message: object, method: str) -> tuple[str, Any, dict[str, Any]]:
