@@ -326,7 +326,8 @@ def test_a_stale_writer_in_another_process_cannot_write_into_a_recreated_agent(
 
 def test_a_folder_holding_nested_agents_is_never_removed_whole(isolated_workspace: Path) -> None:
     """The reference framework writes an agent named ``team/alpha`` to agents/team/alpha/:
-    forgetting ``team`` (or purging it as idle) must not delete ``team/alpha``'s memory."""
+    forgetting ``team`` must not delete ``team/alpha``'s memory; purging takes the nested
+    agents that are idle, and of ``team`` only its own files while it holds one in use."""
     team = isolated_workspace / "agents" / "team"
     for name in ("alpha", "beta"):
         (team / name).mkdir(parents=True)
@@ -334,7 +335,16 @@ def test_a_folder_holding_nested_agents_is_never_removed_whole(isolated_workspac
     (team / "MEMORY.md").write_text("# Agent Memory\n\nthe team's own notes\n")
     with pytest.raises(StoreError, match=r"other agents too \(alpha, beta\).*move their folders"):
         forget("team")
-    old = datetime.now(UTC) + timedelta(days=400)
-    assert [item.agent for item in purge(older_than="30d", now=old)] == []
+    old = time.time() - 90 * 86_400
+    for path in (team / "MEMORY.md", team / "alpha" / "MEMORY.md"):
+        os.utime(path, (old, old))
+    items = purge(older_than="30d")
+    assert [(item.agent, item.kind, item.kept) for item in items] == [
+        ("team", "agent", ("team/beta",)),
+        ("team/alpha", "agent", ()),
+    ]
     kept = sorted(str(p.relative_to(team)) for p in team.rglob("MEMORY.md"))
-    assert kept == ["MEMORY.md", "alpha/MEMORY.md", "beta/MEMORY.md"]
+    assert kept == ["beta/MEMORY.md"]
+    later = datetime.now(UTC) + timedelta(days=400)
+    assert [item.agent for item in purge(older_than="30d", now=later)] == ["team", "team/beta"]
+    assert not team.exists()

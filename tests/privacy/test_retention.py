@@ -274,7 +274,8 @@ def test_cli_purge_dry_run_lists_then_purge_removes(
     assert main(["purge", "--older-than", "30d", "--dry-run"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[-1] == "would remove 4 item(s)"
-    assert [line.split(":", 1)[0] for line in out[:-1]] == ["Active"] * 3 + ["Idle"]
+    assert out[-2].startswith("would keep 2 agent(s) that changed in the last 30d: Active, Recent")
+    assert [line.split(":", 1)[0] for line in out[:-2]] == ["Active"] * 3 + ["Idle"]
     assert all(name in "\n".join(out) for name in old_archives)
     assert "Idle: the whole agent" in out[3] and "purge older_than=30d" in out[3]
     assert (
@@ -290,7 +291,7 @@ def test_cli_purge_dry_run_lists_then_purge_removes(
     assert sorted(r["archive"] for r in purged) == sorted(old_archives)
     assert "old secret plan" not in json.dumps(purged)
     assert main(["purge", "--older-than", "30d", "--dry-run"]) == 0
-    assert capsys.readouterr().out.splitlines() == ["would remove 0 item(s)"]
+    assert capsys.readouterr().out.splitlines()[1:] == ["would remove 0 item(s)"]
     assert main(["purge", "--older-than", "thirty days"]) == 2
     assert "duration" in capsys.readouterr().err
 

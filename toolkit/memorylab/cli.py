@@ -28,7 +28,7 @@ from memorylab.console import (
     image_formats,
     run_handler,
 )
-from memorylab.errors import AgentNotFound, InvalidAgentName, InvalidSetting, MemoryFormatError
+from memorylab.errors import AgentNotFound, InvalidSetting, MemoryFormatError
 from memorylab.evaluate.cli import add_compare_arguments, run_compare
 
 if TYPE_CHECKING:
@@ -113,16 +113,10 @@ def _existing_or_default_workspace(value: str | None) -> str | None:
 
 
 def _agent_folder(workspace: Path, agent: str) -> Path:
-    from memorylab.memory.paths import agent_paths, validate_agent_name
+    from memorylab.memory.paths import agent_paths
 
-    try:  # 'team/alpha': the reference framework's nested agent, read from agents/team/alpha/
-        names = [validate_agent_name(part) for part in agent.split("/")]
-    except InvalidAgentName as error:
-        raise InvalidAgentName(
-            f"{agent!r} is not an agent name: {error} (a nested agent, 'team/alpha', is folder "
-            "names joined by '/')"
-        ) from None
-    folder = agent_paths(names[0], workspace).folder.joinpath(*names[1:])
+    # 'team/alpha': the reference framework's nested agent, read from agents/team/alpha/
+    folder = agent_paths(agent, workspace, nested=True).folder
     if not folder.is_dir():
         known = [files.agent for files in _agents(workspace)]
         raise AgentNotFound(
@@ -339,6 +333,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _purge(args: argparse.Namespace) -> int:
+    from memorylab.memory.retention import format_duration
     from memorylab.privacy import purge
 
     older_than = _duration(args.older_than)
@@ -355,11 +350,31 @@ def _purge(args: argparse.Namespace) -> int:
         if not _confirmed(f"Remove these {len(doomed)} item(s) for good?"):
             print("memorylab: not confirmed; nothing removed", file=sys.stderr)
             return 1
+    agents = _agent_names(workspace)
     items = purge(workspace, older_than=older_than, dry_run=args.dry_run)
     for item in items:
         print(item)
+    gone = {item.agent for item in items if item.kind == "agent"}
+    left = [name for name in agents if name not in gone]
+    if left:
+        shown = ", ".join(left[:10]) + (f" and {len(left) - 10} more" if len(left) > 10 else "")
+        print(
+            f"{'would keep' if args.dry_run else 'kept'} {len(left)} agent(s) that changed in "
+            f"the last {format_duration(older_than)}: {shown} (MEMORY.md holds the messages "
+            "since the last compaction and is never trimmed; only archives older than "
+            "--older-than go)"
+        )
     print(f"{'would remove' if args.dry_run else 'removed'} {len(items)} item(s)")
     return 0
+
+
+def _agent_names(workspace: str | None) -> list[str]:
+    """The agents ``purge`` will look at, named as ``memorylab ls`` names them."""
+    from memorylab.config import resolve_workspace
+    from memorylab.memory.paths import agent_folders
+
+    agents_dir = resolve_workspace(workspace) / "agents"
+    return [folder.relative_to(agents_dir).as_posix() for folder in agent_folders(agents_dir)]
 
 
 _CONTEXT_LENGTH = bounded_int(1, MAX_CONTEXT_TOKENS, "a context window in tokens")

@@ -51,6 +51,41 @@ def validate_agent_name(agent_name: str) -> str:
     return name
 
 
+def validate_agent_path(agent_name: str) -> tuple[str, ...]:
+    """The folder names of an agent's name as the loaders and ``memorylab ls`` print it, each
+    in NFC form: ``"Researcher"`` is ``("Researcher",)``, the reference framework's nested
+    ``"team/alpha"`` (``agents/team/alpha/``) is ``("team", "alpha")``. Raise
+    :class:`~memorylab.errors.InvalidAgentName` for anything else.
+
+    Each part is a name :func:`validate_agent_name` accepts, so no ``..``, no empty part (no
+    absolute path, no ``//``), no backslash, nothing that leaves ``agents/``. A nested name
+    names only folders :func:`agent_folders` lists: none of its parts is hidden (``.x``), and
+    none below the first is ``archive`` (``alpha/archive`` is alpha's archives, not an agent).
+    """
+    if not isinstance(agent_name, str):
+        raise InvalidAgentName(f"agent_name must be a string, got {type(agent_name).__name__}")
+    parts = agent_name.split("/")
+    if len(parts) == 1:
+        return (validate_agent_name(agent_name),)
+    nested = "a nested agent's name is folder names below agents/ joined by '/', as 'team/alpha'"
+    names = []
+    for number, part in enumerate(parts):
+        try:
+            name = validate_agent_name(part)
+        except InvalidAgentName as error:
+            raise InvalidAgentName(
+                f"{agent_name!r} is not an agent name: {error} ({nested})"
+            ) from None
+        if name.startswith(".") or (number and name == "archive"):
+            what = "a hidden folder" if name.startswith(".") else "an agent's archive folder"
+            raise InvalidAgentName(
+                f"{agent_name!r} is not an agent name: {part!r} is {what}, never an agent's "
+                f"folder ({nested})"
+            )
+        names.append(name)
+    return tuple(names)
+
+
 # Cc control, Cf format (bidi controls, zero-width, BOM), Cs surrogates, Zl/Zp line breaks.
 _REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 _ZWJ = "\u200d"
@@ -108,12 +143,20 @@ class MemoryPaths:
 
 
 def agent_paths(
-    agent_name: str, workspace_dir: str | os.PathLike[str] | None = None
+    agent_name: str,
+    workspace_dir: str | os.PathLike[str] | None = None,
+    *,
+    nested: bool = False,
 ) -> MemoryPaths:
-    """Paths for ``<workspace>/agents/<agent_name>/MEMORY.md`` (the name is validated)."""
-    name = validate_agent_name(agent_name)
-    agents = resolve_workspace(workspace_dir) / "agents"
-    return MemoryPaths(agents / _existing_spelling(agents, name) / "MEMORY.md")
+    """Paths for ``<workspace>/agents/<agent_name>/MEMORY.md`` (the name is validated).
+
+    ``nested=True`` also takes the name of a nested agent, ``team/alpha`` for
+    ``agents/team/alpha/`` (:func:`validate_agent_path`), as the privacy commands do."""
+    names = validate_agent_path(agent_name) if nested else (validate_agent_name(agent_name),)
+    folder = resolve_workspace(workspace_dir) / "agents"
+    for name in names:
+        folder = folder / _existing_spelling(folder, name)
+    return MemoryPaths(folder / "MEMORY.md")
 
 
 def agent_folders(folder: Path, *, nested: bool = False) -> list[Path]:
@@ -157,4 +200,5 @@ __all__ = [
     "agent_folders",
     "agent_paths",
     "validate_agent_name",
+    "validate_agent_path",
 ]

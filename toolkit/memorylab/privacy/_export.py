@@ -61,7 +61,7 @@ def export_document(
     ``file`` columns unless told another).
     """
     paths = existing_agent(agent_name, workspace_dir)
-    store = MemoryStore.for_agent(agent_name, workspace_dir)
+    store = MemoryStore(paths.memory_md, agent_root=paths.folder.parent)
     with store.locked():
         pending = store.pending_archive()
         archives = [p for p in store.archives_oldest_first() if p.name != pending]
@@ -85,7 +85,7 @@ def export_document(
         "memorylab_export": EXPORT_VERSION,
         "format_version": fmt.FORMAT_VERSION,
         "agent": agent_name,
-        "workspace": str(paths.folder.parent.parent),
+        "workspace": str(paths.folder.parents[agent_name.count("/") + 1]),  # team/alpha: 3 up
         "exported_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "segments": segments,
         "lineage": lineage[::-1],
@@ -148,8 +148,11 @@ def export_agent(
     row per message (``agent, segment, file, segment_kind, conversation_name, continues,
     position, role, content, timestamp, is_summary``) with the rest of the document (lineage,
     records, segment headers) as JSON in the schema metadata key ``memorylab_export``; needs
-    pyarrow (``pip install "memorylab[data]"``). ``path`` defaults to
-    ``./<agent>.export.<format>``. The file is created private (0o600); an existing file is an
+    pyarrow (``pip install "memorylab[data]"``). ``agent_name`` is the name the loaders and
+    ``memorylab ls`` print (a nested agent: ``team/alpha``). ``path`` defaults to
+    ``./<agent>.export.<format>`` (``./team__alpha.export.json`` for a nested agent). Raises
+    ``UnsafePath`` at once, writing nothing, when a memory file is not a regular file (a FIFO,
+    a symlink). The file is created private (0o600); an existing file is an
     error unless ``overwrite=True``.
     """
     if format not in ("json", "parquet"):
@@ -264,10 +267,10 @@ def _default_export_path(agent_name: str, format: str) -> Path:
     """``<agent>.export.<format>`` in the current folder; a name too long for a file name (the
     limit is 255 bytes, an agent name may use them all) is cut and told apart by a hash."""
     suffix = f".export.{format}"
-    name = agent_name + suffix
+    name = agent_name.replace("/", "__") + suffix  # a nested agent: team/alpha -> team__alpha
     if len(name.encode("utf-8")) <= 255:
         return Path(name)
     digest = hashlib.sha256(agent_name.encode("utf-8")).hexdigest()[:12]
     room = 255 - len(suffix) - len(digest) - 1
-    head = agent_name.encode("utf-8")[:room].decode("utf-8", errors="ignore")
+    head = name[: -len(suffix)].encode("utf-8")[:room].decode("utf-8", errors="ignore")
     return Path(f"{head}-{digest}{suffix}")

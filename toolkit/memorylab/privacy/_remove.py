@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -16,10 +17,11 @@ from typing import Literal
 
 from memorylab.config import resolve_workspace
 from memorylab.errors import AgentNotFound, MemorylabError, UnsafePath
+from memorylab.memory import format as fmt
 from memorylab.memory.paths import MemoryPaths, agent_folders, agent_paths, validate_agent_name
 from memorylab.memory.retention import format_duration, parse_duration
 from memorylab.memory.retention import older_than as archives_older_than
-from memorylab.memory.store import MemoryStore, read_memory
+from memorylab.memory.store import MemoryStore, _require_kind, read_memory
 
 CACHE_ENV = "MEMORYLAB_CACHE_DIR"
 """Where ``compare_summarizers`` caches model calls when set (else ``<workspace>/.cache/llm``)."""
@@ -52,22 +54,59 @@ class ForgetReport:
 
 
 def existing_agent(agent_name: str, workspace_dir: str | os.PathLike[str] | None) -> MemoryPaths:
-    paths = agent_paths(agent_name, workspace_dir)
-    try:
-        info = os.lstat(paths.folder)
-    except FileNotFoundError:
-        known = _agent_names(paths.folder.parent)
-        hint = f"agents there: {', '.join(known[:10])}" if known else "it has no agents"
-        raise AgentNotFound(
-            f"no memory for agent {agent_name!r}: {paths.folder} does not exist ({hint}); "
-            "check the name and the workspace (workspace_dir, else $WORKSPACE_DIR)"
-        ) from None
-    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
-        raise UnsafePath(f"{paths.folder} is not a folder (a symlink?); refusing to touch it")
+    """The files of an existing agent, named as the loaders and ``memorylab ls`` name it
+    (``team/alpha`` for the reference's nested ``agents/team/alpha/``), checked before anything
+    is read or removed: every folder from ``agents/`` down to the agent's is a real folder (no
+    symlink leads out of the workspace), and its memory files are regular files
+    (:func:`require_regular_files`)."""
+    paths = agent_paths(agent_name, workspace_dir, nested=True)
+    agents_dir = resolve_workspace(workspace_dir) / "agents"
+    folder = agents_dir
+    for part in paths.folder.relative_to(agents_dir).parts:
+        folder = folder / part
+        try:
+            info = os.lstat(folder)
+        except (FileNotFoundError, NotADirectoryError):
+            known = agent_names(agents_dir)
+            hint = f"agents there: {', '.join(known[:10])}" if known else "it has no agents"
+            raise AgentNotFound(
+                f"no memory for agent {agent_name!r}: {paths.folder} does not exist ({hint}); "
+                "check the name and the workspace (workspace_dir, else $WORKSPACE_DIR)"
+            ) from None
+        if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+            raise UnsafePath(f"{folder} is not a folder (a symlink?); refusing to touch it")
+    require_regular_files(paths, f"agent {agent_name!r}")
     return paths
 
 
+def require_regular_files(paths: MemoryPaths, what: str) -> None:
+    """Refuse at once (``UnsafePath``, nothing read, nothing removed) an agent whose MEMORY.md,
+    archives, ``compactions.jsonl``, journal or lock is there but not a regular file (a FIFO
+    would block a read forever; a symlink may point anywhere), or whose ``archive/`` is not a
+    folder: the store's own check (``memory.store._require_kind``)."""
+    checks = [(paths.memory_md, "file"), (paths.compactions, "file"), (paths.intent, "file"),
+              (paths.lock, "file"), (paths.archive_dir, "folder")]  # fmt: skip
+    if paths.archive_dir.is_dir() and not paths.archive_dir.is_symlink():
+        checks += [
+            (entry, "file")
+            for entry in sorted(paths.archive_dir.iterdir())
+            if fmt.parse_archive_name(entry.name) is not None
+        ]
+    for path, kind in checks:
+        try:
+            _require_kind(path, kind)
+        except UnsafePath as error:
+            raise UnsafePath(f"{what}: {error}") from None
+
+
+def agent_names(agents_dir: Path) -> list[str]:
+    """The names of the agents below ``agents_dir`` as the loaders print them (nested ones
+    ``team/alpha``), in name order."""
+    return [folder.relative_to(agents_dir).as_posix() for folder in agent_folders(agents_dir)]
+
+
 def _agent_names(agents_dir: Path) -> list[str]:
+    """The top-level folders of ``agents_dir`` (with or without memory files)."""
     try:
         entries = sorted(os.scandir(agents_dir), key=lambda e: e.name)
     except (FileNotFoundError, NotADirectoryError):
@@ -89,18 +128,22 @@ def forget(
 ) -> ForgetReport:
     """Remove everything memorylab keeps for ``agent_name``, for good, and verify it is gone.
 
-    MEMORY.md, every archive, ``compactions.jsonl``, the lock, journal and temp files, and any
-    other file in the agent's folder (caches) are deleted under the agent's lock, so a running
-    writer cannot resurrect them: its next ``add()`` raises ``StoreError``. Then the entries of
-    the evaluation caches (the workspace's ``.cache/llm`` and ``$MEMORYLAB_CACHE_DIR``) that quote
-    the agent's messages, or the replies to such requests, are deleted too (the report lists
-    them and says which caches were searched). A new
-    ``Conversation`` made afterwards starts a fresh, empty folder. Works on folders written by
-    the reference framework too. Raises ``AgentNotFound`` for an unknown agent and
-    ``StoreError`` if anything is left afterwards.
+    ``agent_name`` is the name the loaders and ``memorylab ls`` print: a nested agent the
+    reference framework wrote to ``agents/team/alpha/`` is ``"team/alpha"`` (its folder goes,
+    ``agents/team/`` stays). MEMORY.md, every archive, ``compactions.jsonl``, the lock, journal
+    and temp files, and any other file in the agent's folder (caches) are deleted under the
+    agent's lock, so a running writer cannot resurrect them: its next ``add()`` raises
+    ``StoreError``. Then the entries of the evaluation caches (the workspace's ``.cache/llm``
+    and ``$MEMORYLAB_CACHE_DIR``) that quote the agent's messages, or the replies to such
+    requests, are deleted too (the report lists them and says which caches were searched). A
+    new ``Conversation`` made afterwards starts a fresh, empty folder. Works on folders written
+    by the reference framework too. Raises ``InvalidAgentName`` for a name that is not one,
+    ``AgentNotFound`` for an unknown agent, ``UnsafePath`` at once (nothing removed) when a
+    memory file is not a regular file (a FIFO, a symlink) and ``StoreError`` if anything is
+    left afterwards.
     """
     paths = existing_agent(agent_name, workspace_dir)
-    store = MemoryStore.for_agent(agent_name, workspace_dir, lock_timeout=lock_timeout)
+    store = MemoryStore(paths.memory_md, agent_root=paths.folder.parent, lock_timeout=lock_timeout)
     texts = agent_texts(paths)  # read before deleting: what cache entries may quote
     removed = store.remove(whole_folder=True)
     caches = evaluation_caches(workspace_dir)
@@ -163,6 +206,8 @@ class PurgeItem:
 
     ``kind`` is ``"archive"`` (one archive file) or ``"agent"`` (the whole agent, forgotten);
     ``time`` is what made it old: the archive's name time, or the last change of the agent.
+    ``kept`` names the nested agents (``team/alpha``) an ``"agent"`` item's folder still holds:
+    then only the agent's own memory files went, and the folder stays with theirs.
     """
 
     agent: str
@@ -170,16 +215,22 @@ class PurgeItem:
     path: Path
     time: datetime
     reason: str
+    kept: tuple[str, ...] = ()
 
     def __str__(self) -> str:
-        what = "the whole agent" if self.kind == "agent" else "archive"
+        what = "archive"
+        if self.kind == "agent":
+            what = "its own memory files in" if self.kept else "the whole agent"
         return f"{self.agent}: {what} {self.path} ({self.reason})"
 
 
-def _last_change(folder: Path, lock: Path) -> datetime | None:
-    """The newest modification time of the memory files in ``folder`` (the lock file aside)."""
+def _last_change(folder: Path, lock: Path, nested: Iterable[Path] = ()) -> datetime | None:
+    """The newest modification time of the memory files in ``folder`` (the lock file aside, and
+    the folders of the ``nested`` agents below it: theirs are their own)."""
+    skip = set(nested)
     newest: float | None = None
-    for top, _, files in os.walk(folder):
+    for top, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if Path(top, d) not in skip]
         for name in files:
             path = Path(top, name)
             if path == lock:
@@ -198,41 +249,75 @@ def purge(
     now: datetime | None = None,
     lock_timeout: float = 30.0,
 ) -> list[PurgeItem]:
-    """Remove memory older than ``older_than`` from every agent of a workspace.
+    """Remove memory older than ``older_than`` from every agent of a workspace, nested agents
+    (the reference's ``team/alpha`` in ``agents/team/alpha/``) included:
 
     * an agent none of whose files changed since the cutoff (MEMORY.md not written to, no
-      compaction) is forgotten whole, as by :func:`forget`;
+      compaction) is forgotten whole, as by :func:`forget`. When its folder holds nested
+      agents that changed since the cutoff, only its own memory files go (MEMORY.md, its
+      archives, ``compactions.jsonl``) and the folder stays with theirs: the item's ``reason``
+      names them;
     * otherwise its archives whose name time is before the cutoff are deleted, and each
       deletion is recorded in ``compactions.jsonl`` (kind ``"purge"``).
 
-    MEMORY.md itself is never trimmed: it holds the messages since the last compaction (use
-    compaction and a ``RetentionPolicy`` to bound it). ``dry_run=True`` only lists what would
-    go. ``now`` (default: the current time) is for tests and reports. Returns the items, agents
-    in name order, archives oldest first; a missing workspace has nothing to purge.
+    MEMORY.md of an agent that changed since the cutoff is never trimmed: it holds the messages
+    since the last compaction (use compaction and a ``RetentionPolicy`` to bound it). Before
+    anything goes, every agent's memory files are checked to be regular files: a FIFO or a
+    symlink where one belongs is ``UnsafePath`` and nothing is removed. ``dry_run=True`` only
+    lists what would go. ``now`` (default: the current time) is for tests and reports. Returns
+    the items, agents in name order (as ``memorylab ls`` names them), archives oldest first; a
+    missing workspace has nothing to purge.
     """
     when = now or datetime.now(UTC)
     when = when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
     cutoff = when - parse_duration(older_than)
     label = f"purge older_than={format_duration(parse_duration(older_than))}"
-    agents_dir = resolve_workspace(workspace_dir) / "agents"
-    items: list[PurgeItem] = []
-    for agent in _agent_names(agents_dir):
-        paths = MemoryPaths(agents_dir / agent / "MEMORY.md")
-        if agent_folders(paths.folder, nested=True):
-            continue  # holds nested agents ('team/alpha'), which purge does not remove yet
-        last = _last_change(paths.folder, paths.lock)
+    workspace = resolve_workspace(workspace_dir)
+    agents_dir = workspace / "agents"
+    folders = {agents_dir / name for name in _agent_names(agents_dir)}
+    folders.update(agent_folders(agents_dir))
+    names = {folder: folder.relative_to(agents_dir).as_posix() for folder in folders}
+    for folder in sorted(folders):
+        require_regular_files(MemoryPaths(folder / "MEMORY.md"), f"cannot purge {names[folder]!r}")
+    below = {folder: agent_folders(folder, nested=True) for folder in folders}
+    idle: dict[Path, datetime | None] = {}
+    for folder in folders:
+        last = _last_change(folder, MemoryPaths(folder / "MEMORY.md").lock, below[folder])
         if last is None or last < cutoff:
+            idle[folder] = last
+    items: list[PurgeItem] = []
+    # The deepest first: a folder's nested agents are settled before the folder itself.
+    for folder in sorted(folders, key=lambda f: (-len(f.parts), f)):
+        agent, paths = names[folder], MemoryPaths(folder / "MEMORY.md")
+        if folder in idle:
+            last = idle[folder]
             since = "no memory files" if last is None else f"last change {last.isoformat()}"
-            item = PurgeItem(agent, "agent", paths.folder, last or cutoff, f"{label}: {since}")
-            if dry_run or _purge_agent(paths, agent, cutoff, lock_timeout):
-                items.append(item)
+            kept = [f for f in below[folder] if f not in idle]
+            if last is None and kept:
+                continue  # a folder of nested agents, with no memory of its own: nothing goes
+            if not dry_run:
+                done = _purge_agent(paths, cutoff, lock_timeout, workspace)
+                if done is None:
+                    continue  # it changed meanwhile
+                kept = done
+            reason = f"{label}: {since}"
+            held = tuple(names.get(f, f.relative_to(agents_dir).as_posix()) for f in kept)
+            if held:
+                reason += (
+                    f"; its own memory files only: the folder stays, it holds the memory of "
+                    f"{', '.join(held)} (changed since the cutoff)"
+                )
+            items.append(PurgeItem(agent, "agent", paths.folder, last or cutoff, reason, held))
             continue
-        names = [p.name for p in paths.archives()]
-        doomed = archives_older_than(names, cutoff, rule="purge", label=label)
+        doomed = archives_older_than(
+            [p.name for p in paths.archives()], cutoff, rule="purge", label=label
+        )
         if not doomed:
             continue
         if not dry_run:
-            store = MemoryStore(paths.memory_md, agent_root=agents_dir, lock_timeout=lock_timeout)
+            store = MemoryStore(
+                paths.memory_md, agent_root=paths.folder.parent, lock_timeout=lock_timeout
+            )
             gone = set()
             for deletion in doomed:
                 gone.update(
@@ -245,17 +330,23 @@ def purge(
             PurgeItem(agent, "archive", paths.archive_dir / d.name, d.created, d.reason)
             for d in doomed
         ]
+    items.sort(key=lambda item: item.agent)  # stable: an agent's archives stay oldest first
     return items
 
 
-def _purge_agent(paths: MemoryPaths, agent: str, cutoff: datetime, lock_timeout: float) -> bool:
-    """Forget an idle agent, unless it changed meanwhile (checked again under its lock)."""
+def _purge_agent(
+    paths: MemoryPaths, cutoff: datetime, lock_timeout: float, workspace: Path
+) -> list[Path] | None:
+    """Forget an idle agent, unless it changed meanwhile (checked again under its lock): None.
+    A folder that still holds nested agents loses only its own memory files; returns the
+    folders of the nested agents it kept."""
     store = MemoryStore(paths.memory_md, agent_root=paths.folder.parent, lock_timeout=lock_timeout)
     with store.locked():
-        last = _last_change(paths.folder, paths.lock)
+        nested = agent_folders(paths.folder, nested=True)
+        last = _last_change(paths.folder, paths.lock, nested)
         if last is not None and last >= cutoff:
-            return False
+            return None
         texts = agent_texts(paths)
-        store.remove(whole_folder=True)
-    forget_cached_quotes(texts, evaluation_caches(paths.folder.parent.parent))
-    return True
+        store.remove(whole_folder=not nested)
+    forget_cached_quotes(texts, evaluation_caches(workspace))
+    return nested
