@@ -16,6 +16,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -279,3 +280,16 @@ def test_on_a_real_vfat_mount(tmp_path: Path) -> None:
         assert [_contents(a) for a in paths.archives()] == [["a", "b"]]
     finally:
         subprocess.run(["umount", str(mount)], check=False)
+
+
+def test_forget_removes_the_torn_ends_kept_aside(isolated_workspace: Path) -> None:
+    folder = isolated_workspace / "custom"
+    folder.mkdir(parents=True)
+    store = MemoryStore(folder / "MEMORY.md")
+    store.ensure("c", datetime(2026, 5, 1, tzinfo=UTC))
+    _tear(store.path, "secret" + BIG)
+    store.ensure("c", datetime(2026, 5, 1, tzinfo=UTC))
+    assert list(folder.glob("MEMORY.md.torn-*"))
+    removed = store.remove(whole_folder=False)
+    assert any(name.startswith("MEMORY.md.torn-") for name, _ in removed)
+    assert not list(folder.glob("MEMORY.md.torn-*"))
