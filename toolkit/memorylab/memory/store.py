@@ -101,7 +101,7 @@ from memorylab.memory._fsutil import (
     write_all,
     write_new_file,
 )
-from memorylab.memory._locking import AgentLock, drop_lock, lock_for
+from memorylab.memory._locking import AgentLock, Mark, drop_lock, lock_for
 from memorylab.memory.paths import MemoryPaths, agent_folders, agent_paths, validate_agent_name
 from memorylab.memory.records import MemoryDocument, Message
 from memorylab.memory.retention import RetentionPolicy
@@ -112,6 +112,12 @@ _REPORTED: set[tuple[Path, int, str]] = set()  # bad compactions.jsonl lines log
 
 LATE_WRITE_WINDOW_S = 1.0
 """For how long after a compaction appends look for late writes to the replaced file."""
+
+_ARCHIVE_SLACK_NS = 5_000_000_000
+"""How much older than the file a block was appended to an archive may look and still be
+searched for the block (clocks and coarse modification times: FAT keeps 2 s)."""
+
+_SEPARATOR = b"\n" + fmt.SEPARATOR_LINE.encode() + b"\n\n"
 
 __all__ = [
     "CompactionResult",
@@ -353,30 +359,85 @@ class MemoryStore:
             self._write_header(now, self._conversation_name, datetime.now(UTC))
         fd = open_regular(self.path, os.O_RDWR | os.O_APPEND)
         info = os.fstat(fd)
-        old_fd, old_blocks = lock.append_fd, lock.appended
+        old_fd, old_blocks, old_mark = lock.append_fd, lock.appended, lock.append_mark
         lock.append_fd, lock.append_id, lock.appended = fd, (info.st_dev, info.st_ino), []
+        lock.append_mark = self._mark()
         if old_fd is not None:
             try:
-                self._carry_dropped(old_fd, old_blocks, fd, lock)
+                self._carry_dropped(old_fd, old_blocks, old_mark, fd, lock)
             finally:
                 os.close(old_fd)
         return fd
 
-    def _carry_dropped(self, old_fd: int, blocks: list[bytes], fd: int, lock: AgentLock) -> None:
+    def _mark(self) -> Mark:
+        """Where this process begins appending to a MEMORY.md (the lock is held): what
+        :meth:`_replaced_by_rewrite` and :meth:`_carry_dropped` look at later."""
+        try:
+            info = os.lstat(self.paths.compactions)
+        except OSError:
+            return Mark(None, 0, time.time_ns())
+        return Mark((info.st_dev, info.st_ino), info.st_size, time.time_ns())
+
+    def _carry_dropped(
+        self, old_fd: int, blocks: list[bytes], mark: Mark | None, fd: int, lock: AgentLock
+    ) -> None:
         """Append to ``fd`` the ``blocks`` this process wrote to the replaced file ``old_fd``
-        that are in neither the current MEMORY.md nor an archive (a lock-less writer compacted
-        or rewrote the file after reading it, dropping them)."""
+        that its replacer dropped: nothing when a memorylab rewrite replaced it (it recorded
+        so; holding the lock it read every block, and archived, kept or removed each on
+        purpose: no other memorylab process may undo that); after a writer that keeps no
+        lock and no record (the reference's ``compact()``, an editor, ``rm``), what is in
+        neither the current MEMORY.md nor an archive written since this process began
+        appending to ``old_fd``. Linear: a set of the blocks kept, each file read once."""
         if not blocks:
             return
-        old = _read_fd(old_fd)
-        kept = [_read_fd(fd)]
-        for archive in sorted(self.paths.archives(), key=_mtime, reverse=True)[:8]:
+        if os.path.lexists(self.paths.intent):
+            self._recover()  # a rewrite that stopped after its rename: its record is written
+        if self._replaced_by_rewrite(os.fstat(old_fd), mark):
+            return
+        kept = _block_set(_read_fd(fd))
+        since = (mark.since_ns if mark is not None else 0) - _ARCHIVE_SLACK_NS
+        for archive in self.paths.archives():
             with contextlib.suppress(OSError):
-                kept.append(read_bytes(archive))
-        for block in blocks:
-            if block in old and not any(block in text for text in kept):
-                _write_block(fd, block, self.path)
-                lock.appended.append(block)
+                if os.lstat(archive).st_mtime_ns >= since:
+                    kept |= _block_set(read_bytes(archive))
+        missing = [piece for block in blocks for piece in _pieces(block) if piece not in kept]
+        if not missing:
+            return
+        old = _block_set(_read_fd(old_fd))  # never a block removed from it in place
+        for piece in missing:
+            if piece in old:
+                _write_block(fd, piece, self.path)
+                lock.appended.append(piece)
+
+    def _replaced_by_rewrite(self, old: os.stat_result, mark: Mark | None) -> bool:
+        """Whether a memorylab rewrite (compaction or edit) replaced the file ``old``: its
+        record in ``compactions.jsonl`` names the file it replaced (``replaced``). Only the
+        records appended since ``mark`` are read: a file's number is unique while it is open,
+        and ``old`` has been open since then."""
+        wanted = _file_id(old)
+        try:
+            info = os.lstat(self.paths.compactions)
+        except FileNotFoundError:
+            return False
+        offset = 0
+        if mark is not None and mark.records == (info.st_dev, info.st_ino):
+            offset = mark.offset if info.st_size >= mark.offset else 0
+        try:
+            records_fd = open_regular(self.paths.compactions, os.O_RDONLY)
+        except OSError:
+            return False  # unreadable: treated as a replacement nobody recorded
+        try:
+            data = _read_fd(records_fd, offset)
+        finally:
+            os.close(records_fd)
+        needle = json.dumps(wanted).encode()
+        for line in data.split(b"\n"):
+            if needle in line:
+                with contextlib.suppress(ValueError):
+                    record = json.loads(line)
+                    if isinstance(record, dict) and record.get("replaced") == wanted:
+                        return True
+        return False
 
     def append_record(self, record: dict[str, Any]) -> None:
         """Append one JSON line to ``compactions.jsonl`` (fsync'd), on a line of its own even
@@ -541,7 +602,11 @@ class MemoryStore:
             name = self._free_archive_name(now)
         result = CompactionResult(name, len(archived_doc.messages), len(carried_doc.messages),
                                   tail.decode())  # fmt: skip
-        line = record(result) if record is not None else {"archive": name}
+        # The record names the file it replaces: a process that appended to it carries none of
+        # its blocks over (this rewrite read them all, under the lock; see _carry_dropped).
+        replaced = _file_id(os.fstat(current_fd))
+        line = {**(record(result) if record is not None else {"archive": name}),
+                "replaced": replaced}  # fmt: skip
         atomic_replace(self.paths.intent, json.dumps({"archive": name, "record": line},
                                                      default=str).encode())  # fmt: skip
         if name is not None:
@@ -549,7 +614,8 @@ class MemoryStore:
             if written != name:  # lost a race for the name with a foreign writer
                 name = written
                 result = dataclasses.replace(result, archive=name)
-                line = record(result) if record is not None else {"archive": name}
+                line = {**(record(result) if record is not None else {"archive": name}),
+                        "replaced": replaced}  # fmt: skip
                 atomic_replace(self.paths.intent, json.dumps({"archive": name, "record": line},
                                                              default=str).encode())  # fmt: skip
         continues = name if name is not None else archived_doc.continues
@@ -585,9 +651,10 @@ class MemoryStore:
         # The new file's blocks count as this process's appends: a lock-less writer that
         # removes or replaces it next (the reference's compact(), having read the old file
         # before the rename) drops them, and the next append carries them over.
-        ours = [body, *(block for block in lock.appended if block in tail)]
+        in_tail = _block_set(tail)
+        ours = [body, *(b for b in lock.appended if all(p in in_tail for p in _pieces(b)))]
         lock.close_append()  # what this process wrote there is archived or carried over
-        lock.append_fd, lock.appended = new_fd, ours
+        lock.append_fd, lock.appended, lock.append_mark = new_fd, ours, self._mark()
         if lock.late is not None:  # the previous compaction's, looked at before this one read
             os.close(lock.late[0])
             lock.late = None
@@ -597,11 +664,12 @@ class MemoryStore:
             # A writer that opened the old file just before the rename may write to it a little
             # later still: every append of this process looks again, for a second.
             lock.late = (os.dup(old_fd), read, time.monotonic() + LATE_WRITE_WINDOW_S)
-            self._append_fd(lock)  # carries over what arrived meanwhile
+            # Recorded before anything else: the record is what tells other memorylab
+            # processes that this rewrite replaced the file they appended to.
             self.append_record(line)
             os.unlink(self.paths.intent)
             fsync_dir(self.paths.folder)
-            self._append_fd(lock)
+            self._append_fd(lock)  # carries over what arrived meanwhile
         except OSError as exc:
             logger.warning(
                 "memorylab: %s was compacted, but finishing it failed (%s); the compaction "
@@ -862,6 +930,27 @@ def _write_block(fd: int, data: bytes, path: Path) -> None:
         )
 
 
+def _file_id(info: os.stat_result) -> str:
+    """A file's identity as a record names it (``"<st_dev>:<st_ino>"``)."""
+    return f"{info.st_dev}:{info.st_ino}"
+
+
+def _pieces(data: bytes) -> list[bytes]:
+    """``data`` cut after each block separator (``\\n---\\n\\n``): whole blocks, and whatever
+    follows the last one. The same cut of a file and of what was appended to it gives the
+    same pieces, so a set of them answers "is this block in that file" at once."""
+    parts = data.split(_SEPARATOR)
+    pieces = [part + _SEPARATOR for part in parts[:-1]]
+    if parts[-1]:
+        pieces.append(parts[-1])
+    return pieces
+
+
+def _block_set(data: bytes) -> set[bytes]:
+    """The pieces of the blocks of a memory file (after its header) or of a run of blocks."""
+    return set(_pieces(data[_blocks_start(data) :]))
+
+
 _WHOLE_END = b"\n\n---\n\n"
 _TORN_SETTLE_S = 0.05
 """How long a torn end must stay as it is before it is cut: a writer that takes no lock (the
@@ -951,13 +1040,6 @@ def _same_file(path: Path, fd: int) -> bool:
     except FileNotFoundError:
         return False
     return (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino)
-
-
-def _mtime(path: Path) -> float:
-    try:
-        return os.lstat(path).st_mtime
-    except OSError:
-        return 0.0
 
 
 def _require_kind(path: Path, kind: str) -> None:
