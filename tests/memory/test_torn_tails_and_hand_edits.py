@@ -293,3 +293,20 @@ def test_forget_removes_the_torn_ends_kept_aside(isolated_workspace: Path) -> No
     removed = store.remove(whole_folder=False)
     assert any(name.startswith("MEMORY.md.torn-") for name, _ in removed)
     assert not list(folder.glob("MEMORY.md.torn-*"))
+
+
+def test_loaders_report_the_torn_end_and_bad_records(isolated_workspace: Path) -> None:
+    from memorylab.analysis import memory_df
+
+    conv = Conversation(agent_name=AGENT)
+    conv.add("User", "one")
+    conv.compact("summary")
+    conv.store.close()
+    _tear(conv.memory_md_path, "two" + BIG)
+    with open(agent_paths(AGENT).compactions, "a") as handle:
+        handle.write("[1, 2]\n")
+    Conversation(agent_name=AGENT)  # recovery
+    read = memory_df(isolated_workspace, strict=False)
+    kinds = set(read.problems["kind"])
+    assert {"torn", "records"} <= kinds, read.problems
+    assert list(read.frame["content"].str.slice(0, 3)).count("one") == 1

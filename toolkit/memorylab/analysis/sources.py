@@ -456,7 +456,9 @@ def files_of(files: AgentFiles, notes: list[Note]) -> list[tuple[Path, str]]:
         edits |= edit_archives(filter(None, [committed_record(paths)]))
     if files.archives and paths.compactions.is_file():
         with contextlib.suppress(OSError):
-            edits |= edit_archives(MemoryStore(files.memory_md).records())
+            bad: list[str] = []  # lines of compactions.jsonl that are no record
+            edits |= edit_archives(MemoryStore(files.memory_md).records(bad))
+            notes += [Note(str(paths.compactions), 0, "records", line) for line in bad]
     found = []
     for path in files.archives:
         if path.name == pending:
@@ -471,7 +473,15 @@ def files_of(files: AgentFiles, notes: list[Note]) -> list[tuple[Path, str]]:
             found.append((path, "edit" if path.name in edits else "archive"))
     if files.memory is not None:
         found.append((files.memory, "memory"))
+        for torn in sorted(files.memory.parent.glob(f"{files.memory.name}.torn-*")):
+            _note(notes, torn, "torn", _TORN_KEPT)
     return found
+
+
+_TORN_KEPT = (
+    "the torn end of a write that a kill or a power loss cut short (never acknowledged), cut "
+    "off MEMORY.md by recovery and kept here: read it, then delete it"
+)
 
 
 def _name_key(name: str) -> tuple[datetime, int, str]:

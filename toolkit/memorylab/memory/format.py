@@ -421,7 +421,7 @@ def _loose_heading(text: str, start: int) -> bool:
     line = text[start + 4 : len(text) if line_end < 0 else line_end].rstrip(" \t")
     if line_end < 0:
         return False
-    role, dash, stamp = line.rpartition(" \u2014 ")
+    _role, dash, stamp = line.rpartition(" \u2014 ")
     return bool(dash) and _TS_RE.match(stamp) is not None
 
 
