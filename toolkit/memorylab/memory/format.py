@@ -409,7 +409,7 @@ def _closing_separator(text: str, start: int) -> int:
 # blank line and before a blank line and a heading, or closing the file; a heading after a
 # separator or where the blocks start), and reported (kind "whitespace"): escaped content
 # (memorylab's) can hold no such heading, so no block can be forged with them.
-_LOOSE_LINE = re.compile(r"\n(?:---|### [^\n]*?)([ \t]+)(?=\n|\Z)")
+_LOOSE_LINE = re.compile(r"\n(?:---[ \t]++|### [^\n]*+(?<=[ \t]))(?=\n|\Z)")
 _LOOSE_SEPARATOR_END = re.compile(r"---[ \t]*\n\n")
 
 
@@ -467,14 +467,15 @@ def _tighten(text: str, start: int, problems: _Problems) -> str:
             what = "the heading's timestamp is followed by spaces or tabs"
         if not structural:
             continue
-        pieces.append(text[kept : found.start(1)])
-        length += found.start(1) - kept
+        spaces = found.start() + len(found[0].rstrip(" \t"))
+        pieces.append(text[kept:spaces])
+        length += spaces - kept
         problems.add(
-            length - (found.start(1) - line),
+            length - (spaces - line),
             "whitespace",
             f"{what} (a hand edit?); read as if they were not there: remove them",
         )
-        kept = found.end(1)
+        kept = found.end()
     if not pieces:
         return text
     pieces.append(text[kept:])
