@@ -329,3 +329,36 @@ def test_a_rewrite_committed_but_not_yet_recorded_is_read_from_its_journal(
         "m2",
     ]
     assert set(read.problems["kind"]) == {"edit"}
+
+
+def test_a_read_between_the_steps_of_a_compaction_sees_one_generation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read after each step of a compaction (journal, archive, rename, record): the generation
+    before it (its archive skipped with a ``pending`` note: its messages are still in MEMORY.md)
+    or after it; every message once, in order. (The reads run while this thread holds the lock:
+    a reader takes none.)"""
+    from memorylab.memory import store as store_module
+
+    conv = _agent(tmp_path, 1)
+    folder = conv.memory_md_path.parent
+    seen: list[tuple[list[str], set[str], int]] = []
+
+    def after(function):  # type: ignore[no-untyped-def]
+        def step(*args, **kwargs):  # type: ignore[no-untyped-def]
+            result = function(*args, **kwargs)
+            read = memory_df(folder, strict=False)
+            df = read.frame
+            messages = [c for c, s in zip(df["content"], df["is_summary"], strict=True) if not s]
+            seen.append((messages, set(read.problems["kind"]), len(compactions_df(folder))))
+            return result
+
+        return step
+
+    for name in ("atomic_replace", "create_new_file", "replace_and_open"):
+        monkeypatch.setattr(store_module, name, after(getattr(store_module, name)))
+    monkeypatch.setattr(MemoryStore, "append_record", after(MemoryStore.append_record))
+    conv.compact("summary 1")
+    assert [messages for messages, _, _ in seen] == [["m0", "m1", "m2"]] * 4
+    assert [kinds for _, kinds, _ in seen] == [set(), {"pending"}, set(), set()]
+    assert [count for _, _, count in seen] == [1, 1, 2, 2]
