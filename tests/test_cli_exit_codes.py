@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -58,6 +59,13 @@ def _no_terminal(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return ["purge"]
 
 
+def _fifo_memory(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    memory_md = workspace / "agents" / "Alpha" / "MEMORY.md"
+    memory_md.unlink()
+    os.mkfifo(memory_md)  # forget used to wait on it forever (issue 24)
+    return ["forget", "Alpha", "--yes"]
+
+
 def _proc(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     if not Path("/proc/self").is_dir():
         pytest.skip("needs Linux's /proc")
@@ -84,6 +92,7 @@ FAILURES: dict[str, Setup] = {
     "`forget` or `purge` without `--yes` and no terminal to ask": _no_terminal,
     "a memory file that does not parse (not UTF-8, not MEMORY.md)": _binary_memory,
     "the filesystem refused (permissions, disk full, lock timeout, a symlink where memory belongs)": _proc,
+    "a memory file that is not a regular file (a FIFO, a device), refused at once": _fifo_memory,
     "no such agent": _argv("show", "Nobody"),
     "no such workspace": _argv("stats", "/nonexistent/workspace"),
     "no folder to write an output into": _argv("plot", "Alpha", "-o", "/nonexistent/dir/x.png"),

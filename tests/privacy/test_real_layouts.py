@@ -127,7 +127,10 @@ def test_export_and_forget_a_nested_agent_by_the_name_ls_prints(
     assert "MEMORY.md" in report.files and not report.folder.exists()
     left = {p.split("/MEMORY.md")[0] for p in _memory_files(nested) if p.endswith("MEMORY.md")}
     assert left == {"ops/web", "solo", "team/beta"}
-    with pytest.raises(AgentNotFound, match=r"agents there: ops/web, solo, team/beta"):
+    assert not (nested / "agents" / "ops" / "db").exists()  # it held only ops/db/primary
+    forget("team/beta")
+    assert not (nested / "agents" / "team").exists() and (nested / "agents").is_dir()
+    with pytest.raises(AgentNotFound, match=r"agents there: ops/web, solo\)"):
         forget("team/alpha")
 
 

@@ -130,22 +130,23 @@ def forget(
 
     ``agent_name`` is the name the loaders and ``memorylab ls`` print: a nested agent the
     reference framework wrote to ``agents/team/alpha/`` is ``"team/alpha"`` (its folder goes,
-    ``agents/team/`` stays). MEMORY.md, every archive, ``compactions.jsonl``, the lock, journal
-    and temp files, and any other file in the agent's folder (caches) are deleted under the
-    agent's lock, so a running writer cannot resurrect them: its next ``add()`` raises
-    ``StoreError``. Then the entries of the evaluation caches (the workspace's ``.cache/llm``
-    and ``$MEMORYLAB_CACHE_DIR``) that quote the agent's messages, or the replies to such
-    requests, are deleted too (the report lists them and says which caches were searched). A
-    new ``Conversation`` made afterwards starts a fresh, empty folder. Works on folders written
-    by the reference framework too. Raises ``InvalidAgentName`` for a name that is not one,
-    ``AgentNotFound`` for an unknown agent, ``UnsafePath`` at once (nothing removed) when a
-    memory file is not a regular file (a FIFO, a symlink) and ``StoreError`` if anything is
-    left afterwards.
+    and ``agents/team/`` too if it is then empty). MEMORY.md, every archive,
+    ``compactions.jsonl``, the lock, journal and temp files, and any other file in the agent's
+    folder (caches) are deleted under the agent's lock, so a running writer cannot resurrect
+    them: its next ``add()`` raises ``StoreError``. Then the entries of the evaluation caches
+    (the workspace's ``.cache/llm`` and ``$MEMORYLAB_CACHE_DIR``) that quote the agent's
+    messages, or the replies to such requests, are deleted too (the report lists them and says
+    which caches were searched). A new ``Conversation`` made afterwards starts a fresh, empty
+    folder. Works on folders written by the reference framework too. Raises ``InvalidAgentName``
+    for a name that is not one, ``AgentNotFound`` for an unknown agent, ``UnsafePath`` at once
+    (nothing removed) when a memory file is not a regular file (a FIFO, a symlink) and
+    ``StoreError`` if anything is left afterwards.
     """
     paths = existing_agent(agent_name, workspace_dir)
     store = MemoryStore(paths.memory_md, agent_root=paths.folder.parent, lock_timeout=lock_timeout)
     texts = agent_texts(paths)  # read before deleting: what cache entries may quote
     removed = store.remove(whole_folder=True)
+    _remove_empty_parents(paths.folder, resolve_workspace(workspace_dir) / "agents")
     caches = evaluation_caches(workspace_dir)
     return ForgetReport(
         agent=agent_name,
@@ -155,6 +156,19 @@ def forget(
         cache_entries=forget_cached_quotes(texts, caches),
         cache_dirs=tuple(caches),
     )
+
+
+def _remove_empty_parents(folder: Path, agents_dir: Path) -> None:
+    """The folders a nested agent was in (``agents/team/`` of ``team/alpha``) when it was all
+    they held: empty, so nothing but the folder goes (``rmdir`` refuses a folder with anything
+    in it)."""
+    for parent in folder.parents:
+        if parent == agents_dir or not parent.is_relative_to(agents_dir):
+            return
+        try:
+            os.rmdir(parent)
+        except OSError:
+            return
 
 
 def agent_texts(paths: MemoryPaths) -> list[str]:
