@@ -394,20 +394,31 @@ class MemoryStore:
             self._recover()  # a rewrite that stopped after its rename: its record is written
         if self._replaced_by_rewrite(os.fstat(old_fd), mark):
             return
-        kept = _block_set(_read_fd(fd))
+        old, current = _read_fd(old_fd), _read_fd(fd)
+        first = old.find(blocks[0])
+        if first >= 0:  # the old file from this process's first block on, unchanged in the new
+            at = current.find(blocks[0])  # one (an editor's save): one comparison of bytes
+            if at >= 0 and current.startswith(memoryview(old)[first:], at):
+                return
+        kept = _block_set(current)
         since = (mark.since_ns if mark is not None else 0) - _ARCHIVE_SLACK_NS
         for archive in self.paths.archives():
             with contextlib.suppress(OSError):
                 if os.lstat(archive).st_mtime_ns >= since:
                     kept |= _block_set(read_bytes(archive))
-        missing = [piece for block in blocks for piece in _pieces(block) if piece not in kept]
+        # One split of all of them (a separator between two of them cuts nothing apart).
+        missing = {key for key in _SEPARATOR.join(blocks).split(_SEPARATOR) if key} - kept
         if not missing:
             return
-        old = _block_set(_read_fd(old_fd))  # never a block removed from it in place
-        for piece in missing:
-            if piece in old:
-                _write_block(fd, piece, self.path)
-                lock.appended.append(piece)
+        missing &= _block_set(old)  # never a block removed from it in place
+        for block in blocks:
+            whole = block.endswith(_SEPARATOR) and block.count(_SEPARATOR) == 1  # most are
+            for piece in (block,) if whole else _pieces(block):
+                key = piece[: -len(_SEPARATOR)] if piece.endswith(_SEPARATOR) else piece
+                if key in missing:
+                    _write_block(fd, piece, self.path)
+                    lock.appended.append(piece)
+                    missing.discard(key)
 
     def _replaced_by_rewrite(self, old: os.stat_result, mark: Mark | None) -> bool:
         """Whether a memorylab rewrite (compaction or edit) replaced the file ``old``: its
@@ -652,7 +663,7 @@ class MemoryStore:
         # removes or replaces it next (the reference's compact(), having read the old file
         # before the rename) drops them, and the next append carries them over.
         in_tail = _block_set(tail)
-        ours = [body, *(b for b in lock.appended if all(p in in_tail for p in _pieces(b)))]
+        ours = [body, *(b for b in lock.appended if _block_set(b) <= in_tail)]
         lock.close_append()  # what this process wrote there is archived or carried over
         lock.append_fd, lock.appended, lock.append_mark = new_fd, ours, self._mark()
         if lock.late is not None:  # the previous compaction's, looked at before this one read
@@ -937,8 +948,7 @@ def _file_id(info: os.stat_result) -> str:
 
 def _pieces(data: bytes) -> list[bytes]:
     """``data`` cut after each block separator (``\\n---\\n\\n``): whole blocks, and whatever
-    follows the last one. The same cut of a file and of what was appended to it gives the
-    same pieces, so a set of them answers "is this block in that file" at once."""
+    follows the last one (what is written when a block is carried over)."""
     parts = data.split(_SEPARATOR)
     pieces = [part + _SEPARATOR for part in parts[:-1]]
     if parts[-1]:
@@ -947,8 +957,11 @@ def _pieces(data: bytes) -> list[bytes]:
 
 
 def _block_set(data: bytes) -> set[bytes]:
-    """The pieces of the blocks of a memory file (after its header) or of a run of blocks."""
-    return set(_pieces(data[_blocks_start(data) :]))
+    """The blocks of a memory file (after its header) or of a run of blocks, each without its
+    separator: the same cut of a file and of what was appended to it gives the same keys, so
+    the set answers "is this block in that file" at once (linear, where a search of the file
+    for each block was blocks x file size)."""
+    return {key for key in data[_blocks_start(data) :].split(_SEPARATOR) if key}
 
 
 _WHOLE_END = b"\n\n---\n\n"
@@ -1027,10 +1040,12 @@ def _read_fd(fd: int, offset: int = 0) -> bytes:
     """Everything in the file ``fd`` from ``offset`` on (``pread``: the descriptor's position
     is left alone)."""
     chunks = []
-    while chunk := os.pread(fd, 1 << 20, offset):
+    want = max(os.fstat(fd).st_size - offset, 1 << 20)  # one read, unless the file grows
+    while chunk := os.pread(fd, want, offset):
         chunks.append(chunk)
         offset += len(chunk)
-    return b"".join(chunks)
+        want = 1 << 20
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def _same_file(path: Path, fd: int) -> bool:
