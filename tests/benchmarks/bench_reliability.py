@@ -7,12 +7,22 @@ trials, messages lost and files left unparseable (read strictly).
   reference's are counted separately;
 * MEMORY.md replaced by rename (an editor's save) at a random moment while memorylab appends;
 * MEMORY.md deleted by hand at a random moment while memorylab appends;
-* the disk full (``RLIMIT_FSIZE``) at a random size while memorylab appends, then space freed.
+* the disk full (``RLIMIT_FSIZE``) at a random size while memorylab appends, then space freed;
+* carry-over (a second table, timed): a process appends N blocks of ~500 bytes (2,500 / 5,000 /
+  10,000 / 20,000: up to 10 MB), a writer that keeps no record replaces MEMORY.md (an editor's
+  save by rename: every block kept, or all but one; ``rm``: every block dropped), and the
+  process's next ``add()`` checks each of its blocks against the new file and carries over
+  what is missing. Its time is set against a floor measured in the same run (medians of 3):
+  one read of the file, plus what the filesystem takes to free the replaced file when its last
+  descriptor is closed (``add()`` closes it), plus for ``rm`` one write of the file. Target:
+  the editor's save at most 5x the floor at every size (the check is linear: it used to be
+  blocks x file size, 127-258 s at 20,000 blocks, holding the agent lock); the other rows are
+  printed for scale.
 
 Targets: memorylab loses no message and leaves no file unparseable in any trial; the reference
 loses none in the mixed runs either. ``--quick`` (CI's smoke run) makes fewer, shorter trials
 and always exits 0; the full run (10 mixed runs of 400 messages each) exits 1 when a target
-fails. No time is measured.
+fails. Only the carry-over table measures time (ratios within one run).
 
     python tests/benchmarks/bench_reliability.py [--quick]
 """
@@ -134,6 +144,100 @@ def _mixed(trials: int, count: int, reference_every: int, root: Path) -> list[Ro
     return [ours, theirs]
 
 
+_CARRY_OVER = textwrap.dedent(
+    """
+    import os, statistics, sys, time
+    from memorylab import Conversation
+    fault, workspace, blocks, repeats = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    filler = "x" * 440  # ~500 bytes a block with its heading and separator
+    times, reads, writes, frees, size = [], [], [], [], 0
+    for repeat in range(repeats):
+        # A fresh agent each time: the check happens once per replacement.
+        conv = Conversation(agent_name=f"C{repeat}", workspace_dir=workspace, preload=False)
+        for n in range(blocks):
+            conv.add("User", f"m-{n} {filler}")
+        path = conv.memory_md_path
+        data = path.read_bytes()
+        size = len(data)
+        start = time.perf_counter()
+        with open(path, "rb") as handle:  # one read of the file, for scale
+            handle.read()
+        reads.append(time.perf_counter() - start)
+        scratch = path.with_name("scratch.md")
+        start = time.perf_counter()
+        fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.write(fd, data)  # and one write of it
+        os.close(fd)
+        writes.append(time.perf_counter() - start)
+        fd = os.open(scratch, os.O_RDONLY)
+        os.unlink(scratch)
+        start = time.perf_counter()
+        os.close(fd)  # what the filesystem takes to free a removed file: the replaced one is
+        frees.append(time.perf_counter() - start)  # freed when add() closes it
+        if fault in ("rename", "trim"):  # an editor's save: a copy, renamed over MEMORY.md
+            if fault == "trim":  # without one block of the middle
+                middle = f"m-{blocks // 2} {filler}".encode()
+                cut = data.index(middle)
+                start = data.rindex(b"### ", 0, cut)
+                data = data[:start] + data[data.index(b"\\n---\\n\\n", cut) + 6 :]
+            tmp = path.with_name("editor.tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
+        else:  # deleted by hand
+            path.unlink()
+        start = time.perf_counter()
+        conv.add("User", "next")  # notices the replaced file, checks and carries over
+        times.append(time.perf_counter() - start)
+        kept = path.read_bytes()
+        assert kept.count(b"\\n\\nm-") == blocks and kept.count(b"\\n\\nnext\\n") == 1
+    med = statistics.median
+    print(size, med(reads), med(writes), med(frees), med(times))
+    """
+)
+
+
+@dataclass
+class CarryRow:
+    fault: str
+    blocks: int
+    size: int
+    read_s: float
+    write_s: float
+    free_s: float
+    add_s: float
+
+    @property
+    def floor_s(self) -> float:
+        """One read of the file and the filesystem freeing the replaced one (its last
+        descriptor closed); for rm, one write of the file too."""
+        return self.read_s + self.free_s + (self.write_s if self.fault == "rm" else 0.0)
+
+    @property
+    def ratio(self) -> float:
+        return self.add_s / self.floor_s
+
+
+CARRY_TARGET = 5.0  # the editor's save: add() at most this many reads of the file
+
+
+def _carry_over(sizes: list[int], repeats: int, root: Path) -> list[CarryRow]:
+    rows = []
+    for fault in ("rename", "trim", "rm"):
+        for blocks in sizes:
+            workspace = root / f"carry-{fault}-{blocks}"
+            out = subprocess.run(
+                [sys.executable, "-c", _CARRY_OVER, fault, str(workspace), str(blocks),
+                 str(repeats)],
+                capture_output=True, text=True, timeout=600,
+            )  # fmt: skip
+            if out.returncode != 0:
+                raise SystemExit(f"carry-over at {blocks} blocks failed:\n{out.stderr[-2000:]}")
+            size, *times = out.stdout.split()
+            rows.append(CarryRow(fault, blocks, int(size), *map(float, times)))
+            shutil.rmtree(workspace, ignore_errors=True)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help="CI smoke run: fewer trials, exits 0")
@@ -142,7 +246,9 @@ def main(argv: list[str] | None = None) -> int:
     trials, count = (3, 40) if args.quick else (30, 200)
     random.seed(0)
     root = Path(tempfile.mkdtemp(prefix="memorylab-reliability-"))
+    sizes = [200, 400] if args.quick else [2_500, 5_000, 10_000, 20_000]
     try:
+        carry = _carry_over(sizes, 1 if args.quick else 3, root)
         rows = [
             *_mixed(mixed_trials, mixed_count, 0, root),
             *_mixed(mixed_trials, mixed_count, 100 if not args.quick else 40, root),
@@ -159,7 +265,29 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---:|---:|---:|---|")
     for row in rows:
         print(f"| {row.fault} | {row.trials} | {row.lost} | {row.unparseable} | {row.note} |")
+    print()
+    repeats = 1 if args.quick else 3
+    print(f"# carry-over after a replacement by a writer that keeps no record (median of {repeats})")
+    print()
+    print("| replaced by | blocks | file | one read | one write | freeing the old file | next add() "
+          "| ratio to the floor | target |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    labels = {"rename": "an editor's save (all kept)",
+              "trim": "an editor's save without one block (carried over)",
+              "rm": "rm (all carried over)"}  # fmt: skip
+    for c in carry:
+        floor = "read + free + write" if c.fault == "rm" else "read + free"
+        verdict = "PASS" if c.ratio <= CARRY_TARGET else "FAIL"
+        target = (
+            f"<= {CARRY_TARGET:g}x {floor}: {'not judged (quick)' if args.quick else verdict}"
+            if c.fault == "rename"
+            else f"vs {floor}"
+        )
+        print(f"| {labels[c.fault]} | {c.blocks:,} | {c.size / 1e6:.1f} MB | "
+              f"{c.read_s * 1e3:.1f} ms | {c.write_s * 1e3:.1f} ms | {c.free_s * 1e3:.1f} ms | "
+              f"{c.add_s * 1e3:.1f} ms | {c.ratio:.1f}x | {target} |")  # fmt: skip
     ok = all(row.lost == 0 and row.unparseable == 0 for row in rows)
+    ok = ok and all(c.ratio <= CARRY_TARGET for c in carry if c.fault == "rename")
     if not ok and not args.quick:
         print("a target failed", file=sys.stderr)
         return 1

@@ -410,8 +410,13 @@ class MemoryStore:
         missing = {key for key in _SEPARATOR.join(blocks).split(_SEPARATOR) if key} - kept
         if not missing:
             return
-        missing &= _block_set(old)  # never a block removed from it in place
+        # Never a block removed from the old file in place (a few are looked up directly).
+        missing = (
+            {k for k in missing if k in old} if len(missing) <= 64 else missing & _block_set(old)
+        )
         for block in blocks:
+            if not missing:
+                break
             whole = block.endswith(_SEPARATOR) and block.count(_SEPARATOR) == 1  # most are
             for piece in (block,) if whole else _pieces(block):
                 key = piece[: -len(_SEPARATOR)] if piece.endswith(_SEPARATOR) else piece
@@ -535,6 +540,7 @@ class MemoryStore:
                 lock = self._held_lock()
                 if lock.append_fd is not None:
                     self._append_fd(lock)  # first carry over what a replacer dropped
+                self._close_torn_tail()  # an edit never keeps a torn block
                 snapshot = Snapshot(self.read_bytes())
                 start = _blocks_start(snapshot.data)
                 blocks = snapshot.data[start:]
