@@ -310,3 +310,12 @@ def test_loaders_report_the_torn_end_and_bad_records(isolated_workspace: Path) -
     kinds = set(read.problems["kind"])
     assert {"torn", "records"} <= kinds, read.problems
     assert list(read.frame["content"].str.slice(0, 3)).count("one") == 1
+
+
+def test_an_edit_after_a_torn_write_keeps_no_torn_block(isolated_workspace: Path) -> None:
+    conv = Conversation(agent_name=AGENT)
+    conv.add("User", "one")
+    conv.add("User", "two")
+    _tear(conv.memory_md_path, "three" + BIG)  # another process killed mid-write
+    conv.delete(0)
+    assert _contents(conv.memory_md_path) == ["two"]
