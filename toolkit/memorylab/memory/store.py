@@ -541,7 +541,6 @@ class MemoryStore:
                 if lock.append_fd is not None:
                     self._append_fd(lock)  # first carry over what a replacer dropped
                 self._close_torn_tail()  # an edit never keeps a torn block
-                self._close_torn_tail()  # an edit never keeps a torn block
                 snapshot = Snapshot(self.read_bytes())
                 start = _blocks_start(snapshot.data)
                 blocks = snapshot.data[start:]
