@@ -14,8 +14,10 @@ an ``fsync``. Before every append the path is checked to still be the file the d
 to: whoever replaced it (another memorylab process compacting, the reference framework, an
 editor saving by rename, ``mv``) or deleted it by hand, the next append reopens MEMORY.md by path
 (re-creating it with a header if it is gone, by a hard link: never over a file another writer
-created meanwhile) and first carries over any block this process had appended to the replaced
-file that is in neither the new file nor an archive. A kill can stop a
+created meanwhile) and first carries over what the replacer dropped (``_carry_dropped``):
+nothing when a memorylab rewrite replaced it (its record names the file it replaced; what it
+archived, kept or removed stays so), else each block this process had appended to the replaced
+file that is in neither the new file nor an archive written since. A kill can stop a
 large write at a page boundary, and a power loss anywhere: recovery (on open, before a snapshot
 and before every append, under the lock) cuts such a torn last block off and keeps it in
 ``MEMORY.md.torn-<time>Z`` beside the file (:func:`_settle_tail`). A short
