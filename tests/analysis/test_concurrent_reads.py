@@ -16,11 +16,15 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from memorylab import Conversation
 from memorylab.analysis import compactions_df, memory_df
+from memorylab.analysis.sources import AgentFiles, Note
 from memorylab.memory.store import MemoryStore
 
 AGENT = "Busy"
@@ -62,7 +66,7 @@ def _acknowledged(ack_file: Path) -> tuple[int, int]:
 
 
 @pytest.fixture
-def busy_writer(tmp_path: Path):  # type: ignore[no-untyped-def]
+def busy_writer(tmp_path: Path) -> Iterator[tuple[Path, Path, Path]]:
     """A workspace whose agent another process appends to and compacts; yields the workspace, the
     agent folder and the acknowledgements file."""
     workspace, ack_file, stop = tmp_path / "ws", tmp_path / "acks", tmp_path / "stop"
@@ -108,7 +112,9 @@ def _check_messages(contents: list[str], summaries: list[bool], acked: int) -> N
     assert len(summary_texts) == len(set(summary_texts)), "a summary read twice"
 
 
-def test_memory_df_reads_one_generation_while_another_process_compacts(busy_writer) -> None:  # type: ignore[no-untyped-def]
+def test_memory_df_reads_one_generation_while_another_process_compacts(
+    busy_writer: tuple[Path, Path, Path],
+) -> None:
     workspace, folder, ack_file = busy_writer
     reads = 0
     deadline = time.monotonic() + 2.5
@@ -130,7 +136,9 @@ def test_memory_df_reads_one_generation_while_another_process_compacts(busy_writ
     assert _acknowledged(ack_file)[1] > 10, "the writer should have compacted meanwhile"
 
 
-def test_compactions_df_reads_one_generation_while_another_process_compacts(busy_writer) -> None:  # type: ignore[no-untyped-def]
+def test_compactions_df_reads_one_generation_while_another_process_compacts(
+    busy_writer: tuple[Path, Path, Path],
+) -> None:
     _, folder, ack_file = busy_writer
     reads = 0
     deadline = time.monotonic() + 1.5
@@ -151,9 +159,8 @@ def test_the_generation_changes_at_every_step_of_a_compaction(
 ) -> None:
     """What the loaders compare (``read_generation``): each step of a compaction (journal,
     archive, rename, record, journal removed) changes it, and an append does not."""
-    from memorylab import Conversation
     from memorylab.memory import store as store_module
-    from memorylab.memory.store import MemoryStore, read_generation
+    from memorylab.memory.store import read_generation
 
     conv = Conversation(agent_name=AGENT, workspace_dir=tmp_path)
     conv.add("User", "m0")
@@ -162,8 +169,8 @@ def test_the_generation_changes_at_every_step_of_a_compaction(
     conv.add("User", "m1")
     assert read_generation(paths) == tokens[0], "an append is the same generation"
 
-    def after(function):  # type: ignore[no-untyped-def]
-        def step(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def after(function: Callable[..., Any]) -> Callable[..., Any]:
+        def step(*args: Any, **kwargs: Any) -> Any:
             result = function(*args, **kwargs)
             tokens.append(read_generation(paths))
             return result
@@ -188,7 +195,6 @@ def test_a_read_that_never_settles_says_so(
 ) -> None:
     """A generation that changes at every attempt: the last read is returned, with an
     ``unsettled`` problem (lenient) and a logged warning (strict too)."""
-    from memorylab import Conversation
     from memorylab.analysis import sources
 
     conv = Conversation(agent_name=AGENT, workspace_dir=tmp_path)
@@ -207,7 +213,9 @@ def test_a_read_that_never_settles_says_so(
     assert "changed at each of 20 reads" in caplog.records[0].getMessage()
 
 
-def _between_listing_and_reading(monkeypatch: pytest.MonkeyPatch, action) -> None:  # type: ignore[no-untyped-def]
+def _between_listing_and_reading(
+    monkeypatch: pytest.MonkeyPatch, action: Callable[[], object]
+) -> None:
     """Run ``action`` once, after the loader listed the agent's files and before it reads them
     (what another process may do at that moment)."""
     from memorylab.analysis import sources
@@ -215,7 +223,7 @@ def _between_listing_and_reading(monkeypatch: pytest.MonkeyPatch, action) -> Non
     real = sources.files_of
     pending = [action]
 
-    def files_of(files, notes):  # type: ignore[no-untyped-def]
+    def files_of(files: AgentFiles, notes: list[Note]) -> list[tuple[Path, str]]:
         found = real(files, notes)
         while pending:
             pending.pop()()
@@ -224,9 +232,7 @@ def _between_listing_and_reading(monkeypatch: pytest.MonkeyPatch, action) -> Non
     monkeypatch.setattr(sources, "files_of", files_of)
 
 
-def _agent(tmp_path: Path, compactions: int):  # type: ignore[no-untyped-def]
-    from memorylab import Conversation
-
+def _agent(tmp_path: Path, compactions: int) -> Conversation:
     conv = Conversation(agent_name=AGENT, workspace_dir=tmp_path)
     for n in range(compactions):
         conv.add("User", f"m{2 * n}")
@@ -344,8 +350,8 @@ def test_a_read_between_the_steps_of_a_compaction_sees_one_generation(
     folder = conv.memory_md_path.parent
     seen: list[tuple[list[str], set[str], int]] = []
 
-    def after(function):  # type: ignore[no-untyped-def]
-        def step(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def after(function: Callable[..., Any]) -> Callable[..., Any]:
+        def step(*args: Any, **kwargs: Any) -> Any:
             result = function(*args, **kwargs)
             read = memory_df(folder, strict=False)
             df = read.frame
