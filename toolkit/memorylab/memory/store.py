@@ -662,8 +662,8 @@ class MemoryStore:
         tail: bytes,
     ) -> None:  # fmt: skip
         """After the commit point: appends go to the new MEMORY.md (``new_fd``: a header,
-        ``body``, then the ``tail`` carried over); carry over what a lock-less writer appended
-        to the replaced file since it was read, record the compaction, drop the journal.
+        ``body``, then the ``tail`` carried over); record the compaction, drop the journal,
+        carry over what a lock-less writer appended to the replaced file since it was read.
         Nothing here may fail the compaction (it happened): a failure is logged, and recovery
         records it later."""
         lock = self._held_lock()
