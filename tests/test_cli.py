@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from pathlib import Path
 
@@ -380,3 +382,14 @@ def test_nested_agents_are_listed_shown_and_plotted(
     assert main(["show", "team/gamma"]) == 5
     assert "agents there: solo, team/alpha" in capsys.readouterr().err
     assert main(["show", "team/../solo"]) == 2  # each part of the name is checked
+    # the privacy commands take the same name (issue 24: they refused it as invalid)
+    assert main(["export", "team/alpha", "-o", str(tmp_path / "alpha.json")]) == 0
+    assert json.loads((tmp_path / "alpha.json").read_text(encoding="utf-8"))["agent"] == "team/alpha"
+    os.utime(alpha / "MEMORY.md", (0, 0))  # idle for decades
+    assert main(["purge", "--older-than", "30d", "--yes"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-3].startswith("team/alpha: the whole agent ")
+    assert out[-2].startswith("kept 1 agent(s) that changed in the last 30d: solo (")
+    assert out[-1] == "removed 1 item(s)"
+    assert not alpha.exists()
+    assert main(["forget", "solo", "--yes"]) == 0

@@ -314,6 +314,8 @@ def purge(
                 if done is None:
                     continue  # it changed meanwhile
                 kept = done
+            if last is None and below[folder] and not kept:
+                continue  # the folder of nested agents that all went (items of their own)
             reason = f"{label}: {since}"
             held = tuple(names.get(f, f.relative_to(agents_dir).as_posix()) for f in kept)
             if held:
