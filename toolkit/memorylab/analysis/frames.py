@@ -7,10 +7,14 @@ compaction, from ``compactions.jsonl`` when the agent has one, else inferred fro
 :func:`documents_df` is :func:`memory_df` for files that were parsed already (an export read
 back, :func:`memorylab.privacy.load_export`).
 
-Every file is read by :func:`memorylab.memory.store.read_memory`, the one parser of the format;
-the rows become columns with pandas' own conversions. Each column has one dtype in every frame,
-declared once in :data:`DTYPES` (categories for labels, nullable ``Int64`` for counts, UTC
-timestamps), and :func:`build_frame` makes every frame of the package from those declarations.
+Each agent's files are read as one generation, without the writers' lock: another process that
+compacts, edits or deletes meanwhile makes the loader read the agent again
+(:func:`memorylab.analysis.sources.read_consistent`; docs/memory-format.md, "Concurrent
+readers"). Every file is read by :func:`memorylab.memory.store.read_memory`, the one parser of
+the format; the rows become columns with pandas' own conversions. Each column has one dtype in
+every frame, declared once in :data:`DTYPES` (categories for labels, nullable ``Int64`` for
+counts, UTC timestamps), and :func:`build_frame` makes every frame of the package from those
+declarations.
 
 Both loaders read memorylab's files and the reference framework's (naive local timestamps, no
 lineage, archive names that collide). With ``strict=True`` a file that does not parse raises
