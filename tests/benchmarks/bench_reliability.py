@@ -251,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     trials, count = (3, 40) if args.quick else (30, 200)
     random.seed(0)
     root = Path(tempfile.mkdtemp(prefix="memorylab-reliability-"))
-    sizes = [200, 400] if args.quick else [2_500, 5_000, 10_000, 20_000]
+    sizes = [300] if args.quick else [2_500, 5_000, 10_000, 20_000]
     try:
         carry = _carry_over(sizes, 1 if args.quick else 5, root)
         rows = [
