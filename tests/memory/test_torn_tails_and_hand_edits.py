@@ -319,3 +319,25 @@ def test_an_edit_after_a_torn_write_keeps_no_torn_block(isolated_workspace: Path
     _tear(conv.memory_md_path, "three" + BIG)  # another process killed mid-write
     conv.delete(0)
     assert _contents(conv.memory_md_path) == ["two"]
+
+
+@pytest.mark.parametrize("kind", ["crlf", "crlf-trimmed", "bom", "crlf-torn"])
+def test_windows_line_ends_and_a_bom_are_appended_to_as_parse_reads_them(
+    isolated_workspace: Path, kind: str
+) -> None:
+    conv = _two_blocks()
+    path = conv.memory_md_path
+    text = path.read_text()
+    if kind == "bom":
+        text = "\ufeff" + text
+    else:
+        text = text.replace("\n", "\r\n")
+        if kind == "crlf-trimmed":
+            text = text.removesuffix("\r\n")
+        if kind == "crlf-torn":
+            text += "### User — 2026-05-01T10:00:00.000000+00:00\r\n\r\nhalf"
+    path.write_bytes(text.encode())
+    Conversation(agent_name="edited").add("User", "three")
+    read = read_memory(path, strict=False)
+    assert [m.content for m in read.document.messages] == ["one", "two", "three"]
+    assert [p.kind for p in read.problems] == ["bom" if kind == "bom" else "crlf"]

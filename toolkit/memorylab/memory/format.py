@@ -28,6 +28,7 @@ parser removes it again, so ``parse(render_memory(doc)) == doc`` for any role an
 
 from __future__ import annotations
 
+import bisect
 import functools
 import itertools
 import json
@@ -598,6 +599,15 @@ def _blocks_begin(text: str) -> int:
     return first.start() if first else len(text)
 
 
+def _crlf_at(text: str) -> list[int]:
+    """Where each ``"\\r\\n"`` of ``text`` starts."""
+    found, at = [], text.find("\r\n")
+    while at >= 0:
+        found.append(at)
+        at = text.find("\r\n", at + 2)
+    return found
+
+
 def append_point(text: str) -> AppendPoint:
     """Where the next block goes in a memory file's ``text``, so that the parser reads it as
     one whole block whatever the previous bytes are, and what of the end is a torn block.
@@ -614,6 +624,18 @@ def append_point(text: str) -> AppendPoint:
     size = len(text)
     if text.endswith(_WHOLE_END):
         return AppendPoint(size, "", size)
+    if text.startswith("\ufeff"):  # read as parse() reads it: without the BOM ...
+        point = append_point(text[1:])
+        return AppendPoint(point.keep + 1, point.pad, point.torn + 1)
+    first_line_end = text.find("\n")
+    if first_line_end > 0 and text[first_line_end - 1] == "\r":  # ... and with "\n" line ends
+        point = append_point(text.replace("\r\n", "\n"))
+        removed = [at - number for number, at in enumerate(_crlf_at(text))]
+        return AppendPoint(
+            point.keep + bisect.bisect_left(removed, point.keep),
+            point.pad,
+            point.torn + bisect.bisect_left(removed, point.torn),
+        )
     body = _blocks_begin(text)
     if _NOT_SPACE.search(text, body) is None:  # a header only (or nothing)
         keep = body if body < size else size
