@@ -207,6 +207,12 @@ def build_workspace(
             out[plan.name] = run_agent(plan, workspace, clock)
     for lock in workspace.glob("agents/*/.MEMORY.md.lock"):
         lock.unlink()  # a per-machine lock file, recreated on first use: not sample data
+    for records in workspace.glob("agents/*/compactions.jsonl"):
+        # "replaced" names the replaced file by device and inode, for the processes that had it
+        # open on this machine: not sample data (and never the same twice)
+        lines = [json.loads(line) for line in records.read_text(encoding="utf-8").splitlines()]
+        kept = [{k: v for k, v in line.items() if k != "replaced"} for line in lines]
+        records.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
     return out
 
 
