@@ -341,3 +341,18 @@ def test_windows_line_ends_and_a_bom_are_appended_to_as_parse_reads_them(
     read = read_memory(path, strict=False)
     assert [m.content for m in read.document.messages] == ["one", "two", "three"]
     assert [p.kind for p in read.problems] == ["bom" if kind == "bom" else "crlf"]
+
+
+def test_a_whole_read_only_memory_can_still_be_snapshotted(isolated_workspace: Path) -> None:
+    conv = Conversation(agent_name="ro")
+    conv.add("User", "one")
+    store = conv.store
+    assert store is not None
+    header_only = MemoryStore.for_agent("ro-empty")
+    header_only.ensure("c", datetime(2026, 5, 1, tzinfo=UTC))
+    for path in (store.path, header_only.path):
+        path.chmod(0o400)
+    if os.access(store.path, os.W_OK):
+        pytest.skip("running as root: a 0o400 file is writable")
+    assert store.snapshot().data == store.path.read_bytes()
+    assert header_only.snapshot().data == header_only.path.read_bytes()

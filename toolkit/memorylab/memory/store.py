@@ -302,6 +302,16 @@ class MemoryStore:
             return
         if not stat.S_ISREG(info.st_mode) or info.st_size == 0:
             return  # ensure() refuses what is not a regular file
+        fd = open_regular(self.path, os.O_RDONLY)  # a read-only file that is whole stays fine
+        try:
+            size = os.fstat(fd).st_size
+            if size >= len(_WHOLE_END) and os.pread(fd, 7, size - 7) == _WHOLE_END:
+                return
+            text = _read_fd(fd).decode("utf-8", errors="surrogateescape")
+            if fmt.append_point(text).torn == len(text):
+                return  # a header only, or a hand edit: nothing torn
+        finally:
+            os.close(fd)
         fd = open_regular(self.path, os.O_RDWR)
         try:
             _settle_tail(fd, self.path, cut_only=True)
