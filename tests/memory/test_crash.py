@@ -81,7 +81,8 @@ class Summary:
     def line(self) -> str:
         phases = ", ".join(f"{name}: {count}" for name, count in self.phases.items())
         return (
-            f"crash trials: {self.trials} kills ({self.size or 'small'}-byte messages), "
+            f"crash trials: {self.trials} kills "
+            f"({f'{self.size}-byte' if self.size else 'small'} messages), "
             f"{self.acked} acknowledged adds, 0 lost; {self.torn} kills tore the last block "
             f"(cut back and kept aside by recovery), {self.torn_left} files left torn; "
             f"{self.mid_compaction} kills inside a compaction (journal found), "
