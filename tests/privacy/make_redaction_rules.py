@@ -34,6 +34,7 @@ import json
 import re
 import sys
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 from re import _constants as C  # type: ignore[attr-defined]
 from re import _parser as P  # type: ignore[attr-defined]
@@ -145,8 +146,10 @@ def category_of(rule_id: str) -> str:
     return rule_id.replace("-", "_")
 
 
-def _group_end(pattern: str, start: int) -> int:
-    """Index of the ``)`` that closes the group open at ``start`` (or len(pattern))."""
+def _structure(pattern: str, start: int = 0) -> Iterator[tuple[int, str, int]]:
+    """The characters of ``pattern`` from ``start`` that are structure, with their depth of
+    groups: ``(``, ``)`` and ``|`` outside character classes and escapes (the one walk of a
+    pattern that :func:`_group_end` and :func:`split_top` share)."""
     depth, i, in_class = 0, start, False
     while i < len(pattern):
         c = pattern[i]
@@ -159,14 +162,16 @@ def _group_end(pattern: str, start: int) -> int:
             in_class = True
             if pattern[i + 1 : i + 2] == "]":
                 i += 1
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            if depth == 0:
-                return i
-            depth -= 1
+        elif c in "()|":
+            depth -= c == ")"
+            yield i, c, depth
+            depth += c == "("
         i += 1
-    return len(pattern)
+
+
+def _group_end(pattern: str, start: int) -> int:
+    """Index of the ``)`` that closes the group open at ``start`` (or len(pattern))."""
+    return next((i for i, c, depth in _structure(pattern, start) if depth < 0), len(pattern))
 
 
 def to_python(pattern: str) -> str:
@@ -401,26 +406,11 @@ def convert(rule: dict[str, Any]) -> dict[str, Any]:
 
 def split_top(pattern: str) -> list[str]:
     """The top-level alternatives of ``pattern`` (a leading ``(?i)`` stays with the first)."""
-    out, depth, i, start, in_class = [], 0, 0, 0, False
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-            if pattern[i + 1 : i + 2] == "]":
-                i += 1
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-        elif c == "|" and depth == 0:
+    out, start = [], 0
+    for i, c, depth in _structure(pattern):
+        if c == "|" and depth == 0:
             out.append(pattern[start:i])
             start = i + 1
-        i += 1
     out.append(pattern[start:])
     return out
 
