@@ -115,6 +115,10 @@ _REPORTED: set[tuple[Path, int, str]] = set()  # bad compactions.jsonl lines log
 LATE_WRITE_WINDOW_S = 1.0
 """For how long after a compaction appends look for late writes to the replaced file."""
 
+_RESEED_WAIT_S = 0.25
+"""How long an append that finds MEMORY.md missing or empty waits for another writer to
+re-create it before creating it itself (:meth:`MemoryStore._await_reseed`)."""
+
 _ARCHIVE_SLACK_NS = 5_000_000_000
 """How much older than the file a block was appended to an archive may look and still be
 searched for the block (clocks and coarse modification times: FAT keeps 2 s)."""
@@ -362,6 +366,8 @@ class MemoryStore:
         carry over what this process appended to the file it wrote to before and nobody kept."""
         lock.check()  # forgotten: never resurrect the memory
         self._prepare_folders()  # e.g. the agent folder swapped for a symlink
+        if lock.append_fd is not None and (now is None or now.st_size == 0):
+            now = self._await_reseed()
         if now is None or now.st_size == 0:
             if self._conversation_name is None:
                 raise StoreError(
@@ -380,6 +386,24 @@ class MemoryStore:
             finally:
                 os.close(old_fd)
         return fd
+
+    def _await_reseed(self) -> os.stat_result | None:
+        """MEMORY.md missing or empty while this process appends to it: most likely a writer
+        that takes no lock re-creating it (the reference's ``compact()``: remove, a test for
+        the name, ``open(path, "w")``, its header, then its summary). Give it up to
+        ``_RESEED_WAIT_S`` to finish before writing a header of our own: a file created
+        between its test and its open is truncated by the open (this process's blocks in it
+        lost: a run lost ``ml-374``), and a header renamed over its empty file takes its
+        summary and its next appends away with it (runs lost 1 to 10 of its messages)."""
+        deadline = time.monotonic() + _RESEED_WAIT_S
+        while True:
+            time.sleep(0.002)
+            try:
+                now = os.lstat(self.path)
+            except FileNotFoundError:
+                now = None
+            if (now is not None and now.st_size) or time.monotonic() >= deadline:
+                return now
 
     def _mark(self) -> Mark:
         """Where this process begins appending to a MEMORY.md (the lock is held): what
