@@ -394,7 +394,7 @@ class MemoryStore:
         ``_RESEED_WAIT_S`` to finish before writing a header of our own: a file created
         between its test and its open is truncated by the open (this process's blocks in it
         lost: a run lost ``ml-374``), and a header renamed over its empty file takes its
-        summary and its next appends away with it (runs lost 1 to 10 of its messages)."""
+        summary and its next appends away with it (runs lost it and 1 or 2 of its messages)."""
         deadline = time.monotonic() + _RESEED_WAIT_S
         while True:
             time.sleep(0.002)
