@@ -306,7 +306,10 @@ class MemoryStore:
             return
         if not stat.S_ISREG(info.st_mode) or info.st_size == 0:
             return  # ensure() refuses what is not a regular file
-        fd = open_regular(self.path, os.O_RDONLY)  # a read-only file that is whole stays fine
+        try:
+            fd = open_regular(self.path, os.O_RDONLY)  # a read-only file that is whole is fine
+        except FileNotFoundError:
+            return  # removed since (the reference's compact()): nothing torn to cut
         try:
             size = os.fstat(fd).st_size
             if size >= len(_WHOLE_END) and os.pread(fd, 7, size - 7) == _WHOLE_END:
@@ -618,7 +621,13 @@ class MemoryStore:
                     # Blocks a replacer dropped are carried over now: the rewrite closes the
                     # descriptor they were written through.
                     self._append_fd(lock)
-                current_fd = open_regular(self.path, os.O_RDONLY)
+                try:
+                    current_fd = open_regular(self.path, os.O_RDONLY)
+                except FileNotFoundError:  # the reference's compact() between remove and open
+                    raise CompactionConflict(
+                        f"{self.path} was removed by another writer; nothing was changed — "
+                        "take a new snapshot and summarize again"
+                    ) from None
                 try:
                     return self._compact_locked(
                         snapshot, body, conversation_name, now, record, current_fd
