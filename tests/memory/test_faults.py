@@ -97,11 +97,11 @@ def test_appends_of_a_lockless_writer_during_a_compaction_are_kept(
     foreign = "### Human — 2026-01-01T00:00:00\n\nwritten during the compaction\n\n---\n\n"
     replace = store_module.replace_and_open
 
-    def late_append(target: Path, data: bytes) -> int:
+    def late_append(target: Path, data: bytes, *expected: tuple[int, int]) -> int:
         if target == path:  # between memorylab's last read and its rename
             with open(path, "a", encoding="utf-8") as handle:
                 handle.write(foreign)
-        return replace(target, data)
+        return replace(target, data, *expected)
 
     monkeypatch.setattr(store_module, "replace_and_open", late_append)
     conv.compact("the summary")
@@ -123,11 +123,11 @@ def test_late_writes_are_kept_when_the_new_file_is_removed_at_once(
     late = "### Human — 2026-01-01T00:00:00\n\nwritten late\n\n---\n\n"
     replace = store_module.replace_and_open
 
-    def late_write_then_removal(target: Path, data: bytes) -> int:
+    def late_write_then_removal(target: Path, data: bytes, *expected: tuple[int, int]) -> int:
         if target != path:
-            return replace(target, data)
+            return replace(target, data, *expected)
         with open(path, "a", encoding="utf-8") as old:  # opened before the rename
-            fd = replace(target, data)
+            fd = replace(target, data, *expected)
             old.write(late)  # written after it
         path.unlink()  # the reference removes the file it read
         return fd

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from memorylab import Conversation, read_memory
+from memorylab.memory import store as store_module
 
 _HEADER = (
     "# Agent Memory\n\n**Conversation:** reference\n**Created:** 2026-01-01T00:00:00\n\n"
@@ -45,6 +46,9 @@ def test_an_append_during_a_lockless_reseed_loses_nobody(tmp_path: Path, gap: st
     conv.add("User", "ml-1")
     path = conv.memory_md_path
     assert path is not None
+    archive = path.parent / "archive"
+    archive.mkdir(exist_ok=True)
+    (archive / "history_2026-01-01_00-00-00.md").write_bytes(path.read_bytes())
     os.unlink(path)  # the reference removed the file it had archived
     started = threading.Event()
     reference = threading.Thread(target=_reseed, args=(path, gap, started))
@@ -55,4 +59,20 @@ def test_an_append_during_a_lockless_reseed_loses_nobody(tmp_path: Path, gap: st
     reference.join()
     conv.add("User", "ml-3")
     kept = [m.content for m in read_memory(path).messages]
-    assert {"reference summary", "ref-100", "ml-1", "ml-2", "ml-3"} <= set(kept), kept
+    assert {"reference summary", "ref-100", "ml-2", "ml-3"} <= set(kept), kept
+    assert "ml-1" not in kept  # it is in the reference's archive
+
+
+def test_a_plain_rm_is_not_waited_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no archive written since this process began appending, a missing MEMORY.md was
+    removed by hand (nobody re-creates it): the next append writes a header at once."""
+    conv = Conversation(agent_name="A", workspace_dir=tmp_path, preload=False)
+    conv.add("User", "ml-1")
+    path = conv.memory_md_path
+    assert path is not None
+    os.unlink(path)
+    sleeps: list[float] = []
+    monkeypatch.setattr(store_module.time, "sleep", sleeps.append)
+    conv.add("User", "ml-2")
+    assert sleeps == []
+    assert [m.content for m in read_memory(path).messages] == ["ml-1", "ml-2"]

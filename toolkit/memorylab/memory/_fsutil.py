@@ -6,10 +6,13 @@ and never follow symlinks."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import os
 import secrets
 import stat
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from memorylab.errors import StoreError, UnsafePath
@@ -87,16 +90,29 @@ def atomic_replace(target: Path, data: bytes) -> None:
     os.close(replace_and_open(target, data))
 
 
-def replace_and_open(target: Path, data: bytes) -> int:
+def replace_and_open(
+    target: Path, data: bytes, expected: tuple[int, int] | None = None
+) -> int:
     """:func:`atomic_replace`, returning a descriptor of the new file (read-write, appending).
     It is opened before the rename, so it names the file written even when another process
-    replaces ``target`` right after."""
+    replaces ``target`` right after.
+
+    With ``expected`` (the ``(st_dev, st_ino)`` of the file to replace) nothing is replaced
+    unless ``target`` still names that file: :class:`Displaced` is raised instead. Where the
+    system can swap two names in one step (Linux ``renameat2(RENAME_EXCHANGE)``) the test and
+    the replacement are one: the new file is swapped in, the displaced one looked at, and a
+    file that is not ``expected`` is swapped back at once. Elsewhere the test comes just
+    before the rename, and a writer that keeps no lock can still replace ``target`` between
+    the two."""
     tmp = temp_name(target)
     try:
         write_new_file(tmp, data)
         fd = open_regular(tmp, os.O_RDWR | os.O_APPEND)
         try:
-            os.replace(tmp, target)
+            if expected is None:
+                os.replace(tmp, target)
+            else:
+                _replace_if_same(tmp, target, expected, fd, len(data))
         except BaseException:
             os.close(fd)
             raise
@@ -110,6 +126,78 @@ def replace_and_open(target: Path, data: bytes) -> int:
         os.close(fd)
         raise
     return fd
+
+
+class Displaced(Exception):
+    """:func:`replace_and_open` found ``target`` replaced or removed by another writer and
+    changed nothing. ``late`` is what writers that opened ``target`` by name appended to the
+    new file during the instant it was in place (whole blocks, to be kept)."""
+
+    def __init__(self, late: bytes = b"") -> None:
+        super().__init__("the file was replaced by another writer")
+        self.late = late
+
+
+def _replace_if_same(
+    tmp: Path, target: Path, expected: tuple[int, int], fd: int, size: int
+) -> None:
+    try:
+        exchanged = _exchange(tmp, target)
+    except FileNotFoundError:  # target removed: the other writer is re-creating it
+        raise Displaced() from None
+    if not exchanged:
+        if _file_key(target) != expected:
+            raise Displaced()
+        os.replace(tmp, target)
+        return
+    if _file_key(tmp) == expected:
+        os.unlink(tmp)  # the replaced file; a descriptor open on it still reads it
+        return
+    with contextlib.suppress(FileNotFoundError):  # target removed again: nothing to give back
+        _exchange(tmp, target)
+    late = b""
+    while chunk := os.pread(fd, 1 << 20, size + len(late)):
+        late += chunk
+    raise Displaced(late)  # the caller's cleanup removes tmp, now the new file
+
+
+def _file_key(path: Path) -> tuple[int, int] | None:
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    return (info.st_dev, info.st_ino)
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _load_renameat2() -> Callable[..., int] | None:
+    # No Python API swaps two names; glibc and musl export renameat2 (Linux 3.15+).
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).renameat2
+    except (AttributeError, OSError):
+        return None
+
+
+_renameat2 = _load_renameat2()
+
+
+def _exchange(first: Path, second: Path) -> bool:
+    """Swap the files that ``first`` and ``second`` name, atomically; False (nothing done)
+    where the system or the filesystem cannot."""
+    if _renameat2 is None:
+        return False
+    if _renameat2(_AT_FDCWD, os.fsencode(first), _AT_FDCWD, os.fsencode(second),
+                  _RENAME_EXCHANGE) == 0:  # fmt: skip
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), str(first), None, str(second))
 
 
 # What link() fails with where the filesystem has no hard links (FAT/exFAT: EPERM; some

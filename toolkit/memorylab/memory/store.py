@@ -91,6 +91,7 @@ from memorylab.errors import (
 from memorylab.memory import format as fmt
 from memorylab.memory._fsutil import (
     DIR_MODE,
+    Displaced,
     atomic_replace,
     create_new_file,
     encode_utf8,
@@ -338,15 +339,20 @@ class MemoryStore:
         lock = self._agent_lock()
         lock.acquire(self.lock_timeout)
         try:
-            fd = self._append_fd(lock)
-            _write_block(fd, data, self.path)
+            fd = self._append_held(lock, data)
             if self.durable:
                 os.fsync(fd)
-            lock.appended.append(data)
         except OSError as exc:
             raise store_error(exc, self.path, "append to") from exc
         finally:
             lock.release()
+
+    def _append_held(self, lock: AgentLock, data: bytes) -> int:
+        """Append ``data`` (whole blocks) as this process's, the lock held; returns the fd."""
+        fd = self._append_fd(lock)
+        _write_block(fd, data, self.path)
+        lock.appended.append(data)
+        return fd
 
     def _append_fd(self, lock: AgentLock) -> int:
         """The descriptor to append to, checked before every write (the lock is held): a
@@ -369,7 +375,9 @@ class MemoryStore:
         carry over what this process appended to the file it wrote to before and nobody kept."""
         lock.check()  # forgotten: never resurrect the memory
         self._prepare_folders()  # e.g. the agent folder swapped for a symlink
-        if lock.append_fd is not None and (now is None or now.st_size == 0):
+        missing = now is None or now.st_size == 0
+        # Someone re-creating it archived first: a plain rm (or an editor) archives nothing.
+        if missing and lock.append_fd is not None and self._archives_since(lock.append_mark):
             now = self._await_reseed()
         if now is None or now.st_size == 0:
             if self._conversation_name is None:
@@ -391,7 +399,8 @@ class MemoryStore:
         return fd
 
     def _await_reseed(self) -> os.stat_result | None:
-        """MEMORY.md missing or empty while this process appends to it: most likely a writer
+        """MEMORY.md missing or empty while this process appends to it, and an archive written
+        since it began (a plain ``rm`` or an editor writes none): most likely a writer
         that takes no lock re-creating it (the reference's ``compact()``: remove, a test for
         the name, ``open(path, "w")``, its header, then its summary). Give it up to
         ``_RESEED_WAIT_S`` to finish before writing a header of our own: a file created
@@ -440,29 +449,39 @@ class MemoryStore:
             if at >= 0 and current.startswith(memoryview(old)[first:], at):
                 return
         kept = _block_set(current)
-        since = (mark.since_ns if mark is not None else 0) - _ARCHIVE_SLACK_NS
-        for archive in self.paths.archives():
+        for archive in self._archives_since(mark):
             with contextlib.suppress(OSError):
-                if os.lstat(archive).st_mtime_ns >= since:
-                    kept |= _block_set(read_bytes(archive))
+                kept |= _block_set(read_bytes(archive))
         # One split of all of them (a separator between two of them cuts nothing apart).
-        missing = {key for key in _SEPARATOR.join(blocks).split(_SEPARATOR) if key} - kept
+        ours = [key for key in _SEPARATOR.join(blocks).split(_SEPARATOR) if key]
+        missing = set(ours) - kept
         if not missing:
             return
         # Never a block removed from the old file in place (a few are looked up directly).
         missing = (
             {k for k in missing if k in old} if len(missing) <= 64 else missing & _block_set(old)
         )
-        for block in blocks:
-            if not missing:
-                break
-            whole = block.endswith(_SEPARATOR) and block.count(_SEPARATOR) == 1  # most are
-            for piece in (block,) if whole else _pieces(block):
-                key = piece[: -len(_SEPARATOR)] if piece.endswith(_SEPARATOR) else piece
-                if key in missing:
-                    _write_block(fd, piece, self.path)
-                    lock.appended.append(piece)
-                    missing.discard(key)
+        carried = []
+        for key in ours:  # in the order written, each once, in one write
+            if key in missing:
+                carried.append(key + _SEPARATOR)
+                missing.discard(key)
+        if carried:
+            data = b"".join(carried)
+            _write_block(fd, data, self.path)
+            lock.appended.append(data)
+
+    def _archives_since(self, mark: Mark | None) -> list[Path]:
+        """The archives written since this process began appending to a file (``mark``),
+        less ``_ARCHIVE_SLACK_NS``: where a writer that keeps no record may have put blocks it
+        dropped from that file (the reference's ``compact()`` archives, then re-creates)."""
+        since = (mark.since_ns if mark is not None else 0) - _ARCHIVE_SLACK_NS
+        found = []
+        for archive in self.paths.archives():
+            with contextlib.suppress(OSError):
+                if os.lstat(archive).st_mtime_ns >= since:
+                    found.append(archive)
+        return found
 
     def _replaced_by_rewrite(self, old: os.stat_result, mark: Mark | None) -> bool:
         """Whether a memorylab rewrite (compaction or edit) replaced the file ``old``: its
@@ -682,13 +701,18 @@ class MemoryStore:
                                                              default=str).encode())  # fmt: skip
         continues = name if name is not None else archived_doc.continues
         header = encode_utf8(fmt.render_header(conversation_name, now, continues=continues))
-        if not _same_file(self.path, current_fd):  # a lock-less writer replaced it meanwhile
+        current_info = os.fstat(current_fd)
+        try:  # the commit point, unless a lock-less writer replaced the file meanwhile
+            new_fd = replace_and_open(self.path, header + body + tail,
+                                      (current_info.st_dev, current_info.st_ino))  # fmt: skip
+        except Displaced as displaced:
             self._undo_archive(name)
+            if displaced.late:  # written to the new file in its instant in place: kept
+                self._append_held(self._held_lock(), displaced.late)
             raise CompactionConflict(
                 f"{self.path} was replaced by another writer while it was being compacted; "
                 "nothing was changed — take a new snapshot and summarize again"
-            )
-        new_fd = replace_and_open(self.path, header + body + tail)  # the commit point
+            ) from None
         self._finish_compaction(line, current_fd, len(current), new_fd, body, tail)
         return result
 
@@ -997,16 +1021,6 @@ def _file_id(info: os.stat_result) -> str:
     return f"{info.st_dev}:{info.st_ino}"
 
 
-def _pieces(data: bytes) -> list[bytes]:
-    """``data`` cut after each block separator (``\\n---\\n\\n``): whole blocks, and whatever
-    follows the last one (what is written when a block is carried over)."""
-    parts = data.split(_SEPARATOR)
-    pieces = [part + _SEPARATOR for part in parts[:-1]]
-    if parts[-1]:
-        pieces.append(parts[-1])
-    return pieces
-
-
 def _block_set(data: bytes) -> set[bytes]:
     """The blocks of a memory file (after its header) or of a run of blocks, each without its
     separator: the same cut of a file and of what was appended to it gives the same keys, so
@@ -1097,15 +1111,6 @@ def _read_fd(fd: int, offset: int = 0) -> bytes:
         offset += len(chunk)
         want = 1 << 20
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
-
-
-def _same_file(path: Path, fd: int) -> bool:
-    """Whether ``path`` still names the file open as ``fd``."""
-    try:
-        now, mine = os.lstat(path), os.fstat(fd)
-    except FileNotFoundError:
-        return False
-    return (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino)
 
 
 def _require_kind(path: Path, kind: str) -> None:
