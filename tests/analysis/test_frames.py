@@ -523,11 +523,3 @@ def test_a_system_block_after_an_edit_is_not_a_summary() -> None:
     frame = memory_df(conv.memory_md_path.parent)
     assert list(frame["content"]) == ["you are a helpful agent"]
     assert not frame["is_summary"].any()
-
-
-def test_the_private_sources_module_still_works_and_warns() -> None:
-    """Deprecated for a release: memorylab.analysis._sources is memorylab.analysis.sources."""
-    from memorylab.analysis import _sources, sources
-
-    with pytest.warns(DeprecationWarning, match=r"import it from memorylab\.analysis\.sources"):
-        assert _sources.resolve is sources.resolve

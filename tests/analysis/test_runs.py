@@ -386,11 +386,6 @@ def test_the_old_forms_of_replays_and_sweeps_warn_and_still_work() -> None:
         assert table["threshold"].tolist() == [0.5, 0.9]
     with pytest.warns(DeprecationWarning, match="use result.frame"):
         assert table.attrs["error"] == table.error and table.attrs["summarizer"] == table.summarizer
-    old = table.frame.copy()
-    old.attrs.update(summarizer=table.summarizer, summary_size=str(table.summary_size))
-    old.attrs["error"] = table.error
-    with pytest.warns(DeprecationWarning, match="sweep_note takes the SweepResult"):
-        assert sweep_note(old) == sweep_note(table)
     pd.testing.assert_frame_equal(sweep_table(table.frame), sweep_table(table))
     for name, home in [("replay", "replay"), ("ReplayResult", "replay"), ("sweep", "sweep")]:
         with pytest.warns(DeprecationWarning, match=f"import it from memorylab.analysis.{home}"):

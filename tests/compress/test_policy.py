@@ -364,12 +364,9 @@ def test_one_check_of_a_count_and_of_a_number() -> None:
     assert check_number("x", 2, 1.0, strict=False) == 2.0
 
 
-def test_check_points_and_the_preload_bound_moved_here() -> None:
-    from memorylab.compress.policy import check_points, default_preload_max_tokens
+def test_the_preload_bound_moved_here() -> None:
+    from memorylab.compress.policy import default_preload_max_tokens
 
     with pytest.warns(DeprecationWarning, match="from memorylab.compress.policy import"):
-        from memorylab.agent import check_points as old
-    assert old is check_points
-    with pytest.warns(DeprecationWarning, match="memorylab.compress.policy"):
         from memorylab.agent import default_preload_max_tokens as old_bound
     assert old_bound is default_preload_max_tokens

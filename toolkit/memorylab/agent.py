@@ -50,7 +50,6 @@ STOP_TOKEN = "<DONE>"
 AUTO_LOOP_CAP = 25
 CHECKS = "model_call"
 """Where the Agent checks compression: before every model call (recorded as ``checks``)."""
-_MOVED = ("check_points", "default_preload_max_tokens")
 
 
 class Agent:
@@ -305,4 +304,4 @@ __all__ = [
     "STOP_TOKEN",
 ]
 
-__getattr__ = moved(__name__, dict.fromkeys(_MOVED, "memorylab.compress.policy"))
+__getattr__ = moved(__name__, {"default_preload_max_tokens": "memorylab.compress.policy"})

@@ -22,11 +22,9 @@ if TYPE_CHECKING:
 
 __all__ = ["token_growth"]
 
-_SWEEP = "CALIBRATION_SECONDS DEFAULT_THRESHOLDS EXACT_SECONDS SWEEP_HEADINGS sweep sweep_note"
-_MOVED = {name: "memorylab.analysis.sweep" for name in (*_SWEEP.split(), "sweep_table")}
-__getattr__ = moved(
-    __name__, {**_MOVED, **dict.fromkeys(("ReplayResult", "replay"), "memorylab.analysis.replay")}
-)
+_SWEEP, _REPLAY = "memorylab.analysis.sweep", "memorylab.analysis.replay"
+_MOVED = {"DEFAULT_THRESHOLDS": _SWEEP, "sweep": _SWEEP, "ReplayResult": _REPLAY, "replay": _REPLAY}
+__getattr__ = moved(__name__, _MOVED)  # 0.1's names: the others here came and went within 0.2
 
 
 def token_growth(df: pd.DataFrame, **overrides: Unpack[RunOverrides]) -> pd.DataFrame:

@@ -10,7 +10,6 @@ to read (:data:`SWEEP_HEADINGS`; thresholds as :func:`~memorylab.compress.policy
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Unpack
@@ -221,13 +220,7 @@ def sweep(
 
 def sweep_note(result: SweepResult) -> str:
     """One line on how a :func:`sweep` table was made and, for a fast one, its measured error
-    (``result.notes()``; a frame of earlier versions, with its ``attrs``, warns)."""
-    if not isinstance(result, SweepResult):
-        message = "sweep_note takes the SweepResult of sweep(), not its frame with attrs"
-        warnings.warn(message, DeprecationWarning, stacklevel=2)
-        old = {"summarizer": "the summarizer", "error": {}, **result.attrs}
-        known = ("summarizer", "summary_size", "error")
-        result = SweepResult(result, RunSettings(), **{k: old.get(k) for k in known})
+    (``result.notes()``)."""
     return " ".join(result.notes())
 
 
