@@ -309,7 +309,7 @@ class Conversation(ReferenceMethods):
         warn_permissions(self._store.path)  # the file only: one lstat
         if not has_messages(text):
             return  # a header without messages: nothing worth loading
-        plan = plan_preload(text, max_tokens=self.preload_max_tokens, count=self._count)
+        plan = plan_preload(text, max_tokens=self.preload_max_tokens, count=self.counter)
         self.preload_plan = plan
         if not plan.complete:
             logger.info(
@@ -404,7 +404,7 @@ class Conversation(ReferenceMethods):
         if self.message_id_on:
             entry["message_id"] = str(uuid.uuid4())
         if self.token_count_on:
-            entry["token_count"] = self._count(self.entry_text(entry))
+            entry["token_count"] = self.counter(self.entry_text(entry))
         with self._lock:
             store = self._store
             if persist and store is not None and not self._suppress_memory_md:
@@ -495,10 +495,6 @@ class Conversation(ReferenceMethods):
                     message["tool_calls"] = fields["tool_calls"]
             out.append(message)
         return out
-
-    def _count(self, text: str) -> int:
-        """Tokens of ``text`` with ``token_counter``, else ``tokenizer_model_name``'s tokenizer."""
-        return self.counter(text)
 
     @property
     def counter(self) -> Callable[[str], int]:
@@ -606,8 +602,7 @@ class Conversation(ReferenceMethods):
                 "timestamp": fmt.format_timestamp(now),
                 "kind": EntryKind.SUMMARY.value,
             }
-            new_history = self.entries(EntryKind.STATIC)
-            new_history += [summary_entry, *kept]
+            new_history = [*self.entries(EntryKind.STATIC), summary_entry, *kept]
             base: dict[str, Any] = {
                 "time": now,
                 "agent": self.agent_name,
@@ -700,7 +695,7 @@ class Conversation(ReferenceMethods):
             entry["role"] = role
             entry["content"] = content
             if "token_count" in entry:  # token_count=True: the entry's own count follows it
-                entry["token_count"] = self._count(self.entry_text(entry))
+                entry["token_count"] = self.counter(self.entry_text(entry))
             self._forget_rendering()
 
     def delete(self, index: int | str) -> None:
@@ -792,15 +787,12 @@ class Conversation(ReferenceMethods):
         if store is None or self._suppress_memory_md:
             return
         now = self._now()
-        agent = self.agent_name
-        detail: dict[str, Any] = {"edit": action}
-        if position is not None:
-            detail["index"] = position
+        detail = {"edit": action} if position is None else {"edit": action, "index": position}
 
         def record(result: CompactionResult) -> dict[str, Any]:
             return CompactionEvent(
                 time=now,
-                agent=agent,
+                agent=self.agent_name,
                 archive=result.archive,
                 messages_archived=result.messages_archived,
                 carried_over=result.carried_over,
