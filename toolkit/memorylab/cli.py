@@ -333,8 +333,10 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _purge(args: argparse.Namespace) -> int:
+    from memorylab.config import resolve_workspace
     from memorylab.memory.retention import format_duration
     from memorylab.privacy import purge
+    from memorylab.privacy._remove import agent_names
 
     older_than = _duration(args.older_than)
     workspace = _existing_or_default_workspace(args.workspace)
@@ -350,7 +352,7 @@ def _purge(args: argparse.Namespace) -> int:
         if not _confirmed(f"Remove these {len(doomed)} item(s) for good?"):
             print("memorylab: not confirmed; nothing removed", file=sys.stderr)
             return 1
-    agents = _agent_names(workspace)
+    agents = agent_names(resolve_workspace(workspace) / "agents")  # as `memorylab ls` names them
     items = purge(workspace, older_than=older_than, dry_run=args.dry_run)
     for item in items:
         print(item)
@@ -366,15 +368,6 @@ def _purge(args: argparse.Namespace) -> int:
         )
     print(f"{'would remove' if args.dry_run else 'removed'} {len(items)} item(s)")
     return 0
-
-
-def _agent_names(workspace: str | None) -> list[str]:
-    """The agents ``purge`` will look at, named as ``memorylab ls`` names them."""
-    from memorylab.config import resolve_workspace
-    from memorylab.memory.paths import agent_folders
-
-    agents_dir = resolve_workspace(workspace) / "agents"
-    return [folder.relative_to(agents_dir).as_posix() for folder in agent_folders(agents_dir)]
 
 
 _CONTEXT_LENGTH = bounded_int(1, MAX_CONTEXT_TOKENS, "a context window in tokens")
