@@ -46,14 +46,13 @@ def import_widgets() -> Any:
     return ipywidgets
 
 
-def provider_model() -> str | None:
-    """A real model to offer, when a provider key is set (and ``$MEMORYLAB_OFFLINE`` is not)."""
+def offered_models(offline: Iterable[str]) -> list[str]:
+    """``offline``, then a real model when a provider key is set (and ``$MEMORYLAB_OFFLINE`` is
+    not)."""
     if os.environ.get(OFFLINE_ENV, "").strip() not in ("", "0"):
-        return None
-    for key, model in PROVIDER_MODELS:
-        if os.environ.get(key):
-            return model
-    return None
+        return list(offline)
+    real = [model for key, model in PROVIDER_MODELS if os.environ.get(key)]
+    return [*offline, *real[:1]]
 
 
 def new_axes(size: tuple[float, float] = (8.0, 3.6)) -> tuple[Figure, Axes]:

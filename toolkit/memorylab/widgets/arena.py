@@ -25,7 +25,7 @@ from memorylab.widgets._common import (
     frame_html,
     import_widgets,
     new_axes,
-    provider_model,
+    offered_models,
     status_html,
 )
 
@@ -210,10 +210,7 @@ class SummarizerArena(View):
         if not self.cases:
             raise InvalidSetting("the arena needs at least one case")
         if summarizers is None:
-            summarizers = list(BASELINES)
-            real = provider_model()
-            if real is not None:
-                summarizers.append(real)
+            summarizers = offered_models(BASELINES)
         if isinstance(summarizers, Mapping):
             self.choices: dict[str, Any] = dict(summarizers)
         else:

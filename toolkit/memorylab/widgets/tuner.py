@@ -28,7 +28,7 @@ from memorylab.widgets._common import (
     frame_html,
     import_widgets,
     new_axes,
-    provider_model,
+    offered_models,
     status_html,
 )
 
@@ -222,13 +222,7 @@ class ThresholdTuner(View):
         )
         start_length = int(context_length or self.source.context_length or 8192)
         lengths = sorted({*map(int, context_lengths), start_length})
-        if summarizers is None:
-            offered = [EXTRACTIVE]
-            real = provider_model()
-            if real is not None:
-                offered.append(real)
-        else:
-            offered = list(summarizers)
+        offered = offered_models([EXTRACTIVE]) if summarizers is None else list(summarizers)
 
         self.threshold_slider = widgets.FloatSlider(
             value=start_threshold,
