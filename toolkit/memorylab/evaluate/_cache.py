@@ -418,7 +418,7 @@ class Completion:
     cached: bool
 
 
-def _completion_check(model: str) -> Callable[[Any], Completion]:
+def _completion_check(model: str, allow_empty: bool) -> Callable[[Any], Completion]:
     def check(response: Any) -> Completion:
         try:
             content = response.choices[0].message.content
@@ -427,11 +427,11 @@ def _completion_check(model: str) -> Callable[[Any], Completion]:
                 f"{model}: the provider answered without choices; check the model and api_base"
             ) from None
         text = content if isinstance(content, str) else content_to_text(content)
-        if not text or not text.strip():
+        if not allow_empty and (not text or not text.strip()):
             raise ModelError(f"{model} returned an empty answer; check the prompt and max_tokens")
         prompt_tokens, completion_tokens = llm.response_usage(response)
         cost = llm.response_cost(response)
-        return Completion(text.strip(), prompt_tokens, completion_tokens, cost, 0.0, False)
+        return Completion((text or "").strip(), prompt_tokens, completion_tokens, cost, 0.0, False)
 
     return check
 
@@ -460,13 +460,15 @@ class CachedLLM:
         messages: Sequence[Mapping[str, Any]],
         *,
         retry: llm.RetryPolicy | None = None,
+        allow_empty: bool = False,
         **llm_args: Any,
     ) -> Completion:
         """One reply of ``model`` (a litellm model name, or a :class:`memorylab.llm.Caller` that
         holds a model, its ``llm_args`` and retry policy). ``llm_args`` go to litellm
         (``temperature``, ``max_tokens``, ``api_base``, ``api_key``, ``mock_response`` ...); given
         with a ``Caller`` they are defaults its own ``llm_args`` override. ``retry`` defaults to
-        ``RetryPolicy()``."""
+        ``RetryPolicy()``. An empty reply is a ``ModelError`` unless ``allow_empty`` (a reader's
+        empty answer is an answer: no answer)."""
         defaults: dict[str, Any] = {"drop_params": True}
         if isinstance(model, llm.Caller):
             if retry is not None:
@@ -484,7 +486,7 @@ class CachedLLM:
             inner, self.cache, self.stats, cache_only=self.cache_only, inflight=self.inflight
         )
         kwargs = caller.kwargs(defaults, {"messages": [dict(m) for m in messages]})
-        check = _completion_check(inner.model)
+        check = _completion_check(inner.model, allow_empty)
         if self.semaphore is None:
             result = await caller.acall(kwargs, "", check)
         else:

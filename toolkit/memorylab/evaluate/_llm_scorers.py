@@ -16,18 +16,22 @@ import json
 import math
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memorylab import llm
 from memorylab.compress.baselines import HeadTailSummarizer
 from memorylab.compress.tokens import get_token_counter
-from memorylab.errors import InvalidSetting
+from memorylab.errors import InvalidSetting, ModelError
 from memorylab.evaluate.base import NAN, BaseScorer, Sample, Score
 from memorylab.evaluate.grading import (
     GRADER_PROMPT,
     GRADER_SYSTEM_PROMPT,
+    answer_span,
+    cut_to_tokens,
     grade_answer,
     parse_grade,
+    relative_date,
 )
 
 if TYPE_CHECKING:
@@ -43,7 +47,8 @@ READER_PROMPT = (
     "<notes>\n{summary}\n</notes>\n\n"
     "Question: {question}\n\n"
     "Answer in a few words, with the exact names, numbers, dates, paths or commands the notes "
-    "use. Work out relative dates (\"yesterday\", \"last week\") from the dates in the notes. "
+    "use. Give a date as the date itself (day, month, year), worked out from the dates the "
+    "notes carry, never as \"yesterday\" or \"last week\". "
     "If the notes do not contain the answer, answer UNKNOWN."
 )
 """The reader's prompt: ``{summary}`` and ``{question}`` are filled in (a probe asked on a known
@@ -143,10 +148,17 @@ class ProbeQAScorer(BaseScorer):
     against the reference (metric ``llm``, prompts ``grader_prompt`` / ``grader_system_prompt``,
     options ``grader_args``, as the LoCoMo and mem0 evaluations grade).
 
-    Metrics, shares of the case's probes (NaN without probes): ``exact`` and ``fuzzy``
+    Metrics, shares of the case's answered probes (NaN without any): ``exact`` and ``fuzzy``
     (:func:`memorylab.evaluate.grading.grade_answer`: dates, number words, case, articles and
-    punctuation normalized), and ``llm`` with a ``grader``. Each carries the per-probe outcomes
-    (``metadata["items"]``) for the confidence intervals of a comparison.
+    punctuation normalized), and ``llm`` with a ``grader``. What is graded is the answer, not
+    all the reader wrote: a model's reply cut at ``max_tokens`` (a server may ignore it; counted
+    as ``cut``), then its first line (:func:`~memorylab.evaluate.grading.answer_span`). A date
+    given as relative ("last Saturday") where the reference is a date is wrong and counted
+    (``relative``); an empty reply is an answer (no answer, ``empty``). A probe whose reader
+    call fails (a timeout, after the retries) fails alone: it is left out of ``n`` and named
+    in ``failed``, and the other probes are graded. Each metric carries the per-probe outcomes
+    (``metadata["items"]``, ``nan`` for a failed probe) for the confidence intervals of a
+    comparison, and the answers (``metadata["answers"]``).
 
     Known failure modes: the lexical baseline answers with whole lines, so a line that holds
     the answer among other words counts as exact, and a question that shares no words with the
@@ -221,42 +233,56 @@ class ProbeQAScorer(BaseScorer):
             calls += [(self.grader.model, 200 + self.max_tokens, 8)] * len(case.probes)
         return calls
 
-    def _local_answer(self, question: str, summary: str) -> str:
+    def _local_answer(self, question: str, summary: str) -> _Answer:
         if callable(self.reader):
-            return str(self.reader(question, summary))
-        return lookup_answer(question, summary)
+            return _Answer(str(self.reader(question, summary)))
+        return _Answer(lookup_answer(question, summary))
 
-    async def _answer(self, question: str, summary: str, llm_: CachedLLM) -> tuple[str, float]:
+    async def _answer(self, question: str, summary: str, llm_: CachedLLM) -> _Answer:
         if self.caller is None:
-            return self._local_answer(question, summary), 0.0
+            return self._local_answer(question, summary)
         messages = [
             {"role": "system", "content": self.system_prompt},
             {"role": "user", "content": self.prompt.format(summary=summary, question=question)},
         ]
-        reply = await llm_.acomplete(
-            self.caller, messages, temperature=0.0, max_tokens=self.max_tokens
-        )
-        return reply.text, reply.cost_usd if reply.cost_usd is not None else NAN
+        try:
+            reply = await llm_.acomplete(self.caller, messages, temperature=0.0,
+                                         max_tokens=self.max_tokens, allow_empty=True)  # fmt: skip
+        except ModelError as exc:  # this probe fails alone
+            return _Answer("", NAN, error=f"{type(exc).__name__}: {exc}"[:300])
+        count = get_token_counter(self.caller.model).count
+        text, cut = cut_to_tokens(reply.text, self.max_tokens, count)
+        return _Answer(text, reply.cost_usd if reply.cost_usd is not None else NAN, cut)
 
-    async def _grade_llm(self, probe: Probe, answer: str, llm_: CachedLLM) -> tuple[bool, float]:
+    async def _grade_llm(
+        self, probe: Probe, answer: _Answer, llm_: CachedLLM
+    ) -> tuple[float, float]:
+        """``(verdict, cost)``: 1.0 or 0.0, NaN when the reader or the grader failed."""
         assert self.grader is not None
-        if not answer.strip() or answer.strip(" .").upper() == "UNKNOWN":
-            return False, 0.0
+        span = answer_span(answer.text)
+        if answer.error is not None:
+            return NAN, 0.0
+        if not span or span.strip(" .").upper() == "UNKNOWN":
+            return 0.0, 0.0
         content = self.grader_prompt.format(
-            question=probe.question, expected=probe.answer, answer=answer
+            question=probe.question, expected=probe.answer, answer=span
         )
         messages = [
             {"role": "system", "content": self.grader_system_prompt},
             {"role": "user", "content": content},
         ]
-        reply = await llm_.acomplete(self.grader, messages, temperature=0.0, max_tokens=8)
-        return parse_grade(reply.text), reply.cost_usd if reply.cost_usd is not None else NAN
+        try:
+            reply = await llm_.acomplete(self.grader, messages, temperature=0.0, max_tokens=8)
+            verdict = float(parse_grade(reply.text))
+        except (ModelError, ValueError):  # this grade fails alone
+            return NAN, NAN
+        return verdict, reply.cost_usd if reply.cost_usd is not None else NAN
 
     def score(self, sample: Sample) -> Mapping[str, Score]:
         if not self.offline:
             return super().score(sample)
         probes = sample.case.probes
-        answers = [(self._local_answer(_question(p), sample.text), 0.0) for p in probes]
+        answers = [self._local_answer(_question(p), sample.text) for p in probes]
         return self._grade(sample, answers, None)
 
     async def ascore(self, sample: Sample, llm: CachedLLM) -> Mapping[str, Score]:
@@ -268,7 +294,7 @@ class ProbeQAScorer(BaseScorer):
         if self.grader is not None:
             graded = list(
                 await asyncio.gather(
-                    *(self._grade_llm(p, a, llm) for p, (a, _) in zip(probes, answers, strict=True))
+                    *(self._grade_llm(p, a, llm) for p, a in zip(probes, answers, strict=True))
                 )
             )
         return self._grade(sample, answers, graded)
@@ -276,8 +302,8 @@ class ProbeQAScorer(BaseScorer):
     def _grade(
         self,
         sample: Sample,
-        answers: list[tuple[str, float]],
-        graded: list[tuple[bool, float]] | None,
+        answers: list[_Answer],
+        graded: list[tuple[float, float]] | None,
     ) -> Mapping[str, Score]:
         probes = sample.case.probes
         metrics = ("exact", "fuzzy", "llm") if self.grader is not None else ("exact", "fuzzy")
@@ -286,31 +312,67 @@ class ProbeQAScorer(BaseScorer):
             return dict.fromkeys(metrics, none)
         outcomes: dict[str, list[float]] = {m: [] for m in metrics}
         wrong: list[str] = []
-        for index, (probe, (answer, _cost)) in enumerate(zip(probes, answers, strict=True)):
-            is_exact, is_fuzzy, _ = grade_answer(answer, probe.answer)
-            outcomes["exact"].append(float(is_exact))
-            outcomes["fuzzy"].append(float(is_fuzzy))
+        counted: dict[str, list[str]] = {"cut": [], "relative": [], "empty": []}
+        failed: dict[str, str] = {}
+        for index, (probe, answer) in enumerate(zip(probes, answers, strict=True)):
+            span = answer_span(answer.text)
+            if answer.error is not None:
+                failed[probe.id] = answer.error
+                is_exact = is_fuzzy = NAN
+            elif relative_date(span, probe.answer):
+                counted["relative"].append(probe.id)
+                is_exact = is_fuzzy = 0.0
+            else:
+                exact, fuzzy, _ = grade_answer(span, probe.answer)
+                is_exact, is_fuzzy = float(exact), float(fuzzy)
+            counted["cut"] += [probe.id] if answer.cut else []
+            counted["empty"] += [probe.id] if answer.error is None and not span else []
+            outcomes["exact"].append(is_exact)
+            outcomes["fuzzy"].append(is_fuzzy)
             if graded is not None:
-                outcomes["llm"].append(float(graded[index][0]))
-            if not is_fuzzy:
-                wrong.append(f"{probe.id}: expected {probe.answer!r}, got {answer[:60]!r}")
-        costs = [c for _, c in answers] + [c for _, c in graded or ()]
+                outcomes["llm"].append(graded[index][0])
+            if is_fuzzy == 0.0:
+                wrong.append(f"{probe.id}: expected {probe.answer!r}, got {span[:60]!r}")
+        costs = [a.cost for a in answers] + [c for _, c in graded or ()]
         cost = NAN if any(math.isnan(c) for c in costs) else sum(costs)
-        n = len(probes)
         reader = (
             f"{LOOKUP_READER} (lexical baseline)" if self.reader == LOOKUP_READER
             else str(getattr(self.reader, "__name__", self.reader))
         )  # fmt: skip
-        base = {"n": n, "wrong": wrong, "cost_usd": cost, "reader": reader,
-                "categories": [getattr(p, "category", None) for p in probes]}  # fmt: skip
+        base = {"wrong": wrong, "cost_usd": cost, "reader": reader, "failed": failed,
+                "answers": tuple(a.text for a in answers),
+                "categories": [getattr(p, "category", None) for p in probes],
+                **counted}  # fmt: skip
         why = "; ".join(wrong[:5]) + (f" (+{len(wrong) - 5} more)" if len(wrong) > 5 else "")
+        notes = [f"{len(ids)} {what}" for what, ids in (
+            ("answer(s) cut at max_tokens", counted["cut"]),
+            ("relative date(s) graded wrong", counted["relative"]),
+            ("empty answer(s)", counted["empty"]),
+            ("probe(s) failed, left out", list(failed)),
+        ) if ids]  # fmt: skip
         out: dict[str, Score] = {}
         for metric in metrics:
-            hits = int(sum(outcomes[metric]))
-            text = f"{hits}/{n} {metric}" + (f"; {why}" if why and metric == "fuzzy" else "")
-            meta = {**base, "items": tuple(outcomes[metric])}
-            out[metric] = Score(hits / n, text, meta)
+            done = [v for v in outcomes[metric] if not math.isnan(v)]
+            hits, n = int(sum(done)), len(done)
+            text = f"{hits}/{n} {metric}" + "".join(f"; {note}" for note in notes)
+            if why and metric == "fuzzy":
+                text += f"; {why}"
+            if failed and metric == "fuzzy":
+                text += "; failed: " + "; ".join(f"{k}: {v}" for k, v in list(failed.items())[:3])
+            meta = {**base, "n": n, "items": tuple(outcomes[metric])}
+            out[metric] = Score(hits / n if n else NAN, text, meta)
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    """A reader's reply to one probe: ``text`` (cut at ``max_tokens`` when ``cut``), ``cost``
+    in USD (NaN unknown), ``error`` when the call failed."""
+
+    text: str
+    cost: float = 0.0
+    cut: bool = False
+    error: str | None = None
 
 
 def _check_name(name: Any) -> str:

@@ -17,6 +17,14 @@ Then *exact* is the normalized reference occurring whole (word-bounded) in the n
 ``partial_ratio`` >= 85 (or the same characters spaced differently: ``250ms``) with every number
 of the reference present. ``UNKNOWN`` (the reader's "not in the notes") is neither.
 
+What is graded is the reader's *answer*, not all it wrote (:func:`answer_span`): the reply cut at
+the ``max_tokens`` the reader was asked for (:func:`cut_to_tokens`; a server may ignore it), then
+its first line that says something. Containment in the whole reply would credit a reader that
+echoes its notes with every answer in them (such a reader scored 21 % exact on full context and
+0 % with no notes). An answer that gives a date as relative to when it was said ("last Saturday",
+"two weeks ago") where the reference is a date is wrong, and counted (:func:`relative_date`):
+the reader is asked for the date, and every line of the notes carries one.
+
 The rules are written here rather than taken from a library: the date forms are a fixed list of
 patterns over one month table, and number words a small grammar (units, tens, hundred,
 thousand, million, ordinals); the libraries that parse them either guess one date per string
@@ -33,13 +41,17 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 
 __all__ = [
     "GRADER_PROMPT",
     "GRADER_SYSTEM_PROMPT",
+    "answer_span",
+    "cut_to_tokens",
     "grade_answer",
     "normalize_answer",
     "parse_grade",
+    "relative_date",
 ]
 
 _MONTHS = {
@@ -206,6 +218,78 @@ def grade_answer(answer: str, expected: str) -> tuple[bool, bool, float]:
     have = set(_numbers(reply))
     numbers_ok = all(n in have for n in _numbers(want))
     return exact, exact or (similarity >= 85.0 and numbers_ok), similarity
+
+
+_ANSWER_LABEL = re.compile(
+    r"^[\s*_#>\-]*(?:final\s+)?answer\s*[*_]*\s*[:：\-–]\s*[*_]*\s*", re.IGNORECASE
+)
+
+
+def answer_span(reply: str) -> str:
+    """The part of a reader's ``reply`` that is graded: its first line that says something,
+    without a leading ``Answer:`` label. A reader that echoes its notes, or answers and then
+    goes on, is graded on what it answered first.
+
+    >>> answer_span("Answer: 7 May 2023\\n\\nThe notes say so on line 3.")
+    '7 May 2023'
+    >>> answer_span("\\n  **Final answer:** Paris")
+    'Paris'
+    """
+    for line in str(reply).splitlines():
+        line = _ANSWER_LABEL.sub("", line).strip()
+        if line:
+            return line
+    return ""
+
+
+def cut_to_tokens(text: str, max_tokens: int, count: Callable[[str], int]) -> tuple[str, bool]:
+    """``text`` cut after as many whole words as fit in ``max_tokens`` (counted by ``count``),
+    and whether it was cut: a reply longer than the reader was allowed (a server that ignores
+    ``max_tokens``) is graded on what fits. Counts a few prefixes (a binary search), never
+    word by word.
+
+    >>> cut_to_tokens("one two three four", 2, lambda t: len(t.split()))
+    ('one two', True)
+    """
+    if count(text) <= max_tokens:
+        return text, False
+    words = re.findall(r"\S+\s*", text)
+    fits, over = 0, len(words)  # the longest prefix that fits has between fits and over - 1
+    while over - fits > 1:
+        middle = (fits + over) // 2
+        if count("".join(words[:middle]).rstrip()) <= max_tokens:
+            fits = middle
+        else:
+            over = middle
+    return "".join(words[:fits]).rstrip(), True
+
+
+_RELATIVE_DATE = re.compile(
+    r"\b(?:yesterday|today|tonight|tomorrow"
+    r"|(?:last|next|this|past|previous|coming|the\s+other)\s+"
+    r"(?:week(?:end)?|month|year|night|morning|afternoon|evening|day"
+    r"|(?:mon|tues|wednes|thurs|fri|satur|sun)day)"
+    r"|(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|a\s+few|few|several"
+    r"|a\s+couple\s+of|couple\s+of)\s+(?:days?|weeks?|months?|years?)\s+(?:ago|back|earlier))\b",
+    re.IGNORECASE,
+)
+_DATE_IN_NORMALIZED = re.compile(r"\b\d{4}-\d{2}(?:-\d{2})?\b")
+
+
+def relative_date(answer: str, expected: str) -> bool:
+    """Whether ``answer`` gives a date relative to when it was said ("last Saturday", "two
+    weeks ago") where ``expected`` holds a date, and does not give that date: such an answer is
+    wrong (the reader was asked for the date itself) and counted apart.
+
+    >>> relative_date("Last Saturday", "6 May 2023"), relative_date("6 May 2023", "6 May 2023")
+    (True, False)
+    >>> relative_date("last week", "a red bike")
+    False
+    """
+    want = normalize_answer(expected)
+    if not _DATE_IN_NORMALIZED.search(want) or _RELATIVE_DATE.search(str(answer)) is None:
+        return False
+    return f" {want} " not in f" {normalize_answer(answer)} "
 
 
 GRADER_SYSTEM_PROMPT = (

@@ -82,7 +82,8 @@ def _units(rows: pd.DataFrame, weighted: bool) -> Units:
         items = getattr(row, "items", None) if has_items else None
         if weighted and isinstance(items, str) and items.strip():
             for index, item in enumerate(items.split()):
-                out[(str(row.case), index)] = (float(item), 1.0)
+                if item != "nan":  # an item that failed alone (a probe's timed-out call)
+                    out[(str(row.case), index)] = (float(item), 1.0)
             continue
         number = float(row.value)
         if math.isnan(number):

@@ -1,0 +1,164 @@
+"""Grading a model reader as a researcher would want it graded (issue 26): what is graded is
+the answer, not everything the reader wrote; a relative date where a date is asked is wrong and
+counted; a probe whose call fails costs that probe, not the cell; an empty reply is an answer.
+
+The reader is a local OpenAI-compatible server (``tests/fakes``) that answers as a real small
+model was seen to: echoing its notes, rambling past ``max_tokens``, "last Saturday", nothing.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from pathlib import Path
+
+import pytest
+
+from fakes import FakeOpenAIServer, FakeRequest, Reply
+from memorylab.evaluate import ProbeQAScorer, cases_from_locomo, compare_summarizers
+from memorylab.evaluate.grading import answer_span, cut_to_tokens, relative_date
+from memorylab.llm import RetryPolicy
+
+LOCOMO = Path(__file__).parent / "data" / "locomo_sample.json"
+CASE = cases_from_locomo(LOCOMO)[0]
+ANSWERS = {p.question: p.answer for p in CASE.probes}
+
+
+def _notes(request: FakeRequest) -> str:
+    prompt = request.body["messages"][-1]["content"]
+    found = re.search(r"<notes>\n(.*)\n</notes>", prompt, re.DOTALL)
+    assert found is not None
+    return found.group(1)
+
+
+def _question(request: FakeRequest) -> str:
+    prompt = request.body["messages"][-1]["content"]
+    found = re.search(r"Question: (.*?)(?: \(asked on [^)]*\))?\n", prompt)
+    assert found is not None
+    return found.group(1)
+
+
+def _run(reply, tmp_path: Path, **reader_options: object):  # type: ignore[no-untyped-def]
+    with FakeOpenAIServer(reply) as server:
+        reader = ProbeQAScorer("openai/reader", llm_args={"api_base": server.base_url},
+                               **reader_options)  # type: ignore[arg-type]  # fmt: skip
+        result = compare_summarizers([CASE], ["memorylab/full", "memorylab/none"], [reader],
+                                     progress=False, cache_dir=None)  # fmt: skip
+    frame = result.frame.set_index(["summarizer", "metric"])
+    return frame
+
+
+def _exact(frame, summarizer: str = "memorylab/full") -> float:  # type: ignore[no-untyped-def]
+    return float(frame.loc[(summarizer, "exact"), "value"])
+
+
+def test_a_reader_that_echoes_its_notes_scores_as_a_reader_that_answers_nothing(
+    tmp_path: Path,
+) -> None:
+    """Before: the echo of the full history contained every answer, so it scored exact on each
+    probe whose answer is written out in the notes (here 3 of 5) against 0 with no notes."""
+    echo = _run(lambda request: Reply(_notes(request)), tmp_path, max_tokens=4096)
+    unknown = _run(Reply("UNKNOWN"), tmp_path)
+    assert _exact(echo) == _exact(unknown) == 0.0
+    assert _exact(echo, "memorylab/none") == 0.0
+
+
+def test_an_answer_followed_by_rambling_scores_as_the_answer_alone(tmp_path: Path) -> None:
+    def rambling(request: FakeRequest) -> Reply:
+        return Reply(f"{ANSWERS[_question(request)]}\n\nBecause the notes say:\n{_notes(request)}")
+
+    ramble = _run(rambling, tmp_path, max_tokens=4096)
+    alone = _run(lambda request: Reply(ANSWERS[_question(request)]), tmp_path)
+    assert _exact(ramble) == _exact(alone) == 1.0
+
+
+def test_a_reply_past_max_tokens_is_cut_and_counted(tmp_path: Path) -> None:
+    """A server that ignores ``max_tokens``: the answer after 200 words of preamble is never
+    reached within 16 tokens; the same answer first is."""
+
+    def late(request: FakeRequest) -> Reply:
+        return Reply("well " * 200 + ANSWERS[_question(request)])
+
+    frame = _run(late, tmp_path, max_tokens=16)
+    assert _exact(frame) == 0.0
+    explanation = frame.loc[("memorylab/full", "exact"), "explanation"]
+    assert f"{len(CASE.probes)} answer(s) cut at max_tokens" in explanation
+    early = _run(lambda r: Reply(ANSWERS[_question(r)] + " well" * 200), tmp_path, max_tokens=16)
+    assert _exact(early) == 1.0
+
+
+def test_a_relative_date_is_wrong_and_counted(tmp_path: Path) -> None:
+    def relative(request: FakeRequest) -> Reply:
+        question = _question(request)
+        return Reply("Last Monday" if question.startswith("When") else ANSWERS[question])
+
+    frame = _run(relative, tmp_path)
+    dated = sum(1 for p in CASE.probes if p.question.startswith("When"))
+    assert dated == 1
+    assert _exact(frame) == (len(CASE.probes) - dated) / len(CASE.probes)
+    assert "1 relative date(s) graded wrong" in frame.loc[("memorylab/full", "fuzzy"),
+                                                           "explanation"]  # fmt: skip
+
+
+def test_a_timed_out_probe_costs_one_probe(tmp_path: Path) -> None:
+    """Before: one timed-out probe turned the whole (case, summarizer) cell into one error row
+    and the other probes' answers were dropped."""
+
+    def slow_on_one(request: FakeRequest) -> Reply:
+        question = _question(request)
+        return Reply(ANSWERS[question], delay=3.0 if "laps" in question else 0.0)
+
+    frame = _run(slow_on_one, tmp_path, retry=RetryPolicy(timeout=0.5, retries=0))
+    row = frame.loc[("memorylab/full", "exact")]
+    assert row["error"] is None or row["error"] != row["error"]  # no error row
+    assert row["n"] == len(CASE.probes) - 1 and row["value"] == 1.0
+    assert "1 probe(s) failed, left out" in row["explanation"]
+    assert row["items"].split()[CASE.probes.index(
+        next(p for p in CASE.probes if "laps" in p.question))] == "nan"  # fmt: skip
+
+
+def test_an_empty_reply_is_no_answer_and_no_error(tmp_path: Path) -> None:
+    """Before: an empty reply raised ModelError in a task nobody awaited (a traceback at
+    shutdown) and the summarizer's row was missing without a word."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        frame = _run(Reply(None), tmp_path)
+    for summarizer in ("memorylab/full", "memorylab/none"):
+        row = frame.loc[(summarizer, "exact")]
+        assert row["value"] == 0.0 and row["n"] == len(CASE.probes)
+        assert f"{len(CASE.probes)} empty answer(s)" in row["explanation"]
+
+
+@pytest.mark.parametrize(
+    ("reply", "span"),
+    [
+        ("Answer: 11 March 2024\nThe notes say so.", "11 March 2024"),
+        ("\n\n**Final answer:** blue", "blue"),
+        ("", ""),
+        ("   \n  ", ""),
+        ("3 laps.", "3 laps."),
+    ],
+)
+def test_the_answer_span(reply: str, span: str) -> None:
+    assert answer_span(reply) == span
+
+
+def test_cut_to_tokens_keeps_the_longest_prefix_that_fits() -> None:
+    words = " ".join(f"w{i}" for i in range(100))
+    for limit in (1, 2, 17, 99, 100):
+        text, cut = cut_to_tokens(words, limit, lambda t: len(t.split()))
+        assert len(text.split()) == limit and cut == (limit < 100)
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected", "relative"),
+    [
+        ("last Saturday", "6 May 2023", True),
+        ("two weeks ago", "May 2023", True),
+        ("yesterday, 11 March 2024", "11 March 2024", False),  # the date is given
+        ("the week before", "a blue bowl", False),  # not a date question
+        ("11 March 2024", "11 March 2024", False),
+    ],
+)
+def test_relative_date(answer: str, expected: str, relative: bool) -> None:
+    assert relative_date(answer, expected) is relative
