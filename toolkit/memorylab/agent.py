@@ -164,13 +164,12 @@ class Agent:
             token_counter=self.token_counter,
             clock=clock,
         )
-        summarizer_args: dict[str, Any] = {}
-        if summarizer_model is None or summarizer_model.strip() not in summarizer_names():
-            summarizer_args = {"llm_args": self.llm_args, "timeout": self.retry.timeout}
+        named = summarizer_model is not None and summarizer_model.strip() in summarizer_names()
+        model_options = {"llm_args": self.llm_args, "timeout": self.retry.timeout}
         self.context_compressor = ContextCompressor(
             threshold=threshold,
             summarizer_model=summarizer_model,
-            summarizer_args=summarizer_args,
+            summarizer_args={} if named else model_options,
         )
         self._session: dict[str, Any] | None = None
 

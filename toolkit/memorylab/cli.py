@@ -197,10 +197,9 @@ def _stats(args: argparse.Namespace) -> int:
     check_model_name(args.model, "--model")
     frame = _read_frame(workspace, args, tokens=args.model)
     compactions = compactions_df(workspace)
-    grouped = frame.groupby("agent", observed=True)
     print(f"workspace: {workspace} (tokens counted as {args.model})")
     print(f"{'agent':<28} {'messages':>9} {'segments':>8} {'compactions':>11} {'tokens':>10}")
-    for agent, rows in grouped:
+    for agent, rows in frame.groupby("agent", observed=True):
         count = int((compactions["agent"] == agent).sum()) if len(compactions) else 0
         print(
             f"{agent!s:<28} {len(rows):>9,} {int(rows['segment'].max()) + 1:>8} {count:>11} "

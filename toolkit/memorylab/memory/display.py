@@ -233,14 +233,9 @@ def _document_meta(doc: MemoryDocument) -> list[tuple[str, str]]:
         fields.append(("conversation", doc.conversation_name))
     if doc.created is not None:
         fields.append(("created", _stamp(doc.created)))
-    fields.append(
-        (
-            "format",
-            f"memorylab/{doc.format_version}"
-            if doc.format_version is not None
-            else "reference (no version)",
-        )
-    )
+    version = doc.format_version
+    shown = "reference (no version)" if version is None else f"memorylab/{version}"
+    fields.append(("format", shown))
     if doc.continues:
         fields.append(("continues", doc.continues))
     fields.extend(doc.extra_header)

@@ -343,16 +343,15 @@ def _parse_header(
             found = _FORMAT_VALUE_RE.match(value)
             if found is None:
                 problems.add(here, "header", f"unknown format {value!r}")
-            elif int(found[1]) > FORMAT_VERSION:
+                continue
+            version = int(found[1])
+            if version > FORMAT_VERSION:
                 problems.add(
                     here,
                     "version",
                     f"written by a newer memorylab (format {found[1]}, this one reads up to "
                     f"{FORMAT_VERSION}): upgrade memorylab to read it",
                 )
-                version = int(found[1])
-            else:
-                version = int(found[1])
         elif key == "Continues":
             continues = value
         else:

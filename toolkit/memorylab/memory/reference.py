@@ -291,10 +291,8 @@ class ReferenceMethods(ConversationCore):
 
     def to_yaml(self) -> str:
         """The history as YAML (what :meth:`to_json` holds, readable by ``yaml.safe_load``)."""
-        text: str = _yaml().safe_dump(
-            json.loads(self.to_json()), sort_keys=False, allow_unicode=True
-        )
-        return text
+        yaml = _yaml()
+        return str(yaml.safe_dump(json.loads(self.to_json()), sort_keys=False, allow_unicode=True))
 
     # -- save files (the reference's JSON/YAML persistence, beside MEMORY.md) -------------------
 
