@@ -265,10 +265,9 @@ class LiteLLMSummarizer(BaseSummarizer):
             if content is None or not content.strip():
                 hint = " (finish_reason='length': raise max_tokens)" if finish == "length" else ""
                 raise EmptySummary(f"{self.model} ({what}) returned an empty summary{hint}")
-            prompt_tokens, completion_tokens = llm.response_usage(response)
-            cost = llm.response_cost(response)
+            usage, cost = llm.response_usage(response), llm.response_cost(response)
             text, cut = fit_to_budget(content.strip(), out_tokens, get_token_counter(self.model))
-            return _CallResult(text, prompt_tokens, completion_tokens, cost, cut)
+            return _CallResult(text, *usage, cost, cut)
 
         return check
 

@@ -102,8 +102,7 @@ _CLAUDE_MODEL = re.compile(r"(?:^|\.)claude(?:$|[-_.@:])", re.ASCII)
 
 def _bare_model_name(model: str) -> str:
     """Lower-case, no provider prefix: ``"openrouter/anthropic/Claude-3"`` -> ``"claude-3"``."""
-    name = model.strip().lower().rsplit("/", 1)[-1]
-    return name.removeprefix("ft:")
+    return model.strip().lower().rsplit("/", 1)[-1].removeprefix("ft:")
 
 
 def _classify(model: str | None) -> tuple[str, bool]:
