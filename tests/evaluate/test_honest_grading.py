@@ -21,7 +21,7 @@ from memorylab.llm import RetryPolicy
 
 LOCOMO = Path(__file__).parent / "data" / "locomo_sample.json"
 CASE = cases_from_locomo(LOCOMO)[0]
-ANSWERS = {p.question: p.answer for p in CASE.probes}
+ANSWERS = {p.question: p.answer for case in cases_from_locomo(LOCOMO) for p in case.probes}
 
 
 def _notes(request: FakeRequest) -> str:
@@ -162,3 +162,44 @@ def test_cut_to_tokens_keeps_the_longest_prefix_that_fits() -> None:
 )
 def test_relative_date(answer: str, expected: str, relative: bool) -> None:
     assert relative_date(answer, expected) is relative
+
+
+def _graded_table(grader_says: str, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A reader that answers right from notes and guesses without them; a grader that always
+    says ``grader_says`` (or, with "fair", says CORRECT only to the reference answer)."""
+    from memorylab.evaluate import summary_table
+
+    def script(request: FakeRequest) -> Reply:
+        content = request.body["messages"][-1]["content"]
+        if content.startswith("Question:"):  # the grader
+            if grader_says != "fair":
+                return Reply(grader_says)
+            reference = re.search(r"Reference answer: (.*)\n", content)
+            answer = re.search(r"Answer to grade: (.*)\n", content)
+            assert reference is not None and answer is not None
+            return Reply("CORRECT" if reference.group(1) in answer.group(1) else "WRONG")
+        notes = _notes(request).strip()
+        return Reply(ANSWERS[_question(request)] if notes else "a guess")
+
+    with FakeOpenAIServer(script) as server:
+        args = {"api_base": server.base_url}
+        reader = ProbeQAScorer("openai/reader", llm_args=args, grader="openai/grader",
+                               grader_args=args)  # fmt: skip
+        cases = cases_from_locomo(LOCOMO)
+        result = compare_summarizers(cases, ["memorylab/full", "memorylab/none"], [reader],
+                                     progress=False, cache_dir=None)  # fmt: skip
+    return summary_table(result)
+
+
+def test_a_grader_that_agrees_with_everything_is_named_in_the_table(tmp_path: Path) -> None:
+    """A small local grader said CORRECT to 248 of 256 answers: the table says why its column
+    measures nothing, and how far its grader agrees with exact match where that is certain."""
+    yes = _graded_table("CORRECT", tmp_path)
+    share, count = yes.grader_agreement["probe_qa.llm"]
+    assert share == 0.5 and count > 0  # right on every exact hit, wrong on every guess
+    notes = "\n".join(yes.notes())
+    assert "given no notes at all the floor scores 1.00" in notes
+    assert "below 90%, do not rank by probe_qa.llm" in notes
+    fair = _graded_table("fair", tmp_path)
+    assert fair.grader_agreement["probe_qa.llm"] == (1.0, count)
+    assert "do not rank" not in "\n".join(fair.notes())

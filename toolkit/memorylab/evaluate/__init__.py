@@ -61,8 +61,10 @@ from memorylab.evaluate.facts import extract_facts, fact_kept
 from memorylab.evaluate.grading import (
     GRADER_PROMPT,
     GRADER_SYSTEM_PROMPT,
+    answer_span,
     grade_answer,
     normalize_answer,
+    relative_date,
 )
 from memorylab.evaluate.plots import plot_cost_quality, plot_latency, plot_quality
 from memorylab.evaluate.scorers import (
@@ -74,6 +76,7 @@ from memorylab.evaluate.scorers import (
     register_scorer,
     scorer_names,
 )
+from memorylab.evaluate.tables import bootstrap_interval
 
 # The baselines were importable from here; they are summarizers of memorylab.compress.
 __getattr__ = _moved(
@@ -114,6 +117,8 @@ __all__ = [
     "Scorer",
     "SimilarityScorer",
     "SummaryTable",
+    "answer_span",
+    "bootstrap_interval",
     "cases_from_locomo",
     "cases_from_longmemeval",
     "cases_from_messages",
@@ -135,6 +140,7 @@ __all__ = [
     "plot_latency",
     "plot_quality",
     "register_scorer",
+    "relative_date",
     "scorer_names",
     "summary_table",
 ]

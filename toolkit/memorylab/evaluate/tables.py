@@ -19,7 +19,15 @@ together for two summarizers):
   difference reaches 0) measures nothing on these cases (``table.not_measuring``;
   marked ``†`` with a note);
 * **bias**: cells whose scorer flagged them (``fact_recall`` on extracted facts for the
-  extractive summarizer) are in ``table.biased`` (marked ``*``).
+  extractive summarizer) are in ``table.biased`` (marked ``*``);
+* **graders**: a ``<scorer>.llm`` column (a model grades the reader's answers) is only as good
+  as its grader. Where exact match is certain — an exact hit is right, and an answer given with
+  no notes at all (the floor) that is not an exact hit is wrong — the grader should agree with
+  it: ``table.grader_agreement`` holds how often it does and on how many answers, and the notes
+  say it, ranking several graders; below :data:`GRADER_TRUSTED` the column is not to be ranked
+  by. (A small local grader said CORRECT to 248 of 256 answers, "does not contain the answer"
+  and wrong dates among them.) A column whose floor scores 0.5 or more says so in its ``†``
+  note: the metric accepts answers that cannot be right.
 
 The bootstrap is written here with numpy (already there through pandas) rather than taken from
 ``scipy.stats.bootstrap``: scipy would be a new dependency of the core for one call, and the
@@ -46,6 +54,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
+    "GRADER_TRUSTED",
     "SummaryTable",
     "bootstrap_interval",
     "fact_survival_table",
@@ -54,6 +63,9 @@ __all__ = [
 ]
 
 _COST_SCORERS = frozenset({"compression", "latency", "cost"})
+GRADER_TRUSTED = 0.9
+"""The least agreement with exact match (where it is certain) of a grader whose ``llm`` column
+can be ranked by."""
 _BLOCK = 250  # resamples drawn at a time (memory: _BLOCK x units)
 
 
@@ -190,12 +202,25 @@ class SummaryTable(FormerFrame, TableResult):
     not_measuring: Mapping[str, str]
     biased: Mapping[str, list[str]]
     confidence: float = 0.95
+    grader_agreement: Mapping[str, tuple[float, int]] = dataclasses.field(default_factory=dict)
 
     _former: ClassVar[str] = "summary_table() (and fact_survival_table())"
 
     def notes(self) -> list[str]:
         notes = [f"† {column} measures nothing on these cases: {why}."
                  for column, why in self.not_measuring.items()]  # fmt: skip
+        graders = sorted(self.grader_agreement.items(), key=lambda item: -item[1][0])
+        for column, (share, count) in graders:
+            verdict = ("" if share >= GRADER_TRUSTED
+                       else f"; below {GRADER_TRUSTED:.0%}, do not rank by {column}")  # fmt: skip
+            notes.append(
+                f"{column}: its grader agrees with exact match on {share:.0%} of the {count} "
+                "answers where exact match is certain (an exact hit is right; an answer from "
+                f"no notes that is not one is wrong){verdict}."
+            )
+        if len(graders) > 1:
+            notes.append("Graders by that agreement: " + ", ".join(
+                f"{column} {share:.0%}" for column, (share, _) in graders) + ".")  # fmt: skip
         for column, labels in self.biased.items():
             notes.append(
                 f"* {column} is biased for {', '.join(labels)}: the facts were extracted by "
@@ -219,7 +244,8 @@ class SummaryTable(FormerFrame, TableResult):
 
         return dataclasses.replace(self, frame=frame, tied=kept(self.tied),
                                    not_measuring=kept(self.not_measuring),
-                                   biased=kept(self.biased))  # fmt: skip
+                                   biased=kept(self.biased),
+                                   grader_agreement=kept(self.grader_agreement))  # fmt: skip
 
 
 def _bounds(given: Mapping[str, str], labels: Sequence[str]) -> dict[str, str]:
@@ -289,7 +315,35 @@ def summary_table(
     table["cases"] = df.groupby("summarizer", sort=False)["case"].nunique().reindex(order)
     errors = df[df["metric"] == "error"].groupby("summarizer").size()
     table["errors"] = errors.reindex(order).fillna(0).astype(int)
-    return SummaryTable(table, bounds, **marks, confidence=confidence)
+    agreement = {column: value for column, value in _grader_agreement(ok, bounds.get("floor"))
+                 .items() if column in table.columns}  # fmt: skip
+    return SummaryTable(table, bounds, **marks, confidence=confidence,
+                        grader_agreement=agreement)  # fmt: skip
+
+
+def _grader_agreement(ok: pd.DataFrame, floor: str | None) -> dict[str, tuple[float, int]]:
+    """Per ``<scorer>.llm`` column: the share of answers where its grade equals exact match
+    where exact match is certain (an exact hit; an answer of the ``floor``, given no notes,
+    that is not one), and how many such answers there were."""
+    out: dict[str, tuple[float, int]] = {}
+    if "items" not in ok.columns:  # a long frame from before items were kept
+        return out
+    for scorer, rows in ok.groupby("scorer", sort=False):
+        keyed = rows.set_index(["case", "summarizer"])
+        exact = keyed[keyed["metric"] == "exact"]["items"]
+        graded = keyed[keyed["metric"] == "llm"]["items"]
+        agree = total = 0
+        for key, grades in graded.items():
+            hits = exact.get(key)
+            if not isinstance(grades, str) or not isinstance(hits, str):
+                continue
+            for hit, grade in zip(hits.split(), grades.split(), strict=False):
+                if "nan" not in (hit, grade) and (hit == "1" or key[1] == floor):
+                    total += 1
+                    agree += hit == grade
+        if total:
+            out[f"{scorer}.llm"] = (agree / total, total)
+    return out
 
 
 def _with_intervals(
@@ -352,11 +406,14 @@ def _with_intervals(
             gap, lo, _hi = _paired(units[ceiling], units[floor], confidence, resamples,
                                    _rng(seed, str(column), ceiling, floor))  # fmt: skip
             if not math.isnan(gap) and not lo > 0:  # no common items: nothing was scored
+                floor_mean = float(means[floor])
                 marks["not_measuring"][str(column)] = (
                     f"the ceiling ({ceiling}) is not clearly above the floor ({floor}): "
-                    f"{float(means[ceiling]):.2f} vs {float(means[floor]):.2f}, the "
+                    f"{float(means[ceiling]):.2f} vs {floor_mean:.2f}, the "
                     f"{confidence:.0%} interval of the gap reaches {lo:.2f}"
-                )
+                ) + (f"; given no notes at all the floor scores {floor_mean:.2f}: the metric "
+                     "accepts answers that cannot be right (an llm grade: its grader agrees "
+                     "with everything)" if floor_mean >= 0.5 else "")  # fmt: skip
     out = table.copy()
     for name in columns:
         out[name] = data[name]
