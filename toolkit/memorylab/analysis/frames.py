@@ -468,17 +468,22 @@ def _count(value: Any) -> int | None:
     return int(number) if math.isfinite(number) else None
 
 
-def _recorded(files: AgentFiles, records: Sequence[object]) -> list[dict[str, Any]]:
-    """The rows of the agent's ``compactions.jsonl`` records (its successful compactions)."""
-    import pandas as pd
-
-    compactions = [
+def _compactions(records: Iterable[object]) -> list[dict[str, Any]]:
+    """The successful compactions among ``compactions.jsonl``'s records."""
+    return [
         record
         for record in records
         if isinstance(record, dict)
         and record.get("kind", "compaction") == "compaction"
         and not record.get("error")
     ]
+
+
+def _recorded(files: AgentFiles, records: Sequence[object]) -> list[dict[str, Any]]:
+    """The rows of the agent's ``compactions.jsonl`` records (its successful compactions)."""
+    import pandas as pd
+
+    compactions = _compactions(records)
     times = pd.to_datetime(
         [str(r.get("time") or "") for r in compactions],
         format="ISO8601",

@@ -37,7 +37,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypedDict
 
-from memorylab.analysis.frames import _count, memory_df
+from memorylab.analysis.frames import _compactions, _count, memory_df
 from memorylab.compress.policy import (
     DEFAULT_THRESHOLD,
     Threshold,
@@ -401,13 +401,7 @@ def _records_of(frame: Any) -> list[dict[str, Any]]:
     memory_md = next(iter(folders)) / "MEMORY.md"
     if not MemoryPaths(memory_md).compactions.is_file():
         return []
-    return [
-        record
-        for record in MemoryStore(memory_md).records()
-        if isinstance(record, dict)
-        and record.get("kind", "compaction") == "compaction"
-        and not record.get("error")
-    ]
+    return _compactions(MemoryStore(memory_md).records())
 
 
 def _agent_of(frame: Any, records: Sequence[Mapping[str, Any]]) -> str | None:
