@@ -108,8 +108,7 @@ def _utc_micros(frame: pd.DataFrame) -> np.ndarray[Any, np.dtype[np.int64]]:
     if getattr(stamps.dt, "tz", None) is not None:
         stamps = stamps.dt.tz_convert("UTC").dt.tz_localize(None)
     values: np.ndarray[Any, Any] = np.asarray(stamps.to_numpy()).astype("datetime64[us]")
-    micros: np.ndarray[Any, np.dtype[np.int64]] = (values - np.datetime64(0, "us")).astype(np.int64)
-    return micros
+    return (values - np.datetime64(0, "us")).astype(np.int64)
 
 
 def from_frame(frame: pd.DataFrame, *, drop_summaries: bool) -> Transcript:
@@ -215,10 +214,6 @@ def summary_overhead(counter: MemoCounter, stamp: str, role: str = "System") -> 
     return counter(fmt.history_line(role, SUMMARY_PREFIX, stamp))
 
 
-def separator_tokens(counter: MemoCounter) -> int:
-    return counter("\n\n")
-
-
 @dataclass(frozen=True)
 class EntryTokens:
     """Tokens of each row as the model reads it, and of the separator between rows."""
@@ -236,7 +231,7 @@ def entry_tokens(frame: pd.DataFrame, model: str | None) -> EntryTokens:
         ),
         drop_summaries=False,
     )
-    return EntryTokens(transcript.tokens(counter), separator_tokens(counter))
+    return EntryTokens(transcript.tokens(counter), counter("\n\n"))
 
 
 # --------------------------------------------------------------------------- the preload

@@ -308,13 +308,13 @@ class _FastEngine:
 
     def __init__(self, run: _Run, size: SummarySize) -> None:
         from memorylab.analysis import _fast
-        from memorylab.analysis._transcript import separator_tokens, summary_overhead
+        from memorylab.analysis._transcript import summary_overhead
 
         self.run, self.size = run, size
         data = run.transcript
         counter = run.counter
         self.tokens = data.tokens(counter)
-        self.prefix = _fast.Prefix.of(self.tokens, separator_tokens(counter), run.checks)
+        self.prefix = _fast.Prefix.of(self.tokens, counter("\n\n"), run.checks)
         stamp = data.stamps[0] if len(data) else "2000-01-01T00:00:00.000000+00:00"
         self.overhead = summary_overhead(counter, stamp)
         self.whens = data.datetimes()
