@@ -203,3 +203,28 @@ def test_a_grader_that_agrees_with_everything_is_named_in_the_table(tmp_path: Pa
     fair = _graded_table("fair", tmp_path)
     assert fair.grader_agreement["probe_qa.llm"] == (1.0, count)
     assert "do not rank" not in "\n".join(fair.notes())
+
+
+def test_every_question_left_out_is_counted_by_category(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Before: the session split dropped questions whose evidence spans sessions (337 of
+    LoCoMo's, 270 of its 282 multi-hop) without a count; only unanswered ones were counted."""
+    from memorylab.evaluate import dropped_questions
+    from memorylab.evaluate.cli import main
+
+    sessions = cases_from_locomo(LOCOMO)
+    kept = sum(len(c.probes) for c in sessions)
+    dropped = dropped_questions(sessions)
+    assert dropped == {"no answer": {"adversarial": 1},
+                       "spans sessions": {"multi-hop": 1, "open-domain": 1}}  # fmt: skip
+    whole = cases_from_locomo(LOCOMO, split="conversation")
+    assert dropped_questions(whole) == {"no answer": {"adversarial": 1}}
+    total = sum(len(c.probes) for c in whole)
+    assert kept + 2 == total  # every question is kept or counted
+    assert sessions[0].metadata["dropped"] == sessions[1].metadata["dropped"]  # one sample
+    assert main([str(LOCOMO), "--split", "session", "--no-progress", "--no-cache",
+                 "-s", "memorylab/full"]) == 0
+    out = capsys.readouterr().out
+    assert "2 whose evidence spans sessions (--split conversation keeps them) (multi-hop 1, " \
+           "open-domain 1)" in out  # fmt: skip

@@ -42,6 +42,7 @@ from memorylab.evaluate.cases import (
     cases_from_messages,
     cases_from_transcripts,
     cases_from_workspace,
+    dropped_questions,
 )
 from memorylab.evaluate.compare import (
     BASELINES,
@@ -126,6 +127,7 @@ __all__ = [
     "cases_from_workspace",
     "compare_summarizers",
     "default_cache_dir",
+    "dropped_questions",
     "estimate_cost",
     "extract_facts",
     "fact_kept",

@@ -29,6 +29,7 @@ import itertools
 import json
 import os
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,6 +55,7 @@ __all__ = [
     "cases_from_messages",
     "cases_from_transcripts",
     "cases_from_workspace",
+    "dropped_questions",
 ]
 
 Split = Literal["whole", "session", "window"]
@@ -417,6 +419,12 @@ def cases_from_locomo(
     all of them), with its category (:data:`LOCOMO_CATEGORIES`); questions without an answer
     (the adversarial ones have ``adversarial_answer`` instead) are left out and counted in
     ``metadata["unanswered"]``.
+
+    Every question left out is counted, by reason and category, in each case's
+    ``metadata["dropped"]`` (``{reason: {category: count}}``, the sample's counts: sum them
+    over samples with :func:`dropped_questions`): ``"no answer"``; with ``split="session"``
+    also ``"spans sessions"`` (its evidence lies in more than one session: 270 of LoCoMo's 282
+    multi-hop questions; the conversation split keeps them) and ``"no evidence"``.
     """
     if split not in ("session", "conversation"):
         raise InvalidSetting(f"split must be 'session' or 'conversation', not {split!r}")
@@ -459,10 +467,13 @@ def cases_from_locomo(
             raise _bad(path, "LoCoMo", f"{sample_id}: 'qa' must be a list")
         probes: list[tuple[set[int], Probe]] = []
         unanswered = 0
+        dropped: dict[str, Counter[str]] = {}
         for q_index, item in enumerate(questions):
             answer = _answer(item.get("answer")) if isinstance(item, Mapping) else None
             if answer is None or not str(item.get("question") or "").strip():
                 unanswered += 1
+                label = item.get("category") if isinstance(item, Mapping) else None
+                dropped.setdefault("no answer", Counter())[_category_name(label)] += 1
                 continue
             evidence = " ".join(map(str, item.get("evidence") or ()))
             where = {int(m.group(1)) for m in _DIA.finditer(evidence)}
@@ -471,6 +482,11 @@ def cases_from_locomo(
                 f"{sample_id}-q{q_index + 1}", None, str(item["question"]).strip(), answer,
                 category=None if category is None else str(category),
             )))  # fmt: skip
+        if split == "session":
+            for where, probe in probes:
+                if len(where) != 1:
+                    reason = "spans sessions" if where else "no evidence"
+                    dropped.setdefault(reason, Counter())[_category_name(probe.category)] += 1
         groups = (
             [(f"#s{i}", [i], m) for i, m in sessions]
             if split == "session"
@@ -490,10 +506,35 @@ def cases_from_locomo(
                 source=str(path),
                 metadata={"benchmark": "locomo", "sample_id": sample_id, "sessions": indices,
                           "unanswered": unanswered,
+                          "dropped": {reason: dict(counts) for reason, counts in dropped.items()},
                           "speakers": [conversation.get("speaker_a"),
                                        conversation.get("speaker_b")]},
             ))  # fmt: skip
     return cases
+
+
+def _category_name(category: Any) -> str:
+    """A LoCoMo category number as its name (:data:`LOCOMO_CATEGORIES`), else as written."""
+    if category is None:
+        return "unknown"
+    return LOCOMO_CATEGORIES.get(str(category), str(category))
+
+
+def dropped_questions(cases: Sequence[Case]) -> dict[str, dict[str, int]]:
+    """The questions the benchmark's loader left out of ``cases``, ``{reason: {category:
+    count}}`` over the samples the cases come from (each sample counted once, however many
+    cases it makes)."""
+    total: dict[str, Counter[str]] = {}
+    seen: set[Any] = set()
+    for case in cases:
+        key = (case.source, case.metadata.get("sample_id"))
+        dropped = case.metadata.get("dropped")
+        if key in seen or not isinstance(dropped, Mapping):
+            continue
+        seen.add(key)
+        for reason, counts in dropped.items():
+            total.setdefault(str(reason), Counter()).update(counts)
+    return {reason: dict(counts.most_common()) for reason, counts in total.items()}
 
 
 def _longmem_stamp(text: Any) -> str | None:

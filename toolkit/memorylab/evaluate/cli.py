@@ -53,6 +53,7 @@ from memorylab.console import (
 from memorylab.errors import InvalidSetting
 
 if TYPE_CHECKING:
+    from memorylab.evaluate.cases import Case
     from memorylab.evaluate.compare import ComparisonResult, SummaryTable
 
 __all__ = ["add_compare_arguments", "load_cases", "main", "run_compare"]
@@ -227,6 +228,25 @@ def _key_columns(columns: Sequence[str]) -> list[str]:
     return list(chosen.values())
 
 
+_DROPPED_WHY = {
+    "no answer": "without an answer",
+    "spans sessions": "whose evidence spans sessions (--split conversation keeps them)",
+    "no evidence": "without evidence",
+}
+
+
+def _dropped_note(cases: Sequence[Case]) -> str:
+    """The questions the benchmark's loader left out, by reason and category, in a sentence."""
+    from memorylab.evaluate.cases import dropped_questions
+
+    parts = [
+        f"{sum(counts.values())} {_DROPPED_WHY.get(reason, reason)} ("
+        + ", ".join(f"{category} {count}" for category, count in counts.items()) + ")"
+        for reason, counts in dropped_questions(cases).items()
+    ]
+    return f"Questions left out of these cases: {'; '.join(parts)}." if parts else ""
+
+
 def _terminal_table(marks: SummaryTable) -> str:
     """The key columns of :func:`~memorylab.evaluate.summary_table` as markdown for a
     terminal: compression as ``144×``, latency in seconds, cost in USD, rates as percentages
@@ -378,6 +398,9 @@ def _run(args: argparse.Namespace, local_base: str | None) -> int:
         print(markdown_table(table, percent=shares))
     else:
         print(_terminal_table(summary_table(result)))
+    dropped = _dropped_note(cases)
+    if dropped:
+        print(f"\n{dropped}")
     run = result.run
     print(
         f"\n{len(cases)} cases x {len(set(df['summarizer']))} summarizers; model requests "
