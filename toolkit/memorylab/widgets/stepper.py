@@ -29,90 +29,42 @@ from memorylab.widgets._common import View, import_widgets, status_html
 
 __all__ = ["CompactionStepper", "DEMO_SCRIPT"]
 
-DEMO_SCRIPT: tuple[Mapping[str, str], ...] = (
-    {
-        "role": "User",
-        "content": "Set up the nightly ETL for the sales warehouse. The source "
-        "database is on port 5433 and the output goes to /srv/etl/out/sales.parquet.",
-    },
-    {
-        "role": "Agent",
-        "content": "Understood. I will read the schema first, then write the "
-        "extract step. Plan: 1) inspect tables, 2) extract, 3) transform, 4) load, 5) schedule.",
-    },
-    {
-        "role": "Tool Executor",
-        "content": "tables: orders (2.4M rows), customers (180k rows), "
-        "refunds (31k rows); orders.created_at is a timestamp without time zone.",
-    },
-    {
-        "role": "Agent",
-        "content": "The orders table has no time zone, so I will read "
-        "created_at as UTC. Decision: extract incrementally by created_at, one day per run.",
-    },
-    {
-        "role": "User",
-        "content": "Good. Keep refunds in a separate file, we audit them "
-        "monthly. And never drop rows with a null customer_id; flag them instead.",
-    },
-    {
-        "role": "Agent",
-        "content": "Noted: refunds go to /srv/etl/out/refunds.parquet, and "
-        "rows with a null customer_id get flagged with customer_missing = true.",
-    },
-    {
-        "role": "Tool Executor",
-        "content": "ran: python -m etl.extract --since 2026-01-04 "
-        "--table orders -> 6,912 rows in 2.1 s; 14 rows with customer_id NULL.",
-    },
-    {
-        "role": "Agent",
-        "content": "Extract works: 6,912 orders for one day, 14 of them "
-        "flagged. Next I will write the transform that joins customers and converts currencies.",
-    },
-    {
-        "role": "User",
-        "content": "Use the ECB reference rates for currency conversion, "
-        "cached in /srv/etl/cache/ecb_rates.csv. Amounts must end up in EUR.",
-    },
-    {
-        "role": "Agent",
-        "content": "The transform now joins customers, converts every amount "
-        "to EUR with the cached ECB rates and keeps the original currency in amount_src_ccy.",
-    },
-    {
-        "role": "Tool Executor",
-        "content": "ran: pytest tests/test_transform.py -q -> 12 passed in 0.84 s",
-    },
-    {
-        "role": "Agent",
-        "content": "All 12 transform tests pass. Loading next: the warehouse "
-        "table is sales.fact_orders, written with an upsert on order_id.",
-    },
-    {
-        "role": "User",
-        "content": "Schedule it at 02:30 UTC and send failures to "
-        "#data-alerts. Retries: at most 3, five minutes apart.",
-    },
-    {
-        "role": "Agent",
-        "content": "Scheduled: cron '30 2 * * *' (UTC), 3 retries, 5 minutes "
-        "apart, failures posted to #data-alerts. The ETL is ready for a first nightly run.",
-    },
-    {
-        "role": "Tool Executor",
-        "content": "nightly run 2026-01-05 02:30 UTC: extract 7,104 "
-        "rows, transform ok, load ok (upserted 7,104), total 41 s.",
-    },
-    {
-        "role": "User",
-        "content": "Great. What was the source port again, and where do the refunds go?",
-    },
-    {
-        "role": "Agent",
-        "content": "The source database is on port 5433, and refunds are "
-        "written to /srv/etl/out/refunds.parquet.",
-    },
+_DEMO_LINES = (
+    "User: Set up the nightly ETL for the sales warehouse. The source database is on port 5433 "
+    "and the output goes to /srv/etl/out/sales.parquet.",
+    "Agent: Understood. I will read the schema first, then write the extract step. Plan: 1) "
+    "inspect tables, 2) extract, 3) transform, 4) load, 5) schedule.",
+    "Tool Executor: tables: orders (2.4M rows), customers (180k rows), refunds (31k rows); "
+    "orders.created_at is a timestamp without time zone.",
+    "Agent: The orders table has no time zone, so I will read created_at as UTC. Decision: "
+    "extract incrementally by created_at, one day per run.",
+    "User: Good. Keep refunds in a separate file, we audit them monthly. And never drop rows with "
+    "a null customer_id; flag them instead.",
+    "Agent: Noted: refunds go to /srv/etl/out/refunds.parquet, and rows with a null customer_id "
+    "get flagged with customer_missing = true.",
+    "Tool Executor: ran: python -m etl.extract --since 2026-01-04 --table orders -> 6,912 rows in "
+    "2.1 s; 14 rows with customer_id NULL.",
+    "Agent: Extract works: 6,912 orders for one day, 14 of them flagged. Next I will write the "
+    "transform that joins customers and converts currencies.",
+    "User: Use the ECB reference rates for currency conversion, cached in "
+    "/srv/etl/cache/ecb_rates.csv. Amounts must end up in EUR.",
+    "Agent: The transform now joins customers, converts every amount to EUR with the cached ECB "
+    "rates and keeps the original currency in amount_src_ccy.",
+    "Tool Executor: ran: pytest tests/test_transform.py -q -> 12 passed in 0.84 s",
+    "Agent: All 12 transform tests pass. Loading next: the warehouse table is sales.fact_orders, "
+    "written with an upsert on order_id.",
+    "User: Schedule it at 02:30 UTC and send failures to #data-alerts. Retries: at most 3, five "
+    "minutes apart.",
+    "Agent: Scheduled: cron '30 2 * * *' (UTC), 3 retries, 5 minutes apart, failures posted to "
+    "#data-alerts. The ETL is ready for a first nightly run.",
+    "Tool Executor: nightly run 2026-01-05 02:30 UTC: extract 7,104 rows, transform ok, load ok "
+    "(upserted 7,104), total 41 s.",
+    "User: Great. What was the source port again, and where do the refunds go?",
+    "Agent: The source database is on port 5433, and refunds are written to "
+    "/srv/etl/out/refunds.parquet.",
+)
+DEMO_SCRIPT: tuple[Mapping[str, str], ...] = tuple(
+    dict(zip(("role", "content"), line.split(": ", 1), strict=True)) for line in _DEMO_LINES
 )
 """The default script: an ETL task whose facts (a port, paths, a schedule) must survive."""
 
