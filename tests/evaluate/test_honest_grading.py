@@ -228,3 +228,69 @@ def test_every_question_left_out_is_counted_by_category(
     out = capsys.readouterr().out
     assert "2 whose evidence spans sessions (--split conversation keeps them) (multi-hop 1, " \
            "open-domain 1)" in out  # fmt: skip
+
+
+def test_a_local_model_is_cached_by_what_it_is_not_where_it_listens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: the key held the server's api_base, so a local server on a new port (the
+    default) missed every entry, and another GGUF on the same port got the first one's
+    answers. ``local_server`` records what it serves (``served_model``); the fake servers here
+    stand in for two runs of it."""
+    from memorylab import llm
+
+    cache = tmp_path / "cache"
+    qwen = {"gguf_sha256": "a" * 64, "n_ctx": 4096}
+    smol = {"gguf_sha256": "b" * 64, "n_ctx": 4096}
+
+    def run(server: FakeOpenAIServer, served: dict[str, object]) -> int:
+        monkeypatch.setitem(llm._SERVED, server.base_url.rstrip("/"), served)
+        reader = ProbeQAScorer("openai/local", llm_args={"api_base": server.base_url})
+        compare_summarizers([CASE], ["memorylab/full"], [reader], progress=False,
+                            cache_dir=cache)  # fmt: skip
+        return server.request_count
+
+    with FakeOpenAIServer("Ines Duarte") as first:
+        assert run(first, qwen) == len(CASE.probes)
+        first_base = first.base_url
+    with FakeOpenAIServer("Ines Duarte") as second:  # the same model, a new port
+        assert second.base_url != first_base
+        assert run(second, qwen) == 0
+        assert run(second, smol) == len(CASE.probes)  # another model, the same port
+
+
+def test_an_interrupted_run_says_one_line_and_the_rerun_repeats_no_finished_call(
+    tmp_path: Path,
+) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    cache = tmp_path / "cache"
+    total = sum(len(c.probes) for c in cases_from_locomo(LOCOMO, split="session"))
+    command = [sys.executable, "-m", "memorylab.evaluate.cli", str(LOCOMO), "--split", "session",
+               "--no-progress", "--cache-dir", str(cache), "-s", "memorylab/full",
+               "--reader", "openai/r", "--concurrency", "1"]  # fmt: skip
+    with FakeOpenAIServer(Reply("Ines Duarte", delay=0.3)) as server:
+        run = subprocess.Popen([*command, "--api-base", server.base_url], text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env={**os.environ, "PYTHONWARNINGS": "default"})  # fmt: skip
+        deadline = time.monotonic() + 60
+        while not list(cache.rglob("*.json")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        run.send_signal(signal.SIGINT)
+        _, err = run.communicate(timeout=60)
+        finished = len(list(cache.rglob("*.json")))
+        assert run.returncode == 130
+        assert err.strip().splitlines() == [
+            f"memorylab: interrupted; every call that finished is cached in {cache}: the same "
+            "command goes on from there"
+        ]
+        assert 1 <= finished < total
+        before = server.request_count
+        done = subprocess.run([*command, "--api-base", server.base_url], capture_output=True,
+                              text=True, timeout=120)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert server.request_count - before == total - finished

@@ -11,6 +11,7 @@ not installed; ``.ci/run`` installs both (llama-cpp-python from a cached wheel) 
 from __future__ import annotations
 
 import importlib.util
+import re
 import socket
 import time
 import urllib.request
@@ -99,3 +100,38 @@ def test_a_model_file_the_server_cannot_load_fails_with_its_log(tmp_path: Path) 
     ):
         pass  # pragma: no cover - never reached
     assert "its log ends" in str(caught.value)
+
+
+# Instruction sets that only a build for the builder's own CPU (GGML_NATIVE) compiles in: a
+# wheel holding them dies with SIGILL where the CPU advertises them but cannot run them (AMX:
+# `tileloadd` in ggml_backend_amx_mul_mat, issue 26), or lacks them.
+NATIVE_ONLY = ("AVX512", "AVX_VNNI", "AMX", "AVX512_BF16", "AVX512_VNNI", "AVX512_VBMI")
+
+
+def test_the_local_model_is_built_portably() -> None:
+    import llama_cpp
+
+    info = llama_cpp.llama_print_system_info().decode()
+    compiled = set(re.findall(r"(\w+) = 1", info))
+    assert "AVX2" in compiled or "NEON" in compiled, info  # a real CPU build was found
+    assert not {name for name in compiled if name.startswith(NATIVE_ONLY)}, (
+        f"llama-cpp-python was built for the builder's CPU ({info.strip()}): build it with "
+        "CMAKE_ARGS='-DGGML_NATIVE=OFF' (see .ci/run)"
+    )
+
+
+def test_the_server_ignores_its_settings_in_the_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``llama_cpp.server`` reads variables such as ``CACHE`` as its settings (with
+    ``CACHE=/some/dir`` it exited 1); the server gets the environment without them. While it
+    runs, the cache knows what model answers at its address."""
+    from memorylab.llm import served_model
+
+    monkeypatch.setenv("CACHE", str(tmp_path / "some-dir"))
+    monkeypatch.setenv("N_CTX", "12")
+    with local_server(MODEL, context_window=512, server_args=["--n_threads", "1"]) as api_base:
+        served = served_model(api_base)
+        assert served is not None and served["n_ctx"] == 512
+        assert len(str(served["gguf_sha256"])) == 64
+    assert served_model(api_base) is None

@@ -84,6 +84,7 @@ __all__ = [
     "response_cost",
     "response_usage",
     "retry_policy",
+    "served_model",
     "token_prices",
 ]
 
@@ -704,12 +705,51 @@ def _free_port(host: str) -> int:
     return port
 
 
-def _log_tail(path: str, lines: int = 15) -> str:
+def _log_excerpt(path: str, lines: int = 15) -> str:
+    """The end of a server's log, after its first lines that name an error (a bad setting is
+    reported at the top, then the server prints its whole help text)."""
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
-            return "".join(handle.readlines()[-lines:]).strip()
+            text = handle.readlines()
     except OSError:
         return ""
+    errors = [line for line in text[:-lines] if re.search(r"error|invalid|exception", line, re.I)]
+    cause = "".join(errors[:5])
+    return (f"{cause}...\n" if cause else "") + "".join(text[-lines:]).strip()
+
+
+_SERVED: dict[str, dict[str, Any]] = {}
+"""The model behind each ``api_base`` that :func:`local_server` is serving in this process."""
+
+
+def served_model(api_base: str) -> dict[str, Any] | None:
+    """What a model served by :func:`local_server` at ``api_base`` is — its GGUF file's SHA-256
+    and the settings that change its answers — or None for any other endpoint. The cache keys a
+    local model by this, not by where it listens: a server on a new port (the default) finds
+    its answers again, and another model on the same port never gets the first one's."""
+    return _SERVED.get(api_base.rstrip("/"))
+
+
+@functools.lru_cache(maxsize=16)
+def _file_sha256(path: str, size: int, mtime_ns: int) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 22):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _server_environment() -> dict[str, str]:
+    """This process's environment without the variables ``llama_cpp.server`` would read as
+    its settings (pydantic settings: ``CACHE``, ``N_CTX``, ``MODEL``, ``PORT`` ... in any case,
+    and ``CONFIG_FILE``): a user's ``CACHE=/some/dir`` made the server exit."""
+    from llama_cpp.server.settings import ModelSettings, ServerSettings
+
+    names = {name.lower() for cls in (ModelSettings, ServerSettings) for name in cls.model_fields}
+    names.add("config_file")
+    return {key: value for key, value in os.environ.items() if key.lower() not in names}
 
 
 @contextlib.contextmanager
@@ -731,7 +771,10 @@ def local_server(
     ``GET /v1/models`` (at most ``startup_timeout`` seconds; a server that exits or does not
     answer in time raises :class:`~memorylab.errors.ModelUnavailable` with the end of its log),
     and stopped when the block ends, also on an error. ``server_args`` are passed on
-    (``["--n_threads", "2"]``). Needs the ``local`` extra:
+    (``["--n_threads", "2"]``). The server gets this process's environment without the
+    variables it would read as its own settings, and a session of its own. While it runs,
+    :func:`served_model` tells the cache what model answers at its ``api_base``. Needs the
+    ``local`` extra:
     ``pip install 'memorylab[local]'`` (llama-cpp-python with its server).
     """
     import importlib.util
@@ -762,16 +805,21 @@ def local_server(
         sys.executable, "-m", "llama_cpp.server", "--model", path, "--host", host,
         "--port", str(chosen), "--n_ctx", str(context_window), *map(str, server_args),
     ]  # fmt: skip
-    process = subprocess.Popen(
-        command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
-    )
+    # A session of its own: a Ctrl-C at the terminal stops memorylab, which stops the server
+    # (below) after the calls in flight have ended, instead of killing it under them.
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                               stdin=subprocess.DEVNULL, env=_server_environment(),
+                               start_new_session=True)  # fmt: skip
+    info = os.stat(path)
+    identity = {"gguf_sha256": _file_sha256(os.path.realpath(path), info.st_size,
+                                            info.st_mtime_ns), "n_ctx": context_window}  # fmt: skip
     try:
         deadline = time.monotonic() + float(startup_timeout)
         while True:
             if process.poll() is not None:
                 raise ModelUnavailable(
                     f"llama.cpp's server exited (code {process.returncode}) before it answered; "
-                    f"its log ends:\n{_log_tail(log.name)}"
+                    f"its log:\n{_log_excerpt(log.name)}"
                 )
             try:
                 with urllib.request.urlopen(f"{base}/models", timeout=2) as answer:
@@ -782,11 +830,13 @@ def local_server(
             if time.monotonic() > deadline:
                 raise ModelUnavailable(
                     f"llama.cpp's server did not answer on {base} within {startup_timeout:g} s; "
-                    f"raise startup_timeout=. Its log ends:\n{_log_tail(log.name)}"
+                    f"raise startup_timeout=. Its log:\n{_log_excerpt(log.name)}"
                 )
             time.sleep(0.25)
+        _SERVED[base] = identity
         yield base
     finally:
+        _SERVED.pop(base, None)
         if process.poll() is None:
             process.terminate()
             try:
