@@ -156,12 +156,6 @@ def to_micros(value: datetime | str) -> int:
     return (when - _EPOCH) // timedelta(microseconds=1)
 
 
-def _timestamp_of(value: Any, index: int) -> int:
-    if value is None or value == "":
-        return int(_synthetic(index + 1)[-1])
-    return to_micros(value)
-
-
 def positions(transcript: Transcript, times: Sequence[datetime]) -> list[int]:
     """For each time, the first message at or after it (left out: none, or the first message)."""
     micros = transcript.utc_us
@@ -188,7 +182,11 @@ def from_messages(messages: Sequence[Mapping[str, Any]]) -> Transcript:
             continue
         roles.append(str(message["role"]))
         contents.append(content)
-        micros.append(_timestamp_of(message.get("timestamp"), index))
+        stamp = message.get("timestamp")
+        if stamp is None or stamp == "":
+            micros.append(int(_synthetic(index + 1)[-1]))
+        else:
+            micros.append(to_micros(stamp))
     return Transcript(roles, contents, np.array(micros, dtype=np.int64))
 
 

@@ -262,8 +262,7 @@ class CompactionStepper(View):
         self.conversation.add(str(message["role"]), message.get("content"))
         self.position += 1
         self._clock.now += timedelta(seconds=30)
-        event = self.compressor.compress(self.conversation, self.context_length)
-        self.last_event = event
+        event = self.last_event = self.compressor.compress(self.conversation, self.context_length)
         self._refresh()
         return event
 
