@@ -294,3 +294,58 @@ def test_an_interrupted_run_says_one_line_and_the_rerun_repeats_no_finished_call
                               text=True, timeout=120)  # fmt: skip
         assert done.returncode == 0, done.stderr
         assert server.request_count - before == total - finished
+
+
+def test_a_run_prints_its_plan_and_counts_requests(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: the bar counted (case, summarizer) pairs and sat at 0/42 for 30 of 38 minutes,
+    and nothing said before the first call what the run would send."""
+    from memorylab.evaluate import plan_comparison
+
+    cases = cases_from_locomo(LOCOMO)
+    probes = sum(len(c.probes) for c in cases)
+    with FakeOpenAIServer("Ines Duarte") as server:
+        reader = ProbeQAScorer("openai/reader", llm_args={"api_base": server.base_url})
+        plan = plan_comparison(cases, ["memorylab/full", "memorylab/none"], [reader],
+                               cache_dir=tmp_path / "cache")  # fmt: skip
+        assert plan.requests == 2 * probes and plan.seconds is None
+        result = compare_summarizers(cases, ["memorylab/full", "memorylab/none"], [reader],
+                                     cache_dir=tmp_path / "cache")  # fmt: skip
+        assert server.request_count == plan.requests == result.run["planned_requests"]
+    err = capsys.readouterr().err
+    assert f"plan: {2 * probes} model requests (0 more cached)" in err
+    assert "time unknown (openai/reader: no measured speed)" in err
+    assert "request" in err  # the bar's unit
+
+
+def test_a_run_over_max_seconds_is_refused_before_its_first_call(tmp_path: Path) -> None:
+    from memorylab.errors import BudgetExceeded
+    from memorylab.llm import ModelSpeed
+
+    with FakeOpenAIServer("Ines Duarte") as server:
+        reader = ProbeQAScorer("openai/reader", llm_args={"api_base": server.base_url})
+        slow = {"openai/reader": ModelSpeed(read=10.0, write=1.0)}
+        with pytest.raises(BudgetExceeded, match="above max_seconds=60"):
+            compare_summarizers([CASE], ["memorylab/full"], [reader], progress=False,
+                                cache_dir=None, max_seconds=60, speeds=slow)  # fmt: skip
+        with pytest.raises(BudgetExceeded, match="needs the time of every model"):
+            compare_summarizers([CASE], ["memorylab/full"], [reader], progress=False,
+                                cache_dir=None, max_seconds=60)  # fmt: skip
+        assert server.request_count == 0
+        fast = {"openai/reader": ModelSpeed(read=1e6, write=1e6)}
+        compare_summarizers([CASE], ["memorylab/full"], [reader], progress=False,
+                            cache_dir=None, max_seconds=60, speeds=fast)  # fmt: skip
+        assert server.request_count == len(CASE.probes)
+
+
+def test_measure_speed_reads_the_servers_usage() -> None:
+    from memorylab.llm import measure_speed
+
+    with FakeOpenAIServer(Reply("one two", delay=0.2, prompt_tokens=600,
+                                completion_tokens=30)) as server:  # fmt: skip
+        speed = measure_speed("openai/m", api_base=server.base_url, api_key="x")
+        assert server.request_count == 2
+        assert server.requests[0]["max_tokens"] == 1
+    # each call took at least its 0.2 s delay
+    assert 0 < speed.read <= 600 / 0.2 and 0 < speed.write <= 30 / 0.2

@@ -71,6 +71,7 @@ __all__ = [
     "ChatReply",
     "DEFAULT_CONTEXT_WINDOW",
     "ErrorRule",
+    "ModelSpeed",
     "RetryPolicy",
     "achat",
     "bundled_model_map",
@@ -80,6 +81,7 @@ __all__ = [
     "error_rule",
     "import_litellm",
     "local_server",
+    "measure_speed",
     "model_context_length",
     "response_cost",
     "response_usage",
@@ -691,6 +693,44 @@ async def achat(
     """:func:`chat` with ``litellm.acompletion``."""
     caller, kwargs, check = _chat_call(model, messages, tools, retry, llm_args)
     return await caller.acall(kwargs, "", check)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSpeed:
+    """How fast a model reads its prompt and writes its reply, in tokens per second, measured
+    by :func:`measure_speed` (what a run's time is estimated from)."""
+
+    read: float
+    write: float
+
+    def seconds(self, input_tokens: float, output_tokens: float) -> float:
+        return input_tokens / self.read + output_tokens / self.write
+
+
+def measure_speed(
+    model: str, *, prompt_words: int = 200, reply_tokens: int = 24, **llm_args: Any
+) -> ModelSpeed:
+    """A short warm-up of ``model`` (two calls): one reads a prompt of ``prompt_words`` random
+    words and writes one token, one reads a line and writes ``reply_tokens``; the tokens each
+    took come from the server's usage. The words are new each time, so no prompt cache of the
+    server applies. For a model on this machine, whose speed no price list knows."""
+    import secrets
+
+    def timed(content: str, max_tokens: int) -> tuple[float, ChatReply]:
+        started = time.perf_counter()
+        reply = chat(model, [{"role": "user", "content": content}], temperature=0.0,
+                     max_tokens=max_tokens, **llm_args)  # fmt: skip
+        return time.perf_counter() - started, reply
+
+    words = " ".join(secrets.token_hex(3) for _ in range(check_int("prompt_words", prompt_words,
+                                                                    10)))  # fmt: skip
+    read_s, read = timed(f"{words}\nReply with one word.", 1)
+    write_s, wrote = timed(f"{secrets.token_hex(4)}: count from one to fifty in words.",
+                           check_int("reply_tokens", reply_tokens, 2))  # fmt: skip
+    read_tokens = read.input_tokens or prompt_words * 3
+    written = wrote.output_tokens or reply_tokens
+    # The second call also read a short prompt, the first wrote one token: both are small.
+    return ModelSpeed(read=read_tokens / max(read_s, 1e-6), write=written / max(write_s, 1e-6))
 
 
 # --------------------------------------------------------------------------- a local model server

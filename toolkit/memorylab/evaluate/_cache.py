@@ -245,10 +245,12 @@ class RunStats:
         self.unpriced_calls = 0
         self.failed_calls = 0
         self.max_cost_usd = max_cost_usd
+        self.on_request: Callable[[], None] | None = None  # a progress bar counting requests
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         del state["_lock"]
+        state["on_request"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -269,6 +271,8 @@ class RunStats:
             self.cache_hits += 1
 
     def spent(self, cost: float | None, *, answered: bool = True) -> None:
+        if self.on_request is not None:
+            self.on_request()
         with self._lock:
             self.requests += 1
             if not answered:

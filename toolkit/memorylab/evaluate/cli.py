@@ -124,6 +124,11 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
         "limit)",
     )  # fmt: skip
     parser.add_argument(
+        "--max-seconds", type=bounded_int(1, 10**7, "seconds"), metavar="S",
+        help="refuse to start when the planned time is above this (needs every model's speed: "
+        "the --local-model is measured by a short warm-up)",
+    )  # fmt: skip
+    parser.add_argument(
         "--table", choices=("summary", "fact-survival"), default="summary",
         help="what to print: the key columns of the summary or the per-category fact survival",
     )  # fmt: skip
@@ -406,6 +411,11 @@ def _run(args: argparse.Namespace, local_base: str | None) -> int:
         judge_model, judge_args = model(args.judge) if args.judge else (None, {})
         scorers.append(get_scorer("judge", model=judge_model, llm_args=judge_args))
     cache_dir: Any = False if args.no_cache else (args.cache_dir or True)
+    speeds = {}
+    if local_base:  # a short warm-up: the plan's time (and the first load of the model)
+        from memorylab.llm import measure_speed
+
+        speeds["openai/local"] = measure_speed("openai/local", api_base=local_base)
     result = compare_summarizers(
         cases,
         summarizers,
@@ -413,6 +423,8 @@ def _run(args: argparse.Namespace, local_base: str | None) -> int:
         concurrency=args.concurrency,
         cache_dir=cache_dir,
         max_cost_usd=args.max_cost,
+        max_seconds=args.max_seconds,
+        speeds=speeds,
         progress=not args.no_progress,
         max_tokens=args.max_tokens,
         summarizer_args={"llm_args": llm_args} if llm_args else None,

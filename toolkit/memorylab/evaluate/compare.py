@@ -21,6 +21,12 @@ cases already have), or any :class:`~memorylab.Summarizer` object.
   :class:`~memorylab.errors.BudgetExceeded` is raised and nothing is sent. Models without a
   litellm price count as 0 in the estimate and are named in the result's ``run``. During the
   run, calls stop once the money spent reaches the limit.
+* Plan and progress: before its first call a comparison that sends model requests works out
+  its :class:`Plan` (:func:`plan_comparison`: the requests not in the cache, their tokens, their
+  cost, and their time for the models whose speed is known, ``speeds=``, measured by
+  :func:`memorylab.llm.measure_speed`), prints it with the progress bar, and refuses a run over
+  ``max_cost_usd`` or ``max_seconds``. The bar counts requests, so its rate and time left are
+  those of the model calls, not of the (case, summarizer) pairs.
 * Scale-out: ``executor`` (any :class:`concurrent.futures.Executor`, e.g. a Dask
   ``distributed.Client.get_executor()``) runs each (case, summarizer) as a job; the cache is
   shared through ``cache_dir``.
@@ -30,9 +36,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,6 +69,7 @@ from memorylab.evaluate.tables import (
     markdown_table,
     summary_table,
 )
+from memorylab.llm import ModelSpeed
 from memorylab.validation import check_int, check_number
 
 if TYPE_CHECKING:
@@ -73,12 +82,14 @@ __all__ = [
     "DEFAULT_SCORERS",
     "EXISTING",
     "ExistingSummaries",
+    "Plan",
     "SummaryTable",
     "compare_summarizers",
     "default_cache_dir",
     "estimate_cost",
     "fact_survival_table",
     "markdown_table",
+    "plan_comparison",
     "resolve_summarizers",
     "summary_table",
 ]
@@ -193,6 +204,114 @@ def _check_settings(concurrency: Any, max_cost_usd: Any, max_tokens: Any) -> Non
         check_int("max_tokens", max_tokens, 1)
 
 
+# --------------------------------------------------------------------------- the plan
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Plan:
+    """What a comparison will send, known before its first call (:func:`plan_comparison`):
+    ``calls``, :func:`estimate_cost`'s table (per model: requests, the cached ones, tokens at
+    their upper bound, USD), and ``speeds``, the models whose speed is known."""
+
+    calls: pd.DataFrame
+    speeds: Mapping[str, ModelSpeed]
+
+    @property
+    def requests(self) -> int:
+        """Model requests not in the cache."""
+        return int(self.calls["calls"].sum())
+
+    @property
+    def usd(self) -> float:
+        return float(self.calls["usd"].sum())
+
+    @property
+    def seconds(self) -> float | None:
+        """The requests' time, one at a time (a local server answers one at a time), with
+        output at its upper bound; None when a model that gets requests has no known speed."""
+        total = 0.0
+        for row in self.calls.itertuples():
+            if row.calls:
+                speed = self.speeds.get(str(row.model))
+                if speed is None:
+                    return None
+                total += speed.seconds(row.input_tokens, row.output_tokens)
+        return total
+
+    def __repr__(self) -> str:
+        return f"Plan({self.text()!r})"
+
+    def text(self) -> str:
+        """The plan in one line."""
+        calls = self.calls
+        seconds = self.seconds
+        unknown = [m for m, n in zip(calls["model"], calls["calls"], strict=True)
+                   if n and m not in self.speeds]  # fmt: skip
+        when = (f"~{_duration(seconds)} at most" if seconds is not None
+                else f"time unknown ({', '.join(unknown)}: no measured speed)")  # fmt: skip
+        speeds = "; ".join(f"{model} reads {speed.read:,.0f} and writes {speed.write:,.0f} "
+                           "tokens/s" for model, speed in self.speeds.items())  # fmt: skip
+        return (f"plan: {self.requests:,} model requests ({int(calls['cached_calls'].sum()):,} "
+                f"more cached), ~{int(calls['input_tokens'].sum()):,} tokens read, <= "
+                f"{int(calls['output_tokens'].sum()):,} written, ${self.usd:.4f}, {when}"
+                + (f" ({speeds})" if speeds else ""))  # fmt: skip
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def plan_comparison(
+    cases: Case | Iterable[Case],
+    summarizers: SummarizerSpec | Sequence[SummarizerSpec] | Mapping[str, SummarizerSpec],
+    scorers: ScorerSpec | Sequence[ScorerSpec] = DEFAULT_SCORERS,
+    *,
+    cache_dir: str | os.PathLike[str] | bool | LLMCache | None = True,
+    max_tokens: int | None = None,
+    summarizer_args: Mapping[str, Any] | None = None,
+    speeds: Mapping[str, ModelSpeed] | None = None,
+) -> Plan:
+    """What :func:`compare_summarizers` with these arguments would send (:class:`Plan`):
+    :func:`estimate_cost`'s table, timed with ``speeds`` (``{model: ModelSpeed}``, from
+    :func:`memorylab.llm.measure_speed`; the model names as the table writes them)."""
+    calls = estimate_cost(cases, summarizers, scorers, cache_dir=cache_dir,
+                          max_tokens=max_tokens, summarizer_args=summarizer_args)  # fmt: skip
+    return Plan(calls, dict(speeds or {}))
+
+
+def _check_plan(plan: Plan, max_cost_usd: float | None, max_seconds: float | None) -> None:
+    if max_cost_usd is not None and plan.usd > max_cost_usd:
+        lines = "; ".join(
+            f"{r.model}: {int(r.calls)} calls, ~{int(r.input_tokens):,} in / "
+            f"{int(r.output_tokens):,} out tokens, ${r.usd:.4f}"
+            for r in plan.calls.itertuples()
+            if r.usd > 0
+        )
+        raise BudgetExceeded(
+            f"the estimated cost of this comparison is ${plan.usd:.4f}, above max_cost_usd="
+            f"{max_cost_usd:g} ({lines}). Compare fewer cases or summarizers, use cheaper "
+            "models, lower max_tokens, or raise max_cost_usd."
+        )
+    if max_seconds is not None and plan.requests:
+        seconds = plan.seconds
+        if seconds is None:
+            raise BudgetExceeded(
+                f"max_seconds={max_seconds:g} needs the time of every model this comparison "
+                f"calls: {plan.text()}. Give speeds={{model: memorylab.llm.measure_speed(model, "
+                "...)}} or leave max_seconds out."
+            )
+        if seconds > max_seconds:
+            raise BudgetExceeded(
+                f"this comparison may take {_duration(seconds)}, above max_seconds="
+                f"{max_seconds:g} ({plan.text()}). Compare fewer cases or summarizers, lower "
+                "max_tokens, or raise max_seconds."
+            )
+
+
 # --------------------------------------------------------------------------- running
 
 
@@ -203,7 +322,8 @@ async def _run_all(
 
     async def one(case: Case, label: str, summarizer: Any) -> Any:
         result = await run_unit(case, label, summarizer, scorers, ctx)
-        bar.update(1)
+        if bar is not None:  # else the bar counts requests
+            bar.update(1)
         return result
 
     return list(await asyncio.gather(*(one(c, label, s) for c, label, s in units)))
@@ -262,6 +382,8 @@ def compare_summarizers(
     max_tokens: int | None = None,
     summarizer_args: Mapping[str, Any] | None = None,
     with_summaries: bool | None = None,
+    max_seconds: float | None = None,
+    speeds: Mapping[str, ModelSpeed] | None = None,
 ) -> ComparisonResult:
     """Summarize every case with every summarizer, score the summaries (module docstring).
 
@@ -276,6 +398,10 @@ def compare_summarizers(
             folder, or ``None``/``False`` for no cache.
         max_cost_usd: the cost guard: estimate first and raise
             :class:`~memorylab.errors.BudgetExceeded` above it; stop sending at it.
+        max_seconds: the time guard: raise :class:`~memorylab.errors.BudgetExceeded` when the
+            plan's time is above it, or unknown (a model without a speed in ``speeds``).
+        speeds: ``{model: ModelSpeed}`` (:func:`memorylab.llm.measure_speed`) for the plan's
+            time.
         executor: a :class:`concurrent.futures.Executor` that runs each (case, summarizer) as
             a job (Dask's ``client.get_executor()``, a process pool).
         progress: show a progress bar.
@@ -299,30 +425,30 @@ def compare_summarizers(
     resolved = resolve_summarizers(summarizers, summarizer_args)
     scorer_list = _resolve_scorers(scorers)
     cache = _cache(cache_dir)
+    if max_seconds is not None:
+        check_number("max_seconds", max_seconds, 0, strict=True, unit="s")
     stats = RunStats(max_cost_usd)
-    estimate = None
-    if max_cost_usd is not None:
-        estimate = estimate_cost(items, resolved, scorer_list, cache_dir=cache or False,
-                                 max_tokens=max_tokens)  # fmt: skip
-        total = float(estimate["usd"].sum())
-        if total > max_cost_usd:
-            lines = "; ".join(
-                f"{r.model}: {int(r.calls)} calls, ~{int(r.input_tokens):,} in / "
-                f"{int(r.output_tokens):,} out tokens, ${r.usd:.4f}"
-                for r in estimate.itertuples()
-                if r.usd > 0
-            )
-            raise BudgetExceeded(
-                f"the estimated cost of this comparison is ${total:.4f}, above max_cost_usd="
-                f"{max_cost_usd:g} ({lines}). Compare fewer cases or summarizers, use cheaper "
-                "models, lower max_tokens, or raise max_cost_usd."
-            )
+    plan = None
+    models = any(not s.offline for s in scorer_list) or any(
+        not s.local for s in resolved.values())  # fmt: skip
+    if max_cost_usd is not None or max_seconds is not None or (progress and models):
+        plan = plan_comparison(items, resolved, scorer_list, cache_dir=cache or False,
+                               max_tokens=max_tokens, speeds=speeds)  # fmt: skip
+        _check_plan(plan, max_cost_usd, max_seconds)
     units = [(case, label, s) for case in items for label, s in resolved.items()]
-    bar = tqdm(total=len(units), desc="compare", unit="summary", disable=not progress, leave=False)
+    by_request = plan is not None and plan.requests > 0 and executor is None
+    bar = tqdm(total=plan.requests if by_request and plan else len(units), desc="compare",
+               unit="request" if by_request else "summary", disable=not progress,
+               leave=False)  # fmt: skip
+    if plan is not None and plan.requests and progress:
+        bar.write(plan.text(), file=sys.stderr)
+    if by_request:
+        stats.on_request = lambda: bar.update(1)
     try:
         if executor is None:
             ctx = Context(cache, stats, concurrency, max_tokens)
-            results = run_sync(lambda: _run_all(units, scorer_list, ctx, bar))
+            results = run_sync(lambda: _run_all(units, scorer_list, ctx,
+                                                None if by_request else bar))  # fmt: skip
         else:
             results = _run_executor(units, scorer_list, executor, cache, concurrency,
                                     max_tokens, stats, bar)  # fmt: skip
@@ -330,10 +456,12 @@ def compare_summarizers(
         bar.close()
     rows = [row for unit_rows, _ in results for row in unit_rows]
     frame = _frame(rows, COLUMNS)
-    run: dict[str, Any] = {**stats.as_dict(), "estimate_usd": None, "unpriced_models": []}
-    if estimate is not None:
-        run["estimate_usd"] = float(estimate["usd"].sum())
-        run["unpriced_models"] = sorted(estimate.loc[~estimate["priced"], "model"])
+    run: dict[str, Any] = {**stats.as_dict(), "estimate_usd": None, "unpriced_models": [],
+                           "planned_requests": None}  # fmt: skip
+    if plan is not None:
+        run["estimate_usd"] = plan.usd
+        run["unpriced_models"] = sorted(plan.calls.loc[~plan.calls["priced"], "model"])
+        run["planned_requests"] = plan.requests
     bounds = {label: str(b) for label, s in resolved.items() if (b := getattr(s, "bound", None))}
     made = FormerComparison if with_summaries else ComparisonResult
     if with_summaries is not None:
