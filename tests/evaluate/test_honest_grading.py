@@ -21,7 +21,8 @@ from memorylab.llm import RetryPolicy
 
 LOCOMO = Path(__file__).parent / "data" / "locomo_sample.json"
 CASE = cases_from_locomo(LOCOMO)[0]
-ANSWERS = {p.question: p.answer for case in cases_from_locomo(LOCOMO) for p in case.probes}
+ANSWERS = {p.question: p.answer for case in cases_from_locomo(LOCOMO, split="conversation")
+           for p in case.probes}
 
 
 def _notes(request: FakeRequest) -> str:
@@ -349,3 +350,37 @@ def test_measure_speed_reads_the_servers_usage() -> None:
         assert server.requests[0]["max_tokens"] == 1
     # each call took at least its 0.2 s delay
     assert 0 < speed.read <= 600 / 0.2 and 0 < speed.write <= 30 / 0.2
+
+
+def test_the_answers_are_in_the_result_and_tabled_by_category_in_probes(tmp_path: Path) -> None:
+    """Before: the readers' answers were only in the cache's JSON, and a per-category table
+    needed the items matched to probes by hand (summary_table counts cases)."""
+    from memorylab.errors import InvalidSetting
+    from memorylab.evaluate import probe_table
+
+    def answer(request: FakeRequest) -> Reply:
+        question = _question(request)
+        wrong = question.startswith("When") or not _notes(request).strip()
+        return Reply("UNKNOWN" if wrong else ANSWERS[question])
+
+    whole = cases_from_locomo(LOCOMO, split="conversation")
+    with FakeOpenAIServer(answer) as server:
+        reader = ProbeQAScorer("openai/reader", llm_args={"api_base": server.base_url})
+        result = compare_summarizers(whole, ["memorylab/full", "memorylab/none"], [reader],
+                                     progress=False, cache_dir=None)  # fmt: skip
+    answers = result.answers
+    probes = sum(len(c.probes) for c in whole)
+    assert len(answers) == 2 * probes
+    full = answers[answers.summarizer == "memorylab/full"].set_index("probe")
+    assert full.loc["demo-1-q2", "answer"] == "Ines Duarte" and full.loc["demo-1-q2", "exact"] == 1
+    assert full.loc["demo-1-q1", "category"] == "temporal" and full.loc["demo-1-q1", "exact"] == 0
+    table = probe_table(result).frame
+    temporal = next(c for c in table.columns if c.startswith("temporal (n="))
+    overall = next(c for c in table.columns if c.startswith("overall (n="))
+    assert overall == f"overall (n={probes})"
+    assert table.loc["memorylab/full", temporal] == 0.0
+    wrong = sum(1 for c in whole for p in c.probes if p.question.startswith("When"))
+    assert table.loc["memorylab/full", overall] == (probes - wrong) / probes
+    assert table.loc["memorylab/none", overall] == 0.0
+    with pytest.raises(InvalidSetting, match=r"no answers for 'judge\.overall'"):
+        probe_table(result, "judge.overall")

@@ -79,7 +79,7 @@ from memorylab.evaluate.scorers import (
     register_scorer,
     scorer_names,
 )
-from memorylab.evaluate.tables import bootstrap_interval
+from memorylab.evaluate.tables import bootstrap_interval, probe_table
 
 # The baselines were importable from here; they are summarizers of memorylab.compress.
 __getattr__ = _moved(
@@ -145,6 +145,7 @@ __all__ = [
     "plot_cost_quality",
     "plot_latency",
     "plot_quality",
+    "probe_table",
     "register_scorer",
     "relative_date",
     "scorer_names",

@@ -44,6 +44,12 @@ COLUMNS = (
 """The long frame's columns. ``items``: the outcome of each item (fact, probe) the value
 averages, space-separated in the case's order (the unit the confidence intervals resample);
 ``flag``: ``"biased"`` for a value the scorer marked so."""
+ANSWER_COLUMNS = (
+    "case", "summarizer", "scorer", "probe", "category", "question", "expected", "answer",
+)  # fmt: skip
+"""The answers frame's first columns (:attr:`ComparisonResult.answers`): one row per probe a
+reader answered, then one column per metric of its scorer (``exact``, ``fuzzy``, ``llm``: 1, 0,
+or NaN for a probe whose call failed)."""
 SUMMARY_COLUMNS = (
     "case", "summarizer", "text", "model", "input_tokens", "output_tokens", "cost_usd",
     "latency_s", "chunks", "truncated", "cached", "error",
@@ -64,6 +70,8 @@ class ComparisonResult(FormerFrame, TableResult):
     run: Mapping[str, Any]
     bounds: Mapping[str, str]
     quality: Mapping[str, bool]
+    answers: pd.DataFrame = dataclasses.field(default_factory=lambda: _empty(ANSWER_COLUMNS))
+    """The readers' answers, one row per probe (:data:`ANSWER_COLUMNS`)."""
 
     _former: ClassVar[str] = "compare_summarizers()"
 
@@ -87,11 +95,10 @@ class ComparisonResult(FormerFrame, TableResult):
     def of(cls, results: ComparisonResult | pd.DataFrame) -> ComparisonResult:
         """``results`` itself, or a long-form frame of scores as a result with nothing else
         known (no summaries, counters, bounds or quality marks)."""
-        import pandas as pd
 
         if isinstance(results, ComparisonResult):
             return results
-        return cls(results, pd.DataFrame(columns=list(SUMMARY_COLUMNS)), {}, {}, {})
+        return cls(results, _empty(SUMMARY_COLUMNS), {}, {}, {})
 
     @classmethod
     def concat(cls, parts: Sequence[ComparisonResult]) -> ComparisonResult:
@@ -106,7 +113,8 @@ class ComparisonResult(FormerFrame, TableResult):
         return cls(pd.concat([p.frame for p in parts], ignore_index=True),
                    pd.concat([p.summaries for p in parts], ignore_index=True), run,
                    {k: v for p in parts for k, v in p.bounds.items()},
-                   {k: v for p in parts for k, v in p.quality.items()})  # fmt: skip
+                   {k: v for p in parts for k, v in p.quality.items()},
+                   pd.concat([p.answers for p in parts], ignore_index=True))  # fmt: skip
 
 
 class FormerComparison(FormerPair, ComparisonResult):
@@ -212,6 +220,39 @@ def _row(case: str, label: str, scorer: str, metric: str, value: float, n: Any,
     return dict(zip(COLUMNS, values, strict=True))
 
 
+def _empty(columns: Sequence[str]) -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame(columns=list(columns))
+
+
+def _answer_rows(sample: Sample, scorer: str, scores: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per probe that a scorer reported answers for (``metadata["answers"]``, in the
+    case's probe order), with each of its metrics' outcome for that probe."""
+    from memorylab.evaluate.cases import LOCOMO_CATEGORIES
+
+    probes = sample.case.probes
+    metas = {m: s.metadata for m, s in scores.items() if isinstance(s.metadata, Mapping)}
+    answers = next((m["answers"] for m in metas.values() if "answers" in m), None)
+    if answers is None or len(answers) != len(probes):
+        return []
+    locomo = sample.case.metadata.get("benchmark") == "locomo"
+    rows = []
+    for index, (probe, answer) in enumerate(zip(probes, answers, strict=True)):
+        category = probe.category
+        if locomo and category is not None:
+            category = LOCOMO_CATEGORIES.get(str(category), category)
+        row = dict(zip(ANSWER_COLUMNS, (sample.case.id, sample.summarizer, scorer, probe.id,
+                                        category, probe.question, probe.answer, answer),
+                       strict=True))  # fmt: skip
+        for metric, meta in metas.items():
+            items = meta.get("items")
+            if isinstance(items, tuple | list) and len(items) == len(probes):
+                row[str(metric)] = float(items[index])
+        rows.append(row)
+    return rows
+
+
 def _items(metadata: Mapping[str, Any]) -> str | None:
     items = metadata.get("items")
     if not isinstance(items, tuple | list) or not items:
@@ -236,7 +277,15 @@ async def _score(scorer: Scorer, sample: Sample, ctx: Context) -> list[dict[str,
         flag = "biased" if meta.get("biased") else None
         rows.append(_row(case, label, scorer.name, str(metric), score.value, meta.get("n"),
                          score.explanation, None, _items(meta), flag))  # fmt: skip
+    answers = _answer_rows(sample, scorer.name, scores)
+    if answers and rows:  # carried by the first row (not a column of the frame)
+        rows[0][ANSWERS_KEY] = answers
     return rows
+
+
+ANSWERS_KEY = "_answers"
+"""The key of a score row that carries its scorer's answer rows to :attr:`ComparisonResult
+.answers` (the frame takes only :data:`COLUMNS`)."""
 
 
 def _summary_record(case: Case, label: str, summary: Summary | None, cached: bool,

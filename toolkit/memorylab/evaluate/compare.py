@@ -50,6 +50,8 @@ from memorylab.compress.summarizers import get_summarizer, summarizer_names
 from memorylab.errors import BudgetExceeded, InvalidSetting
 from memorylab.evaluate._cache import LLMCache, RunStats
 from memorylab.evaluate._engine import (
+    ANSWER_COLUMNS,
+    ANSWERS_KEY,
     COLUMNS,
     EXISTING,
     SUMMARY_COLUMNS,
@@ -358,9 +360,14 @@ def _run_executor(
     return results
 
 
-def _frame(rows: list[dict[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
+def _frame(rows: list[dict[str, Any]], columns: Sequence[str], *, extra: bool = False
+           ) -> pd.DataFrame:  # fmt: skip
+    """The rows as a frame of ``columns`` (other keys dropped), or ``columns`` first then the
+    other keys in order of appearance (``extra``)."""
     import pandas as pd
 
+    if extra:
+        columns = [*columns, *dict.fromkeys(k for r in rows for k in r if k not in columns)]
     frame = pd.DataFrame(rows, columns=list(columns))
     if "value" in frame:
         frame["value"] = frame["value"].astype(float)
@@ -472,7 +479,10 @@ def compare_summarizers(
             stacklevel=2,
         )
     summaries = _frame([record for _, record in results], SUMMARY_COLUMNS)
-    return made(frame, summaries, run, bounds, {s.name: bool(s.quality) for s in scorer_list})
+    answers = _frame([a for row in rows for a in row.get(ANSWERS_KEY, ())], ANSWER_COLUMNS,
+                     extra=True)  # fmt: skip
+    return made(frame, summaries, run, bounds, {s.name: bool(s.quality) for s in scorer_list},
+                answers)  # fmt: skip
 
 
 # --------------------------------------------------------------------------- cost estimate

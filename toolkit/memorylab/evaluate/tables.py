@@ -59,6 +59,7 @@ __all__ = [
     "bootstrap_interval",
     "fact_survival_table",
     "markdown_table",
+    "probe_table",
     "summary_table",
 ]
 
@@ -418,6 +419,52 @@ def _with_intervals(
     for name in columns:
         out[name] = data[name]
     return out[columns]
+
+
+def probe_table(
+    results: ComparisonResult,
+    metric: str = "probe_qa.exact",
+    *,
+    confidence: float = 0.95,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> SummaryTable:
+    """The share of probes answered right, per question category (columns, then ``overall``)
+    and summarizer (rows), counted in probes: from the result's ``answers`` (one row per
+    probe), so a category needs no matching of items to probes by hand. ``metric`` is
+    ``<scorer>.<metric>`` (``probe_qa.exact``, ``probe_qa[local].llm`` ...). Each column is
+    named with its number of probes (``temporal (n=64)``; a probe whose call failed is not
+    counted), each cell has its bootstrap interval over those probes (``.lo`` / ``.hi``)."""
+    import pandas as pd
+
+    result = ComparisonResult.of(results)
+    scorer, _, name = metric.rpartition(".")
+    answers = result.answers
+    rows = answers[answers["scorer"] == scorer] if "scorer" in answers.columns else answers
+    if rows.empty or name not in rows.columns:
+        known = sorted({f"{s}.{m}" for s in answers.get("scorer", ()) for m in answers.columns
+                        if m not in ("case", "summarizer", "scorer", "probe", "category",
+                                     "question", "expected", "answer")})  # fmt: skip
+        raise InvalidSetting(f"no answers for {metric!r} in the result; known: {known or 'none'}")
+    rows = rows.assign(category=rows["category"].fillna("uncategorized").astype(str))
+    order = list(dict.fromkeys(rows["summarizer"]))
+    groups = [*dict.fromkeys(rows["category"]), None]  # None: every category
+    data: dict[str, list[float]] = {}
+    for category in groups:
+        cell = rows if category is None else rows[rows["category"] == category]
+        count = int(cell.groupby("summarizer")[name].count().max())
+        column = f"{'overall' if category is None else category} (n={count})"
+        values, lows, highs = [], [], []
+        for label in order:
+            outcomes = cell.loc[cell["summarizer"] == label, name].dropna().to_numpy(float)
+            low, high = bootstrap_interval(outcomes, confidence=confidence,
+                                           resamples=resamples, seed=seed)  # fmt: skip
+            values.append(float(outcomes.mean()) if len(outcomes) else math.nan)
+            lows.append(low)
+            highs.append(high)
+        data[column], data[f"{column}.lo"], data[f"{column}.hi"] = values, lows, highs
+    frame = pd.DataFrame(data, index=pd.Index(order, name="summarizer"))
+    return SummaryTable(frame, _bounds(result.bounds, order), {}, {}, {}, confidence)
 
 
 def fact_survival_table(results: ComparisonResult | pd.DataFrame, *, ci: bool = False
