@@ -338,20 +338,11 @@ def test_creating_a_memory_is_disclosed_once_in_the_log(
     assert len(disclosures()) == 2  # once per memory created
 
 
-def test_the_old_deletion_functions_warn_and_still_work(isolated_workspace: Path) -> None:
-    from memorylab.memory import store as store_module
-
+def test_the_0_1_name_forget_warns_and_still_removes(isolated_workspace: Path) -> None:
     conv = Conversation(agent_name="Agent", clock=_stepping_clock(NOW, timedelta(seconds=1)))
-    names = []
-    for i in range(3):
-        conv.add("User", f"m{i}")
-        names.append(str(conv.compact(f"s{i}").archive))
+    conv.add("User", "m0")
     store = conv.store
     assert store is not None
-    with pytest.warns(DeprecationWarning, match=r"store\.delete_archives"):
-        assert store_module.delete_archives(store, [names[0]], reason="asked") == [names[0]]
-    with pytest.warns(DeprecationWarning, match=r"store\.apply_retention"):
-        assert store_module.apply_retention(store, RetentionPolicy(max_archives=1)) == [names[1]]
-    with pytest.warns(DeprecationWarning, match=r"store\.remove"):
-        removed = store_module.remove_memory(store)
+    with pytest.warns(DeprecationWarning, match=r"MemoryStore\.remove\(\) now"):
+        removed = store.forget()
     assert "MEMORY.md" in {name for name, _ in removed}

@@ -132,12 +132,9 @@ __all__ = [
     "MemoryStore",
     "Snapshot",
     "agent_paths",
-    "apply_retention",
     "committed_record",
-    "delete_archives",
     "read_generation",
     "read_memory",
-    "remove_memory",
     "validate_agent_name",
 ]
 
@@ -927,6 +924,12 @@ class MemoryStore:
                 )
         return deleted
 
+    def forget(self, *, whole_folder: bool | None = None) -> list[tuple[str, int]]:
+        """Deprecated (0.1's name): :meth:`remove`."""
+        warnings.warn("MemoryStore.forget() is MemoryStore.remove() now", DeprecationWarning,
+                      stacklevel=2)  # fmt: skip
+        return self.remove(whole_folder=whole_folder)
+
     def remove(self, *, whole_folder: bool | None = None) -> list[tuple[str, int]]:
         """Delete this memory for good, under the lock; return ``(path, bytes)`` of each file
         removed (paths relative to the folder).
@@ -1265,25 +1268,6 @@ def read_memory(
         read.problems.insert(0, decode_problem)
     return read
 
-
-
-def _moved_to_method(name: str, method: str) -> Callable[..., Any]:
-    def old(store: MemoryStore, *args: Any, **options: Any) -> Any:
-        warnings.warn(
-            f"memorylab.memory.store.{name}(store, ...) is deprecated: call store.{method}(...)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return getattr(store, method)(*args, **options)
-
-    old.__name__ = old.__qualname__ = name
-    old.__doc__ = f"Deprecated: :meth:`MemoryStore.{method}`."
-    return old
-
-
-delete_archives = _moved_to_method("delete_archives", "delete_archives")
-apply_retention = _moved_to_method("apply_retention", "apply_retention")
-remove_memory = _moved_to_method("remove_memory", "remove")
 
 
 # ---------------------------------------------------------------------------------------------
