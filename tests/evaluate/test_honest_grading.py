@@ -34,7 +34,7 @@ def _notes(request: FakeRequest) -> str:
 
 def _question(request: FakeRequest) -> str:
     prompt = request.body["messages"][-1]["content"]
-    found = re.search(r"Question: (.*?)(?: \(asked on [^)]*\))?\n", prompt)
+    found = re.search(r"Question: (.*?)(?: \(asked on [^)]*\))?\s*$", prompt, re.DOTALL)
     assert found is not None
     return found.group(1)
 
@@ -384,3 +384,47 @@ def test_the_answers_are_in_the_result_and_tabled_by_category_in_probes(tmp_path
     assert table.loc["memorylab/none", overall] == 0.0
     with pytest.raises(InvalidSetting, match=r"no answers for 'judge\.overall'"):
         probe_table(result, "judge.overall")
+
+
+class _PromptCache:
+    """A local server's one prompt cache, as llama.cpp keeps it: each request reuses the
+    longest common prefix (in words, standing for tokens) with the previous request's prompt
+    and reply, and processes the rest."""
+
+    def __init__(self) -> None:
+        self.last: list[str] = []
+        self.processed = 0
+        self.prompts: list[list[str]] = []
+
+    def __call__(self, request: FakeRequest) -> Reply:
+        words = " ".join(m["content"] for m in request.body["messages"]).split()
+        shared = 0
+        while shared < min(len(words), len(self.last)) and words[shared] == self.last[shared]:
+            shared += 1
+        self.processed += len(words) - shared
+        self.prompts.append(words)
+        self.last = [*words, "UNKNOWN"]
+        return Reply("UNKNOWN")
+
+
+@pytest.mark.parametrize("split", ["session", "conversation"])
+def test_the_probes_of_one_memory_read_it_once(split: str) -> None:
+    """Probes of one memory cost at most 1.3x one read of the memory (its prompt up to the
+    question) plus each probe's question and answer, in tokens a server with a prompt cache
+    processes. Before, the instructions followed the question, so every probe read them again
+    (2,069 words processed where 1,016 are now, on the session split)."""
+    cache = _PromptCache()
+    cases = cases_from_locomo(LOCOMO, split=split)
+    with FakeOpenAIServer(cache) as server:
+        reader = ProbeQAScorer("openai/reader", llm_args={"api_base": server.base_url})
+        compare_summarizers(cases, ["memorylab/full", "memorylab/extractive", "memorylab/none"],
+                            [reader], progress=False, cache_dir=None, concurrency=1)  # fmt: skip
+    memories: dict[tuple[str, ...], int] = {}  # one read of each memory
+    questions = 0
+    for words in cache.prompts:
+        at = max(i for i, word in enumerate(words) if word == "Question:")
+        memories[tuple(words[:at])] = at
+        questions += len(words) - at + 1  # the question, and the one-word answer
+    ideal = sum(memories.values()) + questions
+    assert len(cache.prompts) == 3 * sum(len(c.probes) for c in cases)
+    assert cache.processed <= 1.3 * ideal, (cache.processed, ideal)

@@ -136,3 +136,51 @@ def test_the_server_ignores_its_settings_in_the_environment(
         assert served is not None and served["n_ctx"] == 512
         assert len(str(served["gguf_sha256"])) == 64
     assert served_model(api_base) is None
+
+
+def test_the_probes_of_one_memory_read_it_once_on_the_real_server(tmp_path: Path) -> None:
+    """Probes of one memory cost at most 1.3x (one read of the memory + N x (question +
+    answer)) in tokens llama.cpp processes: its log says how much of each prompt it found in
+    its cache ("Llama.generate: R prefix-match hit, remaining M prompt tokens to eval"), the
+    cached responses how long each prompt was, and the server tokenizes each question."""
+    import json
+
+    cases = cases_from_locomo(Path(__file__).parent / "data" / "locomo_sample.json")
+    log = tmp_path / "server.log"
+    with local_server(MODEL, context_window=2048, server_args=["--n_threads", "2"],
+                      log_path=log) as api_base:  # fmt: skip
+        reader = get_scorer("probe_qa", reader="openai/local", llm_args={"api_base": api_base},
+                            max_tokens=16)  # fmt: skip
+        result = compare_summarizers(cases, ["memorylab/full", "memorylab/extractive"],
+                                     [reader], progress=False, cache_dir=tmp_path / "cache",
+                                     concurrency=1)  # fmt: skip
+
+        def tokens(text: str) -> int:
+            request = urllib.request.Request(
+                f"{api_base.removesuffix('/v1')}/extras/tokenize",
+                data=json.dumps({"input": text, "add_bos": False}).encode(),
+                headers={"Content-Type": "application/json"},
+            )
+            with urllib.request.urlopen(request, timeout=30) as answer:
+                return len(json.load(answer)["tokens"])
+
+        questions = {a.question: tokens(f"Question: {a.question}")
+                     for a in result.answers.itertuples()}  # fmt: skip
+    entries = [json.loads(p.read_text()) for p in (tmp_path / "cache").rglob("*.json")]
+    prompts = {e["request"]["messages"][-1]["content"]: e["response"]["usage"]
+               for e in entries}  # fmt: skip
+    reused = sum(int(m) for m in re.findall(r"(\d+) prefix-match hit", log.read_text()))
+    processed = sum(u["prompt_tokens"] + u["completion_tokens"] for u in prompts.values())
+    processed -= reused
+    memories: dict[str, int] = {}
+    ideal = 0
+    for content, usage in prompts.items():
+        memory, _, question = content.rpartition("Question: ")
+        asked = questions[question.strip()]
+        memories[memory] = max(memories.get(memory, 0), usage["prompt_tokens"] - asked)
+        ideal += asked + usage["completion_tokens"]
+    ideal += sum(memories.values())
+    print(f"\nprobes: {len(prompts)}, memories: {len(memories)}, processed {processed} tokens, "
+          f"ideal {ideal}, {reused} reused")  # fmt: skip
+    assert len(memories) == 4 and len(prompts) == len(result.answers)
+    assert processed <= 1.3 * ideal, (processed, ideal)

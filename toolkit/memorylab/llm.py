@@ -48,7 +48,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from memorylab.errors import (
     ContextWindowExceeded,
@@ -801,6 +801,7 @@ def local_server(
     context_window: int = 4096,
     startup_timeout: float = 180.0,
     server_args: Sequence[str] = (),
+    log_path: str | os.PathLike[str] | None = None,
 ) -> Iterator[str]:
     """Run llama.cpp's OpenAI-compatible server (``python -m llama_cpp.server``) for a GGUF
     model file on this machine, and yield its ``api_base`` (``http://127.0.0.1:PORT/v1``).
@@ -813,7 +814,8 @@ def local_server(
     and stopped when the block ends, also on an error. ``server_args`` are passed on
     (``["--n_threads", "2"]``). The server gets this process's environment without the
     variables it would read as its own settings, and a session of its own. While it runs,
-    :func:`served_model` tells the cache what model answers at its ``api_base``. Needs the
+    :func:`served_model` tells the cache what model answers at its ``api_base``. Its log (what
+    it prints: prefix-cache hits, timings) is kept at ``log_path`` when one is given. Needs the
     ``local`` extra:
     ``pip install 'memorylab[local]'`` (llama-cpp-python with its server).
     """
@@ -838,9 +840,12 @@ def local_server(
     check_int("context_window", context_window, 64)
     chosen = _free_port(host) if port is None else check_int("port", port, 1)
     base = f"http://{host}:{chosen}/v1"
-    log = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed in the finally below
-        prefix="memorylab-llama-server-", suffix=".log", delete=False
-    )
+    # Closed in the finally below.
+    log: IO[bytes] = (
+        tempfile.NamedTemporaryFile(prefix="memorylab-llama-server-", suffix=".log",  # noqa: SIM115
+                                    delete=False)
+        if log_path is None else open(log_path, "wb")  # noqa: SIM115
+    )  # fmt: skip
     command = [
         sys.executable, "-m", "llama_cpp.server", "--model", path, "--host", host,
         "--port", str(chosen), "--n_ctx", str(context_window), *map(str, server_args),
@@ -885,5 +890,6 @@ def local_server(
                 process.kill()
                 process.wait(timeout=10)
         log.close()
-        with contextlib.suppress(OSError):
-            os.unlink(log.name)
+        if log_path is None:
+            with contextlib.suppress(OSError):
+                os.unlink(log.name)

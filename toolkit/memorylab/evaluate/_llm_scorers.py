@@ -45,14 +45,16 @@ READER_SYSTEM_PROMPT = (
 
 READER_PROMPT = (
     "<notes>\n{summary}\n</notes>\n\n"
-    "Question: {question}\n\n"
-    "Answer in a few words, with the exact names, numbers, dates, paths or commands the notes "
-    "use. Give a date as the date itself (day, month, year), worked out from the dates the "
-    "notes carry, never as \"yesterday\" or \"last week\". "
-    "If the notes do not contain the answer, answer UNKNOWN."
+    "Answer the question below in a few words, with the exact names, numbers, dates, paths or "
+    "commands the notes use. Give a date as the date itself (day, month, year), worked out "
+    "from the dates the notes carry, never as \"yesterday\" or \"last week\". If the notes do "
+    "not contain the answer, answer UNKNOWN.\n\n"
+    "Question: {question}"
 )
 """The reader's prompt: ``{summary}`` and ``{question}`` are filled in (a probe asked on a known
-date gets ``(asked on <date>)`` after its question)."""
+date gets ``(asked on <date>)`` after its question). The question comes last: every probe of
+one memory shares all that precedes it, which a local server with a prompt cache reads once
+(the probes after the first read only their question)."""
 
 JUDGE_SYSTEM_PROMPT = (
     "You are a strict evaluator of summaries of conversations. You reply with one JSON object "

@@ -112,8 +112,11 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
     )  # fmt: skip
     parser.add_argument("--window", type=bounded_int(1, 1_000_000, "messages"), default=40,
                         help="messages per --split window")  # fmt: skip
-    parser.add_argument("--concurrency", type=bounded_int(1, 1024, "calls"), default=8,
-                        help="parallel calls")  # fmt: skip
+    parser.add_argument(
+        "--concurrency", type=bounded_int(1, 1024, "calls"),
+        help="parallel calls (default: 8; 1 with --local-model: its server answers one request "
+        "at a time, and one memory's probes in a row share its prompt cache)",
+    )  # fmt: skip
     parser.add_argument("--cache-dir", type=Path,
                         help="LLM call cache (default: $MEMORYLAB_CACHE_DIR, else the "
                         "workspace's .cache/llm)")  # fmt: skip
@@ -420,7 +423,7 @@ def _run(args: argparse.Namespace, local_base: str | None) -> int:
         cases,
         summarizers,
         scorers,
-        concurrency=args.concurrency,
+        concurrency=args.concurrency or (1 if local_base else 8),
         cache_dir=cache_dir,
         max_cost_usd=args.max_cost,
         max_seconds=args.max_seconds,
