@@ -346,8 +346,8 @@ def test_measure_speed_reads_the_servers_usage() -> None:
     with FakeOpenAIServer(Reply("one two", delay=0.2, prompt_tokens=600,
                                 completion_tokens=30)) as server:  # fmt: skip
         speed = measure_speed("openai/m", api_base=server.base_url, api_key="x")
-        assert server.request_count == 2
-        assert server.requests[0]["max_tokens"] == 1
+        assert server.request_count == 3  # one untimed, then the two timed
+        assert server.requests[1]["max_tokens"] == 1
     # each call took at least its 0.2 s delay
     assert 0 < speed.read <= 600 / 0.2 and 0 < speed.write <= 30 / 0.2
 
@@ -428,3 +428,19 @@ def test_the_probes_of_one_memory_read_it_once(split: str) -> None:
     ideal = sum(memories.values()) + questions
     assert len(cache.prompts) == 3 * sum(len(c.probes) for c in cases)
     assert cache.processed <= 1.3 * ideal, (cache.processed, ideal)
+
+
+def test_the_command_tables_answers_by_category_and_a_planted_facts_probe_has_its_category(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from memorylab.evaluate.cli import main
+
+    transcript = Path(__file__).parents[2] / "data" / "transcripts" / "checkout-bug-hunt.jsonl"
+    assert main([str(transcript), "--split", "session", "--scorer", "probe_qa", "-s",
+                 "memorylab/full", "-s", "memorylab/none", "--table", "probes",
+                 "--no-progress", "--no-cache"]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "probe_qa.exact, per question category:" in out
+    for category in ("name", "decision", "number", "command", "path"):
+        assert f"| {category} (n=9) " in out or f" {category} (n=9) |" in out
+    assert "overall (n=45)" in out

@@ -708,12 +708,13 @@ class ModelSpeed:
 
 
 def measure_speed(
-    model: str, *, prompt_words: int = 200, reply_tokens: int = 24, **llm_args: Any
+    model: str, *, prompt_words: int = 400, reply_tokens: int = 24, **llm_args: Any
 ) -> ModelSpeed:
-    """A short warm-up of ``model`` (two calls): one reads a prompt of ``prompt_words`` random
-    words and writes one token, one reads a line and writes ``reply_tokens``; the tokens each
-    took come from the server's usage. The words are new each time, so no prompt cache of the
-    server applies. For a model on this machine, whose speed no price list knows."""
+    """A short warm-up of ``model`` (three calls): one untimed (the first call loads what the
+    client and the server load once), then one reads a prompt of ``prompt_words`` random words
+    and writes one token, and one reads a line and writes ``reply_tokens``; the tokens each took
+    come from the server's usage. The words are new each time, so no prompt cache of the server
+    applies. For a model on this machine, whose speed no price list knows."""
     import secrets
 
     def timed(content: str, max_tokens: int) -> tuple[float, ChatReply]:
@@ -724,6 +725,7 @@ def measure_speed(
 
     words = " ".join(secrets.token_hex(3) for _ in range(check_int("prompt_words", prompt_words,
                                                                     10)))  # fmt: skip
+    timed("Reply with one word.", 1)
     read_s, read = timed(f"{words}\nReply with one word.", 1)
     write_s, wrote = timed(f"{secrets.token_hex(4)}: count from one to fifty in words.",
                            check_int("reply_tokens", reply_tokens, 2))  # fmt: skip

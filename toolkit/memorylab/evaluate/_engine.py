@@ -237,11 +237,14 @@ def _answer_rows(sample: Sample, scorer: str, scores: Mapping[str, Any]) -> list
     if answers is None or len(answers) != len(probes):
         return []
     locomo = sample.case.metadata.get("benchmark") == "locomo"
+    facts = {fact.id: fact.category for fact in sample.case.facts}
     rows = []
     for index, (probe, answer) in enumerate(zip(probes, answers, strict=True)):
         category = probe.category
         if locomo and category is not None:
             category = LOCOMO_CATEGORIES.get(str(category), category)
+        elif category is None and probe.fact_id is not None:  # a planted fact's probe
+            category = facts.get(probe.fact_id)
         row = dict(zip(ANSWER_COLUMNS, (sample.case.id, sample.summarizer, scorer, probe.id,
                                         category, probe.question, probe.answer, answer),
                        strict=True))  # fmt: skip

@@ -132,8 +132,9 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
         "the --local-model is measured by a short warm-up)",
     )  # fmt: skip
     parser.add_argument(
-        "--table", choices=("summary", "fact-survival"), default="summary",
-        help="what to print: the key columns of the summary or the per-category fact survival",
+        "--table", choices=("summary", "fact-survival", "probes"), default="summary",
+        help="what to print: the key columns of the summary, the per-category fact survival, "
+        "or each reader's exact answers per question category, counted in probes",
     )  # fmt: skip
     parser.add_argument("--csv", type=Path,
                         help="write the long-form scores here (every metric; replaced if it "
@@ -437,6 +438,17 @@ def _run(args: argparse.Namespace, local_base: str | None) -> int:
         table = fact_survival_table(result, ci=True)
         shares = [c for c in table.frame.columns if c != "facts"]
         print(markdown_table(table, percent=shares))
+    elif args.table == "probes":
+        from memorylab.evaluate.tables import probe_table
+
+        readers = dict.fromkeys(result.answers["scorer"]) if len(result.answers) else {}
+        if not readers:
+            raise InvalidSetting("--table probes needs a reader's answers: --scorer probe_qa "
+                                 "(and --reader MODEL)")  # fmt: skip
+        for number, reader in enumerate(readers):
+            table = probe_table(result, f"{reader}.exact")
+            print(("\n" if number else "") + f"{reader}.exact, per question category:")
+            print(markdown_table(table, percent=list(table.frame.columns)))
     else:
         print(_terminal_table(summary_table(result)))
     dropped = _dropped_note(cases)
