@@ -55,11 +55,14 @@ class MemoCounter:
     def count_batch(self, texts: Sequence[str], num_threads: int | None = None) -> list[int]:
         memo = self._memo
         missing = [text for text in dict.fromkeys(texts) if text not in memo]
-        if missing:
-            if len(memo) + len(missing) > _MEMO_LIMIT:
-                memo.clear()
-            memo.update(zip(missing, self.counter.count_batch(missing, num_threads), strict=True))
-        return [memo[text] for text in texts]
+        counted = dict(zip(missing, self.counter.count_batch(missing, num_threads), strict=True))
+        # Read before the memo is cleared: a batch past the limit used to clear it and then
+        # look up texts it no longer held (KeyError on a million messages).
+        counts = [counted[text] if text in counted else memo[text] for text in texts]
+        if len(memo) + len(counted) > _MEMO_LIMIT:
+            memo.clear()
+        memo.update(counted)
+        return counts
 
 
 _COUNTERS: dict[str | None, MemoCounter] = {}
