@@ -55,6 +55,23 @@ def test_a_file_replaced_by_rename_is_written_again(isolated_workspace: Path) ->
     assert _contents(path) == ["one", "two", "three"]
 
 
+def test_an_append_after_memory_md_was_moved_away_goes_to_the_path(
+    isolated_workspace: Path,
+) -> None:
+    """The per-append check looks at the path (``lstat``), not at the open descriptor: a check
+    of the descriptor (``fstat``, cheaper) would still see the moved file as the one to write
+    to, and the append would land in ``moved.md`` (issue 30: the suite did not notice)."""
+    conv = Conversation(agent_name="A")
+    conv.add("User", "one")
+    path = conv.memory_md_path
+    assert path is not None
+    moved = path.with_name("moved.md")
+    os.rename(path, moved)
+    conv.add("User", "two")
+    assert _contents(moved) == ["one"]
+    assert "two" in _contents(path)
+
+
 def test_blocks_a_lockless_replacer_dropped_are_carried_over(isolated_workspace: Path) -> None:
     # The reference framework compacts without memorylab's lock: it reads MEMORY.md, archives
     # that copy, removes the file and starts a new one. What memorylab appended after its read
