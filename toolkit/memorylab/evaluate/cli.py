@@ -114,8 +114,8 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
                         help="messages per --split window")  # fmt: skip
     parser.add_argument(
         "--concurrency", type=bounded_int(1, 1024, "calls"),
-        help="parallel calls (default: 8; 1 with --local-model: its server answers one request "
-        "at a time, and one memory's probes in a row share its prompt cache)",
+        help="parallel calls (default: 8), or 1 with --local-model (default: its server answers "
+        "one request at a time, and one memory's probes in a row share its prompt cache)",
     )  # fmt: skip
     parser.add_argument("--cache-dir", type=Path,
                         help="LLM call cache (default: $MEMORYLAB_CACHE_DIR, else the "
