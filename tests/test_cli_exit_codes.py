@@ -82,6 +82,9 @@ FAILURES: dict[str, Setup] = {
     "the estimated cost is above `--max-cost`": _argv(
         "compare", "-s", "gpt-4o-mini", "--max-cost", "0", "--no-progress", "--no-cache"
     ),
+    "the planned time is above `--max-seconds`, or unknown": _argv(
+        "compare", "-s", "gpt-4o-mini", "--max-seconds", "60", "--no-progress", "--no-cache"
+    ),
     "`forget` or `purge` not confirmed at the terminal": _answer_no,
     "an unknown option, or a number out of range": _argv("show", "Alpha", "--tail", "-1"),
     "a value that is not one": _argv("plot", "Alpha", "--threshold", "lots"),
