@@ -72,6 +72,7 @@ from memorylab.evaluate.tables import (
     summary_table,
 )
 from memorylab.llm import ModelSpeed
+from memorylab.results import TableResult
 from memorylab.validation import check_int, check_number
 
 if TYPE_CHECKING:
@@ -210,29 +211,33 @@ def _check_settings(concurrency: Any, max_cost_usd: Any, max_tokens: Any) -> Non
 
 
 @dataclass(frozen=True, slots=True, repr=False)
-class Plan:
+class Plan(TableResult):
     """What a comparison will send, known before its first call (:func:`plan_comparison`):
-    ``calls``, :func:`estimate_cost`'s table (per model: requests, the cached ones, tokens at
-    their upper bound, USD), and ``speeds``, the models whose speed is known."""
+    ``frame``, :func:`estimate_cost`'s table (per model: requests, the cached ones, tokens at
+    their upper bound, USD), and ``speeds``, the models whose speed is known; :meth:`text` (its
+    :meth:`notes`) says it in one line."""
 
-    calls: pd.DataFrame
+    frame: pd.DataFrame
     speeds: Mapping[str, ModelSpeed]
+
+    def notes(self) -> list[str]:
+        return [self.text()]
 
     @property
     def requests(self) -> int:
         """Model requests not in the cache."""
-        return int(self.calls["calls"].sum())
+        return int(self.frame["calls"].sum())
 
     @property
     def usd(self) -> float:
-        return float(self.calls["usd"].sum())
+        return float(self.frame["usd"].sum())
 
     @property
     def seconds(self) -> float | None:
         """The requests' time, one at a time (a local server answers one at a time), with
         output at its upper bound; None when a model that gets requests has no known speed."""
         total = 0.0
-        for row in self.calls.itertuples():
+        for row in self.frame.itertuples():
             if row.calls:
                 speed = self.speeds.get(str(row.model))
                 if speed is None:
@@ -240,13 +245,9 @@ class Plan:
                 total += speed.seconds(row.input_tokens, row.output_tokens)
         return total
 
-    def __repr__(self) -> str:
-        return f"Plan({self.text()!r})"
-
     def text(self) -> str:
         """The plan in one line."""
-        calls = self.calls
-        seconds = self.seconds
+        calls, seconds = self.frame, self.seconds
         unknown = [m for m, n in zip(calls["model"], calls["calls"], strict=True)
                    if n and m not in self.speeds]  # fmt: skip
         when = (f"~{_duration(seconds)} at most" if seconds is not None
@@ -290,7 +291,7 @@ def _check_plan(plan: Plan, max_cost_usd: float | None, max_seconds: float | Non
         lines = "; ".join(
             f"{r.model}: {int(r.calls)} calls, ~{int(r.input_tokens):,} in / "
             f"{int(r.output_tokens):,} out tokens, ${r.usd:.4f}"
-            for r in plan.calls.itertuples()
+            for r in plan.frame.itertuples()
             if r.usd > 0
         )
         raise BudgetExceeded(
@@ -467,7 +468,7 @@ def compare_summarizers(
                            "planned_requests": None}  # fmt: skip
     if plan is not None:
         run["estimate_usd"] = plan.usd
-        run["unpriced_models"] = sorted(plan.calls.loc[~plan.calls["priced"], "model"])
+        run["unpriced_models"] = sorted(plan.frame.loc[~plan.frame["priced"], "model"])
         run["planned_requests"] = plan.requests
     bounds = {label: str(b) for label, s in resolved.items() if (b := getattr(s, "bound", None))}
     made = FormerComparison if with_summaries else ComparisonResult
