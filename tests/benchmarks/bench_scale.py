@@ -42,17 +42,17 @@ AGENTS_TARGET = 3.0
 WORDS = ("deploy", "port", "8443", "config", "retry", "cache", "token", "window", "summary",
          "the", "agent", "looked", "at", "result", "and", "decided", "next", "file")  # fmt: skip
 
+# The peak RSS is the child's own high-water mark (VmHWM): getrusage's ru_maxrss keeps, across
+# exec, what the process had before it (the parent's pages at the fork), so every child of a
+# parent that once held a large workspace reported that parent's peak.
 _CHILD = """
-import json, resource, subprocess, sys, time
+import json, resource, sys, time
 operation, workspace, scratch = sys.argv[1:4]
 wall, cpu = time.perf_counter(), time.process_time()
 if operation == "report":
-    done = subprocess.run([sys.executable, "-m", "memorylab.cli", "report", workspace, "-o",
-                           scratch + "/report.html"], capture_output=True, text=True)
-    if done.returncode:
-        sys.exit(done.stderr[-2000:])
-    child = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu_s, rss = child.ru_utime + child.ru_stime, child.ru_maxrss
+    from memorylab.cli import main
+    if main(["report", workspace, "-o", scratch + "/report.html"]) != 0:
+        sys.exit("the report failed")
 else:
     from memorylab import memory_df
     from memorylab.analysis import replay, sweep, token_growth
@@ -63,9 +63,13 @@ else:
         sweep(frame, thresholds=(0.5, 0.6, 0.7, 0.8, 0.9), fast=True, progress=False)
     elif operation == "replay":
         replay(frame, threshold=0.9, progress=False)
-    cpu_s = time.process_time() - cpu
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(json.dumps({"wall": time.perf_counter() - wall, "cpu": cpu_s, "rss": rss * 1024}))
+try:
+    with open("/proc/self/status") as status:
+        rss = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) * 1024
+except OSError:
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu,
+                  "rss": rss}))
 """
 
 
@@ -77,15 +81,14 @@ def build(root: Path, agents: int, messages: int) -> int:
     for agent in range(agents):
         folder = root / "agents" / f"agent{agent:03d}"
         folder.mkdir(parents=True, mode=0o700)
-        parts = [fmt.render_header(f"agent{agent:03d}_conversation", start)]
-        for n in range(messages // agents):
-            role = "User" if n % 2 == 0 else "Assistant"
-            stamp = (start + timedelta(seconds=n)).isoformat(timespec="microseconds")
-            words = " ".join(rng.choice(WORDS) for _ in range(rng.randint(20, 50)))
-            parts.append(fmt.block_text(role, stamp, f"message {n}: {words}"))
-        data = "".join(parts).encode()
-        (folder / "MEMORY.md").write_bytes(data)
-        size += len(data)
+        with open(folder / "MEMORY.md", "wb") as out:  # written as it is made: this process
+            size += out.write(fmt.render_header(f"agent{agent:03d}_conversation",  # stays small
+                                                start).encode())  # fmt: skip
+            for n in range(messages // agents):
+                role = "User" if n % 2 == 0 else "Assistant"
+                stamp = (start + timedelta(seconds=n)).isoformat(timespec="microseconds")
+                words = " ".join(rng.choice(WORDS) for _ in range(rng.randint(20, 50)))
+                size += out.write(fmt.block_text(role, stamp, f"message {n}: {words}").encode())
     return size
 
 
