@@ -79,6 +79,18 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
+def read_fd(fd: int, offset: int = 0) -> bytes:
+    """Everything in the file ``fd`` from ``offset`` on (``pread``: the descriptor's position
+    is left alone)."""
+    chunks = []
+    want = max(os.fstat(fd).st_size - offset, 1 << 20)  # one read, unless the file grows
+    while chunk := os.pread(fd, want, offset):
+        chunks.append(chunk)
+        offset += len(chunk)
+        want = 1 << 20
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
 def temp_name(target: Path) -> Path:
     """A unique hidden name beside ``target``; a long name is cut, so the temp file of a
     target near the filesystem's 255-byte limit still fits."""
@@ -155,10 +167,7 @@ def _replace_if_same(
         return
     with contextlib.suppress(FileNotFoundError):  # target removed again: nothing to give back
         _exchange(tmp, target)
-    late = b""
-    while chunk := os.pread(fd, 1 << 20, size + len(late)):
-        late += chunk
-    raise Displaced(late)  # the caller's cleanup removes tmp, now the new file
+    raise Displaced(read_fd(fd, size))  # the caller's cleanup removes tmp, now the new file
 
 
 def _file_key(path: Path) -> tuple[int, int] | None:
@@ -322,10 +331,7 @@ def open_regular(path: Path, flags: int, mode: int = FILE_MODE) -> int:
 def read_bytes(path: Path) -> bytes:
     fd = open_regular(path, os.O_RDONLY)
     try:
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return read_fd(fd)
     finally:
         os.close(fd)
 

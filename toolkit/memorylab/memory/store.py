@@ -98,6 +98,7 @@ from memorylab.memory._fsutil import (
     fsync_dir,
     open_regular,
     read_bytes,
+    read_fd,
     replace_and_open,
     safe_mkdir,
     store_error,
@@ -312,7 +313,7 @@ class MemoryStore:
             size = os.fstat(fd).st_size
             if size >= len(_WHOLE_END) and os.pread(fd, 7, size - 7) == _WHOLE_END:
                 return
-            text = _read_fd(fd).decode("utf-8", errors="surrogateescape")
+            text = read_fd(fd).decode("utf-8", errors="surrogateescape")
             if fmt.append_point(text).torn == len(text):
                 return  # a header only, or a hand edit: nothing torn
         finally:
@@ -347,9 +348,14 @@ class MemoryStore:
     def _append_held(self, lock: AgentLock, data: bytes) -> int:
         """Append ``data`` (whole blocks) as this process's, the lock held; returns the fd."""
         fd = self._append_fd(lock)
+        self._write_ours(lock, fd, data)
+        return fd
+
+    def _write_ours(self, lock: AgentLock, fd: int, data: bytes) -> None:
+        """Write ``data`` (whole blocks) to ``fd`` and count it among this process's blocks:
+        a replacer that drops them has them carried over (:meth:`_carry_dropped`)."""
         _write_block(fd, data, self.path)
         lock.appended.append(data)
-        return fd
 
     def _append_fd(self, lock: AgentLock) -> int:
         """The descriptor to append to, checked before every write (the lock is held): a
@@ -439,7 +445,7 @@ class MemoryStore:
             self._recover()  # a rewrite that stopped after its rename: its record is written
         if self._replaced_by_rewrite(os.fstat(old_fd), mark):
             return
-        old, current = _read_fd(old_fd), _read_fd(fd)
+        old, current = read_fd(old_fd), read_fd(fd)
         first = old.find(blocks[0])
         if first >= 0:  # the old file from this process's first block on, unchanged in the new
             at = current.find(blocks[0])  # one (an editor's save): one comparison of bytes
@@ -464,9 +470,7 @@ class MemoryStore:
                 carried.append(key + _SEPARATOR)
                 missing.discard(key)
         if carried:
-            data = b"".join(carried)
-            _write_block(fd, data, self.path)
-            lock.appended.append(data)
+            self._write_ours(lock, fd, b"".join(carried))
 
     def _archives_since(self, mark: Mark | None) -> list[Path]:
         """The archives written since this process began appending to a file (``mark``),
@@ -498,7 +502,7 @@ class MemoryStore:
         except OSError:
             return False  # unreadable: treated as a replacement nobody recorded
         try:
-            data = _read_fd(records_fd, offset)
+            data = read_fd(records_fd, offset)
         finally:
             os.close(records_fd)
         needle = json.dumps(wanted).encode()
@@ -662,7 +666,7 @@ class MemoryStore:
         record: Callable[[CompactionResult], dict[str, Any]] | None,
         current_fd: int,
     ) -> CompactionResult:
-        current = _read_fd(current_fd)
+        current = read_fd(current_fd)
         if not current.startswith(snapshot.data) or not snapshot.data:
             raise CompactionConflict(
                 f"{self.path} changed since the snapshot (compacted or rewritten by another "
@@ -767,10 +771,9 @@ class MemoryStore:
         process's own blocks; stop looking once the window has passed."""
         assert lock.late is not None
         old_fd, read, until = lock.late
-        late = _read_fd(old_fd, read)
+        late = read_fd(old_fd, read)
         if late:
-            _write_block(fd, late, self.path)
-            lock.appended.append(late)
+            self._write_ours(lock, fd, late)
         if time.monotonic() < until:
             lock.late = (old_fd, read + len(late), until)
         else:
@@ -1053,7 +1056,7 @@ def _settle_tail(fd: int, path: Path, *, cut_only: bool = False) -> bytes:
         size = os.fstat(fd).st_size
         if size == 0 or (size >= len(_WHOLE_END) and os.pread(fd, 7, size - 7) == _WHOLE_END):
             return b""
-        data = _read_fd(fd)
+        data = read_fd(fd)
         text = data.decode("utf-8", errors="surrogateescape")
         point = fmt.append_point(text)
         if point.torn == len(text):
@@ -1102,18 +1105,6 @@ def _keep_torn(path: Path, torn: bytes) -> Path:
             continue
         fsync_dir(folder)
         return target
-
-
-def _read_fd(fd: int, offset: int = 0) -> bytes:
-    """Everything in the file ``fd`` from ``offset`` on (``pread``: the descriptor's position
-    is left alone)."""
-    chunks = []
-    want = max(os.fstat(fd).st_size - offset, 1 << 20)  # one read, unless the file grows
-    while chunk := os.pread(fd, want, offset):
-        chunks.append(chunk)
-        offset += len(chunk)
-        want = 1 << 20
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def _require_kind(path: Path, kind: str) -> None:
