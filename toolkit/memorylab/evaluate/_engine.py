@@ -28,7 +28,7 @@ from memorylab.compress.base import BaseSummarizer, Summarizer, Summary
 from memorylab.errors import InvalidSetting
 from memorylab.evaluate._cache import CachedLLM, CacheMiss, CachingCaller, LLMCache, RunStats
 from memorylab.evaluate.base import Sample, Scorer, run_sync
-from memorylab.evaluate.cases import Case
+from memorylab.evaluate.cases import Case, probe_category
 from memorylab.llm import Caller
 from memorylab.results import FormerFrame, FormerPair, TableResult
 
@@ -229,22 +229,14 @@ def _empty(columns: Sequence[str]) -> pd.DataFrame:
 def _answer_rows(sample: Sample, scorer: str, scores: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One row per probe that a scorer reported answers for (``metadata["answers"]``, in the
     case's probe order), with each of its metrics' outcome for that probe."""
-    from memorylab.evaluate.cases import LOCOMO_CATEGORIES
-
     probes = sample.case.probes
     metas = {m: s.metadata for m, s in scores.items() if isinstance(s.metadata, Mapping)}
     answers = next((m["answers"] for m in metas.values() if "answers" in m), None)
     if answers is None or len(answers) != len(probes):
         return []
-    locomo = sample.case.metadata.get("benchmark") == "locomo"
-    facts = {fact.id: fact.category for fact in sample.case.facts}
     rows = []
     for index, (probe, answer) in enumerate(zip(probes, answers, strict=True)):
-        category = probe.category
-        if locomo and category is not None:
-            category = LOCOMO_CATEGORIES.get(str(category), category)
-        elif category is None and probe.fact_id is not None:  # a planted fact's probe
-            category = facts.get(probe.fact_id)
+        category = probe_category(sample.case, probe)
         row = dict(zip(ANSWER_COLUMNS, (sample.case.id, sample.summarizer, scorer, probe.id,
                                         category, probe.question, probe.answer, answer),
                        strict=True))  # fmt: skip

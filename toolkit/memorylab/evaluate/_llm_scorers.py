@@ -261,9 +261,9 @@ class ProbeQAScorer(BaseScorer):
     ) -> tuple[float, float]:
         """``(verdict, cost)``: 1.0 or 0.0, NaN when the reader or the grader failed."""
         assert self.grader is not None
-        span = answer_span(answer.text)
         if answer.error is not None:
             return NAN, 0.0
+        span = answer_span(answer.text)
         if not span or span.strip(" .").upper() == "UNKNOWN":
             return 0.0, 0.0
         content = self.grader_prompt.format(

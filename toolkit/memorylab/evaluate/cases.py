@@ -56,6 +56,7 @@ __all__ = [
     "cases_from_transcripts",
     "cases_from_workspace",
     "dropped_questions",
+    "probe_category",
 ]
 
 Split = Literal["whole", "session", "window"]
@@ -518,6 +519,17 @@ def _category_name(category: Any) -> str:
     if category is None:
         return "unknown"
     return LOCOMO_CATEGORIES.get(str(category), str(category))
+
+
+def probe_category(case: Case, probe: Probe) -> str | None:
+    """``probe``'s category as tables name it: a LoCoMo number by its name
+    (:data:`LOCOMO_CATEGORIES`), a planted fact's probe by its fact's category (``number``,
+    ``path`` ...), else as written (None: none)."""
+    if probe.category is not None:
+        locomo = case.metadata.get("benchmark") == "locomo"
+        return _category_name(probe.category) if locomo else probe.category
+    facts = {fact.id: fact.category for fact in case.facts}
+    return facts.get(probe.fact_id) if probe.fact_id is not None else None
 
 
 def dropped_questions(cases: Sequence[Case]) -> dict[str, dict[str, int]]:
