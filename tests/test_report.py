@@ -138,3 +138,20 @@ def test_an_edit_is_a_remark_after_the_agents_not_a_problem() -> None:
     assert headings.index("How the files were read") == headings.index("Agents") + 1
     remarks = _text(html[html.index("How the files were read") :])
     assert "Editor" in remarks and "edit" in remarks and "before an edit" in remarks
+
+
+def test_many_agents_share_one_figure_of_small_multiples(tmp_path: Path) -> None:
+    """A figure per agent was most of a 100-agent report's time: past four agents, one figure
+    of small multiples, and every agent still has its own section."""
+    agents = tmp_path / "agents"
+    for copy in range(6):
+        shutil.copytree(bundled_workspace() / "agents" / "BugHunter", agents / f"Hunter{copy}")
+    html = build_report(tmp_path, sweep_thresholds=(0.5, 0.9))
+    text = _text(html)
+    assert "Context tokens per message, every agent" in text
+    assert all(f"Hunter{copy}" in text for copy in range(6))
+    # The compactions figure, the small multiples and the what-if: no figure per agent.
+    assert html.count("data:image/png") == 3
+    few = build_report(bundled_workspace(), sweep_thresholds=(0.5, 0.9))
+    assert "every agent" not in _text(few)
+    assert few.count("data:image/png") == 2 + 3  # compactions, what-if, one per agent

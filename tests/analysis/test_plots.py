@@ -24,6 +24,7 @@ from memorylab.analysis import (
     plot_compactions,
     plot_sweep,
     plot_token_growth,
+    plot_token_growth_grid,
     replay,
     save_plot,
     sweep,
@@ -84,6 +85,30 @@ def test_token_growth_plot_on_a_given_axes_with_several_agents(own_workspace: Bu
     assert "compaction (gamma)" not in labels  # gamma never compacted
     assert not any(label.startswith("context limit") for label in labels)
     assert ax.get_title() == "all agents"
+
+
+def test_small_multiples_draw_one_panel_per_agent_and_one_legend(own_workspace: Built) -> None:
+    frame = memory_df(own_workspace.root)
+    growths = {
+        agent: token_growth(part, context_length=1000, threshold=0.8)
+        for agent, part in frame.groupby("agent", observed=True)
+    }
+    figure = plot_token_growth_grid(growths, columns=2)
+    visible = [ax for ax in figure.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in visible] == list(growths)  # the mapping's order
+    assert len(figure.axes) == 4 and not figure.axes[3].get_visible()  # 3 agents, 2 x 2
+    for ax, growth in zip(visible, growths.values(), strict=True):
+        assert ax.get_legend() is None
+        assert len(ax.get_lines()[0].get_xdata()) == len(growth)
+        assert [800, 800] in [list(line.get_ydata()) for line in ax.get_lines()]
+    (legend,) = figure.legends
+    labels = [text.get_text() for text in legend.get_texts()]
+    assert labels == ["context tokens", "compaction", "threshold", "context limit"]
+
+
+def test_small_multiples_need_an_agent() -> None:
+    with pytest.raises(InvalidSetting, match="at least one"):
+        plot_token_growth_grid({})
 
 
 def test_replay_timeline_plot_drops_at_compactions() -> None:

@@ -75,6 +75,11 @@ _COMPACTION_HEADINGS = {
 }
 
 
+# Up to this many agents each gets a figure of its own; more share one of small multiples (a
+# figure costs ~0.1-0.2 s to lay out and encode, a panel of the shared one a fifth of that).
+_FIGURE_PER_AGENT_UP_TO = 4
+
+
 def _png(figure: Any) -> str:
     buffer = io.BytesIO()
     # Every figure of the report is laid out by "constrained" layout already: "tight" would
@@ -147,6 +152,7 @@ def build_report(
         plot_compactions,
         plot_sweep,
         plot_token_growth,
+        plot_token_growth_grid,
         run_settings,
         sweep,
         sweep_note,
@@ -213,17 +219,31 @@ def build_report(
         plot_compactions(compactions, ax=ax)
         parts.append("<h2>Compactions</h2>" + _png(figure))
         plt.close(figure)
-    for agent in agents:
-        rows = messages[messages["agent"] == agent]
-        settings = run_settings(rows, model=model)
-        growth = token_growth(rows, **overrides)
-        figure, ax = plt.subplots(figsize=(9, 3.4), layout="constrained")
-        plot_token_growth(growth, ax=ax, title=f"{agent}: context tokens per message")
+    by_agent = dict(tuple(messages.groupby("agent", sort=True, observed=True))) if agents else {}
+    growths = {agent: token_growth(by_agent[agent], **overrides) for agent in agents}
+    small_multiples = len(agents) > _FIGURE_PER_AGENT_UP_TO
+    if small_multiples:
+        figure = plot_token_growth_grid(growths)
         parts.append(
-            f"<h2>{html.escape(str(agent))}</h2><p class=note>{html.escape(settings.describe())}"
-            "</p>" + _png(figure)
+            "<h2>Context tokens per message, every agent</h2><p class=note>One panel per agent "
+            "on its own scale: context tokens (line), the trigger (dashed), the window "
+            "(dotted), compactions (markers); each agent's settings are in its section "
+            "below.</p>" + _png(figure)
         )
         plt.close(figure)
+    for agent in agents:
+        rows = by_agent[agent]
+        settings = run_settings(rows, model=model)
+        growth = growths[agent]
+        parts.append(
+            f"<h2>{html.escape(str(agent))}</h2><p class=note>{html.escape(settings.describe())}"
+            "</p>"
+        )
+        if not small_multiples:
+            figure, ax = plt.subplots(figsize=(9, 3.4), layout="constrained")
+            plot_token_growth(growth, ax=ax, title=f"{agent}: context tokens per message")
+            parts.append(_png(figure))
+            plt.close(figure)
         parts.append(_growth_note(growth))
         mine = compactions[compactions["agent"] == agent] if len(compactions) else compactions
         if len(mine) > _MAX_COMPACTION_ROWS:

@@ -11,7 +11,13 @@ pandas and matplotlib are imported by the functions that need them, so importing
 
 from memorylab.analysis.frames import ReadResult, compactions_df, documents_df, memory_df
 from memorylab.analysis.growth import token_growth
-from memorylab.analysis.plots import plot_compactions, plot_sweep, plot_token_growth, save_plot
+from memorylab.analysis.plots import (
+    plot_compactions,
+    plot_sweep,
+    plot_token_growth,
+    plot_token_growth_grid,
+    save_plot,
+)
 from memorylab.analysis.replay import ReplayResult, replay
 from memorylab.analysis.runs import RunOverrides, RunSettings, SummarySize, run_settings
 from memorylab.analysis.sweep import SweepResult, sweep, sweep_note, sweep_table
@@ -29,6 +35,7 @@ __all__ = [
     "plot_compactions",
     "plot_sweep",
     "plot_token_growth",
+    "plot_token_growth_grid",
     "replay",
     "run_settings",
     "save_plot",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,13 @@ if TYPE_CHECKING:
 
     from memorylab.analysis.sweep import SweepResult
 
-__all__ = ["plot_compactions", "plot_sweep", "plot_token_growth", "save_plot"]
+__all__ = [
+    "plot_compactions",
+    "plot_sweep",
+    "plot_token_growth",
+    "plot_token_growth_grid",
+    "save_plot",
+]
 
 ABOVE_WINDOW_COLOR = "tab:red"
 RECORDED_COLOR = "black"
@@ -76,10 +83,12 @@ def plot_token_growth(
     ax: Axes | None = None,
     title: str | None = None,
     show_limit: bool = True,
+    legend: bool = True,
 ) -> Axes:
     """The sawtooth: context tokens per message, the threshold (dashed), the window (dotted)
     and the compactions (markers, every one drawn above the line), for a :func:`token_growth`
-    frame or a replay's timeline.
+    frame or a replay's timeline. ``legend=False`` leaves the legend out (small multiples
+    share one: :func:`plot_token_growth_grid`).
 
     One line per agent when the frame holds several. In a replay's timeline (it has a
     ``context_after`` column) the line drops to the context left after each compaction. Restarts
@@ -164,8 +173,61 @@ def plot_token_growth(
     axes.set_title(title or "Context size across compactions")
     axes.set_ylim(0, max(1.0, highest) * 1.08)
     _thousands(axes, counts=True)  # message positions and token counts
-    _legend_outside(axes)
+    if legend:
+        _legend_outside(axes)
     return axes
+
+
+def plot_token_growth_grid(
+    growths: Mapping[str, pd.DataFrame],
+    *,
+    columns: int = 4,
+    panel_size: tuple[float, float] = (3.0, 1.7),
+    title: str | None = None,
+) -> Figure:
+    """Small multiples: one :func:`plot_token_growth` panel per agent (``{agent: growth}``, in
+    the mapping's order), ``columns`` to a row, each panel on its own scale, one legend above.
+
+    For many agents: each panel costs a fraction of a figure of its own (a 100-agent report
+    drew 100 figures, most of its time), and the agents can be compared at a glance. Panels
+    keep their thresholds, windows, compactions and above-the-window markings; the axis
+    titles are left to the figure's caption.
+    """
+    import matplotlib.pyplot as plt
+
+    if not growths:
+        raise InvalidSetting("plot_token_growth_grid needs at least one agent's growth frame")
+    columns = max(1, min(int(columns), len(growths)))
+    rows = -(-len(growths) // columns)
+    width, height = panel_size
+    # A fixed layout, not "constrained": solving a layout of a hundred panels costs a second
+    # draw of every one of them, and equal panels need no solver.
+    figure, panels = plt.subplots(
+        rows, columns, figsize=(width * columns, height * rows + 0.6), squeeze=False
+    )
+    top = 1 - 0.6 / (height * rows + 0.6)
+    figure.subplots_adjust(left=0.06, right=0.99, bottom=0.25 / rows, top=top,
+                           hspace=0.75, wspace=0.3)  # fmt: skip
+    flat = list(panels.flat)
+    for panel, (agent, growth) in zip(flat, growths.items(), strict=False):
+        plot_token_growth(growth, ax=panel, title=str(agent), legend=False)
+        panel.set_xlabel("")
+        panel.set_ylabel("")
+        panel.title.set_fontsize("small")
+        panel.tick_params(labelsize="x-small")
+        panel.locator_params(nbins=3)
+    for panel in flat[len(growths) :]:
+        panel.set_visible(False)
+    handles: dict[str, Any] = {}
+    for panel in flat[: len(growths)]:
+        for handle, label in zip(*panel.get_legend_handles_labels(), strict=True):
+            # One entry per kind of line ("threshold (3,000 tokens)" differs per agent).
+            handles.setdefault(label.split(" (")[0], handle)
+    figure.legend(list(handles.values()), list(handles), loc="upper center", ncols=len(handles),
+                  fontsize="small", frameon=False)  # fmt: skip
+    if title:
+        figure.suptitle(title, y=1.0, va="bottom")
+    return figure
 
 
 def plot_sweep(
