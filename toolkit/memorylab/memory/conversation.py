@@ -26,7 +26,7 @@ import secrets
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import Enum
@@ -43,9 +43,9 @@ from memorylab.memory.preload import PreloadPlan, has_messages, plan_preload
 from memorylab.memory.records import (
     PRELOAD_PREFIX,
     SUMMARY_PREFIX,
+    TOOL_ROLES,
     CompactionEvent,
     EntryKind,
-    Message,
     entry_kind,
 )
 from memorylab.memory.redact import SECRETS, redact_role, redact_values, resolve_redactor
@@ -76,8 +76,11 @@ DEFAULT_PATH: Final = DefaultPath.DEFAULT_PATH
 
 
 _RECORD_KEYS = frozenset({"time", "agent", "archive", "kind"})  # structure: never redacted
-_TOOL_ROLES = ("tool", "tool executor", "function", "tool result")
 _ON_DISK_KINDS = (EntryKind.MESSAGE, EntryKind.SUMMARY)  # blocks of MEMORY.md (when persisted)
+
+KeptEntries = Sequence[Mapping[str, Any]] | Callable[[str | None], Sequence[Mapping[str, Any]]]
+"""What a strategy keeps (:meth:`Conversation.compact`'s ``kept``): the entries, or a function of
+the archive's name returning them."""
 
 _TokenizerFactory = Callable[[str], Callable[[str], int]]
 _tokenizer_factory: list[_TokenizerFactory] = []
@@ -487,7 +490,7 @@ class Conversation(ReferenceMethods):
                 message = {"role": "system", "content": content}
             elif lowered in user_roles:
                 message = {"role": "user", "content": content}
-            elif lowered in _TOOL_ROLES:
+            elif lowered in TOOL_ROLES:
                 message = {"role": "user", "content": f"[{role}]\n{content}"}
             else:
                 message = {"role": "assistant", "content": content}
@@ -569,63 +572,120 @@ class Conversation(ReferenceMethods):
             snapshot = self._store.snapshot() if self._store is not None else None
             return CompactionTicket(snapshot, len(self.conversation_history), self._now())
 
+    def compaction_entries(
+        self, ticket: CompactionTicket | None = None, *, preload_as_messages: bool = False
+    ) -> list[dict[str, Any]]:
+        """What a compaction works on: the entries before ``ticket`` (the whole history without
+        one) that are not the static context, in order: what the summary strategy summarizes.
+
+        With ``preload_as_messages`` a preload entry is replaced by the blocks it holds (its
+        messages and summary, each an entry stamped with its heading's timestamp), so that a
+        strategy keeping messages verbatim keeps them one by one, as the file holds them.
+        """
+        with self._lock:
+            end = len(self.conversation_history) if ticket is None else ticket.history_length
+            out: list[dict[str, Any]] = []
+            for entry in self.conversation_history[:end]:
+                kind = entry_kind(entry)
+                if kind is EntryKind.STATIC:
+                    continue
+                if kind is EntryKind.PRELOAD and preload_as_messages:
+                    out += _preloaded_entries(entry)
+                else:
+                    out.append(entry)
+            return out
+
     def compact(
         self,
-        summary: str,
+        summary: str | None,
         summary_role: str = "System",
         *,
         ticket: CompactionTicket | None = None,
+        kept: KeptEntries | None = None,
         **event_fields: Any,
     ) -> CompactionEvent:
         """Archive MEMORY.md, re-seed it and the history with ``summary`` (see the module doc).
 
         ``ticket`` (from :meth:`begin_compaction`, taken before a slow summarization) makes
         every message added since then survive, after the summary. ``event_fields`` (tokens,
-        model, latency ...) go into the returned event and the ``compactions.jsonl`` record.
+        model, latency, the ``strategy`` record ...) go into the returned event and the
+        ``compactions.jsonl`` record.
+
+        ``kept``: the entries a strategy keeps (:mod:`memorylab.compress` strategies), after
+        the summary and before what is carried over, in the history and as blocks of the new
+        MEMORY.md; or a function of the archive's name (``None`` when nothing is archived)
+        returning them, for entries that name the archive holding their original: it is
+        called with the name the store chose. With ``kept`` the summary may be ``None`` (the
+        file is re-seeded with the kept blocks alone); without it, today's compaction: the
+        summary alone. The archive always holds the whole old file.
         """
-        if summary is None or not str(summary).strip():
+        fmt.validate_role(summary_role)
+        content: str | None = None
+        if summary is not None and str(summary).strip():
+            text = str(summary)
+            content = text if text.startswith(SUMMARY_PREFIX) else f"{SUMMARY_PREFIX} {text}"
+        elif kept is None:
             raise EmptySummary(
                 "refusing to compact with an empty summary: memory was left unchanged"
             )
-        fmt.validate_role(summary_role)
-        text = str(summary)
-        content = text if text.startswith(SUMMARY_PREFIX) else f"{SUMMARY_PREFIX} {text}"
         with self._lock:
             ticket = ticket or self.begin_compaction()
             now = self._now()
             history = self.conversation_history
             message = EntryKind.MESSAGE
-            kept = [e for e in history[ticket.history_length :] if entry_kind(e) is message]
-            summary_entry = {
-                "role": summary_role,
-                "content": content,
-                "timestamp": fmt.format_timestamp(now),
-                "kind": EntryKind.SUMMARY.value,
-            }
-            new_history = [*self.entries(EntryKind.STATIC), summary_entry, *kept]
+            carried = [e for e in history[ticket.history_length :] if entry_kind(e) is message]
+            static = self.entries(EntryKind.STATIC)
+            head: list[dict[str, Any]] = []
+            if content is not None:
+                head.append(
+                    {
+                        "role": summary_role,
+                        "content": content,
+                        "timestamp": fmt.format_timestamp(now),
+                        "kind": EntryKind.SUMMARY.value,
+                    }
+                )
+
+            def reseeded(archive: str | None) -> list[dict[str, Any]]:
+                """What follows the static context: the summary, then the kept entries."""
+                if kept is None:
+                    return list(head)
+                chosen = kept(archive) if callable(kept) else kept
+                return [*head, *(dict(e) for e in chosen)]
+
             base: dict[str, Any] = {
                 "time": now,
                 "agent": self.agent_name,
-                "summary_chars": len(content),
+                "summary_chars": 0 if content is None else len(content),
                 "messages_archived": sum(
                     1 for e in history[: ticket.history_length] if entry_kind(e) is message
                 ),
-                "carried_over": len(kept),
+                "carried_over": len(carried),
             }
-            if self.token_counter is not None:
-                count = self.token_counter
-                base["summary_tokens"] = count(self.entry_text(summary_entry))
-                base["tokens_after"] = sum(count(self.entry_text(e)) for e in new_history) + (
-                    len(new_history) - 1
-                ) * count("\n\n")
-            base.update(event_fields)
-            event = CompactionEvent(**base)
+
+            def event_for(archive: str | None) -> CompactionEvent:
+                fields = dict(base)
+                if self.token_counter is not None:
+                    count = self.token_counter
+                    fields["summary_tokens"] = count(self.entry_text(head[0])) if head else 0
+                    after = [*static, *reseeded(archive), *carried]
+                    fields["tokens_after"] = sum(count(self.entry_text(e)) for e in after) + max(
+                        len(after) - 1, 0
+                    ) * count("\n\n")
+                fields.update(event_fields)
+                return CompactionEvent(**fields)
+
+            archive: str | None = None
             if self._store is not None and ticket.snapshot is not None:
                 redactor = self.redactor
 
+                def body(name: str | None) -> bytes:
+                    blocks = (self._kept_block(e, now) for e in reseeded(name))
+                    return encode_utf8("".join(b for b in blocks if b is not None))
+
                 def record(result: CompactionResult) -> dict[str, Any]:
                     line = replace(
-                        event,
+                        event_for(result.archive),
                         archive=result.archive,
                         messages_archived=result.messages_archived,
                         carried_over=result.carried_over,
@@ -637,22 +697,41 @@ class Conversation(ReferenceMethods):
                         }
                     return line
 
-                result = self._store.compact(
+                # Rendered now, so that what cannot be stored (a lone surrogate) changes nothing;
+                # blocks naming the archive are rendered again with the name the store chose.
+                first = body(fmt.archive_name(now))
+                result = self._store.rewrite(
                     ticket.snapshot,
-                    Message(
-                        redact_role(summary_role, self.redactor),
-                        self._disk_text(content, summary=True),
-                        now,
-                    ),
+                    body if callable(kept) else first,
                     conversation_name=self.name,
                     now=now,
                     record=record,
                 )
                 event = CompactionEvent.from_dict(record(result))
+                archive = result.archive
                 if self.retention is not None:
                     self._apply_retention(now)
-            self.conversation_history = new_history
+            else:
+                event = event_for(None)
+            self.conversation_history = [*static, *reseeded(archive), *carried]
             return event
+
+    def _kept_block(self, entry: Mapping[str, Any], now: datetime) -> str | None:
+        """The block an entry of the re-seeded history is in the new MEMORY.md: as it was
+        appended (its role, timestamp and content, redacted), stamped ``now`` when it has no
+        timestamp a heading can hold; ``None`` for blank content or a role no heading can hold
+        (kept in the history only, like such entries when they are added)."""
+        stamp = entry.get("timestamp")
+        try:
+            fmt.parse_timestamp(stamp if isinstance(stamp, str) else "")
+        except ValueError:
+            stamp = fmt.format_timestamp(now)
+        summary = entry_kind(entry) is EntryKind.SUMMARY
+        role, content = str(entry["role"]), entry.get("content")
+        try:
+            return self._block(role, str(stamp), content, summary=summary)
+        except ValueError:
+            return None
 
     def _apply_retention(self, now: datetime) -> None:
         assert self._store is not None and self.retention is not None
@@ -815,6 +894,21 @@ class Conversation(ReferenceMethods):
         return f"Conversation(name={self.name!r}, messages={len(self)}, path={str(where)!r})"
 
 
+def _preloaded_entries(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The blocks a preload entry holds, as history entries (a summary with its kind)."""
+    text = fmt.content_to_text(entry.get("content")).removeprefix(PRELOAD_PREFIX)
+    document = fmt.parse(text.removeprefix("\n"), strict=False).document
+    return [
+        {
+            "role": m.role,
+            "content": m.content,
+            "timestamp": fmt.format_timestamp(m.timestamp),
+            **({"kind": EntryKind.SUMMARY.value} if m.is_summary else {}),
+        }
+        for m in document.messages
+    ]
+
+
 def _replace_block(blocks: bytes, old: bytes, new: bytes, occurrence: int) -> bytes | None:
     """``blocks`` with the ``occurrence``-th (from 0) block ``old`` replaced by ``new``; ``None``
     when there is no such block. A block starts at a line start."""
@@ -841,6 +935,7 @@ __all__ = [
     "DEFAULT_PATH",
     "DEFAULT_TOKENIZER_MODEL",
     "DefaultPath",
+    "KeptEntries",
     "generate_conversation_name",
     "register_tokenizer",
 ]

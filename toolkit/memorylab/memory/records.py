@@ -18,6 +18,10 @@ from typing import Any
 SUMMARY_PREFIX = "[Compressed Memory Summary]"
 PRELOAD_PREFIX = "[Persistent Memory — MEMORY.md]"
 
+TOOL_ROLES = ("tool", "tool executor", "function", "tool result")
+"""Roles (compared lower-cased) whose entries are tool results even without a ``tool_call_id``:
+what the files keep of a tool result, where no entry field survives."""
+
 
 class EntryKind(StrEnum):
     """What an entry of ``Conversation.conversation_history`` is, read by :func:`entry_kind`.
@@ -42,6 +46,26 @@ def entry_kind(entry: Mapping[str, Any]) -> EntryKind | None:
         return EntryKind(kind)
     except ValueError:
         return None
+
+
+def is_tool_result(entry: Mapping[str, Any]) -> bool:
+    """Whether a history entry (or a transcript's message) is a tool's result: it answers a
+    ``tool_call_id`` (in the entry or its ``metadata``, as ``Conversation.add_messages`` keeps
+    it), or its role is one of :data:`TOOL_ROLES` (a file keeps only the role).
+
+    >>> is_tool_result({"role": "Tool Executor", "content": "42"})
+    True
+    >>> is_tool_result({"role": "Calc", "content": "42", "tool_call_id": "c1"})
+    True
+    >>> is_tool_result({"role": "User", "content": "42"})
+    False
+    """
+    if entry.get("tool_call_id"):
+        return True
+    metadata = entry.get("metadata")
+    if isinstance(metadata, Mapping) and metadata.get("tool_call_id"):
+        return True
+    return str(entry.get("role", "")).lower() in TOOL_ROLES
 
 
 @functools.singledispatch
@@ -163,7 +187,10 @@ class CompactionEvent:
 
     Token figures are ``None`` when nobody counted them (a manual ``compact()`` without a
     tokenizer). ``carried_over`` counts messages appended while the summary was being made, which
-    were moved into the fresh MEMORY.md after the summary.
+    were moved into the fresh MEMORY.md after the summary. ``strategy`` names the strategy that
+    made it and its settings (``{"name": "keep_recent", "keep_messages": 20}``, what
+    ``memorylab.compress.strategy_from_record`` rebuilds it from); ``None``, and absent from
+    ``to_dict()``, for the default, summary (so records of earlier versions read unchanged).
     """
 
     time: datetime
@@ -182,6 +209,7 @@ class CompactionEvent:
     cost_usd: float | None = None
     error: str | None = None
     kind: str = "compaction"
+    strategy: Mapping[str, Any] | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
@@ -195,6 +223,10 @@ class CompactionEvent:
         data = asdict(self)
         data["time"] = _dt_to_str(self.time)
         data["extra"] = dict(self.extra)
+        if self.strategy is None:
+            del data["strategy"]  # the default: a record's bytes as before strategies
+        else:
+            data["strategy"] = dict(self.strategy)
         return data
 
     @classmethod
@@ -215,6 +247,8 @@ __all__ = [
     "Message",
     "PRELOAD_PREFIX",
     "SUMMARY_PREFIX",
+    "TOOL_ROLES",
     "entry_kind",
     "html_view",
+    "is_tool_result",
 ]

@@ -616,7 +616,7 @@ class MemoryStore:
     def rewrite(
         self,
         snapshot: Snapshot,
-        body: bytes,
+        body: bytes | Callable[[str | None], bytes],
         *,
         conversation_name: str,
         now: datetime,
@@ -625,9 +625,14 @@ class MemoryStore:
     ) -> CompactionResult:
         """Archive ``snapshot`` and replace MEMORY.md with a fresh header naming the archive,
         then ``body`` (whole blocks), then every block appended after the snapshot: the one
-        crash-ordered path of compactions (``body`` is the summary's block) and edits
-        (:meth:`edit`). Raises ``CompactionConflict`` when MEMORY.md no longer starts with
-        ``snapshot``."""
+        crash-ordered path of compactions (``body`` is the summary's block, or what a strategy
+        keeps) and edits (:meth:`edit`). Raises ``CompactionConflict`` when MEMORY.md no longer
+        starts with ``snapshot``.
+
+        ``body`` may be a function of the archive's name (``None``: nothing archived), for
+        blocks that name the archive holding their original (a strategy's cleared tool
+        results): it is called once the name is chosen, before the first write (so what it
+        cannot encode changes nothing), and again if another writer took that name."""
         try:
             with self.locked():
                 lock = self._held_lock()
@@ -660,7 +665,7 @@ class MemoryStore:
     def _compact_locked(
         self,
         snapshot: Snapshot,
-        body: bytes,
+        render: bytes | Callable[[str | None], bytes],
         conversation_name: str,
         now: datetime,
         record: Callable[[CompactionResult], dict[str, Any]] | None,
@@ -684,6 +689,7 @@ class MemoryStore:
             name = self._free_archive_name(now)
         result = CompactionResult(name, len(archived_doc.messages), len(carried_doc.messages),
                                   tail.decode())  # fmt: skip
+        body = render(name) if callable(render) else render
         # The record names the file it replaces: a process that appended to it carries none of
         # its blocks over (this rewrite read them all, under the lock; see _carry_dropped).
         replaced = _file_id(os.fstat(current_fd))
@@ -696,6 +702,7 @@ class MemoryStore:
             if written != name:  # lost a race for the name with a foreign writer
                 name = written
                 result = dataclasses.replace(result, archive=name)
+                body = render(name) if callable(render) else render
                 line = {**(record(result) if record is not None else {"archive": name}),
                         "replaced": replaced}  # fmt: skip
                 atomic_replace(self.paths.intent, json.dumps({"archive": name, "record": line},
