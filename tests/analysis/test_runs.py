@@ -17,6 +17,7 @@ from memorylab.analysis import (
     RunSettings,
     SummarySize,
     _progress,
+    estimate_sweep,
     memory_df,
     replay,
     run_settings,
@@ -24,6 +25,7 @@ from memorylab.analysis import (
     sweep_note,
     token_growth,
 )
+from memorylab.analysis.sweep import EXACT_SECONDS
 from memorylab.compress.policy import check_points, default_preload_max_tokens
 from memorylab.errors import InvalidSetting
 from memorylab.transcripts import bundled_workspace
@@ -288,6 +290,58 @@ def test_a_large_sweep_goes_fast_by_itself() -> None:
     )
     assert set(table.frame["mode"]) == {"fast"}
     assert table.error["settings"] >= 1
+
+
+def test_a_sweep_states_its_cost_before_it_starts() -> None:
+    """The estimate is made before any replay, chooses the mode, and is what the note says."""
+    messages = [
+        {"role": "User" if i % 2 else "assistant", "content": f"row {i} " + "value " * 120}
+        for i in range(1000)
+    ]
+    thresholds = [0.5, 0.7, 0.9]
+    ahead = estimate_sweep(messages, thresholds, [4096])
+    assert (ahead.settings, ahead.messages, ahead.local) == (3, 1000, True)
+    assert ahead.mode == ("replay" if ahead.exact_seconds <= EXACT_SECONDS else "fast")
+    made = sweep(messages, thresholds, [4096], calibrate=False)
+    assert made.estimate == ahead  # the sweep made the same estimate, and kept it
+    assert set(made.frame["mode"]) == {ahead.mode}
+    # The fast engine's count of summaries is the exact replays' count, near enough to plan by.
+    exact = int(sweep(messages, thresholds, [4096], fast=False).frame["summarizer_calls"].sum())
+    assert abs(ahead.summarizer_calls - exact) <= 0.05 * exact
+    assert f"3 exact replays of 1,000 messages: about {ahead.exact_seconds:,.0f} s, " in (
+        ahead.describe()
+    )
+    fast = sweep(messages, thresholds, [4096], fast=True, calibrate=False)
+    assert f"Fast sweep (instead of {ahead.describe()}): " in sweep_note(fast)
+    one = estimate_sweep(messages[:10], [0.9], [4096])
+    assert one.describe() == "1 exact replay of 10 messages: under 1 s, 0 summaries"
+
+
+def test_an_exact_sweep_shows_one_bar_over_all_its_messages(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class Bar:
+        def __init__(self, total: int, desc: str) -> None:
+            self.total, self.desc, self.n, self.closed = total, desc, 0, False
+
+        def update(self, steps: int) -> None:
+            self.n += steps
+
+        def close(self) -> None:
+            self.closed = True
+
+    bars: list[Bar] = []
+
+    def watched_bar(total: int, desc: str, unit: str, enabled: bool | None = None) -> Bar:
+        bars.append(Bar(total, desc))
+        return bars[-1]
+
+    monkeypatch.setattr(_progress, "bar", watched_bar)
+    messages = [{"role": "User", "content": f"row {i} " + "value " * 60} for i in range(200)]
+    sweep(messages, [0.5, 0.9], [2048], fast=False)
+    (only,) = bars  # no bar of its own per replay
+    assert only.total == only.n == 2 * 200 and only.closed
+    assert only.desc.startswith("sweep: 2 exact replays of 200 messages: ")
 
 
 def test_summary_size_model() -> None:

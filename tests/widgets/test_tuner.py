@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -54,7 +55,7 @@ def test_context_length_and_fast_mode(messages: list[dict[str, Any]]) -> None:
     tuner.context_slider.value = 4096
     assert tuner.result is not None and tuner.result.context_length == 4096
     assert set(tuner.sweep_table["context_length"]) == {4096}  # type: ignore[index]
-    tuner.mode_picker.value = True
+    tuner.mode_picker.value = "fast"
     assert tuner.fast is True
     table = tuner.sweep_table
     assert table is not None
@@ -248,3 +249,22 @@ def test_the_tuner_and_the_sweep_table_write_thresholds_alike(
     for text in shown["threshold"]:
         assert f"<td>{text}</td>" in tuner.table.value
     assert "threshold 0.60 of 2,048" in tuner.axes.get_title()  # type: ignore[union-attr]
+
+
+def test_exact_replays_say_how_long_before_the_wait(messages: list[dict[str, Any]]) -> None:
+    tuner = ThresholdTuner(messages, context_length=2048)
+    shown: list[str] = []
+    tuner.status.observe(lambda change: shown.append(change["new"]), names="value")
+    tuner.mode_picker.value = "exact"
+    assert tuner.fast is False and set(tuner.sweep_table["mode"]) == {"replay"}  # type: ignore[index]
+    during = [text for text in shown if "exact replay" in text]
+    assert during and re.search(r"computing \d+ exact replays of [\d,]+ messages: ", during[0])
+    assert "updated" in shown[-1]
+    assert [label for label, _ in tuner.mode_picker.options][tuner.mode_picker.index] == (
+        "exact replays"
+    )
+
+
+def test_the_sweep_picker_shows_its_mode_from_the_start(messages: list[dict[str, Any]]) -> None:
+    assert ThresholdTuner(messages).mode_picker.label == "exact when it fits"
+    assert ThresholdTuner(messages, fast=True).mode_picker.label == "fast (modelled)"

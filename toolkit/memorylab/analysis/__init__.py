@@ -20,7 +20,14 @@ from memorylab.analysis.plots import (
 )
 from memorylab.analysis.replay import ReplayResult, replay
 from memorylab.analysis.runs import RunOverrides, RunSettings, SummarySize, run_settings
-from memorylab.analysis.sweep import SweepResult, sweep, sweep_note, sweep_table
+from memorylab.analysis.sweep import (
+    SweepEstimate,
+    SweepResult,
+    estimate_sweep,
+    sweep,
+    sweep_note,
+    sweep_table,
+)
 
 __all__ = [
     "ReadResult",
@@ -28,9 +35,11 @@ __all__ = [
     "RunOverrides",
     "RunSettings",
     "SummarySize",
+    "SweepEstimate",
     "SweepResult",
     "compactions_df",
     "documents_df",
+    "estimate_sweep",
     "memory_df",
     "plot_compactions",
     "plot_sweep",

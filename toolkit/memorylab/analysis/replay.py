@@ -151,10 +151,11 @@ def _exact(
     summarizer: Summarizer,
     *,
     cache: bool | MutableMapping[str, Summary] = True,
-    progress: bool | None = None,
+    progress: bool | Any | None = None,
 ) -> ReplayResult:
     """The replay: each process a fresh :class:`Conversation` with its static context and
-    preload, a :class:`ContextCompressor` checking where the run checked."""
+    preload, a :class:`ContextCompressor` checking where the run checked. ``progress``: shown
+    or not (``None``: when someone watches), or a sweep's bar to advance."""
     import numpy as np
     import pandas as pd
 
@@ -224,7 +225,9 @@ def _exact(
     created = run.created or (whens[0] if count else now[0])
     continues: str | None = None
     done = processes = 0
-    bar = _progress.bar(count, "replay", "msg", progress)
+    # A sweep passes its own bar (one over all its replays): updated here, closed there.
+    own_bar = progress is None or isinstance(progress, bool)
+    bar: Any = _progress.bar(count, "replay", "msg", progress) if own_bar else progress
     for index in range(count):
         now[0] = whens[index]
         if restart[index]:
@@ -251,7 +254,8 @@ def _exact(
                 memory = [Message(str(entry["role"]), str(entry["content"]), when)]
                 created, continues = when, archive or fmt.archive_name(when)
         bar.update(1)
-    bar.close()
+    if own_bar:
+        bar.close()
     frame = pd.DataFrame(
         {
             "timeline": np.arange(count, dtype=np.int64),

@@ -34,7 +34,9 @@ __all__ = [
     "DEFAULT_THRESHOLDS",
     "EXACT_SECONDS",
     "SWEEP_HEADINGS",
+    "SweepEstimate",
     "SweepResult",
+    "estimate_sweep",
     "sweep",
     "sweep_note",
     "sweep_table",
@@ -67,7 +69,8 @@ class SweepResult(FormerFrame, TableResult):
     the ``settings`` of the run it swept, the ``summarizer`` that made the summaries and, for a
     fast sweep, the ``summary_size`` it modelled, the ``calibration`` rows (exact and fast
     figures of the same settings) and the largest differences among them (``error``: empty when
-    not measured). :meth:`notes` says it in a line (:func:`sweep_note`).
+    not measured), and the ``estimate`` of its exact replays made before it started
+    (:class:`SweepEstimate`). :meth:`notes` says it in a line (:func:`sweep_note`).
 
     Earlier versions returned the frame, with these in ``frame.attrs``: using the result as that
     frame still works for now and warns (``DeprecationWarning``).
@@ -79,6 +82,7 @@ class SweepResult(FormerFrame, TableResult):
     summary_size: SummarySize | None = None
     calibration: list[dict[str, Any]] = field(default_factory=list)
     error: dict[str, Any] = field(default_factory=dict)
+    estimate: SweepEstimate | None = None
 
     _former: ClassVar[str] = "sweep()"
 
@@ -88,16 +92,18 @@ class SweepResult(FormerFrame, TableResult):
         if "mode" not in frame.columns or not len(frame) or (frame["mode"] == "replay").all():
             return [f"Every setting replayed exactly (summaries by {self.summarizer})."]
         size = self.summary_size if self.summary_size is not None else "modelled"
+        # Why fast: the wait exact replays were estimated at (fast=True or not, it is stated).
+        why = "" if self.estimate is None else f" (instead of {self.estimate.describe()})"
         if not error:
             return [
-                f"Fast sweep: summaries modelled as {size}; its error was not measured "
+                f"Fast sweep{why}: summaries modelled as {size}; its error was not measured "
                 "(calibrate=True replays a few settings exactly to measure it)."
             ]
         return [
-            f"Fast sweep: summaries modelled as {size}. Against exact replays ({self.summarizer}) "
-            f"of {_extent(error)} at {error['settings']} setting(s): compactions within "
-            f"±{error['compactions']} ({error['compactions_pct']:.0f} %), peak context within "
-            f"{error['peak_pct']:.1f} %."
+            f"Fast sweep{why}: summaries modelled as {size}. Against exact replays "
+            f"({self.summarizer}) of {_extent(error)} at {error['settings']} setting(s): "
+            f"compactions within ±{error['compactions']} ({error['compactions_pct']:.0f} %), "
+            f"peak context within {error['peak_pct']:.1f} %."
         ]
 
 
@@ -150,37 +156,33 @@ def sweep(
     import pandas as pd
 
     from memorylab.analysis import _progress
-    from memorylab.analysis._summarizers import choose
-    from memorylab.analysis.runs import _prepare
 
-    run = _prepare(transcript, settings, overrides, "sweep")
-    at = run.settings.context_length, run.settings.threshold
-    recorded = at if run.settings.source_of("threshold") == "recorded" else None
-    lengths = [run.settings.context_length] if context_lengths is None else list(context_lengths)
-    grid = _settings(list(thresholds or DEFAULT_THRESHOLDS), lengths, recorded)
-    wanted = list(facts) if facts is not None else None
     if summary_ratio is not None:
         if summary_size is not None:
             raise InvalidSetting("give summary_size or summary_ratio, not both")
         if not (isinstance(summary_ratio, int | float) and 0 < summary_ratio <= 1):
             raise InvalidSetting(f"summary_ratio must be within (0, 1], not {summary_ratio!r}")
         summary_size = SummarySize(ratio=float(summary_ratio))
-    chosen = choose(summarizer, run, None)
-    size = summary_size or run.settings.summary_size or SummarySize()
-    fast_engine = _FastEngine(run, size)
-    mode = "fast" if fast else "replay"
-    if fast is None:
-        estimate = sum(
-            fast_engine.cost_estimate(length, threshold) for length, threshold, _ in grid
-        )
-        mode = "replay" if chosen.local and estimate <= EXACT_SECONDS else "fast"
+    plan = _plan(transcript, thresholds, context_lengths, summarizer, summary_size, settings,
+                 overrides)  # fmt: skip
+    run, grid, recorded, chosen, fast_engine = (
+        plan.run,
+        plan.grid,
+        plan.recorded,
+        plan.chosen,
+        plan.engine,
+    )
+    estimate = plan.estimate()
+    wanted = list(facts) if facts is not None else None
+    mode = estimate.mode if fast is None else "fast" if fast else "replay"
     rows: list[dict[str, Any]] = []
     calibration: list[dict[str, Any]] = []
     if mode == "replay":
-        bar = _progress.bar(len(grid), "sweep", "setting", progress)
+        # One bar over every message of every replay, its cost stated before the first one.
+        bar = _progress.bar(estimate.settings * estimate.messages,
+                            f"sweep: {estimate.describe()}", "msg", progress)  # fmt: skip
         for length, threshold, trigger in grid:
-            rows.append(_exact_row(run, (length, threshold, trigger), chosen, cache, wanted))
-            bar.update(1)
+            rows.append(_exact_row(run, (length, threshold, trigger), chosen, cache, wanted, bar))
         bar.close()
     else:
         if calibrate if calibrate is not None else chosen.local:
@@ -215,7 +217,105 @@ def sweep(
         summary_size=fast_engine.size if fast_mode else None,
         calibration=calibration,
         error=_errors(calibration, len(run.transcript)) if fast_mode else {},
+        estimate=estimate,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class SweepEstimate:
+    """What a :func:`sweep` would cost, known before it starts (:func:`estimate_sweep`).
+
+    ``exact_seconds``: this machine's estimated time to replay every setting exactly with a
+    summarizer that runs locally (about 20 µs a message and 4 µs a summarized token: it
+    chooses a mode and states a wait, it is not a measurement); ``summarizer_calls``: the
+    summaries those replays would ask for (the fast engine's count; a model summarizer adds
+    its latency per call); ``local``: whether the summarizer runs on this machine. ``mode``
+    is what ``sweep(fast=None)`` does: ``"replay"`` when the summarizer is local and the
+    estimate is within :data:`EXACT_SECONDS`, else ``"fast"``.
+    """
+
+    settings: int
+    messages: int
+    exact_seconds: float
+    summarizer_calls: int
+    local: bool
+
+    @property
+    def mode(self) -> str:
+        return "replay" if self.local and self.exact_seconds <= EXACT_SECONDS else "fast"
+
+    def describe(self) -> str:
+        """``5 exact replays of 100,000 messages: about 58 s, 212 summaries``."""
+        replays = "exact replay" if self.settings == 1 else "exact replays"
+        calls = "summary" if self.summarizer_calls == 1 else "summaries"
+        wait = f"about {self.exact_seconds:,.0f} s" if self.exact_seconds >= 1 else "under 1 s"
+        if not self.local:
+            wait += " here, plus the summarizer's time per call"
+        return (
+            f"{self.settings:,} {replays} of {self.messages:,} messages: {wait}, "
+            f"{self.summarizer_calls:,} {calls}"
+        )
+
+
+def estimate_sweep(
+    transcript: TranscriptSource,
+    thresholds: Iterable[Threshold] | None = None,
+    context_lengths: Iterable[int] | None = None,
+    *,
+    summarizer: str | Summarizer | None = None,
+    settings: RunSettings | None = None,
+    **overrides: Unpack[RunOverrides],
+) -> SweepEstimate:
+    """What :func:`sweep` with the same arguments would cost replayed exactly, before it
+    starts (a :class:`SweepEstimate`): the tuner and the report choose the mode from it, and a
+    notebook can say "this will take a minute" before it does. Counting the transcript's tokens
+    is the only work done (and it is remembered for the sweep)."""
+    return _plan(transcript, thresholds, context_lengths, summarizer, None, settings,
+                 overrides).estimate()  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """A sweep's run, grid and engines, prepared once for :func:`sweep` and
+    :func:`estimate_sweep`."""
+
+    run: _Run
+    grid: list[tuple[int, Threshold, int]]
+    recorded: tuple[int, Threshold] | None
+    chosen: Summarizer
+    engine: _FastEngine
+
+    def estimate(self) -> SweepEstimate:
+        outcomes = [self.engine.simulate(self.run, length, t) for length, t, _ in self.grid]
+        return SweepEstimate(
+            settings=len(self.grid),
+            messages=len(self.run.transcript),
+            exact_seconds=sum(self.engine.cost_of(outcome) for outcome in outcomes),
+            summarizer_calls=sum(outcome.compactions for outcome in outcomes),
+            local=bool(self.chosen.local),
+        )
+
+
+def _plan(
+    transcript: TranscriptSource,
+    thresholds: Iterable[Threshold] | None,
+    context_lengths: Iterable[int] | None,
+    summarizer: str | Summarizer | None,
+    summary_size: SummarySize | None,
+    settings: RunSettings | None,
+    overrides: RunOverrides,
+) -> _Plan:
+    from memorylab.analysis._summarizers import choose
+    from memorylab.analysis.runs import _prepare
+
+    run = _prepare(transcript, settings, overrides, "sweep")
+    at = run.settings.context_length, run.settings.threshold
+    recorded = at if run.settings.source_of("threshold") == "recorded" else None
+    lengths = [run.settings.context_length] if context_lengths is None else list(context_lengths)
+    grid = _settings(list(thresholds or DEFAULT_THRESHOLDS), lengths, recorded)
+    chosen = choose(summarizer, run, None)
+    size = summary_size or run.settings.summary_size or SummarySize()
+    return _Plan(run, grid, recorded, chosen, _FastEngine(run, size))
 
 
 def sweep_note(result: SweepResult) -> str:
@@ -285,12 +385,14 @@ def _exact_row(
     summarizer: Summarizer,
     cache: bool | MutableMapping[str, Summary],
     facts: list[str] | None,
+    bar: Any = None,
 ) -> dict[str, Any]:
-    """A sweep row from an exact replay of the setting."""
+    """A sweep row from an exact replay of the setting (``bar``: the sweep's progress bar)."""
     from memorylab.analysis import _fast
 
     length, threshold, trigger = setting
-    result = _exact(run.at(length, threshold), summarizer, cache=cache, progress=False)
+    result = _exact(run.at(length, threshold), summarizer, cache=cache,
+                    progress=False if bar is None else bar)  # fmt: skip
     row = {"context_length": length, "threshold": threshold, "trigger": trigger, "mode": "replay"}
     row["messages"] = len(run.transcript)
     for name in (*_FIGURES, "summarizer_calls", "summarizer_input_tokens", "summary_tokens"):
@@ -375,9 +477,9 @@ class _FastEngine:
         self._preloads[key] = tokens
         return tokens
 
-    def cost_estimate(self, length: int, threshold: Threshold) -> float:
-        """Seconds an exact replay of this setting is estimated to take (chooses the mode)."""
-        outcome = self.simulate(self.run, length, threshold)
+    def cost_of(self, outcome: _fast.Outcome) -> float:
+        """Seconds an exact replay of the setting this fast ``outcome`` ran is estimated to
+        take (:class:`SweepEstimate`)."""
         return (
             self.prefix.count * _SECONDS_PER_MESSAGE
             + outcome.summarizer_input_tokens * _SECONDS_PER_SUMMARIZED_TOKEN

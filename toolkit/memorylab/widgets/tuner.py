@@ -52,8 +52,11 @@ __all__ = [
 CONTEXT_LENGTHS = (2048, 4096, 8192, 16384, 32768, 65536, 131072)
 """The context lengths the slider offers (the given one is added when missing)."""
 
-MODES = (("exact when it fits", None), ("exact replays", False), ("fast (modelled)", True))
-"""The sweep modes offered: ``sweep(fast=...)``'s three values."""
+MODES = (("exact when it fits", "auto"), ("exact replays", "exact"), ("fast (modelled)", "fast"))
+"""The sweep modes offered (label, picker value): ``sweep(fast=None)``, ``fast=False`` and
+``fast=True``. The values are names, not ``sweep``'s ``None``/``False``/``True``: a dropdown
+whose value is ``None`` shows nothing selected."""
+_FAST = {"auto": None, "exact": False, "fast": True}
 
 SWEEP_COLUMNS = (
     "setting",
@@ -251,7 +254,7 @@ class ThresholdTuner(View):
         )
         self.mode_picker = widgets.Dropdown(
             options=list(MODES),
-            value=fast,
+            value={None: "auto", False: "exact", True: "fast"}[fast],
             description="sweep",
             style={"description_width": "50px"},
         )
@@ -320,8 +323,8 @@ class ThresholdTuner(View):
 
     @property
     def fast(self) -> bool | None:
-        value = self.mode_picker.value
-        return None if value is None else bool(value)
+        """The sweep's ``fast=``: ``None`` (exact when it fits), ``False`` or ``True``."""
+        return _FAST[str(self.mode_picker.value)]
 
     def __repr__(self) -> str:
         outcome = "" if self.result is None else f", {self.result.compactions} compaction(s)"
@@ -336,12 +339,21 @@ class ThresholdTuner(View):
         """Replay and sweep under the controls' values and redraw (called on every change)."""
         from memorylab.analysis.plots import ABOVE_WINDOW_COLOR, plot_sweep, plot_token_growth
         from memorylab.analysis.replay import replay
-        from memorylab.analysis.sweep import sweep, sweep_note
+        from memorylab.analysis.sweep import estimate_sweep, sweep, sweep_note
 
         threshold, length = self.threshold, self.context_length
         spec = None if self.summarizer == EXTRACTIVE else self.summarizer
         self.status.value = status_html("computing …")
         try:
+            recorded = self.source.recorded
+            wanted = {*(float(t) for t in self.thresholds), threshold}
+            if recorded is not None and recorded[0] == length:
+                wanted.add(float(recorded[1]))
+            if self.fast is False:  # exact replays asked for: say how long before the wait
+                ahead = estimate_sweep(self.source.transcript, sorted(wanted), [length],
+                                       summarizer=spec, model=self.model,
+                                       system_prompt=self.system_prompt)  # fmt: skip
+                self.status.value = status_html(f"computing {ahead.describe()} …")
             result = replay(
                 self.source.transcript,
                 threshold=threshold,
@@ -350,10 +362,6 @@ class ThresholdTuner(View):
                 model=self.model,
                 system_prompt=self.system_prompt,
             )
-            recorded = self.source.recorded
-            wanted = {*(float(t) for t in self.thresholds), threshold}
-            if recorded is not None and recorded[0] == length:
-                wanted.add(float(recorded[1]))
             swept = sweep(
                 self.source.transcript,
                 sorted(wanted),
