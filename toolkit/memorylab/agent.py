@@ -31,6 +31,7 @@ from typing import Any, Literal
 from memorylab._names import moved
 from memorylab.compress import policy
 from memorylab.compress.compressor import ContextCompressor
+from memorylab.compress.strategy import Strategy
 from memorylab.compress.summarizers import summarizer_names
 from memorylab.compress.tokens import get_token_counter
 from memorylab.errors import InvalidSetting
@@ -66,7 +67,9 @@ class Agent:
         context_length: the window compression is measured against; ``None``: litellm's
             ``max_input_tokens`` for ``model_name``, else
             :data:`memorylab.llm.DEFAULT_CONTEXT_WINDOW` (8192).
-        compression_threshold: a fraction of ``context_length`` (float) or a token count (int).
+        compression_threshold: a fraction of ``context_length`` (float) or a token count (int),
+            or a :class:`~memorylab.compress.policy.Trigger` (a fraction, a token count and a
+            message count: any fires).
         summarizer_model: ``None`` summarizes with ``model_name`` (as the seed does); a
             summarizer name such as ``"memorylab/extractive"`` (offline) or another model.
         persistent_memory: keep MEMORY.md on disk (False: in the process only).
@@ -93,6 +96,9 @@ class Agent:
         completion: replaces :func:`memorylab.llm.chat` (a function returning a
             :class:`~memorylab.llm.ChatReply`), e.g. a scripted model for offline runs.
         clock: the time source of message timestamps (tests and generated data).
+        strategy: what a compaction does with the history (docs/compression.md, Strategies):
+            a :class:`~memorylab.compress.strategy.Strategy` or its name; default
+            ``"summary"``, the seed's compaction. Given to the compressor.
     """
 
     def __init__(
@@ -104,7 +110,7 @@ class Agent:
         max_loops: int | Literal["auto"] = 1,
         context_compression: bool = True,
         context_length: int | None = None,
-        compression_threshold: policy.Threshold = policy.DEFAULT_THRESHOLD,
+        compression_threshold: policy.Threshold | policy.Trigger = policy.DEFAULT_THRESHOLD,
         summarizer_model: str | None = None,
         persistent_memory: bool = True,
         workspace_dir: str | os.PathLike[str] | None = None,
@@ -126,6 +132,7 @@ class Agent:
         durable: bool = False,
         completion: Callable[..., ChatReply] | None = None,
         clock: Callable[[], datetime] | None = None,
+        strategy: Strategy | str | None = None,
     ) -> None:
         self.agent_name = agent_name
         self.model_name = model_name
@@ -147,7 +154,11 @@ class Agent:
         )
         check_int("context_length", self.context_length, 1)
         self.token_counter = get_token_counter(model_name)
-        threshold = policy.validate_threshold(compression_threshold)
+        threshold: policy.Threshold | policy.Trigger = (
+            compression_threshold
+            if isinstance(compression_threshold, policy.Trigger)
+            else policy.validate_threshold(compression_threshold)
+        )
         if preload_max_tokens is policy.DEFAULT_PRELOAD:
             preload_max_tokens = policy.default_preload_max_tokens(self.context_length, threshold)
         self.short_memory = Conversation(
@@ -170,6 +181,7 @@ class Agent:
             threshold=threshold,
             summarizer_model=summarizer_model,
             summarizer_args={} if named else model_options,
+            strategy=strategy,
         )
         self._session: dict[str, Any] | None = None
 

@@ -7,6 +7,11 @@
   :mod:`.extractive`, :mod:`.baselines`, :mod:`.scripted`.
 * :mod:`~memorylab.compress.summarizers` — summarizers by name (:func:`get_summarizer`,
   :func:`register_summarizer`).
+* :mod:`~memorylab.compress.strategy` — what a compaction does with the history: the
+  :class:`Strategy` base and its :class:`CompactionPlan`; each strategy has its own module:
+  :mod:`.summary` (the default), :mod:`.keep_recent`, :mod:`.clear_tool_results`, :mod:`.trim`.
+* :mod:`~memorylab.compress.strategies` — strategies by name (:func:`get_strategy`,
+  :func:`register_strategy`, :func:`strategy_from_record`).
 * :mod:`~memorylab.compress.compressor` — :class:`ContextCompressor`.
 
 Importing this package imports neither litellm nor tiktoken; the first model call or token
@@ -21,8 +26,10 @@ from memorylab.compress.base import (
     as_summarizer,
 )
 from memorylab.compress.baselines import OMISSION_MARKER, HeadTailSummarizer, TruncateSummarizer
+from memorylab.compress.clear_tool_results import ClearToolResults
 from memorylab.compress.compressor import MIN_SUMMARY_TOKENS, ContextCompressor
 from memorylab.compress.extractive import ExtractiveSummarizer
+from memorylab.compress.keep_recent import KeepRecent
 from memorylab.compress.litellm_summarizer import (
     CHUNK_PROMPT,
     MERGE_PROMPT,
@@ -36,29 +43,44 @@ from memorylab.compress.policy import (
     THRESHOLD_CONVENTION,
     Backoff,
     Threshold,
+    Trigger,
     should_compress,
     trigger_tokens,
     validate_threshold,
 )
 from memorylab.compress.scripted import ScriptedSummarizer
+from memorylab.compress.strategies import (
+    DEFAULT_STRATEGY,
+    get_strategy,
+    register_strategy,
+    strategy_from_record,
+    strategy_names,
+)
+from memorylab.compress.strategy import CompactionPlan, Strategy
 from memorylab.compress.summarizers import (
     DEFAULT_SUMMARIZER,
     get_summarizer,
     register_summarizer,
     summarizer_names,
 )
+from memorylab.compress.summary import SummaryStrategy
 from memorylab.compress.tokens import TokenCounter, count_tokens, get_token_counter
+from memorylab.compress.trim import Trim
 
 __all__ = [
     "Backoff",
     "BaseSummarizer",
     "BudgetedSummarizer",
     "CHUNK_PROMPT",
+    "ClearToolResults",
+    "CompactionPlan",
     "ContextCompressor",
+    "DEFAULT_STRATEGY",
     "DEFAULT_SUMMARIZER",
     "DEFAULT_THRESHOLD",
     "ExtractiveSummarizer",
     "HeadTailSummarizer",
+    "KeepRecent",
     "LiteLLMSummarizer",
     "MERGE_PROMPT",
     "MIN_SUMMARY_TOKENS",
@@ -67,18 +89,26 @@ __all__ = [
     "SUMMARY_PROMPT",
     "SUMMARY_SYSTEM_PROMPT",
     "ScriptedSummarizer",
+    "Strategy",
     "Summarizer",
     "Summary",
+    "SummaryStrategy",
     "THRESHOLD_CONVENTION",
     "Threshold",
     "TokenCounter",
+    "Trigger",
+    "Trim",
     "TruncateSummarizer",
     "as_summarizer",
     "count_tokens",
+    "get_strategy",
     "get_summarizer",
     "get_token_counter",
+    "register_strategy",
     "register_summarizer",
     "should_compress",
+    "strategy_from_record",
+    "strategy_names",
     "summarizer_names",
     "trigger_tokens",
     "validate_threshold",

@@ -33,13 +33,15 @@ from typing import Any, overload
 from memorylab.compress import policy
 from memorylab.compress.base import Summarizer, Summary
 from memorylab.compress.litellm_summarizer import SUMMARY_PROMPT, SUMMARY_SYSTEM_PROMPT
-from memorylab.compress.policy import Backoff, Threshold
+from memorylab.compress.policy import Backoff, Threshold, Trigger
+from memorylab.compress.strategies import get_strategy
+from memorylab.compress.strategy import Strategy
 from memorylab.compress.summarizers import DEFAULT_SUMMARIZER, get_summarizer, summarizer_names
 from memorylab.compress.tokens import get_token_counter
 from memorylab.errors import CompactionConflict, CompressionFailed, InvalidSetting
 from memorylab.llm import check_int
 from memorylab.memory.conversation import Conversation, register_tokenizer
-from memorylab.memory.records import SUMMARY_PREFIX, CompactionEvent, EntryKind, entry_kind
+from memorylab.memory.records import SUMMARY_PREFIX, CompactionEvent, EntryKind
 
 logger = logging.getLogger("memorylab")
 
@@ -65,7 +67,9 @@ class ContextCompressor:
 
     Args:
         threshold: when to compress: a float in (0, 1] is a fraction of the context length, an
-            int an absolute token count (:mod:`memorylab.compress.policy`).
+            int an absolute token count (:mod:`memorylab.compress.policy`), a
+            :class:`~memorylab.compress.policy.Trigger` several conditions (a fraction, a token
+            count, a message count: any fires).
         summarizer_model: a summarizer name (``"memorylab/extractive"`` or any registered one)
             or a litellm model name. ``None``: the :class:`~memorylab.Agent` uses its own
             ``model_name`` (as the seed does), a standalone compressor the offline extractive
@@ -80,11 +84,15 @@ class ContextCompressor:
             ``summarizer_model`` (``llm_args``, ``retry``, ``timeout`` ...).
         timer: measures ``latency_s`` (default ``time.perf_counter``); injectable for
             reproducible records.
+        strategy: what a compaction does with the history: a
+            :class:`~memorylab.compress.strategy.Strategy` or a registered name
+            (:func:`~memorylab.compress.get_strategy`); default ``"summary"``, the seed's
+            compaction, whose files are byte for byte those of the seed's API.
     """
 
     def __init__(
         self,
-        threshold: Threshold = policy.DEFAULT_THRESHOLD,
+        threshold: Threshold | Trigger = policy.DEFAULT_THRESHOLD,
         summarizer_model: str | None = None,
         summarizer_temperature: float = 0.1,
         summarizer_max_tokens: int = 2000,
@@ -93,8 +101,15 @@ class ContextCompressor:
         backoff: Backoff | None = None,
         summarizer_args: Mapping[str, Any] | None = None,
         timer: Callable[[], float] | None = None,
+        strategy: Strategy | str | None = None,
     ) -> None:
-        self.threshold = policy.validate_threshold(threshold)
+        self.trigger = Trigger.of(threshold)
+        self.threshold: Threshold | None = (
+            self.trigger.threshold
+            if isinstance(threshold, Trigger)
+            else policy.validate_threshold(threshold)
+        )
+        self.strategy = get_strategy(strategy)
         self.summarizer_model = summarizer_model
         self.summarizer_temperature = summarizer_temperature
         self.summarizer_max_tokens = check_int("summarizer_max_tokens", summarizer_max_tokens, 1)
@@ -128,7 +143,10 @@ class ContextCompressor:
     # -- deciding -------------------------------------------------------------------------------
 
     def trigger_tokens(self, context_length: int) -> int:
-        return policy.trigger_tokens(context_length, self.threshold)
+        """The token count at which it fires (the smallest of a trigger's token conditions);
+        the window itself for a message count alone (where a model call would fail)."""
+        found = self.trigger.token_trigger(context_length)
+        return context_length if found is None else found
 
     def summary_budget(self, context_length: int) -> int:
         """Tokens the summary may take: ``summarizer_max_tokens``, but at most half the trigger,
@@ -145,7 +163,16 @@ class ContextCompressor:
         ``should_compress(agent)`` is the reference's form (:meth:`usage_ratio`)."""
         if context_length is None:
             return self._agent_should_compress(conversation)
-        return policy.should_compress(conversation.token_count(), context_length, self.threshold)
+        return self._fires(conversation, conversation.token_count(), context_length)
+
+    def _fires(self, conversation: Conversation, tokens: int, context_length: int) -> bool:
+        """The trigger, for ``tokens`` of the history (and its messages, when it counts them)."""
+        if self.trigger.plain:
+            return policy.should_compress(tokens, context_length, self.threshold)  # type: ignore[arg-type]
+        messages = 0
+        if self.trigger.messages is not None:
+            messages = len(conversation.entries(EntryKind.MESSAGE))
+        return self.trigger.fires(tokens, context_length, messages)
 
     # -- doing ----------------------------------------------------------------------------------
 
@@ -185,37 +212,56 @@ class ContextCompressor:
         if context_length is None:
             return self._agent_compress(conversation)
         tokens_before = conversation.token_count()
-        if not force and not policy.should_compress(tokens_before, context_length, self.threshold):
+        if not force and not self._fires(conversation, tokens_before, context_length):
             return None
         if self._skip_checks > 0 and not force:
             self._skip_checks -= 1
             return None
-        summarizer = self.summarizer_for(default_model)
+        strategy = self.strategy
+        summarizer = self.summarizer_for(default_model) if strategy.summarizes else None
         ticket = conversation.begin_compaction()
-        history = conversation.conversation_history[: ticket.history_length]
-        to_summarize = [e for e in history if entry_kind(e) is not EntryKind.STATIC]
+        entries = conversation.compaction_entries(ticket, preload_as_messages=strategy.verbatim)
         started = self.timer()
         try:
-            if not to_summarize:
-                raise InvalidSetting("there is nothing to summarize beyond the static context")
-            budget = self.summary_budget(context_length)
-            summary = summarizer.summarize(to_summarize, max_tokens=budget)
-            recorded = {
-                **_usage(summary),
-                "summary_budget": budget,
-                "summarizer_max_tokens": self.summarizer_max_tokens,
-                **_context_record(conversation),
-                **(extra or {}),
-            }
+            tokens = _entry_tokens(conversation, entries) if strategy.needs_tokens else None
+            plan = strategy.plan(entries, tokens=tokens, context_length=context_length)
+            if plan.empty:
+                raise InvalidSetting(plan.note or f"{strategy.describe()}: nothing to compact")
+            summary: Summary | None = None
+            recorded: dict[str, Any] = {}
+            if plan.summarize:
+                summarizer = summarizer or self.summarizer_for(default_model)
+                budget = self.summary_budget(context_length)
+                summary = summarizer.summarize(
+                    [entries[i] for i in plan.summarize], max_tokens=budget
+                )
+                recorded = {**_usage(summary), "summary_budget": budget}
+            recorded["summarizer_max_tokens"] = self.summarizer_max_tokens
+            recorded.update(_context_record(conversation))
+            if strategy.record() is not None:
+                recorded.update(plan.counts())
+            if not self.trigger.plain:
+                recorded["trigger"] = self.trigger.to_dict()
+            recorded.update(extra or {})
+            kept = None
+            if plan.keep or summary is None:
+
+                def kept(archive: str | None) -> list[dict[str, Any]]:
+                    return plan.kept_entries(entries, archive)
+
             event: CompactionEvent = conversation.compact(
-                summary.text,
+                None if summary is None else summary.text,
                 ticket=ticket,
+                kept=kept,
                 tokens_before=tokens_before,
                 threshold=self.threshold,
                 context_length=context_length,
-                summarizer_model=summary.model or summarizer.name,
+                summarizer_model=None
+                if summary is None or summarizer is None
+                else summary.model or summarizer.name,
                 latency_s=round(self.timer() - started, 6),
-                cost_usd=summary.cost_usd,
+                cost_usd=0.0 if summary is None else summary.cost_usd,
+                strategy=strategy.record(),
                 extra=recorded,
             )
         except CompactionConflict as error:
@@ -235,7 +281,7 @@ class ContextCompressor:
         error: Exception,
         tokens_before: int,
         context_length: int,
-        summarizer: Summarizer,
+        summarizer: Summarizer | None,
     ) -> CompactionEvent:
         self.failures += 1
         description = f"{type(error).__name__}: {error}"
@@ -245,9 +291,10 @@ class ContextCompressor:
             tokens_before=tokens_before,
             threshold=self.threshold,
             context_length=context_length,
-            summarizer_model=summarizer.name,
+            summarizer_model=None if summarizer is None else summarizer.name,
             error=description,
             kind="failed",
+            strategy=self.strategy.record(),
         )
         self.events.append(event)
         if self.backoff.exhausted(self.failures):
@@ -286,8 +333,18 @@ class ContextCompressor:
         if not window:
             return False
         memory = _agent_memory(agent, "should_compress")
-        trigger = self.trigger_tokens(window)
         history = getattr(memory, "conversation_history", None)
+        if self.trigger.messages is not None:
+            if isinstance(memory, Conversation):
+                messages = len(memory.entries(EntryKind.MESSAGE))
+            else:
+                messages = len(history) if isinstance(history, list) else 0
+            if messages >= self.trigger.messages:
+                return True
+        found = self.trigger.token_trigger(window)
+        if found is None:
+            return False
+        trigger = found
         if (
             not isinstance(memory, Conversation)
             and isinstance(history, list)
@@ -318,8 +375,8 @@ class ContextCompressor:
         event = self.compress(
             memory, window, force=True, default_model=getattr(agent, "model_name", None)
         )
-        if event is None or not event.ok:
-            return None
+        if event is None or not event.ok or not event.summary_chars:
+            return None  # failed, or a strategy that writes no summary (trim, tool clearing)
         summary = memory.entries(EntryKind.SUMMARY)[0]
         text = str(summary["content"])
         return text.removeprefix(SUMMARY_PREFIX + " ") if text != SUMMARY_PREFIX else text
@@ -345,7 +402,9 @@ class ContextCompressor:
 
     def __repr__(self) -> str:
         name = self._summarizer.name if self._summarizer else self.summarizer_model
-        return f"ContextCompressor(threshold={self.threshold!r}, summarizer={name!r})"
+        when = f"threshold={self.threshold!r}" if self.trigger.plain else f"{self.trigger!r}"
+        how = "" if self.strategy.record() is None else f", strategy={self.strategy.describe()}"
+        return f"ContextCompressor({when}, summarizer={name!r}{how})"
 
 
 def _usage(summary: Summary) -> dict[str, Any]:
@@ -358,6 +417,12 @@ def _usage(summary: Summary) -> dict[str, Any]:
         )
         if value is not None
     }
+
+
+def _entry_tokens(conversation: Conversation, entries: list[dict[str, Any]]) -> list[int]:
+    """Each entry's tokens as the model reads it (what a strategy keeping tokens needs)."""
+    counter = conversation.counter
+    return [counter(conversation.entry_text(e)) for e in entries]
 
 
 def _context_record(conversation: Conversation) -> dict[str, Any]:

@@ -25,6 +25,19 @@ overflows. An absolute threshold equal to ``context_length`` fires only when the
 >>> should_compress(899, 1000), should_compress(900, 1000)
 (False, True)
 
+Several triggers
+----------------
+A :class:`Trigger` holds up to three conditions and fires when any of them does (as
+LangChain's ``SummarizationMiddleware`` allows several): ``fraction`` of the window, an
+absolute ``tokens`` count, and ``messages``, the number of messages in the history (what
+``add()`` appended, not the static context, a preload or a summary). A plain threshold is the
+trigger of one condition (:meth:`Trigger.of`), so ``threshold=0.9`` keeps working unchanged.
+
+>>> Trigger(fraction=0.9, messages=50).fires(tokens=100, context_length=1000, messages=50)
+True
+>>> Trigger.of(3000)
+Trigger(tokens=3000)
+
 Failure policy
 --------------
 After a failed summarization the compressor waits ``Backoff.delay(failures)`` (in loop
@@ -40,7 +53,7 @@ import numbers
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Final, TypeGuard
+from typing import Any, Final, TypeGuard
 
 from memorylab.errors import InvalidSetting
 from memorylab.validation import check_int, check_number
@@ -52,6 +65,7 @@ __all__ = [
     "DefaultPreload",
     "THRESHOLD_CONVENTION",
     "Threshold",
+    "Trigger",
     "check_points",
     "default_preload_max_tokens",
     "same_threshold",
@@ -132,15 +146,24 @@ def trigger_tokens(context_length: int, threshold: Threshold = DEFAULT_THRESHOLD
 
 
 def should_compress(
-    tokens: int, context_length: int, threshold: Threshold = DEFAULT_THRESHOLD
+    tokens: int,
+    context_length: int,
+    threshold: Threshold | Trigger = DEFAULT_THRESHOLD,
+    *,
+    messages: int = 0,
 ) -> bool:
-    """True when ``tokens >= threshold * context_length`` (see the module docstring).
+    """True when ``tokens >= threshold * context_length`` (see the module docstring); for a
+    :class:`Trigger`, when any of its conditions is met (``messages``: the history's messages).
 
     >>> should_compress(900, 1000, 0.9), should_compress(899, 1000, 0.9)
     (True, False)
     >>> should_compress(2999, 8192, 3000), should_compress(5000, 4096, 1.0)
     (False, True)
+    >>> should_compress(10, 1000, Trigger(fraction=0.9, messages=40), messages=40)
+    True
     """
+    if isinstance(threshold, Trigger):
+        return threshold.fires(tokens, context_length, messages)
     count = check_int("tokens", tokens, 0)
     if type(context_length) is int and type(threshold) in (int, float):
         # Checked on every loop iteration: plain arguments take a cached trigger (typed, so the
@@ -206,12 +229,130 @@ DEFAULT_PRELOAD: Final = DefaultPreload.DEFAULT_PRELOAD
 and threshold (``None`` is no bound)."""
 
 
-def default_preload_max_tokens(context_length: int, threshold: Threshold) -> int:
+def default_preload_max_tokens(context_length: int, threshold: Threshold | Trigger) -> int:
     """The Agent's bound of a preloaded MEMORY.md: a quarter of the window, and at most half of
-    the compression trigger, so a big MEMORY.md cannot make compression fire on the very first
-    loop."""
-    trigger = trigger_tokens(context_length, threshold)
+    the compression trigger (of its token conditions: :meth:`Trigger.token_trigger`), so a big
+    MEMORY.md cannot make compression fire on the very first loop."""
+    trigger = Trigger.of(threshold).token_trigger(context_length)
+    if trigger is None:  # a message count alone: the window bounds it
+        return max(1, context_length // 4)
     return max(1, min(context_length // 4, trigger // 2))
+
+
+@dataclass(frozen=True, slots=True)
+class Trigger:
+    """When to compress: any of the conditions set fires (the module docstring).
+
+    Args:
+        fraction: a fraction of the context window, in (0, 1] (``0.9``: at 90 %).
+        tokens: an absolute token count >= 1 (``3000``: at 3,000 tokens).
+        messages: a number of messages >= 1 in the history (``50``: at 50 messages).
+
+    >>> Trigger(fraction=0.8, tokens=3000).token_trigger(10_000)
+    3000
+    >>> Trigger(messages=0)
+    Traceback (most recent call last):
+    ...
+    memorylab.errors.InvalidSetting: Trigger.messages must be an int >= 1, not 0
+    """
+
+    fraction: float | None = None
+    tokens: int | None = None
+    messages: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.fraction is None and self.tokens is None and self.messages is None:
+            raise InvalidSetting(
+                "Trigger() has no condition: give fraction= (of the window, e.g. 0.9), "
+                "tokens= (e.g. 3000) or messages= (e.g. 50), or several: any of them fires"
+            )
+        if self.fraction is not None:
+            fraction = check_number("Trigger.fraction", self.fraction, 0.0, strict=True)
+            if fraction > 1.0:
+                raise InvalidSetting(
+                    f"Trigger.fraction must be in (0, 1] (a fraction of the window), not "
+                    f"{self.fraction!r}; for an absolute count use Trigger(tokens=...)"
+                )
+            object.__setattr__(self, "fraction", fraction)
+        if self.tokens is not None:
+            object.__setattr__(self, "tokens", check_int("Trigger.tokens", self.tokens, 1))
+        if self.messages is not None:
+            object.__setattr__(self, "messages", check_int("Trigger.messages", self.messages, 1))
+
+    def __repr__(self) -> str:
+        return f"Trigger({', '.join(f'{k}={v!r}' for k, v in self.to_dict().items())})"
+
+    @classmethod
+    def of(cls, threshold: Threshold | Trigger) -> Trigger:
+        """``threshold`` as a trigger: a trigger as it is, a fraction or a token count (the
+        threshold convention, :func:`validate_threshold`) as its one condition."""
+        if isinstance(threshold, Trigger):
+            return threshold
+        value = validate_threshold(threshold)
+        return cls(tokens=value) if isinstance(value, int) else cls(fraction=value)
+
+    @property
+    def threshold(self) -> Threshold | None:
+        """The threshold a record names (``threshold`` in ``compactions.jsonl``): the fraction,
+        else the token count; ``None`` for a message count alone."""
+        return self.fraction if self.fraction is not None else self.tokens
+
+    @property
+    def plain(self) -> bool:
+        """Whether this is one threshold (one token condition, no message count): what
+        ``threshold=`` has always meant."""
+        return self.messages is None and (self.fraction is None) != (self.tokens is None)
+
+    def token_trigger(self, context_length: int) -> int | None:
+        """The smallest token count that fires for this window (:func:`trigger_tokens` of each
+        token condition); ``None`` when only ``messages`` is set."""
+        found = [
+            trigger_tokens(context_length, value)
+            for value in (self.fraction, self.tokens)
+            if value is not None
+        ]
+        return min(found) if found else None
+
+    def fires(self, tokens: int, context_length: int, messages: int = 0) -> bool:
+        """Whether ``tokens`` in a window of ``context_length``, or ``messages`` in the history,
+        meet any condition."""
+        count = check_int("tokens", tokens, 0)
+        if self.messages is not None and check_int("messages", messages, 0) >= self.messages:
+            return True
+        trigger = self.token_trigger(context_length)
+        return trigger is not None and count >= trigger
+
+    def to_dict(self) -> dict[str, Any]:
+        """The conditions set, for a record (``extra["trigger"]`` in ``compactions.jsonl``)."""
+        return {
+            key: value
+            for key, value in (
+                ("fraction", self.fraction),
+                ("tokens", self.tokens),
+                ("messages", self.messages),
+            )
+            if value is not None
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Trigger:
+        """The trigger :meth:`to_dict` wrote."""
+        if not isinstance(data, dict) or set(data) - {"fraction", "tokens", "messages"}:
+            raise InvalidSetting(
+                f"not a trigger record: {data!r}; expected fraction, tokens and/or messages"
+            )
+        return cls(**data)
+
+    def text(self) -> str:
+        """The conditions as people read them: ``0.90 of the window or 50 messages``."""
+        parts = []
+        if self.fraction is not None:
+            parts.append(f"{threshold_text(self.fraction)} of the window")
+        if self.tokens is not None:
+            parts.append(threshold_text(self.tokens))
+        if self.messages is not None:
+            parts.append(f"{self.messages:,} messages")
+        return " or ".join(parts)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,53 @@
+"""The keep-recent strategy: summarize the old part, keep the newest messages verbatim (PURE).
+
+LangChain's ``SummarizationMiddleware`` (``keep``, default 20 messages) and Letta (the newest
+~30 % of the window) compact this way. MEMORY.md is re-seeded with the summary as its first
+block, then the kept messages as they were written (same role, timestamp and content), so a
+restart preloads both. A tool call and its results are never split
+(:class:`~memorylab.compress.strategy.KeepWindow`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memorylab.compress.strategy import CompactionPlan, KeepWindow
+
+__all__ = ["KeepRecent"]
+
+
+@dataclass(frozen=True, slots=True)
+class KeepRecent(KeepWindow):
+    """Summarize everything before the newest messages and keep those verbatim after the
+    summary: ``keep_messages`` of them (default 20), or the newest that fit ``keep_tokens``, or
+    ``keep_fraction`` of the window (one of the three).
+
+    >>> entries = [{"role": "User", "content": f"m{i}"} for i in range(5)]
+    >>> plan = KeepRecent(keep_messages=2).plan(entries)
+    >>> plan.summarize, plan.keep
+    ((0, 1, 2), (3, 4))
+    """
+
+    name = "keep_recent"
+    verbatim = True
+
+    def plan(
+        self,
+        entries: Sequence[Mapping[str, Any]],
+        *,
+        tokens: Sequence[int] | None = None,
+        context_length: int | None = None,
+    ) -> CompactionPlan:
+        size = len(entries)
+        start = self.window_start(entries, tokens, context_length)
+        note = ""
+        if start == 0:
+            note = (
+                f"keep_recent keeps all {size} entries ({self.keep_text()}): nothing to "
+                "summarize; keep fewer (a smaller keep_messages or keep_tokens)"
+            )
+        return CompactionPlan(
+            size, summarize=tuple(range(start)), keep=tuple(range(start, size)), note=note
+        )
