@@ -104,6 +104,7 @@ DTYPES: Mapping[str, str] = {
     "tokens_after": "Int64",
     "summary_tokens": "Int64",
     "summarizer_model": "str",
+    "strategy": "category",  # a compaction strategy's name (memorylab.compress.strategies)
     "latency_s": "float64",
     "cost_usd": "float64",
     "threshold": "object",  # an int is a token count, a float a fraction of the window
@@ -159,6 +160,7 @@ COMPACTION_COLUMNS = columns(
     "tokens_after",
     "summary_tokens",
     "summarizer_model",
+    "strategy",
     "latency_s",
     "cost_usd",
     "threshold",
@@ -511,6 +513,9 @@ def _recorded(files: AgentFiles, records: Sequence[object]) -> list[dict[str, An
                     )
                 },
                 "summarizer_model": record.get("summarizer_model"),
+                "strategy": (record.get("strategy") or {}).get("name", "summary")
+                if isinstance(record.get("strategy") or {}, dict)
+                else None,
                 "latency_s": _number(record.get("latency_s")),
                 "cost_usd": _number(record.get("cost_usd")),
                 "threshold": threshold

@@ -75,7 +75,7 @@ DEFAULT_PATH: Final = DefaultPath.DEFAULT_PATH
 """Sentinel: ``memory_md_path`` follows ``agent_name`` (``<ws>/agents/<agent_name>/MEMORY.md``)."""
 
 
-_RECORD_KEYS = frozenset({"time", "agent", "archive", "kind"})  # structure: never redacted
+_RECORD_KEYS = frozenset({"time", "agent", "archive", "kind", "strategy"})  # never redacted
 _ON_DISK_KINDS = (EntryKind.MESSAGE, EntryKind.SUMMARY)  # blocks of MEMORY.md (when persisted)
 
 KeptEntries = Sequence[Mapping[str, Any]] | Callable[[str | None], Sequence[Mapping[str, Any]]]
