@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 import shutil
 import stat
@@ -155,3 +156,44 @@ def test_many_agents_share_one_figure_of_small_multiples(tmp_path: Path) -> None
     few = build_report(bundled_workspace(), sweep_thresholds=(0.5, 0.9))
     assert "every agent" not in _text(few)
     assert few.count("data:image/png") == 2 + 3  # compactions, what-if, one per agent
+
+
+@pytest.fixture(scope="module")
+def reference_report() -> str:
+    return build_report(bundled_workspace("reference"))
+
+
+def test_guessed_settings_are_named_and_the_recorded_count_shown(reference_report: str) -> None:
+    """The reference records no window or threshold: the what-if says it runs at a guess and
+    puts the agent's recorded count beside the replay's (issue 28)."""
+    what_if = _text(reference_report[reference_report.index("What-if thresholds") :])
+    assert "do not hold its window or threshold" in what_if
+    assert "memorylab's default window 8,192 tokens and threshold 0.90, a guess" in what_if
+    assert re.search(r"the replay makes \d+ compaction\(s\); the agent recorded 4 \.", what_if)
+    assert "--context-length N --threshold T" in what_if
+    own = _text(build_report(bundled_workspace(), sweep_thresholds=(0.5, 0.9)))
+    assert "a guess" not in own and "At the setting the agent ran at, the replay makes" in own
+
+
+def test_what_the_records_do_not_hold_is_left_out(reference_report: str) -> None:
+    text = _text(reference_report)
+    assert "0 of them" not in text and "tokens before" not in text  # no record holds tokens
+    assert "est. cost" not in text  # every row unpriced: no column of dashes
+    heading = re.search(r"<tr><th class=\"\">time</th>(.*?)</tr>", reference_report)
+    assert heading is not None and "latency" not in heading.group(1)
+    assert "threshold 0.90 (default); window 8,192 tokens (default)" in text
+
+
+def test_every_summary_is_there_in_order(reference_report: str) -> None:
+    import pandas as pd
+
+    from memorylab.analysis import memory_df
+
+    frame = memory_df(bundled_workspace("reference"))
+    quant = frame[(frame["agent"] == "QuantAgent") & frame["is_summary"]]
+    section = reference_report[reference_report.index("<h2>QuantAgent") :]
+    section = section[: section.index("<h2>", 4)]
+    assert f"{len(quant)} summaries in the files" in section
+    shown = re.findall(r'<div class="summary">(.*?)</div>', section, re.S)
+    assert [html.unescape(text) for text in shown] == quant["content"].tolist()
+    assert isinstance(quant, pd.DataFrame)

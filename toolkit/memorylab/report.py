@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from memorylab._version import __version__
-from memorylab.compress.policy import Threshold
+from memorylab.compress.policy import Threshold, same_threshold, threshold_text
 
 _STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;
@@ -252,19 +252,15 @@ def build_report(
             )
             mine = mine.tail(_MAX_COMPACTION_ROWS)
         if len(mine):
-            shown = mine[list(_COMPACTION_HEADINGS)].rename(columns=_COMPACTION_HEADINGS)
-            # One format for the column: seconds to the millisecond, not 4 significant digits.
-            shown["latency (s)"] = [
-                "" if v != v else f"{v:,.3f}" for v in mine["latency_s"].astype(float)
-            ]
+            # Only the columns some record holds: the reference's records hold no tokens.
+            held = [c for c in _COMPACTION_HEADINGS if mine[c].notna().any()]
+            shown = mine[held].rename(columns=_COMPACTION_HEADINGS)
+            if "latency_s" in held:  # seconds to the millisecond, not 4 significant digits
+                shown["latency (s)"] = [
+                    "" if v != v else f"{v:,.3f}" for v in mine["latency_s"].astype(float)
+                ]
             parts.append(_table(shown, text_columns=("archive", "summarizer")))
-        summaries = rows[rows["is_summary"]]
-        if len(summaries):
-            latest = str(summaries["content"].iloc[-1])
-            parts.append(
-                "<p class=note>Latest compaction summary:</p>"
-                f'<div class="summary">{html.escape(latest[:4000])}</div>'
-            )
+        parts.append(_summaries_section(rows))
     if agents:
         biggest = messages.groupby("agent", observed=True).size().idxmax()
         timeline = messages[messages["agent"] == biggest]
@@ -277,20 +273,14 @@ def build_report(
         figure, ax = plt.subplots(figsize=(8, 3.2), layout="constrained")
         plot_sweep(result, ax=ax, title=f"What if: {biggest} replayed at other thresholds")
         shown = sweep_table(result, _SWEEP_COLUMNS)
-        recorded = result.frame[result.frame["recorded"]]
-        agreement = ""
-        if len(recorded) and len(compactions):
-            made = int((compactions["agent"] == biggest).sum())
-            agreement = (
-                f" At the setting the agent ran at, the replay makes "
-                f"<b>{int(recorded['compactions'].iloc[0])}</b> compaction(s); the agent "
-                f"recorded <b>{made}</b>."
-            )
+        shown = shown[[c for c in shown.columns if (shown[c] != "–").any()]]  # no empty column
+        agreement = _agreement(result, int((compactions["agent"] == biggest).sum())
+                               if len(compactions) else 0)  # fmt: skip
         parts.append(
             "<h2>What-if thresholds</h2><p class=note>The full timeline of "
             f"{html.escape(str(biggest))} (the largest agent) replayed at other thresholds, "
             "with the same check points, static context, restarts and summaries as the run. "
-            f"{html.escape(sweep_note(result))}{agreement}</p>"
+            f"{html.escape(sweep_note(result))}</p>{agreement}"
             + _png(figure)
             + _table(shown, text_columns=("", "mode"))
         )
@@ -357,17 +347,81 @@ def _notes_table(notes: Any, root: Path, label: str) -> str:
     return _table(shown, text_columns=("agent", "file", "kind", label), wrap=True)
 
 
+def _agreement(result: Any, made: int) -> str:
+    """Which settings of the what-if are recorded and which guessed, and the replay's count of
+    compactions at the run's setting beside the count the agent recorded."""
+    settings = result.settings
+    guessed = [
+        text
+        for name, text in (
+            ("context_length", f"window {settings.context_length:,} tokens"),
+            ("threshold", f"threshold {threshold_text(settings.threshold)}"),
+        )
+        if settings.source_of(name) == "default"
+    ]
+    frame = result.frame
+    same = [same_threshold(t, settings.threshold) for t in frame["threshold"]]
+    at = frame[(frame["context_length"] == settings.context_length).to_numpy() & same]
+    replayed = int(at["compactions"].iloc[0]) if len(at) else None
+    if guessed:
+        line = (
+            f"<p class=note style='color:#9a6700'>The records of this agent do not hold its "
+            f"{' or '.join(g.split(' ')[0] for g in guessed)}: this what-if runs at "
+            f"memorylab's default {' and '.join(guessed)}, a guess, not the run's settings. "
+            "Give the ones it ran at (<code>memorylab report --context-length N --threshold "
+            "T</code>) to replay the run."
+        )
+        if replayed is not None:
+            line += (
+                f" At the guessed setting the replay makes <b>{replayed}</b> compaction(s); "
+                f"the agent recorded <b>{made}</b>."
+            )
+        return line + "</p>"
+    if replayed is None:
+        return ""
+    where = "the setting the agent ran at" if at["recorded"].any() else "the given setting"
+    return (
+        f"<p class=note>At {where}, the replay makes <b>{replayed}</b> compaction(s); the agent "
+        f"recorded <b>{made}</b>.</p>"
+    )
+
+
+def _summaries_section(rows: Any) -> str:
+    """Every summary of the agent's files in order, folded: a researcher reads what each
+    compaction kept, not only the latest one."""
+    summaries = rows[rows["is_summary"]]
+    if not len(summaries):
+        return ""
+    items = "".join(
+        f"<details><summary>{html.escape(str(stamp)[:19])} · {html.escape(str(file_name))} · "
+        f"{len(str(text)):,} characters</summary>"
+        f'<div class="summary">{html.escape(str(text))}</div></details>'
+        for stamp, file_name, text in zip(
+            summaries["timestamp"],
+            [Path(str(f)).name for f in summaries["file"]],
+            summaries["content"],
+            strict=True,
+        )
+    )
+    count = f"{len(summaries):,} summar{'y' if len(summaries) == 1 else 'ies'}"
+    return f"<p class=note>{count} in the files (click one to read it):</p>{items}"
+
+
 def _growth_note(growth: Any) -> str:
     """What the curve's peaks are, and a red warning when it passes the window."""
     compacted = growth[growth["compaction"]]
     recorded = int(compacted["recorded_tokens"].notna().sum())
     note = ""
     if len(compacted):
+        held = (
+            f"; {recorded} of them are the <i>tokens before</i> the records hold (the table below)"
+            if recorded
+            else ""
+        )
         note = (
-            f"<p class=note>The curve's {len(compacted)} peak(s) are where compaction fired; "
-            f"{recorded} of them are the <i>tokens before</i> the records hold (the table "
-            "below). A restart (dotted line) starts with the static context and the bounded "
-            "preload of MEMORY.md, as the agent did.</p>"
+            f"<p class=note>The curve's {len(compacted)} peak(s) are where compaction "
+            f"fired{held}. A restart (dotted line) starts with the static context and the "
+            "bounded preload of MEMORY.md, as the agent did.</p>"
         )
     limit = int(growth["context_length"].iloc[0]) if len(growth) else 0
     above = int((growth["context_tokens"] > limit).sum()) if len(growth) else 0

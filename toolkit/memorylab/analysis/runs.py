@@ -254,8 +254,9 @@ class RunSettings:
         """One line: the settings and where they came from."""
         threshold = threshold_text(self.threshold)
         parts = [
-            f"threshold {threshold}" if isinstance(self.threshold, float) else threshold,
-            f"of {self.context_length:,} ({self.source_of('context_length')})",
+            (f"threshold {threshold}" if isinstance(self.threshold, float) else threshold)
+            + f" ({self.source_of('threshold')})",
+            f"window {self.context_length:,} tokens ({self.source_of('context_length')})",
             f"summaries by {self.summarizer or 'memorylab/extractive'} within "
             f"{self.summarizer_max_tokens:,} tokens ({self.source_of('summarizer_max_tokens')})",
             f"static context {self.static_tokens:,} tokens ({self.source_of('static_tokens')})",
