@@ -31,9 +31,12 @@ is configured for it, a placeholder key is sent (such servers accept any).
 :func:`local_server` starts llama.cpp's server for a GGUF file and stops it afterwards.
 
 :func:`model_context_length` is litellm's input window for a model, or
-:data:`DEFAULT_CONTEXT_WINDOW`; :func:`response_usage` / :func:`response_cost` read a reply's
-token usage and price. litellm is imported by :func:`import_litellm` on first use, never at
-module import.
+:data:`DEFAULT_CONTEXT_WINDOW`; :func:`token_prices` its list price; both read litellm's model
+map as a file (:func:`bundled_model_map`) and import litellm only for a name the map alone does
+not settle. :func:`response_usage` / :func:`response_cost` read a reply's token usage and price.
+litellm (~3 s of CPU) is imported by :func:`import_litellm` on first use, never at module
+import; asynchronous code awaits :func:`aimport_litellm`, which imports it on a worker thread
+(:func:`start_litellm_import`) so the event loop keeps running meanwhile.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ import functools
 import json
 import os
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -64,6 +68,8 @@ from memorylab.memory.format import content_to_text
 from memorylab.validation import check_int, check_number
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from tenacity import RetryCallState
 
 __all__ = [
@@ -74,6 +80,7 @@ __all__ = [
     "ModelSpeed",
     "RetryPolicy",
     "achat",
+    "aimport_litellm",
     "bundled_model_map",
     "bundled_providers",
     "chat",
@@ -87,6 +94,7 @@ __all__ = [
     "response_usage",
     "retry_policy",
     "served_model",
+    "start_litellm_import",
     "token_prices",
 ]
 
@@ -104,6 +112,55 @@ def import_litellm() -> Any:
 
     litellm.suppress_debug_info = True
     return litellm
+
+
+_IMPORTING: Future[Any] | None = None
+_IMPORTING_LOCK = threading.Lock()
+
+
+def start_litellm_import() -> Future[Any]:
+    """Start importing litellm on a worker thread, once per process, and return the
+    :class:`concurrent.futures.Future` of the module (done at once when it is imported).
+
+    Called where a run knows it will need litellm (a comparison that calls a model starts it
+    before it plans), so that planning, cache look-ups and local work go on meanwhile. The
+    import is CPU-bound Python and shares the GIL: it overlaps with waiting, not with other
+    computation."""
+    global _IMPORTING
+    from concurrent.futures import Future
+
+    with _IMPORTING_LOCK:
+        if _IMPORTING is not None:
+            return _IMPORTING
+        future: Future[Any] = Future()
+        future.set_running_or_notify_cancel()  # an awaiter's cancellation cannot cancel it
+        _IMPORTING = future
+    if import_litellm.cache_info().currsize:
+        future.set_result(import_litellm())
+        return future
+
+    def load() -> None:
+        global _IMPORTING
+        try:
+            future.set_result(import_litellm())
+        except BaseException as exc:  # given to every awaiter; a later call tries again
+            with _IMPORTING_LOCK:
+                _IMPORTING = None
+            future.set_exception(exc)
+
+    threading.Thread(target=load, name="memorylab-import-litellm", daemon=True).start()
+    return future
+
+
+async def aimport_litellm() -> Any:
+    """:func:`import_litellm` for a coroutine: the import runs on a worker thread
+    (:func:`start_litellm_import`) and is awaited, so the event loop is not held for the
+    seconds it takes; once imported, litellm is returned at once."""
+    if import_litellm.cache_info().currsize:
+        return import_litellm()
+    import asyncio
+
+    return await asyncio.wrap_future(start_litellm_import())
 
 
 @dataclass(frozen=True, slots=True)
@@ -441,7 +498,7 @@ class Caller:
 
         from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
-        litellm = import_litellm()
+        litellm = await aimport_litellm()
         retrying = AsyncRetrying(
             sleep=asyncio.sleep,
             stop=stop_after_attempt(self.retry.attempts),
@@ -501,13 +558,100 @@ class Caller:
 
 
 def model_context_length(model: str) -> int:
-    """litellm's ``max_input_tokens`` for ``model``, or :data:`DEFAULT_CONTEXT_WINDOW`."""
+    """litellm's ``max_input_tokens`` for ``model``, or :data:`DEFAULT_CONTEXT_WINDOW`.
+
+    Read from the model map as a file, without importing litellm, when the map settles the
+    name (:func:`_map_entry`: a name it lists with its window, or one it has nothing like,
+    such as ``openai/my-model``); litellm's ``get_model_info`` answers for the others
+    (aliases, dated variants, names its rules match, providers it asks about their models).
+    Where both answer they agree, on every name of litellm 1.110's map (tests/test_llm.py);
+    a listed name litellm cannot route (``jamba-1.5``) has the map's window here, not 8192."""
+    settled, entry = _map_entry(model)
+    if settled and entry is None:
+        return DEFAULT_CONTEXT_WINDOW
+    window = entry.get("max_input_tokens") if entry is not None else None
+    if isinstance(window, int) and not isinstance(window, bool) and window > 0:
+        return window
     try:
         info = import_litellm().get_model_info(model)
         window = info.get("max_input_tokens") or info.get("max_tokens")
     except Exception:  # ModelNotMappedError and friends: litellm does not know the model
         window = None
     return int(window) if window else DEFAULT_CONTEXT_WINDOW
+
+
+_ASKS_ELSEWHERE = frozenset({"ollama", "ollama_chat", "lemonade", "huggingface"})
+"""Providers whose model information litellm asks their server or the Hugging Face hub for:
+litellm answers for their models, never the file alone."""
+
+
+def _model_map() -> Mapping[str, Any]:
+    """The model map litellm uses: its live ``litellm.model_cost`` once litellm is imported
+    (models a user registered included), else the bundled file (the same map offline)."""
+    module = sys.modules.get("litellm")
+    live = getattr(module, "model_cost", None) if module is not None else None
+    return live if isinstance(live, dict) and live else bundled_model_map()
+
+
+_INDEX: dict[tuple[int, int], tuple[list[str], frozenset[str], list[re.Pattern[str]]]] = {}
+
+
+def _map_index(table: Mapping[str, Any]) -> tuple[list[str], frozenset[str], list[re.Pattern[str]]]:
+    """The map's names in lower case, their last ``/`` segments, and litellm's generalization
+    rules (the patterns it matches unlisted names against; only the file has them, litellm
+    takes them out of its live map); kept for the latest map seen."""
+    key = (id(table), len(table))
+    index = _INDEX.get(key)
+    if index is None:
+        names = [str(name).lower() for name in table]  # aliases (``alias_of``) included
+        rules = bundled_model_map().get("fallback_generalizations")
+        patterns = []
+        for rule in rules.get("rules", []) if isinstance(rules, dict) else []:
+            with contextlib.suppress(TypeError, KeyError, re.error):
+                patterns.append(re.compile(rule["pattern"], re.IGNORECASE))
+        index = names, frozenset(n.rsplit("/", 1)[-1] for n in names), patterns
+        _INDEX.clear()
+        _INDEX[key] = index
+    return index
+
+
+def _matches_rule(model: str, table: Mapping[str, Any]) -> bool:
+    patterns = _map_index(table)[2]
+    parts = model.lower().split("/")
+    tails = ["/".join(parts[i:]) for i in range(len(parts))]
+    return any(p.search(tail) for p in patterns for tail in tails)
+
+
+def _map_entry(model: str) -> tuple[bool, Mapping[str, Any] | None]:
+    """What the model map alone says of ``model``: ``(True, entry)`` when it lists the name
+    (or, for ``provider/name``, lists ``name`` as that provider's); ``(True, None)`` when
+    nothing in it resembles the name, so litellm would not know it either: no listed name
+    contains its last segment, no listed name's last segment is part of it and no
+    generalization rule matches it; ``(False, None)`` when only litellm can tell (an alias, a
+    dated variant, a rule, a provider litellm asks about its models).
+
+    litellm's own lookup tries variants of the name (provider prefix added or dropped, a
+    version suffix stripped, aliases, rules): each contains, or is part of, the name, which
+    is why a name unlike every listed one is settled as unknown."""
+    table = _model_map()
+    provider, _, bare = model.partition("/")
+    if not table or provider.lower() in _ASKS_ELSEWHERE:
+        return False, None
+    entry = table.get(model)
+    if isinstance(entry, dict) and "litellm_provider" in entry:
+        return True, entry
+    rule = _matches_rule(model, table)
+    candidate = table.get(bare) if bare and entry is None else None
+    if isinstance(candidate, dict) and candidate.get("litellm_provider") == provider:
+        return (False, None) if rule else (True, candidate)
+    if rule or entry is not None:
+        return False, None
+    names, tails, _ = _map_index(table)
+    low = model.lower()
+    tail = low.rsplit("/", 1)[-1]
+    if any(tail in name for name in names) or any(t in low for t in tails):
+        return False, None
+    return True, None
 
 
 @functools.cache
@@ -550,8 +694,24 @@ def _bundled_json(name: str) -> Any:
     return None
 
 
+_CONDITIONAL_PRICE = re.compile(r"_above_|tier|off_peak")
+"""Keys of a map entry whose prices litellm picks by a rule (context size, tier, time of day)."""
+
+
 def token_prices(model: str) -> tuple[float, float] | None:
-    """litellm's list price of ``model`` in USD per input and per output token, or ``None``."""
+    """litellm's list price of ``model`` in USD per input and per output token, or ``None``.
+
+    From the model map as a file, without importing litellm, when the map settles the name
+    (:func:`_map_entry`) and lists plain prices (none by context size, tier or time of day);
+    litellm's ``cost_per_token`` prices the others. Where both answer they agree, on every
+    name of litellm 1.110's map; a listed name litellm cannot route has the map's price."""
+    settled, entry = _map_entry(model)
+    if settled and entry is None:
+        return None
+    if entry is not None and not any(_CONDITIONAL_PRICE.search(key) for key in entry):
+        listed = entry.get("input_cost_per_token"), entry.get("output_cost_per_token")
+        if all(isinstance(p, int | float) and not isinstance(p, bool) for p in listed):
+            return float(listed[0]), float(listed[1])  # type: ignore[arg-type]
     litellm = import_litellm()
     million = 1_000_000
     try:
@@ -691,6 +851,7 @@ async def achat(
     **llm_args: Any,
 ) -> ChatReply:
     """:func:`chat` with ``litellm.acompletion``."""
+    await aimport_litellm()  # before _chat_call imports it: the loop goes on meanwhile
     caller, kwargs, check = _chat_call(model, messages, tools, retry, llm_args)
     return await caller.acall(kwargs, "", check)
 

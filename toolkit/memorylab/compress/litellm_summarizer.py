@@ -6,8 +6,9 @@ off, errors mapped to :class:`~memorylab.errors.ModelError` subclasses that say 
 Chunking (the whole history, never silently cut)
 ------------------------------------------------
 The input budget of one call is ``context_window - max_tokens - margin`` tokens, where the
-context window is ``context_window=`` or litellm's ``get_model_info(model)["max_input_tokens"]``
-(:data:`~memorylab.llm.DEFAULT_CONTEXT_WINDOW` = 8192 when litellm does not know the model) and
+context window is ``context_window=`` or litellm's ``max_input_tokens`` for the model
+(:func:`memorylab.llm.model_context_length`, read from litellm's model map without importing it;
+:data:`~memorylab.llm.DEFAULT_CONTEXT_WINDOW` = 8192 when litellm does not know the model) and
 the margin is 10 % of the window, clamped to [32, 2048], for tokenizer differences (tokens are
 counted with :func:`memorylab.compress.tokens.get_token_counter`). When the system prompt plus
 :data:`SUMMARY_PROMPT` with the transcript fit, one call is made. Otherwise the messages are
@@ -272,8 +273,8 @@ class LiteLLMSummarizer(BaseSummarizer):
         return check
 
     def _start(self, messages: Sequence[Mapping[str, Any]], max_tokens: int | None) -> _Run:
-        # One-time costs (importing litellm, loading the tokenizer) stay out of latency_s.
-        llm.import_litellm()
+        # One-time costs (importing litellm: the caller's; loading the tokenizer) stay out of
+        # latency_s.
         get_token_counter(self.model).count("")
         out_tokens = self._output_tokens(max_tokens)
         return _Run(self, self._plan(messages, out_tokens), out_tokens)
@@ -282,6 +283,7 @@ class LiteLLMSummarizer(BaseSummarizer):
         self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
     ) -> Summary:
         """Summarize the whole history (chunked when needed); see the module docstring."""
+        llm.import_litellm()
         run = self._start(messages, max_tokens)
         request: _Request | None = run.first()
         while request is not None:
@@ -292,7 +294,9 @@ class LiteLLMSummarizer(BaseSummarizer):
     async def asummarize(
         self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
     ) -> Summary:
-        """:meth:`summarize` with ``litellm.acompletion`` (calls of one summary run in order)."""
+        """:meth:`summarize` with ``litellm.acompletion`` (calls of one summary run in order;
+        litellm is imported on a worker thread the first time, the event loop going on)."""
+        await llm.aimport_litellm()
         run = self._start(messages, max_tokens)
         request: _Request | None = run.first()
         while request is not None:

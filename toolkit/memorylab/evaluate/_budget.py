@@ -37,8 +37,8 @@ def _replay(
     cached. A unit with no model call to find, the summarizer's or a scorer's, is not run."""
     needs_model = [s for s in scorers if not s.offline]
     nothing: tuple[Any, set[str]] = (None, set())
-    if cache is None:
-        return [nothing] * len(units)
+    if cache is None or next(cache.entries(), None) is None:  # nothing to find (nor litellm
+        return [nothing] * len(units)  # to import to read it)
     ctx = Context(cache, RunStats(), 8, max_tokens, cache_only=True)
 
     async def replay(case: Case, summarizer: Summarizer, calls: list[Call]) -> tuple[Any, set[str]]:
@@ -62,8 +62,6 @@ def _replay(
         return list(await asyncio.gather(*(replay(*unit) for unit in units)))
 
     return run_sync(replay_all)
-
-
 
 
 def estimate_units(

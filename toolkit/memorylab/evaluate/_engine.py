@@ -4,7 +4,9 @@ One unit summarizes one case with one summarizer, under the comparison's semapho
 every scorer on the summary (model calls of scorers take the semaphore again, one call at a
 time, so a unit never holds a slot while it waits for another). Offline work — a summarizer's
 ``asummarize`` runs ``summarize`` on a worker thread unless it awaits model calls, offline
-scorers too — so the event loop keeps the model calls of other units going. A summarizer's
+scorers too — so the event loop keeps the model calls of other units going. litellm, which a
+model's calls and cache hits need, is imported on a worker thread and awaited
+(:func:`memorylab.llm.aimport_litellm`), never inside the loop. A summarizer's
 model calls go through the run's cache (its ``with_caller``,
 :class:`memorylab.compress.Summarizer`). Nothing here knows the built-in
 summarizers or scorers by type. Any exception of a summarizer or a scorer becomes an error row;
@@ -29,7 +31,7 @@ from memorylab.errors import InvalidSetting
 from memorylab.evaluate._cache import CachedLLM, CacheMiss, CachingCaller, LLMCache, RunStats
 from memorylab.evaluate.base import Sample, Scorer, run_sync
 from memorylab.evaluate.cases import Case, probe_category
-from memorylab.llm import Caller
+from memorylab.llm import Caller, aimport_litellm
 from memorylab.results import FormerFrame, FormerPair, TableResult
 
 if TYPE_CHECKING:
@@ -261,6 +263,7 @@ async def _score(scorer: Scorer, sample: Sample, ctx: Context) -> list[dict[str,
         if scorer.offline:
             scores = await asyncio.to_thread(scorer.score, sample)
         else:
+            await aimport_litellm()
             scores = await scorer.ascore(sample, ctx.llm())
     except CacheMiss:
         raise
@@ -297,6 +300,8 @@ async def run_unit(
     if ctx.semaphore is None:
         ctx.semaphore = asyncio.Semaphore(ctx.concurrency)
     try:
+        if not summarizer.local:  # a model's calls and cache hits need litellm: loaded on a
+            await aimport_litellm()  # thread, awaited without a slot, the loop going on
         async with ctx.semaphore:
             summary, cached = await summarize(summarizer, case, ctx)
     except CacheMiss:

@@ -71,7 +71,7 @@ from memorylab.evaluate.tables import (
     markdown_table,
     summary_table,
 )
-from memorylab.llm import ModelSpeed
+from memorylab.llm import ModelSpeed, start_litellm_import
 from memorylab.results import TableResult
 from memorylab.validation import check_int, check_number
 
@@ -439,6 +439,8 @@ def compare_summarizers(
     plan = None
     models = any(not s.offline for s in scorer_list) or any(
         not s.local for s in resolved.values())  # fmt: skip
+    if models and executor is None:
+        start_litellm_import()  # on a worker thread, while the plan and the first units go on
     if max_cost_usd is not None or max_seconds is not None or (progress and models):
         plan = plan_comparison(items, resolved, scorer_list, cache_dir=cache or False,
                                max_tokens=max_tokens, speeds=speeds)  # fmt: skip
