@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 
 from memorylab import Conversation, MemoryDocument, read_memory, render_memory
-from memorylab.analysis import memory_df
+from memorylab.analysis import compactions_df, memory_df
 from memorylab.cli import main
 from memorylab.errors import AgentNotFound, InvalidSetting, PrerequisiteError, StoreError
 from memorylab.memory.paths import agent_paths
@@ -378,7 +378,8 @@ def test_load_export_warns_once_about_an_export_others_can_read(
         load_export(target)
         load_export(target)
     (message,) = _warnings(caplog)
-    assert str(target) in message and f"chmod -R go-rwx '{target}'" in message
+    assert str(target) in message and f"check_permissions('{target}') lists them" in message
+    assert "chmod" not in message  # a file the user reads: nothing suggested to change
 
 
 def test_warn_permissions_sums_up_a_workspace(
@@ -396,7 +397,27 @@ def test_warn_permissions_sums_up_a_workspace(
     (message,) = _warnings(caplog)
     assert message.startswith(f"memorylab: {len(found)} memory file(s) or folder(s) under ")
     assert f" and {len(found) - 3} more)" in message
-    assert f"chmod -R go-rwx '{isolated_workspace}'" in message
+    assert f"check_permissions('{isolated_workspace}') lists them" in message
+
+
+def test_a_workspace_read_part_by_part_is_warned_about_once(
+    isolated_workspace: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 28: a script reading the reference's 0644 files logged the warning three times."""
+    shutil.copytree(REFERENCE, isolated_workspace)
+    for path in [isolated_workspace, *isolated_workspace.rglob("*")]:
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    agent = isolated_workspace / "agents" / "QuantAgent"
+    with caplog.at_level(logging.WARNING, logger="memorylab"):
+        memory_df(isolated_workspace)
+        memory_df(agent)
+        memory_df(agent / "MEMORY.md")
+        compactions_df(isolated_workspace)
+    (message,) = _warnings(caplog)
+    assert "chmod" not in message
+    assert warn_permissions(agent / "MEMORY.md", own=True)  # an agent's own memory: said too
+    own = _warnings(caplog)[1:]
+    assert len(own) == 1 and f"chmod -R go-rwx '{agent / 'MEMORY.md'}'" in own[0]
 
 
 def test_memory_df_warns_about_memory_others_can_read(
@@ -464,7 +485,7 @@ def test_the_preload_checks_only_the_file_it_loads(
         assert _warnings(caplog) == []
         memory_df(folder)
     (message,) = _warnings(caplog)
-    assert str(archive) in message and f"chmod -R go-rwx '{folder}'" in message
+    assert str(archive) in message and f"check_permissions('{folder}')" in message
 
 
 def test_memory_df_warns_once_per_process_for_the_same_files(

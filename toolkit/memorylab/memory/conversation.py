@@ -309,7 +309,7 @@ class Conversation(ReferenceMethods):
     def _preload(self) -> None:
         assert self._store is not None
         text = self._store.read_text()
-        warn_permissions(self._store.path)  # the file only: one lstat
+        warn_permissions(self._store.path, own=True)  # the file only: one lstat
         if not has_messages(text):
             return  # a header without messages: nothing worth loading
         plan = plan_preload(text, max_tokens=self.preload_max_tokens, count=self.counter)

@@ -76,16 +76,31 @@ def check_permissions(path: str | os.PathLike[str]) -> list[str]:
     return _describe(_not_private(path))
 
 
-_WARNED: set[tuple[str, _Shared]] = set()
+_WARNED: set[object] = set()
 _SHOWN = 3
 
 
-def warn_permissions(path: str | os.PathLike[str]) -> list[str]:
+def _workspace_of(path: str | os.PathLike[str]) -> str:
+    """The workspace ``path`` belongs to (the folder above its ``agents/``), else ``path``:
+    a file, an agent folder and the workspace read one after another are one place to warn
+    about."""
+    absolute = Path(os.path.abspath(path))
+    for folder in (absolute, *absolute.parents):
+        if folder.name == "agents" and folder != absolute:
+            return str(folder.parent)
+    return str(absolute)
+
+
+def warn_permissions(path: str | os.PathLike[str], *, own: bool = False) -> list[str]:
     """Log one warning (logger ``memorylab.privacy``) when memory under ``path`` (a file, an
     agent folder or a workspace) can be accessed by group or others, and return
     :func:`check_permissions`'s list (``[]``: all private, or ``path`` does not exist).
 
-    For loaders: the same entries with the same modes are warned about once per process.
+    Loaders (``own=False``) read files someone else may own (a copied workspace, the reference
+    framework's 0o644 files): they say it once per workspace and process, whichever part of it
+    they read, and suggest no change to files the user only analyses. A memory the user's own
+    agent loads (``own=True``: the ``Conversation`` preload) is said once per process for the
+    same files and modes, with the ``chmod`` that makes it private.
     """
     try:
         shared = _not_private(path)
@@ -93,19 +108,23 @@ def warn_permissions(path: str | os.PathLike[str]) -> list[str]:
         return []
     if not shared:
         return []
-    key = (os.path.abspath(path), tuple(shared))
+    key: object = (os.path.abspath(path), tuple(shared)) if own else _workspace_of(path)
     if key not in _WARNED:
         _WARNED.add(key)
         names = ", ".join(str(entry) for entry, _ in shared[:_SHOWN])
         more = f" and {len(shared) - _SHOWN} more" if len(shared) > _SHOWN else ""
+        advice = (
+            f"Make them private with: chmod -R go-rwx '{path}'"
+            if own
+            else f"memorylab.privacy.check_permissions('{path}') lists them"
+        )
         logger.warning(
             "memorylab: %d memory file(s) or folder(s) under %s can be read by other users "
-            "(%s%s); memory may hold private conversations. Make them private with: "
-            "chmod -R go-rwx '%s'",
+            "(%s%s); memory may hold private conversations. %s",
             len(shared),
             path,
             names,
             more,
-            path,
+            advice,
         )
     return _describe(shared)
