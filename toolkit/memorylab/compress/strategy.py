@@ -107,11 +107,12 @@ def _placeholder_pattern(template: str) -> re.Pattern[str]:
 
 def check_placeholder(owner: str, template: object) -> str:
     """``template`` if it renders and names the archive, else :class:`InvalidSetting`."""
-    if not isinstance(template, str):
-        raise InvalidSetting(f"{owner}.placeholder must be a str, not {template!r}")
+    if not isinstance(template, str) or not template.strip():
+        raise InvalidSetting(f"{owner}.placeholder must be a non-blank str, not {template!r}")
     try:
         names = {field for _, field, _, _ in string.Formatter().parse(template) if field}
-        render_placeholder(template, _SAMPLE_ARCHIVE, {"role": "Tool", "content": "x"})
+        if "archive" in names and not names - _FIELDS:
+            render_placeholder(template, _SAMPLE_ARCHIVE, {"role": "Tool", "content": "x"})
     except (ValueError, KeyError, IndexError) as error:
         raise InvalidSetting(
             f"{owner}.placeholder={template!r} does not render ({error}); its fields are "
@@ -122,8 +123,6 @@ def check_placeholder(owner: str, template: object) -> str:
             f"{owner}.placeholder={template!r} must name the archive that holds the original "
             "({archive}) and may use {chars} and {role}, no other field"
         )
-    if not template.strip():
-        raise InvalidSetting(f"{owner}.placeholder must not be blank")
     return template
 
 
