@@ -25,7 +25,9 @@ from typing import Any
 
 from memorylab import Agent
 from memorylab.analysis import memory_df, replay
+from memorylab.compress import KeepRecent, Trim
 from memorylab.compress.policy import Threshold
+from memorylab.compress.strategy import Strategy
 from memorylab.llm import ChatReply
 
 WORDS = tuple(
@@ -86,6 +88,8 @@ class RunSpec:
     summarizer_max_tokens: int = 2000
     system_prompt: str = "You are a careful data engineer. Answer briefly and cite the tools."
     other_thresholds: tuple[Threshold, ...] = ()
+    strategy: Strategy | None = None
+    """What each compaction does (``None``: the seed's summary, with no strategy given)."""
 
 
 SPECS: tuple[RunSpec, ...] = (
@@ -125,8 +129,31 @@ SPECS: tuple[RunSpec, ...] = (
         seed=5,
         other_thresholds=(0.5,),
     ),
+    RunSpec(
+        "keep-recent",
+        "memorylab/extractive",
+        2000,
+        0.8,
+        sessions=2,
+        tasks=16,
+        seed=6,
+        strategy=KeepRecent(keep_messages=6),
+        other_thresholds=(0.6,),
+    ),
+    RunSpec(
+        "trim",
+        "memorylab/extractive",
+        2000,
+        0.8,
+        sessions=2,
+        tasks=16,
+        seed=7,
+        strategy=Trim(keep_fraction=0.3),
+        other_thresholds=(0.6,),
+    ),
 )
-"""The runs of the test (the benchmark's full run adds more)."""
+"""The runs of the test (the benchmark's full run adds more): the seed's summary, and each
+strategy of :mod:`memorylab.compress` run live."""
 
 QUICK_SPECS = SPECS[:2]
 
@@ -224,6 +251,7 @@ def run_agent(spec: RunSpec, workspace: Path, threshold: Threshold | None = None
             completion=model,
             clock=clock,
             max_loops=1,
+            strategy=spec.strategy,
         )
         agent.context_compressor.summarizer_max_tokens = spec.summarizer_max_tokens
         for _ in range(spec.tasks):
@@ -252,6 +280,7 @@ class Check:
     """One row of the validation: a run replayed at a threshold."""
 
     run: str
+    strategy: str
     summarizer: str
     context_length: int
     threshold: Threshold
@@ -283,6 +312,7 @@ def validate(spec: RunSpec, workspace: Path) -> list[Check]:
     checks = [
         Check(
             spec.name,
+            result.strategy,
             spec.summarizer,
             spec.context_length,
             spec.threshold,
@@ -299,6 +329,7 @@ def validate(spec: RunSpec, workspace: Path) -> list[Check]:
         checks.append(
             Check(
                 spec.name,
+                what_if.strategy,
                 spec.summarizer,
                 spec.context_length,
                 other,

@@ -445,3 +445,42 @@ def test_the_old_forms_of_replays_and_sweeps_warn_and_still_work() -> None:
         with pytest.warns(DeprecationWarning, match=f"import it from memorylab.analysis.{home}"):
             moved = getattr(__import__("memorylab.analysis.growth").analysis.growth, name)
         assert moved is getattr(__import__(f"memorylab.analysis.{home}").analysis, name)
+
+
+def test_replay_and_sweep_take_a_strategy(bundled: pd.DataFrame) -> None:
+    from memorylab.compress import KeepRecent, Trim
+
+    rows = _agent(bundled, "BugHunter")
+    plain = replay(rows, threshold=0.7)
+    kept = replay(rows, threshold=0.7, strategy=KeepRecent(keep_messages=4))
+    trimmed = replay(rows, threshold=0.7, strategy="trim")
+    assert plain.strategy == "summary()" and kept.strategy == "keep_recent(keep_messages=4)"
+    assert trimmed.strategy.startswith("trim(") and trimmed.summarizer_calls == 0
+    assert kept.compactions > 0 and trimmed.compactions > 0
+    # What a keep-recent compaction leaves: the summary and the 4 newest messages (or a few
+    # more when the window would start inside a tool call's results).
+    final = kept.final_context.split("\n\n[")
+    assert any("[Compressed Memory Summary]" in part for part in final)
+    strategies = ["summary", KeepRecent(keep_messages=4), Trim(keep_messages=6)]
+    table = sweep(rows, thresholds=[0.7, 0.9], strategies=strategies, fast=True, calibrate=False)
+    frame = table.frame
+    assert list(frame.columns[:6]) == [
+        "context_length", "threshold", "trigger", "strategy", "mode", "recorded",
+    ]  # fmt: skip
+    assert frame["strategy"].tolist() == [
+        name for name in ("summary()", "keep_recent(keep_messages=4)", "trim(keep_messages=6)")
+        for _ in range(3)  # 0.7, the recorded 0.85, 0.9
+    ]  # fmt: skip
+    # The fast engine models summaries only: every other strategy's row is an exact replay.
+    assert set(frame[frame["strategy"] == "summary()"]["mode"]) == {"fast"}
+    assert set(frame[frame["strategy"] != "summary()"]["mode"]) == {"replay"}
+    assert frame["recorded"].tolist() == [False, True, False] + [False] * 6  # the run's own
+    row = frame[(frame["strategy"] == "keep_recent(keep_messages=4)") & (frame["threshold"] == 0.7)]
+    assert int(row["compactions"].iloc[0]) == kept.compactions
+    assert int(row["total_input_tokens"].iloc[0]) == kept.total_input_tokens
+    ahead = estimate_sweep(rows, [0.7, 0.9], strategies=strategies)
+    assert ahead.settings == 9 and table.estimate == ahead
+    with pytest.raises(TypeError, match="strategy"):
+        sweep(rows, strategy="trim")  # type: ignore[call-arg]
+    with pytest.raises(InvalidSetting, match="unknown strategy 'nope'"):
+        sweep(rows, strategies=["nope"])

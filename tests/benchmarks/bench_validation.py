@@ -2,7 +2,8 @@
 
 Runs memorylab's ``Agent`` with a scripted model (tests/analysis/agent_runs.py: the extractive
 and the scripted summarizer, one process or several with restarts, several windows and
-thresholds), then replays each run from its files:
+thresholds, and the compaction strategies run live: keep-recent and trim), then replays each run
+from its files (the strategy the records name; the table's ``strategy`` column):
 
 * at the run's own settings: the replay must make the recorded number of compactions, every
   ``tokens_before`` within 2 % of the recorded one (the baseline is the live run's record);
@@ -81,6 +82,7 @@ def measure(spec: RunSpec, root: Path) -> tuple[list[list[str]], bool]:
     rows.append(
         [
             spec.name,
+            result.strategy,
             spec.summarizer.removeprefix("memorylab/"),
             f"{spec.context_length:,}",
             _fmt(spec.threshold) + " (own)",
@@ -106,6 +108,7 @@ def measure(spec: RunSpec, root: Path) -> tuple[list[list[str]], bool]:
         rows.append(
             [
                 spec.name,
+                what_if.strategy,
                 spec.summarizer.removeprefix("memorylab/"),
                 f"{spec.context_length:,}",
                 _fmt(other),
@@ -137,11 +140,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     print()
     print(
-        "| run | summarizer | window | threshold | restarts | messages | live compactions | "
+        "| run | strategy | summarizer | window | threshold | restarts | messages | live compactions | "
         "replayed | worst tokens_before diff | fast sweep (stated error) | replay / live time | "
         "verdict |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|")
     ok = True
     try:
         for index, spec in enumerate(specs):

@@ -21,7 +21,7 @@ from memorylab.analysis.runs import RunOverrides, RunSettings, SummarySize, Tran
 from memorylab.compress.base import Summarizer, Summary
 from memorylab.compress.policy import Threshold, trigger_tokens
 from memorylab.memory import format as fmt
-from memorylab.memory.records import CompactionEvent, EntryKind, Message
+from memorylab.memory.records import CompactionEvent, EntryKind, Message, entry_kind
 from memorylab.results import TableResult
 
 if TYPE_CHECKING:
@@ -64,6 +64,15 @@ class ReplayResult(TableResult):
         message = "ReplayResult.timeline is now ReplayResult.frame (the per-message table)"
         warnings.warn(message, DeprecationWarning, stacklevel=2)
         return self.frame
+
+    @property
+    def strategy(self) -> str:
+        """What each compaction did (``Strategy.describe()``: ``summary()``,
+        ``keep_recent(keep_messages=20)`` ...)."""
+        from memorylab.compress.strategies import get_strategy
+
+        chosen = self.settings.strategy if self.settings is not None else get_strategy()
+        return chosen.describe()
 
     @property
     def compactions(self) -> int:
@@ -206,7 +215,10 @@ def _exact(
             )
         compressors.append(
             ContextCompressor(
-                threshold, summarizer=cached, summarizer_max_tokens=settings.summarizer_max_tokens
+                threshold,
+                summarizer=cached,
+                summarizer_max_tokens=settings.summarizer_max_tokens,
+                strategy=settings.strategy,
             )
         )
         return conversation
@@ -250,8 +262,17 @@ def _exact(
                 compaction[index] = True
                 done += 1
                 after[index] = conversation.token_count()
-                entry = conversation.entries(EntryKind.SUMMARY)[0]
-                memory = [Message(str(entry["role"]), str(entry["content"]), when)]
+                # MEMORY.md re-seeded as the store does: the summary (stamped now), then what
+                # the strategy kept, as written.
+                memory = [
+                    Message(
+                        str(entry["role"]),
+                        str(entry["content"]),
+                        when if entry_kind(entry) is EntryKind.SUMMARY
+                        else fmt.parse_timestamp(str(entry["timestamp"])),
+                    )
+                    for entry in conversation.entries(EntryKind.SUMMARY, EntryKind.MESSAGE)
+                ]  # fmt: skip
                 created, continues = when, archive or fmt.archive_name(when)
         bar.update(1)
     if own_bar:

@@ -47,6 +47,8 @@ from memorylab.compress.policy import (
     trigger_tokens,
     validate_threshold,
 )
+from memorylab.compress.strategies import get_strategy, strategy_from_record
+from memorylab.compress.strategy import Strategy
 from memorylab.errors import InvalidSetting
 from memorylab.memory import format as fmt
 from memorylab.validation import check_int
@@ -102,7 +104,9 @@ class RunOverrides(TypedDict, total=False):
     ``max_summary_tokens`` is the compressor's ``summarizer_max_tokens``, ``static_tokens`` or
     ``system_prompt`` the static context, ``restarts`` ``False`` one process (or each new one's
     first message time), ``checks`` ``"model_call"`` or ``"message"``, ``restart_gap`` the gap read
-    as a restart where nothing was recorded (``None``: none)."""
+    as a restart where nothing was recorded (``None``: none), ``strategy`` what each compaction
+    does with the history (a :class:`~memorylab.compress.strategy.Strategy` or a registered
+    name: :func:`~memorylab.compress.get_strategy`)."""
 
     threshold: Threshold | None
     context_length: int | None
@@ -114,6 +118,7 @@ class RunOverrides(TypedDict, total=False):
     checks: str | None
     preload_max_tokens: int | Recorded | None
     restart_gap: timedelta | None
+    strategy: Strategy | str | None
 
 
 @dataclass(frozen=True)
@@ -196,6 +201,7 @@ class RunSettings:
     recorded_archives: tuple[str | None, ...] = ()
     recorded_tokens: tuple[int | None, ...] = ()
     recorded_times: tuple[datetime | None, ...] = ()
+    strategy: Strategy = field(default_factory=get_strategy)
     origin: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
@@ -243,6 +249,8 @@ class RunSettings:
             wanted["restarts"] = _restart_times(wanted["restarts"])
         if "reply_roles" in wanted:
             wanted["reply_roles"] = tuple(wanted["reply_roles"])
+        if "strategy" in wanted:
+            wanted["strategy"] = get_strategy(wanted["strategy"])
         origin = {**self.origin, **dict.fromkeys(wanted, "given")}
         out = replace(self, **wanted, origin=origin)
         if out.source_of("preload_max_tokens") == "default":
@@ -263,6 +271,8 @@ class RunSettings:
             f"checks: {self.checks} ({self.source_of('checks')})",
             f"{len(self.restarts)} restart(s) ({self.source_of('restarts')})",
         ]
+        if self.strategy.record() is not None:  # the summary strategy goes without saying
+            parts.insert(2, f"strategy {self.strategy.describe()} ({self.source_of('strategy')})")
         return "; ".join(parts)
 
 
@@ -369,6 +379,9 @@ def _from_records(
             origin["preload_max_tokens"] = "recorded"  # window and threshold of a what-if
 
     values["restarts"], origin["restarts"] = _restarts(records, extras, transcript, restart_gap)
+    strategies = [r["strategy"] for r in records if r.get("strategy") is not None]
+    if strategies:  # the latest: a run's strategy is one setting, as its threshold is
+        values["strategy"], origin["strategy"] = strategy_from_record(strategies[-1]), "recorded"
     values["recorded_archives"] = tuple(
         None if r.get("archive") is None else str(r["archive"]) for r in records
     )
@@ -489,8 +502,8 @@ def _recorded_sizes(
 # --------------------------------------------------------------------------- preparing a run
 
 _NOT_TAKEN = {
-    "token_growth": ("max_summary_tokens", "system_prompt", "checks"),
-    "sweep": ("threshold", "context_length"),
+    "token_growth": ("max_summary_tokens", "system_prompt", "checks", "strategy"),
+    "sweep": ("threshold", "context_length", "strategy"),  # sweep(strategies=[...])
 }
 
 
@@ -574,6 +587,7 @@ def _prepare(
         token_model=model,
         restarts=None if restarts is None or restarts is True else restarts or (),
         preload_max_tokens=overrides.get("preload_max_tokens", RECORDED),
+        strategy=overrides.get("strategy"),
     )
     if overrides.get("checks") == "model_call" and not settings.reply_roles:
         raise InvalidSetting(

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Unpack
 
 from memorylab.analysis.replay import _exact
 from memorylab.analysis.runs import RunOverrides, RunSettings, SummarySize, TranscriptSource, _Run
 from memorylab.compress.base import Summarizer, Summary
 from memorylab.compress.policy import Threshold, same_threshold, threshold_text, trigger_tokens
+from memorylab.compress.strategy import Strategy
 from memorylab.errors import InvalidSetting
 from memorylab.memory import format as fmt
 from memorylab.memory.records import SUMMARY_PREFIX, Message
@@ -122,6 +123,7 @@ def sweep(
     replay_at: Iterable[Threshold] = (),
     cache: bool | MutableMapping[str, Summary] = True,
     progress: bool | None = None,
+    strategies: Iterable[Strategy | str] | None = None,
     **overrides: Unpack[RunOverrides],
 ) -> SweepResult:
     """One row per (context length, threshold) setting (see docs/analysis.md).
@@ -152,6 +154,11 @@ def sweep(
     largest differences, and ``result.notes()`` (:func:`sweep_note`) says it in a line.
     ``replay_at``: thresholds replayed exactly even in a fast sweep (their rows' ``mode`` is
     ``"replay"``: a view that shows one setting's replay beside the table).
+
+    ``strategies``: what each compaction does (:mod:`memorylab.compress` strategies or their
+    names; default: the run's own, recorded or ``summary``): the grid is every strategy at every
+    setting, and the ``strategy`` column names each row's (``Strategy.describe()``). The fast
+    engine models the summary strategy only: the other strategies' rows are exact replays.
     """
     import pandas as pd
 
@@ -164,52 +171,55 @@ def sweep(
             raise InvalidSetting(f"summary_ratio must be within (0, 1], not {summary_ratio!r}")
         summary_size = SummarySize(ratio=float(summary_ratio))
     plan = _plan(transcript, thresholds, context_lengths, summarizer, summary_size, settings,
-                 overrides)  # fmt: skip
-    run, grid, recorded, chosen, fast_engine = (
-        plan.run,
-        plan.grid,
-        plan.recorded,
-        plan.chosen,
-        plan.engine,
-    )
+                 overrides, strategies)  # fmt: skip
+    grid, recorded, chosen, fast_engine = plan.grid, plan.recorded, plan.chosen, plan.engine
     estimate = plan.estimate()
     wanted = list(facts) if facts is not None else None
     mode = estimate.mode if fast is None else "fast" if fast else "replay"
     rows: list[dict[str, Any]] = []
     calibration: list[dict[str, Any]] = []
-    if mode == "replay":
-        # One bar over every message of every replay, its cost stated before the first one.
-        bar = _progress.bar(estimate.settings * estimate.messages,
-                            f"sweep: {estimate.describe()}", "msg", progress)  # fmt: skip
-        for length, threshold, trigger in grid:
-            rows.append(_exact_row(run, (length, threshold, trigger), chosen, cache, wanted, bar))
-        bar.close()
-    else:
-        if calibrate if calibrate is not None else chosen.local:
-            seconds = CALIBRATION_SECONDS if calibrate in (None, True) else float(calibrate)
-            calibration, fitted = _calibrate(
-                run, grid, recorded, chosen, fast_engine, seconds, cache
+    exact_rows = len(grid) * sum(mode == "replay" or not _modelled(s) for s in plan.strategies)
+    # One bar over every message of every exact replay, its cost stated before the first one.
+    bar = _progress.bar(exact_rows * estimate.messages, f"sweep: {estimate.describe()}", "msg",
+                        progress if exact_rows else False)  # fmt: skip
+    for strategy in plan.strategies:
+        run = plan.run_of(strategy)
+        made: list[dict[str, Any]] = []
+        if mode == "replay" or not _modelled(strategy):
+            for length, threshold, trigger in grid:
+                made.append(_exact_row(run, (length, threshold, trigger), chosen, cache, wanted,
+                                       bar))  # fmt: skip
+        else:
+            if calibrate if calibrate is not None else chosen.local:
+                seconds = CALIBRATION_SECONDS if calibrate in (None, True) else float(calibrate)
+                calibration, fitted = _calibrate(
+                    run, grid, recorded, chosen, fast_engine, seconds, cache
+                )
+                if summary_size is None and fitted is not None:
+                    fast_engine = _FastEngine(run, fitted)
+                    calibration = _measure(run, calibration, fast_engine)
+            made = fast_engine.rows(grid, wanted, _summarizer_model(summarizer, chosen))
+            exactly = list(replay_at)
+            for place, (_, threshold, _) in enumerate(grid):
+                if any(same_threshold(threshold, t) for t in exactly):
+                    made[place] = _exact_row(run, grid[place], chosen, cache, wanted)
+        for row in made:
+            row["strategy"] = strategy.describe()
+            row["recorded"] = (
+                recorded is not None
+                and strategy == plan.run.settings.strategy
+                and row["context_length"] == recorded[0]
+                and same_threshold(row["threshold"], recorded[1])
             )
-            if summary_size is None and fitted is not None:
-                fast_engine = _FastEngine(run, fitted)
-                calibration = _measure(run, calibration, fast_engine)
-        rows = fast_engine.rows(grid, wanted, _summarizer_model(summarizer, chosen))
-        exactly = list(replay_at)
-        for place, (_, threshold, _) in enumerate(grid):
-            if any(same_threshold(threshold, t) for t in exactly):
-                rows[place] = _exact_row(run, grid[place], chosen, cache, wanted)
-    for row in rows:
-        row["recorded"] = (
-            recorded is not None
-            and row["context_length"] == recorded[0]
-            and same_threshold(row["threshold"], recorded[1])
-        )
+        rows += made
+    bar.close()
     frame = pd.DataFrame(rows)
-    order = ["context_length", "threshold", "trigger", "mode", "recorded"]
+    order = ["context_length", "threshold", "trigger", "strategy", "mode", "recorded"]
     frame = frame[order + [c for c in frame.columns if c not in order]]
     if not all(isinstance(row["threshold"], float) for row in rows):  # keep 3000 an int (tokens)
         frame["threshold"] = pd.Series([row["threshold"] for row in rows], dtype=object)
-    fast_mode = mode == "fast"
+    run = plan.run
+    fast_mode = bool((frame["mode"] == "fast").any())
     return SweepResult(
         frame=frame,
         settings=run.settings,
@@ -264,6 +274,7 @@ def estimate_sweep(
     *,
     summarizer: str | Summarizer | None = None,
     settings: RunSettings | None = None,
+    strategies: Iterable[Strategy | str] | None = None,
     **overrides: Unpack[RunOverrides],
 ) -> SweepEstimate:
     """What :func:`sweep` with the same arguments would cost replayed exactly, before it
@@ -271,7 +282,7 @@ def estimate_sweep(
     notebook can say "this will take a minute" before it does. Counting the transcript's tokens
     is the only work done (and it is remembered for the sweep)."""
     return _plan(transcript, thresholds, context_lengths, summarizer, None, settings,
-                 overrides).estimate()  # fmt: skip
+                 overrides, strategies).estimate()  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,16 +295,32 @@ class _Plan:
     recorded: tuple[int, Threshold] | None
     chosen: Summarizer
     engine: _FastEngine
+    strategies: list[Strategy]
+
+    def run_of(self, strategy: Strategy) -> _Run:
+        """The run with ``strategy`` compacting (the run itself for its own strategy)."""
+        if strategy == self.run.settings.strategy:
+            return self.run
+        return replace(self.run, settings=self.run.settings.given(strategy=strategy))
 
     def estimate(self) -> SweepEstimate:
+        # The fast engine models the summary strategy: its replay's cost stands for every
+        # strategy's (keeping or clearing costs no more per message than summarizing).
         outcomes = [self.engine.simulate(self.run, length, t) for length, t, _ in self.grid]
+        summarizing = sum(1 for s in self.strategies if s.summarizes)
         return SweepEstimate(
-            settings=len(self.grid),
+            settings=len(self.grid) * len(self.strategies),
             messages=len(self.run.transcript),
-            exact_seconds=sum(self.engine.cost_of(outcome) for outcome in outcomes),
-            summarizer_calls=sum(outcome.compactions for outcome in outcomes),
+            exact_seconds=len(self.strategies) * sum(self.engine.cost_of(o) for o in outcomes),
+            summarizer_calls=summarizing * sum(outcome.compactions for outcome in outcomes),
             local=bool(self.chosen.local),
         )
+
+
+def _modelled(strategy: Strategy) -> bool:
+    """Whether the fast engine models ``strategy`` (the summary strategy only: the others'
+    sweep rows are exact replays)."""
+    return strategy.name == "summary"
 
 
 def _plan(
@@ -304,9 +331,11 @@ def _plan(
     summary_size: SummarySize | None,
     settings: RunSettings | None,
     overrides: RunOverrides,
+    strategies: Iterable[Strategy | str] | None = None,
 ) -> _Plan:
     from memorylab.analysis._summarizers import choose
     from memorylab.analysis.runs import _prepare
+    from memorylab.compress.strategies import get_strategy
 
     run = _prepare(transcript, settings, overrides, "sweep")
     at = run.settings.context_length, run.settings.threshold
@@ -315,7 +344,12 @@ def _plan(
     grid = _settings(list(thresholds or DEFAULT_THRESHOLDS), lengths, recorded)
     chosen = choose(summarizer, run, None)
     size = summary_size or run.settings.summary_size or SummarySize()
-    return _Plan(run, grid, recorded, chosen, _FastEngine(run, size))
+    chosen_strategies = [run.settings.strategy]
+    if strategies is not None:
+        chosen_strategies = list(dict.fromkeys(get_strategy(s) for s in strategies))
+        if not chosen_strategies:
+            raise InvalidSetting("strategies= names no strategy; give at least one, or None")
+    return _Plan(run, grid, recorded, chosen, _FastEngine(run, size), chosen_strategies)
 
 
 def sweep_note(result: SweepResult) -> str:
@@ -340,6 +374,7 @@ SWEEP_HEADINGS: Mapping[str, tuple[str, Callable[[Any], str]]] = {
     "context_length": ("window (tokens)", _count_text),
     "threshold": ("threshold", threshold_text),
     "trigger": ("compacts at (tokens)", _count_text),
+    "strategy": ("strategy", str),
     "mode": ("mode", str),
     "messages": ("messages", _count_text),
     "compactions": ("compactions", _count_text),
