@@ -10,6 +10,8 @@
   (:func:`get_scorer`, :func:`register_scorer`).
 * :mod:`~memorylab.evaluate.compare` — :func:`compare_summarizers` (long-form DataFrame),
   :func:`summary_table`, :func:`fact_survival_table`, :func:`estimate_cost`.
+* :mod:`~memorylab.evaluate.strategies` — :func:`compare_strategies`: memory strategies run
+  through each case's whole history in a window, scored like summaries.
 * :mod:`~memorylab.evaluate.plots` — ``plot_*(df, ax=None) -> Axes``.
 
 pandas, matplotlib, litellm, rapidfuzz and the optional extras are imported only when used.
@@ -79,6 +81,7 @@ from memorylab.evaluate.scorers import (
     register_scorer,
     scorer_names,
 )
+from memorylab.evaluate.strategies import StrategyComparison, StrategyMemory, compare_strategies
 from memorylab.evaluate.tables import bootstrap_interval, probe_table
 
 # The baselines were importable from here; they are summarizers of memorylab.compress.
@@ -120,6 +123,8 @@ __all__ = [
     "Score",
     "Scorer",
     "SimilarityScorer",
+    "StrategyComparison",
+    "StrategyMemory",
     "SummaryTable",
     "answer_span",
     "bootstrap_interval",
@@ -128,6 +133,7 @@ __all__ = [
     "cases_from_messages",
     "cases_from_transcripts",
     "cases_from_workspace",
+    "compare_strategies",
     "compare_summarizers",
     "default_cache_dir",
     "dropped_questions",
