@@ -312,6 +312,7 @@ def test_sweep_columns_and_skipped_settings() -> None:
         "context_length",
         "threshold",
         "trigger",
+        "strategy",
         "mode",
         "recorded",
         "messages",

@@ -268,3 +268,17 @@ def test_exact_replays_say_how_long_before_the_wait(messages: list[dict[str, Any
 def test_the_sweep_picker_shows_its_mode_from_the_start(messages: list[dict[str, Any]]) -> None:
     assert ThresholdTuner(messages).mode_picker.label == "exact when it fits"
     assert ThresholdTuner(messages, fast=True).mode_picker.label == "fast (modelled)"
+
+
+def test_the_strategy_picker_replays_and_sweeps_the_strategy(
+    messages: list[dict[str, Any]],
+) -> None:
+    tuner = ThresholdTuner(messages, context_length=2048, strategies=["summary", "trim"])
+    assert tuner.strategy is None and tuner.strategy_picker.label == "the run's own"
+    plain = tuner.result
+    assert plain is not None and plain.strategy == "summary()"
+    tuner.strategy_picker.value = "trim(keep_fraction=0.5)"
+    assert tuner.result is not None and tuner.result.strategy == "trim(keep_fraction=0.5)"
+    assert set(tuner.sweep_table["strategy"]) == {"trim(keep_fraction=0.5)"}  # type: ignore[index]
+    assert tuner.result.summarizer_calls == 0
+    assert tuner.axes is not None and "trim(keep_fraction=0.5)" in tuner.axes.get_title()

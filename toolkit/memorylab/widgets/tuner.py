@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memorylab.compress.policy import Threshold, same_threshold, threshold_text
+from memorylab.compress.strategies import get_strategy, strategy_names
+from memorylab.compress.strategy import Strategy
 from memorylab.errors import MemorylabError
 from memorylab.memory.records import EntryKind, entry_kind
 from memorylab.widgets._common import (
@@ -57,6 +59,8 @@ MODES = (("exact when it fits", "auto"), ("exact replays", "exact"), ("fast (mod
 ``fast=True``. The values are names, not ``sweep``'s ``None``/``False``/``True``: a dropdown
 whose value is ``None`` shows nothing selected."""
 _FAST = {"auto": None, "exact": False, "fast": True}
+RUN_STRATEGY = "run"
+"""The strategy picker's value for the run's own strategy (recorded, else the summary)."""
 
 SWEEP_COLUMNS = (
     "setting",
@@ -208,6 +212,7 @@ class ThresholdTuner(View):
         model: str | None = None,
         facts: Sequence[str] | None = None,
         system_prompt: str | None = None,
+        strategies: Sequence[Strategy | str] | None = None,
     ) -> None:
         super().__init__()
         from memorylab.analysis.sweep import DEFAULT_THRESHOLDS
@@ -252,6 +257,16 @@ class ThresholdTuner(View):
             description="summarizer",
             style={"description_width": "110px"},
         )
+        chosen = [get_strategy(s) for s in strategies] if strategies is not None else [
+            get_strategy(name) for name in strategy_names()
+        ]  # fmt: skip
+        self._strategies = {s.describe(): s for s in chosen}
+        self.strategy_picker = widgets.Dropdown(
+            options=[("the run's own", RUN_STRATEGY), *((n, n) for n in self._strategies)],
+            value=RUN_STRATEGY,
+            description="strategy",
+            style={"description_width": "110px"},
+        )
         self.mode_picker = widgets.Dropdown(
             options=list(MODES),
             value={None: "auto", False: "exact", True: "fast"}[fast],
@@ -268,6 +283,7 @@ class ThresholdTuner(View):
                 self.threshold_slider,
                 self.context_slider,
                 widgets.HBox([self.summarizer_picker, self.mode_picker]),
+                self.strategy_picker,
             ]
         )
         self.widget = widgets.VBox(
@@ -303,6 +319,7 @@ class ThresholdTuner(View):
             self.context_slider,
             self.summarizer_picker,
             self.mode_picker,
+            self.strategy_picker,
         ):
             control.observe(lambda _: self.update(), names="value")
         self.update()
@@ -320,6 +337,12 @@ class ThresholdTuner(View):
     @property
     def summarizer(self) -> str:
         return str(self.summarizer_picker.value)
+
+    @property
+    def strategy(self) -> Strategy | None:
+        """The strategy picked (``None``: the run's own, recorded or the summary)."""
+        value = str(self.strategy_picker.value)
+        return None if value == RUN_STRATEGY else self._strategies[value]
 
     @property
     def fast(self) -> bool | None:
@@ -344,15 +367,22 @@ class ThresholdTuner(View):
         threshold, length = self.threshold, self.context_length
         spec = None if self.summarizer == EXTRACTIVE else self.summarizer
         self.status.value = status_html("computing …")
+        strategy = self.strategy
         try:
             recorded = self.source.recorded
             wanted = {*(float(t) for t in self.thresholds), threshold}
             if recorded is not None and recorded[0] == length:
                 wanted.add(float(recorded[1]))
             if self.fast is False:  # exact replays asked for: say how long before the wait
-                ahead = estimate_sweep(self.source.transcript, sorted(wanted), [length],
-                                       summarizer=spec, model=self.model,
-                                       system_prompt=self.system_prompt)  # fmt: skip
+                ahead = estimate_sweep(
+                    self.source.transcript,
+                    sorted(wanted),
+                    [length],
+                    summarizer=spec,
+                    model=self.model,
+                    system_prompt=self.system_prompt,
+                    strategies=None if strategy is None else [strategy],
+                )
                 self.status.value = status_html(f"computing {ahead.describe()} …")
             result = replay(
                 self.source.transcript,
@@ -361,6 +391,7 @@ class ThresholdTuner(View):
                 summarizer=spec,
                 model=self.model,
                 system_prompt=self.system_prompt,
+                strategy=strategy,
             )
             swept = sweep(
                 self.source.transcript,
@@ -372,6 +403,7 @@ class ThresholdTuner(View):
                 facts=self.facts,
                 system_prompt=self.system_prompt,
                 replay_at=[threshold],
+                strategies=None if strategy is None else [strategy],
             )
         except MemorylabError as error:
             self._report(error)
@@ -393,7 +425,9 @@ class ThresholdTuner(View):
             result.frame,
             ax=axes,
             title=f"Replay at threshold {threshold_text(threshold)} of {length:,} tokens "
-            f"({result.summarizer}){ran_at}",
+            f"({result.summarizer}"
+            + ("" if result.strategy == "summary()" else f", {result.strategy}")
+            + f"){ran_at}",
         )
         self.figure, self.axes = figure, axes
         self.image.value = figure_png(figure)
