@@ -137,8 +137,8 @@ def test_the_file_answers_as_litellm_does_on_every_name_of_its_map() -> None:
     assert seen["differ"] == [], seen["differ"]
     # The file settles most names (the rest: aliases, rules, tiered prices, providers that
     # litellm asks about their models); names unlike every listed one are settled as unknown.
-    assert seen["windows_from_file"] > 0.7 * seen["names"], seen
-    assert seen["prices_from_file"] > 0.6 * seen["names"], seen
+    assert seen["windows_from_file"] > 0.6 * seen["names"], seen
+    assert seen["prices_from_file"] > 0.5 * seen["names"], seen
     assert {"openai/bench", "openai/my-model", "bench", "hosted_vllm/foo"} <= set(seen["unknown"])
     assert "openai/gpt-4-custom" not in seen["unknown"]  # like gpt-4: litellm decides
     assert seen["ollama"] == ["litellm", "litellm"]  # litellm asks the Ollama server
