@@ -332,3 +332,15 @@ def test_the_default_preload_bound_follows_a_trigger() -> None:
     )
     assert default_preload_max_tokens(8000, Trigger(messages=30)) == 2000  # a quarter of the window
     assert default_preload_max_tokens(8000, Trigger(fraction=0.9, tokens=1000)) == 500
+
+
+def test_a_strategy_is_named_by_the_settings_that_decide() -> None:
+    """A label fits a table's column: a default placeholder text is left out, a given one is
+    named, and every number is said (the default keep is a decision worth reading)."""
+    from memorylab.compress import ClearToolResults, KeepRecent, Trim
+
+    assert ClearToolResults().describe() == "clear_tool_results(keep_tool_results=3)"
+    custom = ClearToolResults(placeholder="[cleared: archive/{archive}]")
+    assert custom.describe().endswith("placeholder='[cleared: archive/{archive}]')")
+    assert KeepRecent().describe() == "keep_recent(keep_messages=20)"
+    assert Trim(keep_tokens=500).describe() == "trim(keep_tokens=500)"

@@ -267,8 +267,14 @@ class Strategy:
         return {"name": self.name, **self.settings()}
 
     def describe(self) -> str:
-        """``name(setting=value, ...)``, as a table or a plot names it."""
-        settings = ", ".join(f"{k}={v!r}" for k, v in self.settings().items())
+        """``name(setting=value, ...)``, as a table or a plot names it: the settings that
+        decide, a text left at its default (a placeholder) left out, so a label fits a column."""
+        defaults = {f.name: f.default for f in fields(self)}  # type: ignore[arg-type]
+        settings = ", ".join(
+            f"{k}={v!r}"
+            for k, v in self.settings().items()
+            if not (isinstance(v, str) and v == defaults.get(k))
+        )
         return f"{self.name}({settings})"
 
 
