@@ -89,6 +89,11 @@ PURE = {
     "memorylab.memory.retention",
     "memorylab.memory.redact",
     "memorylab.compress.policy",
+    "memorylab.compress.strategy",  # the strategies decide; the compressor carries plans out
+    "memorylab.compress.summary",
+    "memorylab.compress.keep_recent",
+    "memorylab.compress.clear_tool_results",
+    "memorylab.compress.trim",
     "memorylab.results",  # the result convention: values and a deprecation warning
     "memorylab.validation",
 }
@@ -107,6 +112,7 @@ PURE_STDLIB = {
     "math",
     "numbers",
     "re",
+    "string",
     "typing",
     "warnings",
 }
