@@ -14,7 +14,7 @@ import pytest
 from analysis_support import Built
 
 from memorylab.analysis import ReadResult, compactions_df, memory_df, sweep, sweep_table
-from memorylab.analysis._fast import _listed_prices, unit_prices
+from memorylab.analysis._fast import unit_prices
 from memorylab.analysis.frames import DTYPES, PROBLEM_COLUMNS
 from memorylab.privacy import export_agent, load_export
 from memorylab.transcripts import bundled_workspace
@@ -92,17 +92,6 @@ def test_every_column_shared_by_the_frames_has_one_dtype(tmp_path: Path) -> None
 
 
 # --------------------------------------------------------------------------- prices
-
-
-@pytest.mark.parametrize(
-    "model", ["gpt-4o", "gpt-4o-mini", "openai/gpt-4o-mini", "gpt-4.1-mini", "ollama/llama3"]
-)
-def test_the_price_map_read_as_a_file_is_litellms_price(model: str) -> None:
-    from memorylab.llm import token_prices
-
-    listed = _listed_prices(model)
-    assert listed is not None, f"{model} should be priced from the file alone"
-    assert listed == pytest.approx(token_prices(model), rel=1e-12, abs=0)
 
 
 def test_unknown_and_offline_models() -> None:

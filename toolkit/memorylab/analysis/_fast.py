@@ -172,44 +172,15 @@ def simulate(
 # --------------------------------------------------------------------------- prices
 
 
-def _listed_prices(model: str) -> tuple[float, float] | None:
-    """The per-token prices the map lists for ``model`` itself, or for its name without a
-    ``provider/`` prefix when that entry is the provider's; ``None`` when the map does not
-    settle it alone (a missing or tiered entry), and litellm must be asked."""
-    from memorylab.llm import bundled_model_map
-
-    table = bundled_model_map()
-    entry = table.get(model)
-    provider, _, bare = model.partition("/")
-    if entry is None and bare:
-        candidate = table.get(bare)
-        if isinstance(candidate, dict) and candidate.get("litellm_provider") == provider:
-            entry = candidate
-    if not isinstance(entry, dict):
-        return None
-    # Prices by tier ("…_above_128k_tokens"): litellm's rules decide which applies.
-    if any("_above_" in key for key in entry):
-        return None
-    per_in, per_out = entry.get("input_cost_per_token"), entry.get("output_cost_per_token")
-    if not all(isinstance(p, int | float) and not isinstance(p, bool) for p in (per_in, per_out)):
-        return None
-    return float(per_in), float(per_out)  # type: ignore[arg-type]
-
-
 @functools.lru_cache(maxsize=256)
 def unit_prices(model: str | None) -> tuple[float, float]:
-    """USD per input token and per output token from litellm's price map; NaN when unknown.
-
-    A model the bundled map lists plainly is priced from the file alone (:func:`_listed_prices`);
-    any other name goes to :func:`memorylab.llm.token_prices` (litellm's aliases, provider
-    rules and tiers: the same map, nothing is fetched), which imports litellm."""
+    """USD per input token and per output token from litellm's price map; NaN when unknown
+    (:func:`memorylab.llm.token_prices`: the map read as a file where it settles the name,
+    litellm's rules for the others; nothing is fetched)."""
     if model is None or not isinstance(model, str) or not model.strip():
         return math.nan, math.nan
     if model.startswith("memorylab/"):
         return 0.0, 0.0  # the offline summarizers cost nothing
-    listed = _listed_prices(model)
-    if listed is not None:
-        return listed
     from memorylab.llm import token_prices
 
     prices = token_prices(model)
