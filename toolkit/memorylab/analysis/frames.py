@@ -10,8 +10,10 @@ back, :func:`memorylab.privacy.load_export`).
 Each agent's files are read as one generation, without the writers' lock: another process that
 compacts, edits or deletes meanwhile makes the loader read the agent again
 (:func:`memorylab.analysis.sources.read_consistent`; docs/memory-format.md, "Concurrent
-readers"). Every file is read by :func:`memorylab.memory.store.read_memory`, the one parser of
-the format; the rows become columns with pandas' own conversions. Each column has one dtype in
+readers"). Every file is read by :func:`memorylab.memory.store.read_parsed`, the one parser of
+the format (:func:`memorylab.memory.format.parse_file`), whose output is columns: no
+:class:`~memorylab.memory.records.Message` is made for a row; the columns become the frame's with
+pandas' own conversions. Each column has one dtype in
 every frame, declared once in :data:`DTYPES` (categories for labels, nullable ``Int64`` for
 counts, UTC timestamps), and :func:`build_frame` makes every frame of the package from those
 declarations.
@@ -54,8 +56,9 @@ from memorylab.analysis.sources import (
     summary_flags,
     timeline,
 )
+from memorylab.memory import format as fmt
 from memorylab.memory.paths import MemoryPaths
-from memorylab.memory.records import MemoryDocument, Message
+from memorylab.memory.records import MemoryDocument
 from memorylab.memory.store import MemoryStore, committed_record
 from memorylab.results import FormerPair, TableResult
 
@@ -175,7 +178,8 @@ def build_frame(declared: Sequence[tuple[str, str]], data: Mapping[str, Any]) ->
 
     ``data`` holds each column's values (a list, an array, a Series: by position, whatever its
     index), all of one length; each is converted to its dtype. Categories keep the order in which
-    values first appear.
+    values first appear (a ``pandas.Categorical`` given for a categorical column is kept as it
+    is: its maker orders its categories so).
     """
     import numpy as np
     import pandas as pd
@@ -191,7 +195,9 @@ def build_frame(declared: Sequence[tuple[str, str]], data: Mapping[str, Any]) ->
         values = data[name]
         if isinstance(values, pd.Series | pd.Index):
             values = values.array
-        if dtype == "category":
+        if dtype == "category" and isinstance(values, pd.Categorical):
+            built[name] = values  # its codes made already (a file's label, repeated)
+        elif dtype == "category":
             codes, categories = pd.factorize(np.asarray(values, dtype=object))
             built[name] = pd.Categorical.from_codes(codes, categories=categories)
         else:
@@ -296,7 +302,7 @@ def documents_df(
         if kind == "archive" and path.name in edits:
             kind = "edit"
         agents.setdefault(folder, (AgentFiles(workspace, folder), []))[1].append(
-            Segment(path, kind, document)
+            Segment(path, kind, fmt.ParsedFile.of(document))
         )
     ordered = [
         (files, timeline(segments, [], whole_folder=False)) for files, segments in agents.values()
@@ -309,30 +315,47 @@ def _messages_frame(
     tokens: str | None,
     naive_tz: tzinfo | None,
 ) -> pd.DataFrame:
-    """The rows of :func:`memory_df` for agents' files in timeline order."""
-    data: dict[str, list[Any]] = {name: [] for name, _ in MEMORY_COLUMNS}
-    messages: list[Message] = []
+    """The rows of :func:`memory_df` for agents' files in timeline order: the files' columns
+    (:meth:`Segment.blocks`: the parser's, no :class:`Message` made) joined, and each file's
+    labels repeated over its rows by numpy."""
+    import numpy as np
+
+    labels: dict[str, list[Any]] = {name: [] for name in _FILE_COLUMNS}
+    counts: list[int] = []  # rows per file
+    positions: list[Any] = []
+    timelines: list[Any] = []
+    roles: list[str] = []
+    contents: list[str] = []
+    stamps: list[datetime] = []
     summaries: list[bool] = []
     for files, segments in agents:
-        labels = (str(files.workspace), files.agent)
-        start = len(messages)
+        start = len(roles)
         for flags in summary_flags(segments):
             summaries += flags
         for index, segment in enumerate(segments):
-            positions = segment.positions()  # rule 6 leaves out repeated messages
-            count = len(positions)
+            blocks = segment.blocks()  # rule 6 leaves out repeated messages
             for name, label in zip(
-                ("workspace", "agent", "file", "kind", "segment"),
-                (*labels, str(segment.path), segment.kind, index),
+                _FILE_COLUMNS,
+                (str(files.workspace), files.agent, str(segment.path), segment.kind, index),
                 strict=True,
             ):
-                data[name] += [label] * count
-            data["position"] += positions
-            messages += segment.messages()
-        data["timeline"] += range(len(messages) - start)
-    data["role"] = [m.role for m in messages]
-    data["content"] = contents = [m.content for m in messages]
-    data["timestamp"], data["naive_timestamp"] = _utc([m.timestamp for m in messages], naive_tz)
+                labels[name].append(label)
+            counts.append(len(blocks))
+            read = segment.positions()
+            positions.append(np.arange(len(read)) if isinstance(read, range) else read)
+            roles += blocks.roles
+            contents += blocks.contents
+            stamps += blocks.timestamps
+        timelines.append(np.arange(len(roles) - start))
+    data: dict[str, Any] = {
+        name: _repeated(values, counts, categorical=dict(MEMORY_COLUMNS)[name] == "category")
+        for name, values in labels.items()
+    }
+    data["position"] = np.concatenate([np.zeros(0, dtype=np.int64), *positions])
+    data["timeline"] = np.concatenate([np.zeros(0, dtype=np.int64), *timelines])
+    data["role"] = roles
+    data["content"] = contents
+    data["timestamp"], data["naive_timestamp"] = _utc(stamps, naive_tz)
     data["chars"] = list(map(len, contents))
     data["is_summary"] = summaries
     declared = MEMORY_COLUMNS
@@ -342,6 +365,22 @@ def _messages_frame(
         data["tokens"] = get_token_counter(tokens).count_batch(contents)
         declared += columns("tokens")
     return build_frame(declared, data)
+
+
+_FILE_COLUMNS = ("workspace", "agent", "file", "kind", "segment")
+"""The columns of :data:`MEMORY_COLUMNS` that hold one value per file."""
+
+
+def _repeated(values: list[Any], counts: list[int], *, categorical: bool) -> Any:
+    """Each of ``values`` repeated ``counts`` times: the codes of a categorical (its categories
+    in the order they first appear, as :func:`build_frame` makes them), else an array."""
+    import numpy as np
+    import pandas as pd
+
+    if not categorical:
+        return np.repeat(np.asarray(values, dtype=np.int64), counts)
+    codes, categories = pd.factorize(np.asarray(values, dtype=object))
+    return pd.Categorical.from_codes(np.repeat(codes, counts), categories=categories)
 
 
 def _utc(stamps: list[datetime], naive_tz: tzinfo | None) -> tuple[Any, list[bool]]:
@@ -541,7 +580,7 @@ def _inferred(
     for segment, after in itertools.pairwise(segments):
         count = len(segment.positions())
         following = start + count  # the first row of the next file
-        after_messages = after.messages()
+        after_messages = len(after.positions())
         row: dict[str, Any] = {
             "workspace": str(files.workspace),
             "agent": files.agent,

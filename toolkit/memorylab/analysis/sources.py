@@ -39,33 +39,33 @@ deleted meanwhile), without taking the writers' lock. The order:
 from __future__ import annotations
 
 import contextlib
+import functools
+import itertools
 import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from operator import attrgetter
 from pathlib import Path
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from memorylab.errors import MemoryFormatError, PrerequisiteError, StoreError
 from memorylab.memory import format as fmt
 from memorylab.memory.paths import MemoryPaths, agent_folders
 from memorylab.memory.permissions import warn_permissions
-from memorylab.memory.records import MemoryDocument, Message
+from memorylab.memory.records import SUMMARY_PREFIX, MemoryDocument, Message
 from memorylab.memory.store import (
     MemoryStore,
     committed_record,
     read_generation,
-    read_memory,
+    read_parsed,
 )
 
 SourceLike = str | os.PathLike[str]
 Source = SourceLike | Sequence[SourceLike]
 
 MEMORY_FILE = "MEMORY.md"
-_timestamp = attrgetter("timestamp")
 _T = TypeVar("_T")
 logger = logging.getLogger("memorylab")
 
@@ -121,21 +121,44 @@ class AgentFiles:
 @dataclass(frozen=True, eq=False)
 class Segment:
     """One parsed file of an agent: ``kind`` is ``"archive"``, ``"edit"`` (an archive an edit
-    made, rule 5) or ``"memory"``."""
+    made, rule 5) or ``"memory"``. ``parsed`` holds its blocks as columns; :attr:`document`
+    makes them :class:`Message` records when it is first read (the loaders read the columns)."""
 
     path: Path
     kind: str
-    document: MemoryDocument
-    problems: Sequence[fmt.FormatProblem] = ()
+    parsed: fmt.ParsedFile
     repeated: frozenset[int] = frozenset()
     """Positions of the messages an earlier file of the timeline holds already (rule 6)."""
 
+    @functools.cached_property
+    def document(self) -> MemoryDocument:
+        """The file as a :class:`MemoryDocument`."""
+        return self.parsed.document()
+
+    @property
+    def problems(self) -> Sequence[fmt.FormatProblem]:
+        """What was wrong with the file (a lenient read)."""
+        return self.parsed.problems
+
     def positions(self) -> Sequence[int]:
         """The positions in the file of the messages read: all but the ``repeated``."""
-        count = len(self.document.messages)
+        count = len(self.parsed.blocks)
         if not self.repeated:
             return range(count)
         return [p for p in range(count) if p not in self.repeated]
+
+    def blocks(self) -> fmt.Blocks:
+        """The columns of the messages read from the file, in its order: all but the
+        ``repeated``."""
+        blocks = self.parsed.blocks
+        if not self.repeated:
+            return blocks
+        kept = self.positions()
+        return fmt.Blocks(
+            [blocks.roles[p] for p in kept],
+            [blocks.contents[p] for p in kept],
+            [blocks.timestamps[p] for p in kept],
+        )
 
     def messages(self) -> Sequence[Message]:
         """The messages read from the file, in its order: all but the ``repeated``."""
@@ -186,15 +209,11 @@ def read_segments(
                 if known is not None and known[0] == key:
                     segments.append(replace(known[1], kind=kind))
                     continue
-            if strict:
-                segment = Segment(path, kind, read_memory(path))
-            else:
-                read = read_memory(path, strict=False)
-                segment = Segment(path, kind, read.document, read.problems)
+            segment = Segment(path, kind, read_parsed(path, strict=strict))
             segments.append(segment)
             if key is not None and parsed is not None:
                 parsed[path] = (key, segment)
-        except FileNotFoundError as exc:  # the stat: read_memory raises StoreError
+        except FileNotFoundError as exc:  # the stat: read_parsed raises StoreError
             if strict:
                 raise StoreError(f"{path} does not exist") from exc
             _note(notes, path, "io", f"{path} does not exist")
@@ -279,21 +298,23 @@ def agent_timeline(files: AgentFiles, notes: list[Note], *, strict: bool) -> lis
 
 
 def summary_flags(segments: Sequence[Segment]) -> list[list[bool]]:
-    """Per segment, which of its messages read (:meth:`Segment.messages`) are compaction
+    """Per segment, which of its messages read (:meth:`Segment.blocks`) are compaction
     summaries: those marked ``[Compressed Memory Summary]``, and the first block of a file that
     follows a compaction's archive when its role is System (the reference framework's plain
     ``compact(summary)`` re-seeds MEMORY.md with the summary, unmarked, as its first block)."""
     flags = []
     previous: Segment | None = None
     for segment in segments:
-        marked = [m.is_summary for m in segment.messages()]
-        first = segment.document.messages[0] if segment.document.messages else None
+        # Message.is_summary, over the contents at once (a C method mapped, no call per row)
+        contents = segment.blocks().contents
+        marked = list(map(str.startswith, contents, itertools.repeat(SUMMARY_PREFIX)))
+        roles = segment.parsed.blocks.roles
         if (
-            first is not None
+            roles
             and previous is not None
             and previous.kind == "archive"
             and 0 not in segment.repeated
-            and first.role.casefold() == "system"
+            and roles[0].casefold() == "system"
         ):
             marked[0] = True
         flags.append(marked)
@@ -490,16 +511,20 @@ def _name_key(name: str) -> tuple[datetime, int, str]:
     return when, attempt, name
 
 
-def _header(doc: MemoryDocument) -> tuple[object, ...]:
-    return doc.conversation_name, doc.created, doc.format_version, doc.continues, doc.extra_header
-
-
-def _starts(earlier: MemoryDocument, later: MemoryDocument) -> bool:
-    """Whether ``later`` starts with all of ``earlier`` (rule 4; an empty file starts nothing)."""
-    if not earlier.messages and earlier.conversation_name is None:
+def _starts(earlier: fmt.ParsedFile, later: fmt.ParsedFile) -> bool:
+    """Whether ``later`` starts with all of ``earlier`` (rule 4; an empty file starts nothing):
+    the same header, then the same messages (role, content and timestamp)."""
+    if not earlier.blocks and earlier.conversation_name is None:
         return False
-    count = len(earlier.messages)
-    return _header(earlier) == _header(later) and later.messages[:count] == earlier.messages
+    before, after = earlier.blocks, later.blocks
+    count = len(before)
+    return (
+        earlier.header() == later.header()
+        and len(after) >= count
+        and after.timestamps[:count] == before.timestamps
+        and after.roles[:count] == before.roles
+        and after.contents[:count] == before.contents
+    )
 
 
 def timeline(
@@ -510,7 +535,7 @@ def timeline(
     so an archive the lineage names should be there)."""
     by_name = {s.path.name: s for s in segments if s.kind in ("archive", "edit")}
     memory = next((s for s in segments if s.kind == "memory"), None)
-    live = memory.document.continues if memory is not None else None
+    live = memory.parsed.continues if memory is not None else None
     if memory is not None and live is not None and live not in by_name and whole_folder:
         _note(
             notes,
@@ -521,7 +546,7 @@ def timeline(
         )
     start = live if live in by_name else None
     if start is None:
-        referenced = {s.document.continues for s in by_name.values()} | {live}
+        referenced = {s.parsed.continues for s in by_name.values()} | {live}
         heads = [name for name in by_name if name not in referenced]
         start = max(heads, key=_name_key) if heads else None
     chain: list[Segment] = []
@@ -529,7 +554,7 @@ def timeline(
     while start is not None and start in by_name and start not in seen:
         seen.add(start)
         chain.append(by_name[start])
-        start = by_name[start].document.continues
+        start = by_name[start].parsed.continues
     rest = [by_name[name] for name in sorted(by_name.keys() - seen, key=_name_key)]
     kept: list[Segment] = []
     for segment in [*rest, *reversed(chain), *([memory] if memory is not None else [])]:
@@ -542,9 +567,9 @@ def timeline(
                 "delete or clear); its messages are read from the edited file, not twice",
             )
             continue
-        if kept and _starts(kept[-1].document, segment.document):
+        if kept and _starts(kept[-1].parsed, segment.parsed):
             dropped = kept.pop()
-            same = len(dropped.document.messages) == len(segment.document.messages)
+            same = len(dropped.parsed.blocks) == len(segment.parsed.blocks)
             what = (
                 f"the same messages as {segment.path.name}"
                 if same
@@ -559,7 +584,8 @@ def timeline(
         notes += [Note(str(segment.path), p.line, p.kind, p.message) for p in segment.problems]
         kept.append(segment)
     kept = _without_repeats(kept, notes)
-    if kept and kept[0].document.messages and kept[0].document.messages[0].is_summary:
+    first = kept[0].parsed.blocks.contents[:1] if kept else []
+    if first and first[0].startswith(SUMMARY_PREFIX):  # Message.is_summary
         _note(
             notes,
             kept[0].path,
@@ -572,19 +598,34 @@ def timeline(
 
 
 def _without_repeats(segments: list[Segment], notes: list[Note]) -> list[Segment]:
-    """Rule 6: each message once, from the first file in timeline order that holds it."""
-    stamps: set[datetime] = set()  # of the earlier files' messages: a quick first test
-    earlier: list[Message] = []
-    seen: set[Message] | None = None  # made when a file first shares a timestamp with them
+    """Rule 6: each message once, from the first file in timeline order that holds it. A
+    message is its (role, content, timestamp), compared as :class:`Message` compares them."""
+    earlier: list[fmt.Blocks] = []
+    span: _Span = None  # the earliest and latest timestamps of the earlier files: a quick first
+    stamps: set[datetime] | None = None  # test; their timestamps where the span does not tell
+    seen: set[tuple[str, str, datetime]] | None = None  # made when a file may share a message
     result = []
-    for segment in segments:
-        messages = segment.document.messages
-        if seen is None and not stamps.isdisjoint(map(_timestamp, messages)):
-            seen = set(earlier)  # a timestamp in common: compare whole messages from here on
+    for index, segment in enumerate(segments):
+        blocks = segment.parsed.blocks
+        times = blocks.timestamps
+        if seen is None and earlier:
+            shared = _overlaps(span, times)
+            if shared is None:  # naive and aware timestamps do not compare: look them up
+                if stamps is None:
+                    stamps = {time for b in earlier for time in b.timestamps}
+                shared = not stamps.isdisjoint(times)
+            if shared:
+                seen = {
+                    m for b in earlier for m in zip(b.roles, b.contents, b.timestamps, strict=True)
+                }
         if seen is None:
-            stamps.update(map(_timestamp, messages))
-            earlier += messages
+            if index < len(segments) - 1:  # the last file's are compared with nothing
+                earlier.append(blocks)
+                span = _widened(span, times)
+                if stamps is not None:
+                    stamps.update(times)
         else:
+            messages = list(zip(blocks.roles, blocks.contents, times, strict=True))
             repeated = frozenset(p for p, m in enumerate(messages) if m in seen)
             seen.update(messages)
             if repeated:
@@ -600,6 +641,35 @@ def _without_repeats(segments: list[Segment], notes: list[Note]) -> list[Segment
                 segment = replace(segment, repeated=repeated)
         result.append(segment)
     return result
+
+
+# The earliest and latest of some timestamps; None: none yet; False: they do not compare
+# (naive and aware together).
+_Span = tuple[datetime, datetime] | Literal[False] | None
+
+
+def _widened(span: _Span, times: Sequence[datetime]) -> _Span:
+    """``span`` widened to ``times``."""
+    if span is False or not times:
+        return span
+    try:
+        low, high = min(times), max(times)
+        return (low, high) if span is None else (min(span[0], low), max(span[1], high))
+    except TypeError:
+        return False
+
+
+def _overlaps(span: _Span, times: Sequence[datetime]) -> bool | None:
+    """Whether ``times`` may share a timestamp with those of ``span`` (None: they do not
+    compare): times outside the span share none, and comparing is cheaper than hashing."""
+    if span is None or not times:
+        return False
+    if span is False:
+        return None
+    try:
+        return not (max(times) < span[0] or min(times) > span[1])
+    except TypeError:
+        return None
 
 
 __all__ = [

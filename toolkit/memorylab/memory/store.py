@@ -84,7 +84,6 @@ from typing import Any, Literal, overload
 from memorylab.errors import (
     CompactionConflict,
     InvalidSetting,
-    MemoryFormatError,
     StoreError,
     UnsafePath,
 )
@@ -136,6 +135,7 @@ __all__ = [
     "committed_record",
     "read_generation",
     "read_memory",
+    "read_parsed",
     "validate_agent_name",
 ]
 
@@ -1222,9 +1222,7 @@ def read_memory(
 
 
 @overload
-def read_memory(
-    path: str | os.PathLike[str], *, strict: Literal[False]
-) -> fmt.ParseResult: ...
+def read_memory(path: str | os.PathLike[str], *, strict: Literal[False]) -> fmt.ParseResult: ...
 
 
 @overload
@@ -1237,35 +1235,23 @@ def read_memory(
     path: str | os.PathLike[str], *, strict: bool = True
 ) -> MemoryDocument | fmt.ParseResult:
     """Read and parse a MEMORY.md or archive file (``strict`` as in :func:`parse_memory`)."""
+    parsed = read_parsed(path, strict=strict)
+    return parsed.document() if strict else fmt.ParseResult(parsed.document(), parsed.problems)
+
+
+def read_parsed(path: str | os.PathLike[str], *, strict: bool = True) -> fmt.ParsedFile:
+    """:func:`read_memory` with the blocks as columns (:func:`memorylab.memory.format.parse_file`:
+    no :class:`Message` made, what the loaders read); the problems are in ``.problems``."""
     path = Path(path)
     try:
-        data = path.read_bytes()
+        handed = [path.read_bytes()]
     except FileNotFoundError:
         raise StoreError(f"{path} does not exist") from None
     except IsADirectoryError:
         raise StoreError(f"{path} is a folder; give the MEMORY.md or archive file in it") from None
-    try:
-        text = data.decode("utf-8")
-        decode_problem = None
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        decode_problem = fmt.FormatProblem(line, "encoding", f"not UTF-8 at byte {exc.start}")
-        if strict:
-            raise MemoryFormatError(
-                f"not UTF-8 text (byte {exc.start}); is it a binary file? Use strict=False to "
-                "salvage the readable parts",
-                path=path,
-                line=line,
-                problems=[decode_problem],
-            ) from None
-        text = data.decode("utf-8", errors="replace")
-    if strict:
-        return fmt.parse(text, strict=True, path=str(path))
-    read = fmt.parse(text, strict=False, path=str(path))
-    if decode_problem is not None:
-        read.problems.insert(0, decode_problem)
-    return read
-
+    # The bytes are handed over, not kept here: the parser lets them go once it has cut the
+    # blocks out of them, so the file, its text and all the columns are never held at once.
+    return fmt.parse_file(handed.pop(), strict=strict, path=str(path))
 
 
 # ---------------------------------------------------------------------------------------------
