@@ -197,3 +197,22 @@ def test_every_summary_is_there_in_order(reference_report: str) -> None:
     shown = re.findall(r'<div class="summary">(.*?)</div>', section, re.S)
     assert [html.unescape(text) for text in shown] == quant["content"].tolist()
     assert isinstance(quant, pd.DataFrame)
+
+
+def test_a_strategy_other_than_the_summary_is_named(tmp_path: Path) -> None:
+    from memorylab import Conversation
+    from memorylab.compress import ContextCompressor, KeepRecent
+
+    conversation = Conversation(agent_name="Keeper", workspace_dir=tmp_path)
+    compressor = ContextCompressor(0.5, strategy=KeepRecent(keep_messages=2))
+    for n in range(40):
+        conversation.add("User" if n % 2 else "Assistant", f"message {n}: " + "word " * 30)
+        compressor.compress(conversation, 1000)
+    html_text = build_report(tmp_path, sweep_thresholds=(0.5, 0.9))
+    heading = re.search(r"<tr><th class=\"\">time</th>(.*?)</tr>", html_text)
+    assert heading is not None and "strategy" in heading.group(1)
+    assert "keep_recent" in _text(html_text)
+    assert "strategy keep_recent(keep_messages=2) (recorded)" in _text(html_text)
+    plain = build_report(bundled_workspace(), sweep_thresholds=(0.5, 0.9))
+    heading = re.search(r"<tr><th class=\"\">time</th>(.*?)</tr>", plain)
+    assert heading is not None and "strategy" not in heading.group(1)

@@ -66,6 +66,7 @@ _SWEEP_COLUMNS = (
 _COMPACTION_HEADINGS = {
     "time": "time",
     "archive": "archive",
+    "strategy": "strategy",
     "messages_archived": "archived",
     "carried_over": "carried over",
     "tokens_before": "tokens before",
@@ -252,14 +253,21 @@ def build_report(
             )
             mine = mine.tail(_MAX_COMPACTION_ROWS)
         if len(mine):
-            # Only the columns some record holds: the reference's records hold no tokens.
-            held = [c for c in _COMPACTION_HEADINGS if mine[c].notna().any()]
+            # Only the columns some record holds: the reference's records hold no tokens, and
+            # a run of the seed's summary strategy alone needs no strategy column.
+            held = [
+                c
+                for c in _COMPACTION_HEADINGS
+                if c in mine.columns
+                and mine[c].notna().any()
+                and (c != "strategy" or (mine[c].dropna() != "summary").any())
+            ]
             shown = mine[held].rename(columns=_COMPACTION_HEADINGS)
             if "latency_s" in held:  # seconds to the millisecond, not 4 significant digits
                 shown["latency (s)"] = [
                     "" if v != v else f"{v:,.3f}" for v in mine["latency_s"].astype(float)
                 ]
-            parts.append(_table(shown, text_columns=("archive", "summarizer")))
+            parts.append(_table(shown, text_columns=("archive", "strategy", "summarizer")))
         parts.append(_summaries_section(rows))
     if agents:
         biggest = messages.groupby("agent", observed=True).size().idxmax()
