@@ -112,3 +112,22 @@ def test_without_fact_recall_the_facts_plot_says_why(cases: list[Case]) -> None:
     arena = SummarizerArena(cases[:1], ["memorylab/truncate"], scorers=["compression"], run=True)
     assert arena.error is None and arena.facts_axes is not None
     assert "fact_recall" in arena.facts_axes.texts[0].get_text()
+
+
+def test_the_arena_compares_strategies_as_it_compares_summarizers(cases: list[Case]) -> None:
+    """A strategy run through each case in a window is a summarizer to the arena
+    (evaluate.StrategyMemory): its side by side shows what each strategy left."""
+    from memorylab.compress import Trim
+    from memorylab.evaluate import StrategyMemory
+
+    memories = {
+        "summary": StrategyMemory("summary", context_length=300, threshold=0.6),
+        "trim": StrategyMemory(Trim(keep_messages=2), context_length=300, threshold=0.6),
+    }
+    arena = SummarizerArena(cases, memories)
+    arena.run_button.click()
+    assert arena.error is None and arena.selected == ["summary", "trim"]
+    assert arena.table is not None and list(arena.table.index) == ["summary", "trim"]
+    trim_runs = list(memories["trim"].runs.values())
+    assert trim_runs and all(run.summarizer_calls == 0 for run in trim_runs)
+    assert any(run.compactions > 0 for run in trim_runs)
