@@ -150,3 +150,31 @@ def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     assert first.startswith(b"[") and err == "" and code in (0, 141)
     documented = {code for code, _ in documented_rows()}
     assert 141 in documented
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (
+            ["report", "--threshold", "1.5"],
+            "--threshold 1.5: a fraction of the window is at most 1",
+        ),
+        (["report", "-o", "-"], "-o -: memorylab writes a file, not standard output"),
+        (["report", "-o", "report"], "-o report has no file extension: end it with one of .html"),
+    ],
+)
+def test_bad_input_is_said_in_the_flags_words(
+    workspace: Path, capsys: pytest.CaptureFixture[str], argv: list[str], said: str
+) -> None:
+    """Issue 28: these answered in Python's words ("pass an int") or read oddly ("no file
+    extension is not a format")."""
+    assert main(argv) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert said in line
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from memorylab import __version__
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"memorylab {__version__}"

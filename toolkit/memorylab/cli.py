@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memorylab._version import __version__
 from memorylab.console import (
     MAX_CONTEXT_TOKENS,
     HelpFormatter,
@@ -268,7 +269,12 @@ def _threshold(text: str) -> float | int:
             f"--threshold {text} is out of range: give a fraction such as 0.9 or tokens such "
             f"as 6000 (at most {MAX_CONTEXT_TOKENS:,})"
         )
-    return int(value) if value > 1 and value.is_integer() else value
+    if value > 1 and not value.is_integer():
+        raise InvalidSetting(
+            f"--threshold {text}: a fraction of the window is at most 1 (0.9 = compress at 90 %), "
+            "and tokens are a whole number such as 6000"
+        )
+    return int(value) if value > 1 else value
 
 
 def _duration(text: str) -> timedelta:
@@ -396,6 +402,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Persistent agent memory (MEMORY.md) and tools to study it.",
         formatter_class=HelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"memorylab {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     def command(

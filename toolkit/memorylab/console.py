@@ -166,15 +166,22 @@ def check_output(
     """Refuse, before any work, an output the command could not write: a folder, a missing
     folder to write into, an unsupported format (``formats``: suffixes without the dot), or an
     existing file without ``--overwrite``."""
+    names = ", ".join("." + f for f in formats)
+    if str(path) == "-":
+        raise InvalidSetting(
+            f"{flag} -: memorylab writes a file, not standard output; give a file name"
+            + (f" ending in one of {names}" if formats else "")
+        )
     path = path.expanduser()
     if path.is_dir():
         raise InvalidSetting(f"{flag} {path} is a folder; give a file name inside it")
     suffix = path.suffix.lower().lstrip(".")
     if formats and suffix not in formats:
-        given = f"'.{suffix}'" if suffix else "no file extension"
+        if not suffix:
+            raise InvalidSetting(f"{flag} {path} has no file extension: end it with one of {names}")
         raise InvalidSetting(
-            f"{flag} {path}: {given} is not a format memorylab can write there; use one of "
-            f"{', '.join('.' + f for f in formats)}"
+            f"{flag} {path}: '.{suffix}' is not a format memorylab can write there; use one of "
+            f"{names}"
         )
     folder = path.absolute().parent
     if not folder.exists():
