@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import re
 import types
 import typing
@@ -19,6 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from memorylab.errors import InvalidSetting
+from memorylab.memory.recall import HasMemoryFile, format_recalled
+from memorylab.memory.recall import recall as recall_messages
+from memorylab.validation import check_int
 
 _JSON_TYPES: dict[Any, str] = {
     str: "string",
@@ -150,4 +154,40 @@ def as_tools(tools: Sequence[Callable[..., Any] | Tool] | None) -> dict[str, Too
     return out
 
 
-__all__ = ["Tool", "as_tools"]
+def recall_tool(
+    source: HasMemoryFile | str | os.PathLike[str] | None = None,
+    *,
+    agent: str | None = None,
+    k: int = 5,
+) -> Callable[[str], str]:
+    """A ``recall(query)`` tool: the agent searches its own archives (what its compactions took
+    out of the context) and gets the best ``k`` messages back with their timestamps and the
+    archives that hold them (:func:`memorylab.memory.recall.recall`).
+
+    ``source`` is what :func:`~memorylab.memory.recall.recall` takes (a workspace, an agent
+    folder, a MEMORY.md, a ``Conversation``), or an ``Agent`` (its ``short_memory``);
+    ``agent`` names the agent in a workspace. Nothing is read until the model calls the tool,
+    so an ``Agent`` can be given the tool of its own name before it exists::
+
+        Agent(agent_name="Researcher", tools=[recall_tool(agent="Researcher")], ...)
+    """
+    k = check_int("k", k, 1)
+    held = getattr(source, "short_memory", source)  # an Agent: its Conversation
+
+    def recall(query: str) -> str:
+        """Search your archived messages: what earlier compactions summarized away, word for
+        word. Returns the best matches, most relevant first, each with its timestamp, role and
+        the archive that holds it.
+
+        Args:
+            query: the words to look for: a name, a path, a number, a command or a question
+        """
+        found = recall_messages(held, query, agent=agent, k=k)
+        if not found:
+            return f"No archived message matches {query!r}."
+        return format_recalled(found)
+
+    return recall
+
+
+__all__ = ["Tool", "as_tools", "recall_tool"]

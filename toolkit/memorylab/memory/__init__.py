@@ -3,7 +3,8 @@
 Floors, bottom up: :mod:`~memorylab.memory.records` (frozen values) and
 :mod:`~memorylab.memory.format` (the pure renderer and parser) know nothing of files;
 :mod:`~memorylab.memory.store` is the only module that writes memory files; the
-:class:`Conversation` keeps the history in memory and writes it through the store.
+:class:`Conversation` keeps the history in memory and writes it through the store;
+:mod:`~memorylab.memory.recall` searches the archives (:func:`recall`).
 :mod:`~memorylab.memory.display` holds the rich notebook views of these values (importing this
 package registers them).
 """
@@ -14,6 +15,15 @@ from memorylab.memory.format import FORMAT_VERSION, FormatProblem, ParseResult, 
 from memorylab.memory.format import parse as parse_memory
 from memorylab.memory.paths import MemoryPaths, agent_paths, validate_agent_name
 from memorylab.memory.permissions import check_permissions, warn_permissions
+from memorylab.memory.recall import (
+    IndexUpdate,
+    RecalledMessage,
+    format_recalled,
+    recall,
+    recall_context,
+    recall_df,
+    update_recall_index,
+)
 from memorylab.memory.records import ArchiveRef, CompactionEvent, MemoryDocument, Message
 from memorylab.memory.redact import SECRETS, SECRETS_AND_PII, Redactor
 from memorylab.memory.retention import RetentionPolicy
@@ -26,20 +36,27 @@ __all__ = [
     "Conversation",
     "FORMAT_VERSION",
     "FormatProblem",
+    "IndexUpdate",
     "MemoryDocument",
     "MemoryPaths",
     "MemoryStore",
     "Message",
     "ParseResult",
+    "RecalledMessage",
     "Redactor",
     "RetentionPolicy",
     "SECRETS",
     "SECRETS_AND_PII",
     "agent_paths",
     "check_permissions",
+    "format_recalled",
     "parse_memory",
     "read_memory",
+    "recall",
+    "recall_context",
+    "recall_df",
     "render_memory",
+    "update_recall_index",
     "validate_agent_name",
     "warn_permissions",
 ]

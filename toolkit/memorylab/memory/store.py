@@ -87,6 +87,7 @@ from memorylab.errors import (
     StoreError,
     UnsafePath,
 )
+from memorylab.memory import _recall_index
 from memorylab.memory import format as fmt
 from memorylab.memory._fsutil import (
     DIR_MODE,
@@ -722,6 +723,8 @@ class MemoryStore:
                 "nothing was changed — take a new snapshot and summarize again"
             ) from None
         self._finish_compaction(line, current_fd, len(current), new_fd, body, tail)
+        if name is not None:  # an agent's recall index learns of the archive (never fails)
+            _recall_index.after_compaction(self.paths)
         return result
 
     def _undo_archive(self, name: str | None) -> None:
@@ -914,6 +917,8 @@ class MemoryStore:
             for name in deleted:
                 record = {"kind": kind, "time": when, "archive": name, "reason": reason}
                 self.append_record({**record, "agent": agent})
+            # Their messages leave the recall index too, securely (or the index goes).
+            _recall_index.drop_archives(self.paths, deleted, timeout=self.lock_timeout)
         return deleted
 
     def apply_retention(
@@ -1173,7 +1178,9 @@ def _forget_archive_targets(paths: MemoryPaths, whole: bool) -> list[Path]:
     return [
         entry
         for entry in sorted(archive_dir.iterdir())
-        if fmt.parse_archive_name(entry.name) or entry.name.startswith(".history_")
+        if fmt.parse_archive_name(entry.name)
+        or entry.name.startswith(".history_")
+        or _recall_index.is_index_file(entry.name)  # the index of these archives' messages
     ]
 
 

@@ -18,6 +18,7 @@ from typing import Literal
 from memorylab.config import resolve_workspace
 from memorylab.errors import AgentNotFound, MemorylabError, UnsafePath
 from memorylab.memory import format as fmt
+from memorylab.memory._recall_index import is_index_file
 from memorylab.memory.paths import MemoryPaths, agent_folders, agent_paths, validate_agent_name
 from memorylab.memory.retention import format_duration, parse_duration
 from memorylab.memory.retention import older_than as archives_older_than
@@ -239,15 +240,16 @@ class PurgeItem:
 
 
 def _last_change(folder: Path, lock: Path, nested: Iterable[Path] = ()) -> datetime | None:
-    """The newest modification time of the memory files in ``folder`` (the lock file aside, and
-    the folders of the ``nested`` agents below it: theirs are their own)."""
+    """The newest modification time of the memory files in ``folder`` (the lock file and the
+    recall index aside, and the folders of the ``nested`` agents below it: theirs are their
+    own)."""
     skip = set(nested)
     newest: float | None = None
     for top, dirs, files in os.walk(folder):
         dirs[:] = [d for d in dirs if Path(top, d) not in skip]
         for name in files:
             path = Path(top, name)
-            if path == lock:
+            if path == lock or is_index_file(name):  # recall's index changes when it is read
                 continue
             with contextlib.suppress(FileNotFoundError):
                 mtime = os.lstat(path).st_mtime

@@ -1,0 +1,305 @@
+"""Recall: search an agent's archives, the messages compactions took out of the context.
+
+Every compaction keeps what it summarized in ``archive/history_<time>.md``; :func:`recall`
+finds the archived messages that best match a query (BM25, SQLite's FTS5) and returns them with
+their archive, position, role and timestamp. The index it searches is a private SQLite file
+beside the archives (``archive/.recall.sqlite``, :mod:`memorylab.memory._recall_index`): built
+by the first recall, brought up to date by every recall from what it recorded of each archive
+(new archives read, gone or changed ones dropped), and by each compaction of an agent that has
+one. MEMORY.md itself is not searched: it is in the context already.
+
+Three ways in: :func:`recall` (and :func:`recall_df`, a DataFrame, for notebooks); the
+``recall(query)`` tool an ``Agent`` can call (:func:`memorylab.tools.recall_tool`); and
+:func:`recall_context`, the text a reader is given beside the memory in an evaluation. See
+docs/recall.md.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from memorylab.config import resolve_workspace
+from memorylab.errors import AgentNotFound, InvalidSetting, StoreError
+from memorylab.memory import _recall_index as index
+from memorylab.memory import format as fmt
+from memorylab.memory._fsutil import store_error
+from memorylab.memory.paths import MemoryPaths, agent_folders, agent_paths
+from memorylab.memory.store import MemoryStore
+from memorylab.validation import check_int
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+RECALL_HEADING = "[Recalled from archives]"
+"""The first line of :func:`format_recalled`'s text (a reader can tell recalled messages from
+the memory they are given with)."""
+
+
+class HasMemoryFile(Protocol):
+    """What recall reads of a ``Conversation``: where its MEMORY.md is (``None``: in memory
+    only)."""
+
+    @property
+    def memory_md_path(self) -> Path | None: ...
+
+
+Source = str | os.PathLike[str] | HasMemoryFile | None
+"""A workspace (the folder holding ``agents/``, or ``agents/`` itself; ``None``: the default
+workspace), an agent folder, a MEMORY.md or an archive file, or a ``Conversation``."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecalledMessage:
+    """One archived message that :func:`recall` found.
+
+    ``archive`` is the file that holds it (``history_<time>.md`` in the agent's ``archive/``),
+    ``position`` its index among that archive's messages (from 0), ``score`` its BM25 score
+    (higher is better; scores of one query compare, scores of different queries do not).
+    """
+
+    agent: str
+    archive: str
+    position: int
+    role: str
+    timestamp: datetime
+    content: str
+    score: float
+
+    def text(self) -> str:
+        """The message as the model reads history: ``[<timestamp>] <role>: <content>``."""
+        return fmt.history_line(self.role, self.content, self.timestamp)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class IndexUpdate:
+    """What :func:`update_recall_index` did for one agent: the archives it read (new or
+    changed), the archives whose rows it deleted (gone or changed), the messages it added."""
+
+    agent: str
+    index: Path
+    read: tuple[str, ...]
+    dropped: tuple[str, ...]
+    messages: int
+
+
+# ---------------------------------------------------------------------------------------------
+# Which agents a source names
+
+
+def _agents(source: Source, agent: str | None) -> list[tuple[str, MemoryPaths]]:
+    """``(name, paths)`` of each agent ``source`` (and ``agent``) names, checked."""
+    if agent is not None and not isinstance(agent, str):
+        raise InvalidSetting(f"agent must be an agent's name (str), not {type(agent).__name__}")
+    if source is not None and not isinstance(source, str | os.PathLike):
+        if not hasattr(source, "memory_md_path"):
+            raise InvalidSetting(
+                "source must be a workspace, an agent folder, a MEMORY.md (a path) or a "
+                f"Conversation, not {type(source).__name__}"
+            )
+        memory = source.memory_md_path
+        if memory is None:
+            raise InvalidSetting(
+                "this Conversation keeps no memory on disk (memory_md_path is None): it has no "
+                "archives to recall from"
+            )
+        if agent is not None:
+            raise InvalidSetting("agent= names an agent of a workspace; a Conversation is one")
+        name = getattr(source, "agent_name", None) or Path(memory).parent.name
+        return [(str(name), MemoryPaths(Path(memory)))]
+    root = resolve_workspace(None) if source is None else Path(source).expanduser()
+    if not root.exists():
+        raise StoreError(
+            f"{root} does not exist; give a workspace (the folder holding agents/), an agent "
+            "folder or a MEMORY.md"
+        )
+    if root.is_file():
+        folder = _folder_of_file(root)
+        if agent is not None:
+            raise InvalidSetting(
+                f"agent= names an agent of a workspace; {root} is one agent's file"
+            )
+        return [(folder.name, MemoryPaths(folder / "MEMORY.md"))]
+    agents_dir = root / "agents" if (root / "agents").is_dir() else None
+    if agents_dir is None and root.name == "agents":
+        agents_dir = root
+    if agents_dir is None:
+        if (root / "MEMORY.md").exists() or (root / "archive").is_dir():
+            if agent is not None:
+                raise InvalidSetting(f"agent= names an agent of a workspace; {root} is one agent")
+            return [(root.name, MemoryPaths(root / "MEMORY.md"))]
+        raise StoreError(
+            f"{root} is not a workspace (it has no agents/ folder) nor an agent folder (no "
+            "MEMORY.md, no archive/)"
+        )
+    if agent is None:
+        return [
+            (folder.relative_to(agents_dir).as_posix(), MemoryPaths(folder / "MEMORY.md"))
+            for folder in agent_folders(agents_dir)
+        ]
+    paths = agent_paths(agent, agents_dir.parent, nested=True)
+    if not paths.folder.is_dir():
+        known = [f.relative_to(agents_dir).as_posix() for f in agent_folders(agents_dir)]
+        listed = f"agents there: {', '.join(known[:10])}" if known else "it has no agents"
+        raise AgentNotFound(
+            f"no memory for agent {agent!r} in {agents_dir.parent} ({listed}); check the name "
+            "and the workspace"
+        )
+    return [(agent, paths)]
+
+
+def _folder_of_file(path: Path) -> Path:
+    if path.name == "MEMORY.md":
+        return path.parent
+    if path.parent.name == "archive" and fmt.parse_archive_name(path.name) is not None:
+        return path.parent.parent
+    raise StoreError(
+        f"{path} is a file, not a workspace; give a workspace (the folder holding agents/), an "
+        "agent folder or a MEMORY.md"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Keeping the index up to date
+
+
+def _update(name: str, paths: MemoryPaths, *, create: bool, timeout: float) -> index.Update:
+    """Bring ``paths``' index up to date, skipping an uncommitted compaction's archive."""
+    pending = MemoryStore(paths.memory_md).pending_archive()
+    try:
+        return index.update(
+            paths, skip=() if pending is None else (pending,), create=create, timeout=timeout
+        )
+    except OSError as error:
+        raise store_error(error, index.index_path(paths), "update the recall index") from error
+    except sqlite3.Error as error:
+        raise StoreError(
+            f"cannot update the recall index of {name!r} ({index.index_path(paths)}): {error}; "
+            "recall writes it beside the archives, so it needs write access there (delete the "
+            "file if it is damaged: it is built again)"
+        ) from error
+
+
+def update_recall_index(
+    source: Source, *, agent: str | None = None, lock_timeout: float = 30.0
+) -> list[IndexUpdate]:
+    """Build or bring up to date the recall index of each agent ``source`` names (one per
+    agent with archives), and say what was read and dropped. :func:`recall` does this itself
+    before it searches; call it to build an index ahead of time, so that compactions keep it
+    up to date from then on."""
+    done = []
+    for name, paths in _agents(source, agent):
+        update = _update(name, paths, create=True, timeout=lock_timeout)
+        done.append(IndexUpdate(name, index.index_path(paths), update.read, update.dropped,
+                                update.messages))  # fmt: skip
+    return done
+
+
+# ---------------------------------------------------------------------------------------------
+# Searching
+
+
+def _terms(query: object) -> list[tuple[str, str]]:
+    if not isinstance(query, str):
+        raise InvalidSetting(f"query must be a string, not {type(query).__name__}")
+    terms = index.query_terms(query)
+    if not terms:
+        raise InvalidSetting(
+            f"query {query!r} has no words to search for (letters or digits): give a name, a "
+            "path, a number or a question"
+        )
+    return terms
+
+
+def recall(
+    source: Source,
+    query: str,
+    *,
+    agent: str | None = None,
+    k: int = 5,
+    lock_timeout: float = 30.0,
+) -> list[RecalledMessage]:
+    """The ``k`` archived messages that best match ``query``, best first.
+
+    ``source`` is a workspace (``None``: the default one; every agent in it, or the one named
+    by ``agent``), an agent folder, a MEMORY.md or a ``Conversation``. The query is words, not
+    a query language: each word (letters and digits; ``nginx.conf`` is two) is looked for in
+    any form with the same stem (``workers`` finds ``worker``), case and accents aside, and
+    messages are ranked by BM25 over them (rarer words weigh more). Scores of different agents
+    come from their own indexes. Each agent's index is brought up to date first (built on the
+    first recall: see :func:`update_recall_index`).
+
+    Raises ``InvalidSetting`` for a query without words or ``k`` < 1, ``AgentNotFound`` for an
+    unknown agent, ``StoreError`` for a source that is no workspace, agent or memory file.
+    """
+    terms = _terms(query)
+    k = check_int("k", k, 1)
+    found: list[RecalledMessage] = []
+    for name, paths in _agents(source, agent):
+        _update(name, paths, create=True, timeout=lock_timeout)
+        try:
+            hits = index.search(paths, terms, k, timeout=lock_timeout)
+        except sqlite3.Error as error:
+            raise StoreError(
+                f"cannot search the recall index of {name!r} ({index.index_path(paths)}): {error}"
+            ) from error
+        found += [
+            RecalledMessage(name, hit.archive, hit.position, hit.role,
+                            datetime.fromisoformat(hit.timestamp), hit.content, hit.score)
+            for hit in hits
+        ]  # fmt: skip
+    found.sort(key=lambda m: (-m.score, m.agent, m.archive, m.position))
+    return found[:k]
+
+
+def format_recalled(messages: Sequence[RecalledMessage]) -> str:
+    """Recalled messages as a reader is given them: :data:`RECALL_HEADING`, then each message
+    as the model reads history (``[<timestamp>] <role>: <content>``) with the archive it came
+    from; ``""`` for none."""
+    if not messages:
+        return ""
+    agents = {m.agent for m in messages}
+    parts = [f"{RECALL_HEADING} {len(messages)} archived message(s), most relevant first:"]
+    for m in messages:
+        where = f"{m.agent}/archive/{m.archive}" if len(agents) > 1 else m.archive
+        parts.append(f"{m.text()}\n(from {where}, message {m.position})")
+    return "\n\n".join(parts)
+
+
+def recall_context(source: Source, question: str, *, agent: str | None = None, k: int = 5) -> str:
+    """The top ``k`` archived messages for ``question`` as the text a reader is given beside
+    the memory (:func:`format_recalled`; ``""`` when none matches): what an evaluation's
+    reader of a probe gets in recall mode."""
+    return format_recalled(recall(source, question, agent=agent, k=k))
+
+
+def recall_df(source: Source, query: str, *, agent: str | None = None, k: int = 5) -> pd.DataFrame:
+    """:func:`recall` as a DataFrame, one row per message, best first: ``agent``,
+    ``archive``, ``position``, ``role``, ``timestamp``, ``content``, ``score``."""
+    import pandas as pd
+
+    columns = ["agent", "archive", "position", "role", "timestamp", "content", "score"]
+    rows = [m.to_dict() for m in recall(source, query, agent=agent, k=k)]
+    return pd.DataFrame(rows, columns=columns)
+
+
+__all__ = [
+    "HasMemoryFile",
+    "IndexUpdate",
+    "RECALL_HEADING",
+    "RecalledMessage",
+    "Source",
+    "format_recalled",
+    "recall",
+    "recall_context",
+    "recall_df",
+    "update_recall_index",
+]
