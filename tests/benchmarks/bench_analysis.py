@@ -29,9 +29,14 @@ Rows (medians of rounds that alternate subject and baseline, so drift hits both 
   simulation alone against a plain Python loop over the messages for each threshold (the
   obvious implementation).
 
+``--scale`` then prints the scale table of ``bench_scale.py`` (run from there, not copied): each
+operation's wall time, CPU time and peak RSS on 1k to 1M messages and on 1, 10 and 100 agents
+holding the same messages, its cost per message at 1M against 100k (<= 1.3x: linear), and
+``memory_df``'s peak RSS against the files' bytes (<= 4x); with ``--quick``, its smoke run.
+
 ``--quick`` (the CI smoke run) always exits 0; the full run exits 1 when a target fails.
 
-    python tests/benchmarks/bench_analysis.py [--quick] [--dir DIR]
+    python tests/benchmarks/bench_analysis.py [--quick] [--scale] [--dir DIR]
 """
 
 from __future__ import annotations
@@ -449,6 +454,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help="CI smoke run: smaller, exits 0")
     parser.add_argument("--dir", type=Path, default=None, help="where to write (default: temp)")
+    parser.add_argument(
+        "--scale",
+        action="store_true",
+        help="then bench_scale.py's table: 1k to 1M messages, 1/10/100 agents (full run ~20 min)",
+    )
     args = parser.parse_args(argv)
     settings = QUICK if args.quick else FULL
     os.umask(0o077)  # private files, as memorylab writes them (no permission warnings)
@@ -467,6 +477,11 @@ def main(argv: list[str] | None = None) -> int:
         ok = report(args.quick, settings, results)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+    if args.scale:
+        import bench_scale  # beside this script: its table, its targets
+
+        print()
+        ok &= bench_scale.main(["--quick"] if args.quick else []) == 0
     if not ok and not args.quick:
         print("a target failed", file=sys.stderr)
         return 1
