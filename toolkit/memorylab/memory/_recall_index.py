@@ -330,8 +330,13 @@ def update(
 
 
 def _add_archive(con: sqlite3.Connection, paths: MemoryPaths, name: str) -> int | None:
-    """Index one archive's messages under the identity of the file read; ``None`` when it is
-    gone or changed while it was read (the next update reads it)."""
+    """Index one archive's messages under the identity of the file read (the number indexed);
+    ``None`` when it is gone or changed while it was read (the next update reads it).
+
+    A compaction summary (``[Compressed Memory Summary] ...``, the first block of a file a
+    compaction re-seeded) is not indexed: it is the compaction's paraphrase, not a message that
+    left the context, and the messages it summarized are indexed word for word. Its position
+    still counts: a message's position is its index among the archive's blocks."""
     try:
         fd = open_regular(paths.archive_dir / name, os.O_RDONLY)
     except (FileNotFoundError, UnsafePath):
@@ -347,16 +352,17 @@ def _add_archive(con: sqlite3.Connection, paths: MemoryPaths, name: str) -> int 
     (first,) = con.execute(
         "SELECT coalesce(max(first_row + messages), 1) FROM recall_archives"
     ).fetchone()
+    rows = [(first + i, m.content, m.role, m.timestamp.isoformat())
+            for i, m in enumerate(messages) if not m.is_summary]  # fmt: skip
     con.executemany(
-        "INSERT INTO recall_messages (rowid, content, role, timestamp) VALUES (?, ?, ?, ?)",
-        ((first + i, m.content, m.role, m.timestamp.isoformat()) for i, m in enumerate(messages)),
+        "INSERT INTO recall_messages (rowid, content, role, timestamp) VALUES (?, ?, ?, ?)", rows
     )
     size, mtime, inode = _identity(before)
     con.execute(
         "INSERT OR REPLACE INTO recall_archives VALUES (?, ?, ?, ?, ?, ?)",
         (name, size, mtime, inode, first, len(messages)),
     )
-    return len(messages)
+    return len(rows)
 
 
 def _delete_rows(con: sqlite3.Connection, names: Iterable[str]) -> list[str]:

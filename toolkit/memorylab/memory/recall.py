@@ -6,7 +6,8 @@ their archive, position, role and timestamp. The index it searches is a private 
 beside the archives (``archive/.recall.sqlite``, :mod:`memorylab.memory._recall_index`): built
 by the first recall, brought up to date by every recall from what it recorded of each archive
 (new archives read, gone or changed ones dropped), and by each compaction of an agent that has
-one. MEMORY.md itself is not searched: it is in the context already.
+one. MEMORY.md itself is not searched (it is in the context already), nor are compaction
+summaries (the messages they summarized are, word for word).
 
 Three ways in: :func:`recall` (and :func:`recall_df`, a DataFrame, for notebooks); the
 ``recall(query)`` tool an ``Agent`` can call (:func:`memorylab.tools.recall_tool`); and
