@@ -302,6 +302,21 @@ def test_a_compaction_adds_its_archive_to_an_existing_index() -> None:
     assert recall(conv, "backup host")[0].content == "the backup host is tern-04"
 
 
+def test_what_an_edit_changed_or_removed_is_not_recalled() -> None:
+    conv = Conversation(agent_name="Edited")
+    conv.add("User", "the kiwi crate arrives monday")
+    conv.compact("kiwi talk")
+    recall(conv, "kiwi")  # the index exists: the edits' rewrites reach its hook
+    conv.add("User", "the mango crate arrives fridya")
+    conv.add("User", "my pin is quokka-4417, forget it")
+    conv.update(len(conv) - 2, "User", "the mango crate arrives friday")
+    conv.delete(len(conv) - 1)
+    assert recall(conv, "fridya") == [] and recall(conv, "quokka pin") == []
+    conv.compact("mango talk")  # now the corrected message leaves the context
+    assert [m.content for m in recall(conv, "mango")] == ["the mango crate arrives friday"]
+    assert recall(conv, "fridya quokka pin") == []
+
+
 def test_an_index_error_never_fails_a_compaction(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

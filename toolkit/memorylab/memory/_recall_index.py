@@ -9,7 +9,8 @@ file it read: size, inode and modification time (``stat``). Bringing the index u
 recorded is read (parsed by the one parser, :func:`memorylab.memory.format.parse`, leniently)
 and its messages added; a recorded archive that is gone (retention, purge, forget, a user's
 ``rm``) or whose identity changed has its rows deleted (and a changed one is read again). An
-archive that was read is never read again while its identity stays.
+archive that was read is never read again while its identity stays. Compaction summaries and
+the archives an edit of the history made are not indexed (:func:`edit_archives`).
 
 SQLite does the rest: its own locking makes the index safe across processes (a writer takes the
 write lock, ``BEGIN IMMEDIATE``, before it lists the archives; the others wait for it, up to a
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import logging
 import os
 import sqlite3
@@ -46,7 +48,14 @@ from pathlib import Path
 
 from memorylab.errors import StoreError, UnsafePath
 from memorylab.memory import format as fmt
-from memorylab.memory._fsutil import CLOEXEC, FILE_MODE, NOFOLLOW, open_regular, read_fd
+from memorylab.memory._fsutil import (
+    CLOEXEC,
+    FILE_MODE,
+    NOFOLLOW,
+    open_regular,
+    read_bytes,
+    read_fd,
+)
 from memorylab.memory.paths import MemoryPaths
 
 logger = logging.getLogger("memorylab")
@@ -143,6 +152,28 @@ def _archives_on_disk(paths: MemoryPaths, skip: Collection[str]) -> dict[str, tu
         if stat.S_ISREG(info.st_mode):
             found[entry.name] = _identity(info)
     return found
+
+
+def edit_archives(paths: MemoryPaths) -> set[str]:
+    """The archives that ``compactions.jsonl`` records an edit made (``Conversation.update``,
+    ``delete``, ``clear``: kind ``"edit"``), the same rule as the loaders'
+    (:func:`memorylab.analysis.sources.edit_archives`). Such an archive is the whole file as it
+    was before the edit, kept for recovery: what the edit changed or removed was changed or
+    removed on purpose, and the rest is still in MEMORY.md, so recall leaves it out (an archive
+    recorded as an edit's later, after a crash, leaves the index at the next update)."""
+    try:
+        data = read_bytes(paths.compactions)
+    except (FileNotFoundError, NotADirectoryError, UnsafePath):
+        return set()
+    names = set()
+    for line in data.splitlines():
+        if b'"edit"' not in line:  # most lines are compactions: parsed only when they may not be
+            continue
+        with contextlib.suppress(ValueError):
+            record = json.loads(line)
+            if isinstance(record, dict) and record.get("kind") == "edit" and record.get("archive"):
+                names.add(str(record["archive"]))
+    return names
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -300,11 +331,15 @@ def update(
     timeout: float = 30.0,
 ) -> Update:
     """Bring the index of ``paths``' archives up to date (module docstring) and say what was
-    done. ``skip``: archive names not to index (an uncommitted compaction's). ``create=False``
-    updates an index that exists and creates none (the compaction's hook: an agent whose
-    archives were never recalled gets no index). No archives and no index: nothing is made."""
+    done. ``skip``: archive names not to index (an uncommitted compaction's); the archives an
+    edit made are never indexed (:func:`edit_archives`). ``create=False`` updates an index that
+    exists and creates none (the compaction's hook: an agent whose archives were never recalled
+    gets no index). No archives and no index: nothing is made."""
+    if not create and not os.path.lexists(index_path(paths)):
+        return Update()  # the common case of a compaction: costs one lstat
+    skip = {*skip, *edit_archives(paths)}
     on_disk = _archives_on_disk(paths, skip)
-    if not os.path.lexists(index_path(paths)) and (not create or not on_disk):
+    if not on_disk and not os.path.lexists(index_path(paths)):
         return Update()
     with _connection(paths, timeout) as con:
         if _recorded(con) == on_disk:  # the common case: one read, no write lock

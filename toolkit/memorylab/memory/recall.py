@@ -7,7 +7,8 @@ beside the archives (``archive/.recall.sqlite``, :mod:`memorylab.memory._recall_
 by the first recall, brought up to date by every recall from what it recorded of each archive
 (new archives read, gone or changed ones dropped), and by each compaction of an agent that has
 one. MEMORY.md itself is not searched (it is in the context already), nor are compaction
-summaries (the messages they summarized are, word for word).
+summaries (the messages they summarized are, word for word), nor the archives an edit of the
+history made (what it changed or removed was changed or removed on purpose).
 
 Three ways in: :func:`recall` (and :func:`recall_df`, a DataFrame, for notebooks); the
 ``recall(query)`` tool an ``Agent`` can call (:func:`memorylab.tools.recall_tool`); and
