@@ -193,6 +193,7 @@ def _exact(
         )
         counter = _StaticCounter(run.counter, static_text, settings.static_tokens - separator)
     compressors: list[ContextCompressor] = []
+    naming: list[str | None] = [None]  # the archive a compaction at this check is named after
 
     def start(preload: str | None, stamp: str) -> Conversation:
         conversation = Conversation(
@@ -213,6 +214,7 @@ def _exact(
                     "kind": EntryKind.PRELOAD,
                 }
             )
+        conversation.archive_namer = lambda when: naming[0]  # the archive the run wrote
         compressors.append(
             ContextCompressor(
                 threshold,
@@ -257,6 +259,7 @@ def _exact(
         if checks[index]:
             when, archive = run.compactions.get(index, (whens[index], None))
             now[0] = when
+            naming[0] = archive or fmt.archive_name(when)
             event = compressors[-1].compress(conversation, length)
             if event is not None and event.ok:
                 compaction[index] = True

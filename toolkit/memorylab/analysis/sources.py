@@ -599,11 +599,15 @@ def timeline(
 
 def _without_repeats(segments: list[Segment], notes: list[Note]) -> list[Segment]:
     """Rule 6: each message once, from the first file in timeline order that holds it. A
-    message is its (role, content, timestamp), compared as :class:`Message` compares them."""
-    earlier: list[fmt.Blocks] = []
+    message is its (role, content, timestamp), compared as :class:`Message` compares them; a
+    tool result a compaction cleared is the block with the original's role and timestamp whose
+    content names the file that holds the original (a strategy's placeholder must name it:
+    :func:`memorylab.compress.strategy.check_placeholder`)."""
+    earlier: list[tuple[str, fmt.Blocks]] = []
     span: _Span = None  # the earliest and latest timestamps of the earlier files: a quick first
     stamps: set[datetime] | None = None  # test; their timestamps where the span does not tell
     seen: set[tuple[str, str, datetime]] | None = None  # made when a file may share a message
+    holders: dict[tuple[str, datetime], set[str]] = {}  # (role, time) -> the files holding it
     result = []
     for index, segment in enumerate(segments):
         blocks = segment.parsed.blocks
@@ -612,35 +616,56 @@ def _without_repeats(segments: list[Segment], notes: list[Note]) -> list[Segment
             shared = _overlaps(span, times)
             if shared is None:  # naive and aware timestamps do not compare: look them up
                 if stamps is None:
-                    stamps = {time for b in earlier for time in b.timestamps}
+                    stamps = {time for _, b in earlier for time in b.timestamps}
                 shared = not stamps.isdisjoint(times)
             if shared:
-                seen = {
-                    m for b in earlier for m in zip(b.roles, b.contents, b.timestamps, strict=True)
-                }
+                seen = set()
+                for name, held in earlier:
+                    _hold(seen, holders, name, held)
         if seen is None:
             if index < len(segments) - 1:  # the last file's are compared with nothing
-                earlier.append(blocks)
+                earlier.append((segment.path.name, blocks))
                 span = _widened(span, times)
                 if stamps is not None:
                     stamps.update(times)
-        else:
-            messages = list(zip(blocks.roles, blocks.contents, times, strict=True))
-            repeated = frozenset(p for p, m in enumerate(messages) if m in seen)
-            seen.update(messages)
-            if repeated:
-                _note(
-                    notes,
-                    segment.path,
-                    "duplicate",
-                    f"{len(repeated)} of its "
-                    f"{len(messages)} messages are in an earlier file too (copies made by a "
-                    "writer without memorylab's lock, such as the reference framework "
-                    "compacting at the same moment); read once",
-                )
-                segment = replace(segment, repeated=repeated)
+            result.append(segment)
+            continue
+        messages = list(zip(blocks.roles, blocks.contents, times, strict=True))
+        copied = {p for p, m in enumerate(messages) if m in seen}
+        cleared = {
+            p
+            for p, (role, content, time) in enumerate(messages)
+            if p not in copied and any(name in content for name in holders.get((role, time), ()))
+        }
+        _hold(seen, holders, segment.path.name, blocks)
+        if copied or cleared:
+            # Which writer made a copy is not recorded with it: both are said.
+            _note(
+                notes,
+                segment.path,
+                "duplicate",
+                f"{len(copied | cleared)} of its {len(messages)} messages are in an earlier file "
+                "too: kept by the compaction that wrote this file (a strategy that keeps "
+                f"messages; {len(cleared)} of them tool results it cleared to a placeholder "
+                "naming that file), or copies made by a writer without memorylab's lock, such "
+                "as the reference framework compacting at the same moment; read once, from the "
+                "earlier file",
+            )
+            segment = replace(segment, repeated=frozenset(copied | cleared))
         result.append(segment)
     return result
+
+
+def _hold(
+    seen: set[tuple[str, str, datetime]],
+    holders: dict[tuple[str, datetime], set[str]],
+    name: str,
+    blocks: fmt.Blocks,
+) -> None:
+    """Remember the messages of the file ``name`` (rule 6)."""
+    for role, content, when in zip(blocks.roles, blocks.contents, blocks.timestamps, strict=True):
+        seen.add((role, content, when))
+        holders.setdefault((role, when), set()).add(name)
 
 
 # The earliest and latest of some timestamps; None: none yet; False: they do not compare

@@ -227,6 +227,10 @@ class Conversation(ReferenceMethods):
         if retention is not None and not isinstance(retention, RetentionPolicy):
             raise InvalidSetting(f"retention must be a RetentionPolicy or None, got {retention!r}")
         self.retention = retention
+        # A memory-only conversation archives nothing: what a compaction's kept entries name as
+        # their archive (a cleared tool result's placeholder). None names none; a replay names
+        # the archive the run it replays wrote, so its placeholders count as the run's did.
+        self.archive_namer: Callable[[datetime], str | None] | None = None
         self.conversation_history: list[dict[str, Any]] = []
         self._suppress_memory_md = False
         self._lock = threading.RLock()  # orders the history and its writes to the file
@@ -712,7 +716,8 @@ class Conversation(ReferenceMethods):
                 if self.retention is not None:
                     self._apply_retention(now)
             else:
-                event = event_for(None)
+                archive = None if self.archive_namer is None else self.archive_namer(now)
+                event = event_for(archive)
             self.conversation_history = [*static, *reseeded(archive), *carried]
             return event
 
