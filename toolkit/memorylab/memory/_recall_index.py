@@ -251,37 +251,31 @@ def _connection(paths: MemoryPaths, timeout: float) -> Iterator[sqlite3.Connecti
 
 def _ensure_schema(con: sqlite3.Connection) -> None:
     """Create the tables, or make them again when the file is of another schema."""
-    try:
-        row = con.execute("SELECT value FROM recall_meta WHERE key = 'schema'").fetchone()
-    except sqlite3.OperationalError:  # no such table: a new file
-        row = None
-    if row is not None and row[0] == SCHEMA:
-        _vocabulary(con)
-        return
-    with _write(con):
-        row = _schema_of(con)
-        if row != SCHEMA:
-            for table in ("recall_messages", "recall_archives", "recall_meta"):
-                con.execute(f"DROP TABLE IF EXISTS {table}")
-            con.execute("CREATE TABLE recall_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-            con.executemany(
-                "INSERT INTO recall_meta VALUES (?, ?)",
-                [("schema", SCHEMA), ("tokenizer", TOKENIZER)],
-            )
-            con.execute(
-                "CREATE TABLE recall_archives (name TEXT PRIMARY KEY, size INTEGER NOT NULL, "
-                "mtime_ns INTEGER NOT NULL, inode INTEGER NOT NULL, "
-                "first_row INTEGER NOT NULL, messages INTEGER NOT NULL)"
-            )
-            con.execute("CREATE INDEX recall_archives_rows ON recall_archives (first_row)")
-            con.execute(
-                "CREATE VIRTUAL TABLE recall_messages USING fts5(content, role UNINDEXED, "
-                f"timestamp UNINDEXED, tokenize = '{TOKENIZER}')"
-            )
+    if _schema_of(con) != SCHEMA:
+        with _write(con):
+            if _schema_of(con) != SCHEMA:  # still: no other process made them meanwhile
+                for table in ("recall_messages", "recall_archives", "recall_meta"):
+                    con.execute(f"DROP TABLE IF EXISTS {table}")
+                con.execute("CREATE TABLE recall_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+                con.executemany(
+                    "INSERT INTO recall_meta VALUES (?, ?)",
+                    [("schema", SCHEMA), ("tokenizer", TOKENIZER)],
+                )
+                con.execute(
+                    "CREATE TABLE recall_archives (name TEXT PRIMARY KEY, size INTEGER NOT NULL, "
+                    "mtime_ns INTEGER NOT NULL, inode INTEGER NOT NULL, "
+                    "first_row INTEGER NOT NULL, messages INTEGER NOT NULL)"
+                )
+                con.execute("CREATE INDEX recall_archives_rows ON recall_archives (first_row)")
+                con.execute(
+                    "CREATE VIRTUAL TABLE recall_messages USING fts5(content, role UNINDEXED, "
+                    f"timestamp UNINDEXED, tokenize = '{TOKENIZER}')"
+                )
     _vocabulary(con)
 
 
 def _schema_of(con: sqlite3.Connection) -> str | None:
+    """The schema the file's tables are of (``None``: a new file, or not an index's)."""
     try:
         row = con.execute("SELECT value FROM recall_meta WHERE key = 'schema'").fetchone()
     except sqlite3.OperationalError:
