@@ -484,3 +484,31 @@ def test_replay_and_sweep_take_a_strategy(bundled: pd.DataFrame) -> None:
         sweep(rows, strategy="trim")  # type: ignore[call-arg]
     with pytest.raises(InvalidSetting, match="unknown strategy 'nope'"):
         sweep(rows, strategies=["nope"])
+
+
+def test_a_run_with_a_message_count_trigger_is_replayed_by_it(tmp_path: Path) -> None:
+    """A trigger of several conditions is recorded (extra["trigger"]) and replayed as it ran;
+    a threshold given to the replay replaces it."""
+    from memorylab import Conversation
+    from memorylab.compress import ContextCompressor
+    from memorylab.compress.policy import Trigger
+
+    conversation = Conversation(agent_name="Counter", workspace_dir=tmp_path)
+    trigger = Trigger(fraction=0.8, messages=12)
+    compressor = ContextCompressor(trigger)
+    for n in range(60):
+        conversation.add("User" if n % 2 else "Assistant", f"note {n} " + "word " * (5 + n % 7))
+        compressor.compress(conversation, 4000)
+    live = [e.tokens_before for e in compressor.events if e.ok]
+    assert len(live) >= 4  # the message count fires long before 80 % of 4,000 tokens
+    folder = tmp_path / "agents" / "Counter"
+    settings = run_settings(folder)
+    assert settings.trigger == trigger and settings.source_of("trigger") == "recorded"
+    assert settings.describe().startswith("trigger 0.80 of the window or 12 messages (recorded)")
+    result = replay(folder, checks="message")
+    replayed = [e.tokens_before or 0 for e in result.events if e.ok]
+    assert len(replayed) == len(live)  # the validation's rule: the count, tokens within 2 %
+    assert all(abs(a - b) <= 0.02 * b for a, b in zip(replayed, live, strict=True))
+    by_threshold = replay(folder, checks="message", threshold=0.8)
+    assert by_threshold.settings is not None and by_threshold.settings.trigger is None
+    assert by_threshold.compactions < len(live)

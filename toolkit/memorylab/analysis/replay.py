@@ -217,7 +217,7 @@ def _exact(
         conversation.archive_namer = lambda when: naming[0]  # the archive the run wrote
         compressors.append(
             ContextCompressor(
-                threshold,
+                threshold if settings.trigger is None else settings.trigger,
                 summarizer=cached,
                 summarizer_max_tokens=settings.summarizer_max_tokens,
                 strategy=settings.strategy,

@@ -41,6 +41,7 @@ from memorylab.analysis.frames import _compactions, _count, memory_df
 from memorylab.compress.policy import (
     DEFAULT_THRESHOLD,
     Threshold,
+    Trigger,
     check_points,
     default_preload_max_tokens,
     threshold_text,
@@ -202,6 +203,9 @@ class RunSettings:
     recorded_tokens: tuple[int | None, ...] = ()
     recorded_times: tuple[datetime | None, ...] = ()
     strategy: Strategy = field(default_factory=get_strategy)
+    trigger: Trigger | None = None
+    """The run's trigger when it was more than the threshold (a message count beside it, or
+    several conditions: ``extra["trigger"]``); a given threshold replaces it."""
     origin: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
@@ -251,6 +255,8 @@ class RunSettings:
             wanted["reply_roles"] = tuple(wanted["reply_roles"])
         if "strategy" in wanted:
             wanted["strategy"] = get_strategy(wanted["strategy"])
+        if "threshold" in wanted and "trigger" not in wanted:
+            wanted["trigger"] = None  # the threshold given is the whole trigger now
         origin = {**self.origin, **dict.fromkeys(wanted, "given")}
         out = replace(self, **wanted, origin=origin)
         if out.source_of("preload_max_tokens") == "default":
@@ -271,6 +277,8 @@ class RunSettings:
             f"checks: {self.checks} ({self.source_of('checks')})",
             f"{len(self.restarts)} restart(s) ({self.source_of('restarts')})",
         ]
+        if self.trigger is not None:
+            parts[0] = f"trigger {self.trigger.text()} ({self.source_of('trigger')})"
         if self.strategy.record() is not None:  # the summary strategy goes without saying
             parts.insert(2, f"strategy {self.strategy.describe()} ({self.source_of('strategy')})")
         return "; ".join(parts)
@@ -379,6 +387,9 @@ def _from_records(
             origin["preload_max_tokens"] = "recorded"  # window and threshold of a what-if
 
     values["restarts"], origin["restarts"] = _restarts(records, extras, transcript, restart_gap)
+    triggers = [e["trigger"] for e in extras if isinstance(e.get("trigger"), Mapping)]
+    if triggers:  # the latest, as the strategy: one setting of the run
+        values["trigger"], origin["trigger"] = Trigger.from_dict(dict(triggers[-1])), "recorded"
     strategies = [r["strategy"] for r in records if r.get("strategy") is not None]
     if strategies:  # the latest: a run's strategy is one setting, as its threshold is
         values["strategy"], origin["strategy"] = strategy_from_record(strategies[-1]), "recorded"
