@@ -498,9 +498,10 @@ def _stamp_kinds(stamps: list[str]) -> list[int]:
     # a stamp holds no line break
     shapes = ("\n".join(stamps) + "\n").encode("utf-8", "surrogatepass").translate(_DIGITS_TO_ZERO)
     first = shapes[: shapes.index(b"\n") + 1]
+    # n occurrences of the first shape fill the n shapes only where all are that one
     if len(shapes) == len(first) * len(stamps) and shapes.count(first) == len(stamps):
         return [_stamp_kind(first[:-1].decode("utf-8", "surrogatepass"))] * len(stamps)
-    each = shapes.split(b"\n")[:-1]  # n occurrences of one shape fill the text only if all are
+    each = shapes.split(b"\n")[:-1]
     kinds = {s: _stamp_kind(s.decode("utf-8", "surrogatepass")) for s in set(each)}
     return list(map(kinds.__getitem__, each))
 
@@ -688,10 +689,10 @@ def _split(text: str, start: int) -> _Split:
 def _from_cut(cut: list[bytes | None]) -> tuple[_Split, int, _Header, _Problems] | None:
     """The split, where the blocks start, the header and its problems, of the UTF-8 bytes of
     a file cut by :data:`_CUT_BYTES`, its parts decoded; None where the parts alone do not
-    tell them all as :func:`_split` and :func:`_head` read the text (a separator or a heading
-    ending in a space or a tab, a heading with no blank line under it, a file that is not
-    UTF-8, has no header, Windows line ends or a match before the blocks start): the file is
-    then read as text."""
+    tell them as :func:`_split` and :func:`_head` read the text (a separator ending in a space
+    or a tab, a heading whose blank line the split did not take, a file that is not UTF-8, has
+    no header or Windows line ends, a match before the blocks start): the file is then read as
+    text."""
     lines_b, blanks_b = cut[1::4], cut[2::4]
     if None in lines_b or None in blanks_b:
         return None
