@@ -99,3 +99,24 @@ def test_bad_input() -> None:
         compare_strategies(case, ["trim"], context_length=WINDOW, executor=object())
     with pytest.raises(InvalidSetting, match="context_length"):
         StrategyMemory("trim", context_length=0)
+
+
+def test_recall_mode_gives_each_probe_the_archived_messages_for_its_question() -> None:
+    """The reader gets the memory plus the messages that best match each question among those
+    that left it: with nothing in memory (the floor), recall alone answers probes."""
+    from memorylab.evaluate import ProbeQAScorer
+
+    case = _case()
+    plain, recalled = ProbeQAScorer(), ProbeQAScorer(recall_k=5)
+    assert recalled.name == "probe_qa_recall" and "recall_k=5" in repr(recalled)
+    compared = compare_strategies(
+        case, {"trim": Trim()}, [plain, recalled], context_length=WINDOW, threshold=0.8,
+        cache_dir=False, progress=False,
+    )  # fmt: skip
+    table = compared.frame.set_index("strategy")
+    for label in ("trim", "memorylab/none"):
+        assert table.loc[label, "probe_qa_recall.exact"] >= table.loc[label, "probe_qa.exact"]
+    assert table.loc["memorylab/none", "probe_qa.exact"] == 0
+    assert table.loc["memorylab/none", "probe_qa_recall.exact"] > 0.1
+    by_category = probe_table(compared.comparison, "probe_qa_recall.exact")
+    assert "overall (n=45)" in by_category.frame.columns

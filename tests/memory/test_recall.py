@@ -658,3 +658,28 @@ def test_query_syntax_is_only_words(workspace: Path, query: str) -> None:
         workspace, words, agent="Alpha", k=10
     )
     assert len(recall(workspace, "kiwi", agent="Alpha", k=10)) == 3  # the table is still there
+
+
+def test_a_history_in_memory_is_ranked_as_an_index_ranks_it() -> None:
+    """recall_messages (an evaluation's history, not on disk) ranks by the same rule: the
+    message holding the rare words first, stop words ignored, positions in the list."""
+    from memorylab.memory import recall_messages
+
+    history = [
+        {
+            "role": "User",
+            "content": "the deploy is blocked",
+            "timestamp": "2026-01-01T10:00:00+00:00",
+        },
+        {"role": "Assistant", "content": "the nginx worker crashed at 3 am", "timestamp": None},
+        {"role": "User", "content": "what about the database?"},
+        {"role": "Assistant", "content": "the database is fine"},
+    ]
+    found = recall_messages(history, "Why did the nginx worker crash?", k=2)
+    assert [m.position for m in found] == [1]  # "why", "did", "the" carry no weight here
+    assert found[0].archive == "history" and found[0].timestamp.year == 1970
+    assert [m.position for m in recall_messages(history, "database", k=5)] == [2, 3] or [
+        m.position for m in recall_messages(history, "database", k=5)
+    ] == [3, 2]
+    with pytest.raises(InvalidSetting):
+        recall_messages(history, "?!", k=2)

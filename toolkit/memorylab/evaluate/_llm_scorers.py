@@ -33,6 +33,7 @@ from memorylab.evaluate.grading import (
     parse_grade,
     relative_date,
 )
+from memorylab.memory import format as fmt
 
 if TYPE_CHECKING:
     from memorylab.evaluate._cache import CachedLLM
@@ -47,7 +48,7 @@ READER_PROMPT = (
     "<notes>\n{summary}\n</notes>\n\n"
     "Answer the question below in a few words, with the exact names, numbers, dates, paths or "
     "commands the notes use. Give a date as the date itself (day, month, year), worked out "
-    "from the dates the notes carry, never as \"yesterday\" or \"last week\". If the notes do "
+    'from the dates the notes carry, never as "yesterday" or "last week". If the notes do '
     "not contain the answer, answer UNKNOWN.\n\n"
     "Question: {question}"
 )
@@ -134,6 +135,9 @@ def lookup_answer(question: str, summary: str) -> str:
 # --------------------------------------------------------------------------- probe QA
 
 
+_RECALLED_TOKENS = 200  # a recalled message in the cost estimate (a message and its heading)
+
+
 def _question(probe: Probe) -> str:
     asked_at = getattr(probe, "asked_at", None)
     return f"{probe.question} (asked on {asked_at})" if asked_at else probe.question
@@ -162,6 +166,12 @@ class ProbeQAScorer(BaseScorer):
     (``metadata["items"]``, ``nan`` for a failed probe) for the confidence intervals of a
     comparison, and the answers (``metadata["answers"]``).
 
+    ``recall_k``: recall mode. The reader of each probe gets the memory and the ``recall_k``
+    messages of the case's history that best match its question among those that left the
+    memory (BM25, the ranking of :func:`memorylab.memory.recall`), as an agent with a
+    ``recall`` tool would fetch them; the scorer is then named ``probe_qa_recall`` unless
+    ``name`` says otherwise, so both modes fit in one comparison.
+
     Known failure modes: the lexical baseline answers with whole lines, so a line that holds
     the answer among other words counts as exact, and a question that shares no words with the
     line holding its answer is missed; a model reader can answer from world knowledge, which
@@ -185,10 +195,14 @@ class ProbeQAScorer(BaseScorer):
         grader_prompt: str = GRADER_PROMPT,
         grader_system_prompt: str = GRADER_SYSTEM_PROMPT,
         name: str | None = None,
+        recall_k: int = 0,
     ) -> None:
         if not (callable(reader) or (isinstance(reader, str) and reader.strip())):
             raise InvalidSetting(f"reader must be a model name or a function, not {reader!r}")
         self.reader = reader
+        self.recall_k = llm.check_int("recall_k", recall_k, 0)
+        if self.recall_k and name is None:
+            name = "probe_qa_recall"
         self.max_tokens = llm.check_int("max_tokens", max_tokens, 1)
         self.prompt = _check_prompt("prompt", prompt, ("summary", "question"))
         self.system_prompt = str(system_prompt)
@@ -218,7 +232,8 @@ class ProbeQAScorer(BaseScorer):
     def __repr__(self) -> str:
         grader = f", grader={self.grader.model!r}" if self.grader is not None else ""
         named = f", name={self.name!r}" if self.name != type(self).name else ""
-        return f"ProbeQAScorer(reader={self.reader!r}{grader}{named})"
+        recalled = f", recall_k={self.recall_k}" if self.recall_k else ""
+        return f"ProbeQAScorer(reader={self.reader!r}{grader}{recalled}{named})"
 
     @property
     def offline(self) -> bool:
@@ -228,6 +243,7 @@ class ProbeQAScorer(BaseScorer):
         calls: list[tuple[str, int, int]] = []
         if self.caller is not None:
             overhead = 120
+            overhead += self.recall_k * _RECALLED_TOKENS
             calls += [(self.caller.model, summary_tokens + overhead, self.max_tokens)] * len(
                 case.probes
             )
@@ -280,17 +296,47 @@ class ProbeQAScorer(BaseScorer):
             return NAN, NAN
         return verdict, reply.cost_usd if reply.cost_usd is not None else NAN
 
+    def _memories(self, sample: Sample) -> list[str]:
+        """What the reader of each probe is given: the memory, and in recall mode the
+        ``recall_k`` messages of the history that best match the probe's question among those
+        that left the memory (:func:`memorylab.memory.recall_messages`: the ranking of
+        :func:`memorylab.memory.recall`)."""
+        probes = sample.case.probes
+        if not self.recall_k:
+            return [sample.text] * len(probes)
+        from memorylab.memory.recall import format_recalled, recall_messages
+
+        archived = [
+            m for m in sample.case.messages if fmt.content_to_text(m["content"]) not in sample.text
+        ]
+        memories = []
+        for probe in probes:
+            found = recall_messages(archived, probe.question, k=self.recall_k) if archived else []
+            extra = format_recalled(found)
+            memories.append(f"{sample.text}\n\n{extra}" if extra else sample.text)
+        return memories
+
     def score(self, sample: Sample) -> Mapping[str, Score]:
         if not self.offline:
             return super().score(sample)
         probes = sample.case.probes
-        answers = [self._local_answer(_question(p), sample.text) for p in probes]
+        memories = self._memories(sample)
+        answers = [
+            self._local_answer(_question(p), memory)
+            for p, memory in zip(probes, memories, strict=True)
+        ]
         return self._grade(sample, answers, None)
 
     async def ascore(self, sample: Sample, llm: CachedLLM) -> Mapping[str, Score]:
         probes = sample.case.probes
+        memories = self._memories(sample)
         answers = list(
-            await asyncio.gather(*(self._answer(_question(p), sample.text, llm) for p in probes))
+            await asyncio.gather(
+                *(
+                    self._answer(_question(p), memory, llm)
+                    for p, memory in zip(probes, memories, strict=True)
+                )
+            )
         )
         graded = None
         if self.grader is not None:

@@ -22,6 +22,7 @@ from memorylab.memory.recall import (
     recall,
     recall_context,
     recall_df,
+    recall_messages,
     update_recall_index,
 )
 from memorylab.memory.records import ArchiveRef, CompactionEvent, MemoryDocument, Message
@@ -55,6 +56,7 @@ __all__ = [
     "recall",
     "recall_context",
     "recall_df",
+    "recall_messages",
     "render_memory",
     "update_recall_index",
     "validate_agent_name",

@@ -524,41 +524,64 @@ def search(
     many messages that hold only such words, and change the scores by next to nothing."""
     if not terms or not os.path.lexists(index_path(paths)):
         return []
-    terms = [(term, word) for term, word in terms if word not in STOP_WORDS] or list(terms)
     with _connection(paths, timeout) as con:
-        (total,) = con.execute("SELECT coalesce(sum(messages), 0) FROM recall_archives").fetchone()
-        weighted: list[str] = []
-        weightless: list[str] = []
-        for term, word in terms:
-            row = con.execute(
-                "SELECT doc FROM temp.recall_vocabulary WHERE term = ?", (term,)
-            ).fetchone()
-            if row is not None and row[0]:
-                (weighted if _has_weight(int(row[0]), int(total)) else weightless).append(word)
-        words = weighted or weightless
-        if not words:
-            return []
-        expression = " OR ".join('"' + word.replace('"', '""') + '"' for word in words)
-        # ORDER BY the bm25() expression, not FTS5's rank column: SQLite then keeps only the
-        # best k rows while it scores them (rank sorts every match first: 1.5x slower here).
-        best = con.execute(
-            "SELECT rowid, bm25(recall_messages) AS score FROM recall_messages "
-            "WHERE recall_messages MATCH ? ORDER BY score, rowid LIMIT ?",
-            (expression, k),
-        ).fetchall()
-        hits = []
-        for rowid, score in best:
-            role, timestamp, content = con.execute(
-                "SELECT role, timestamp, content FROM recall_messages WHERE rowid = ?", (rowid,)
-            ).fetchone()
-            name, first = con.execute(
-                "SELECT name, first_row FROM recall_archives WHERE first_row <= ? "
-                "AND ? < first_row + messages ORDER BY first_row DESC LIMIT 1",
-                (rowid, rowid),
-            ).fetchone()
-            where = (str(name), int(rowid - first))
-            hits.append(Hit(*where, str(role), str(timestamp), str(content), -float(score)))
-        return hits
+        return ranked(con, terms, k)
+
+
+def in_memory(messages: Iterable[tuple[str, str, str]], name: str) -> sqlite3.Connection:
+    """An index of ``messages`` (``(role, content, timestamp)``, as one archive named ``name``)
+    in memory: what :func:`ranked` searches for a history that is not on disk (an
+    evaluation's), by the same rule as an agent's index."""
+    con = sqlite3.connect(":memory:", isolation_level=None)
+    _ensure_schema(con)
+    rows = [(1 + i, content, role, stamp) for i, (role, content, stamp) in enumerate(messages)]
+    with _write(con):
+        con.executemany(
+            "INSERT INTO recall_messages (rowid, content, role, timestamp) VALUES (?, ?, ?, ?)",
+            rows,
+        )
+        con.execute("INSERT INTO recall_archives VALUES (?, 0, 0, 0, 1, ?)", (name, len(rows)))
+    return con
+
+
+def ranked(con: sqlite3.Connection, terms: Sequence[tuple[str, str]], k: int) -> list[Hit]:
+    """:func:`search` on an open index."""
+    if not terms:
+        return []
+    terms = [(term, word) for term, word in terms if word not in STOP_WORDS] or list(terms)
+    (total,) = con.execute("SELECT coalesce(sum(messages), 0) FROM recall_archives").fetchone()
+    weighted: list[str] = []
+    weightless: list[str] = []
+    for term, word in terms:
+        row = con.execute(
+            "SELECT doc FROM temp.recall_vocabulary WHERE term = ?", (term,)
+        ).fetchone()
+        if row is not None and row[0]:
+            (weighted if _has_weight(int(row[0]), int(total)) else weightless).append(word)
+    words = weighted or weightless
+    if not words:
+        return []
+    expression = " OR ".join('"' + word.replace('"', '""') + '"' for word in words)
+    # ORDER BY the bm25() expression, not FTS5's rank column: SQLite then keeps only the
+    # best k rows while it scores them (rank sorts every match first: 1.5x slower here).
+    best = con.execute(
+        "SELECT rowid, bm25(recall_messages) AS score FROM recall_messages "
+        "WHERE recall_messages MATCH ? ORDER BY score, rowid LIMIT ?",
+        (expression, k),
+    ).fetchall()
+    hits = []
+    for rowid, score in best:
+        role, timestamp, content = con.execute(
+            "SELECT role, timestamp, content FROM recall_messages WHERE rowid = ?", (rowid,)
+        ).fetchone()
+        name, first = con.execute(
+            "SELECT name, first_row FROM recall_archives WHERE first_row <= ? "
+            "AND ? < first_row + messages ORDER BY first_row DESC LIMIT 1",
+            (rowid, rowid),
+        ).fetchone()
+        where = (str(name), int(rowid - first))
+        hits.append(Hit(*where, str(role), str(timestamp), str(content), -float(score)))
+    return hits
 
 
 def _has_weight(holders: int, total: int) -> bool:

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -262,6 +262,42 @@ def recall(
     return found[:k]
 
 
+def recall_messages(
+    messages: Sequence[Mapping[str, Any]], query: str, *, k: int = 5, name: str = "history"
+) -> list[RecalledMessage]:
+    """The ``k`` of ``messages`` (``{"role", "content", "timestamp"}``, oldest first) that best
+    match ``query``, best first, ranked as :func:`recall` ranks an agent's archives (the same
+    tokenizer, stop words and BM25) but in memory: for a history that is not on disk, such as
+    an evaluation's (each one's ``position`` is its index in ``messages``, ``archive`` is
+    ``name``). A message without a timestamp is stamped at the epoch."""
+    terms = _terms(query)
+    k = check_int("k", k, 1)
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    rows = [
+        (str(m["role"]), fmt.content_to_text(m.get("content")), _stamp(m.get("timestamp"), epoch))
+        for m in messages
+    ]
+    con = index.in_memory(rows, name)
+    try:
+        hits = index.ranked(con, terms, k)
+    finally:
+        con.close()
+    return [
+        RecalledMessage("", hit.archive, hit.position, hit.role,
+                        datetime.fromisoformat(hit.timestamp), hit.content, hit.score)
+        for hit in hits
+    ]  # fmt: skip
+
+
+def _stamp(value: object, default: datetime) -> str:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    try:
+        return fmt.parse_timestamp(str(value)).isoformat()
+    except ValueError:
+        return default.isoformat()
+
+
 def format_recalled(messages: Sequence[RecalledMessage]) -> str:
     """Recalled messages as a reader is given them: :data:`RECALL_HEADING`, then each message
     as the model reads history (``[<timestamp>] <role>: <content>``) with the archive it came
@@ -303,5 +339,6 @@ __all__ = [
     "recall",
     "recall_context",
     "recall_df",
+    "recall_messages",
     "update_recall_index",
 ]
