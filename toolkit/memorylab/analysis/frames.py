@@ -291,7 +291,7 @@ def documents_df(
     ``documents``: ``(path, document)`` pairs, in any order; each path says where the file is
     (or was), as :func:`memory_df` would have found it: ``<workspace>/agents/<agent>/MEMORY.md``
     or ``…/archive/history_<time>.md``. ``edits``: the archive names an edit made (the export's
-    records say which, :func:`~memorylab.analysis.sources.edit_archives`). Each agent's files
+    records say which, :func:`~memorylab.memory.records.edit_archives`). Each agent's files
     are put in timeline order and duplicates dropped by the same rules, so the frame is the one
     :func:`memory_df` gives for the same files.
     """

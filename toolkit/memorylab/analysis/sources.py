@@ -44,7 +44,7 @@ import itertools
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -54,7 +54,7 @@ from memorylab.errors import MemoryFormatError, PrerequisiteError, StoreError
 from memorylab.memory import format as fmt
 from memorylab.memory.paths import MemoryPaths, agent_folders
 from memorylab.memory.permissions import warn_permissions
-from memorylab.memory.records import SUMMARY_PREFIX, MemoryDocument, Message
+from memorylab.memory.records import SUMMARY_PREFIX, MemoryDocument, Message, edit_archives
 from memorylab.memory.store import (
     MemoryStore,
     committed_record,
@@ -454,15 +454,6 @@ def _is_bundled_sample(root: Path) -> bool:
     return root.resolve().is_relative_to(data)
 
 
-def edit_archives(records: Iterable[Mapping[str, object]]) -> set[str]:
-    """The archive names that ``compactions.jsonl``'s records say an edit made (rule 5)."""
-    return {
-        str(record["archive"])
-        for record in records
-        if isinstance(record, Mapping) and record.get("kind") == "edit" and record.get("archive")
-    }
-
-
 def files_of(files: AgentFiles, notes: list[Note]) -> list[tuple[Path, str]]:
     """``(path, kind)`` of the agent's files to read: its archives but the uncommitted one of an
     interrupted compaction (rule 1), those an edit made as ``"edit"`` (rule 5), then the live
@@ -708,7 +699,6 @@ __all__ = [
     "SourceLike",
     "agent_name",
     "agent_timeline",
-    "edit_archives",
     "files_of",
     "locate",
     "read_consistent",

@@ -10,7 +10,7 @@ recorded is read (parsed by the one parser, :func:`memorylab.memory.format.parse
 and its messages added; a recorded archive that is gone (retention, purge, forget, a user's
 ``rm``) or whose identity changed has its rows deleted (and a changed one is read again). An
 archive that was read is never read again while its identity stays. Compaction summaries and
-the archives an edit of the history made are not indexed (:func:`edit_archives`).
+the archives an edit of the history made are not indexed (:func:`_edit_archives_of`).
 
 SQLite does the rest: its own locking makes the index safe across processes (a writer takes the
 write lock, ``BEGIN IMMEDIATE``, before it lists the archives; the others wait for it, up to a
@@ -57,6 +57,7 @@ from memorylab.memory._fsutil import (
     read_fd,
 )
 from memorylab.memory.paths import MemoryPaths
+from memorylab.memory.records import edit_archives
 
 logger = logging.getLogger("memorylab")
 
@@ -154,26 +155,22 @@ def _archives_on_disk(paths: MemoryPaths, skip: Collection[str]) -> dict[str, tu
     return found
 
 
-def edit_archives(paths: MemoryPaths) -> set[str]:
-    """The archives that ``compactions.jsonl`` records an edit made (``Conversation.update``,
-    ``delete``, ``clear``: kind ``"edit"``), the same rule as the loaders'
-    (:func:`memorylab.analysis.sources.edit_archives`). Such an archive is the whole file as it
-    was before the edit, kept for recovery: what the edit changed or removed was changed or
-    removed on purpose, and the rest is still in MEMORY.md, so recall leaves it out (an archive
-    recorded as an edit's later, after a crash, leaves the index at the next update)."""
+def _edit_archives_of(paths: MemoryPaths) -> set[str]:
+    """The archives ``compactions.jsonl`` records an edit made
+    (:func:`memorylab.memory.records.edit_archives`, the loaders' rule): recall leaves them
+    out (an archive recorded as an edit's later, after a crash, leaves the index at the next
+    update)."""
     try:
         data = read_bytes(paths.compactions)
     except (FileNotFoundError, NotADirectoryError, UnsafePath):
         return set()
-    names = set()
+    records = []
     for line in data.splitlines():
         if b'"edit"' not in line:  # most lines are compactions: parsed only when they may not be
             continue
         with contextlib.suppress(ValueError):
-            record = json.loads(line)
-            if isinstance(record, dict) and record.get("kind") == "edit" and record.get("archive"):
-                names.add(str(record["archive"]))
-    return names
+            records.append(json.loads(line))
+    return edit_archives(records)
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -326,12 +323,12 @@ def update(
 ) -> Update:
     """Bring the index of ``paths``' archives up to date (module docstring) and say what was
     done. ``skip``: archive names not to index (an uncommitted compaction's); the archives an
-    edit made are never indexed (:func:`edit_archives`). ``create=False`` updates an index that
+    edit made are never indexed (:func:`_edit_archives_of`). ``create=False`` updates an index that
     exists and creates none (the compaction's hook: an agent whose archives were never recalled
     gets no index). No archives and no index: nothing is made."""
     if not create and not os.path.lexists(index_path(paths)):
         return Update()  # the common case of a compaction: costs one lstat
-    skip = {*skip, *edit_archives(paths)}
+    skip = {*skip, *_edit_archives_of(paths)}
     on_disk = _archives_on_disk(paths, skip)
     if not on_disk and not os.path.lexists(index_path(paths)):
         return Update()

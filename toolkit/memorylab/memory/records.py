@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import html
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from enum import StrEnum
@@ -239,6 +239,18 @@ class CompactionEvent:
         return cls(time=time, **values)
 
 
+def edit_archives(records: Iterable[Mapping[str, object]]) -> set[str]:
+    """The archive names that ``compactions.jsonl``'s records say an edit of the history made
+    (``Conversation.update``, ``delete``, ``clear``: kind ``"edit"``): the file as it was
+    before the edit, kept for recovery. The loaders read no message from it (what it holds is
+    in the edited file, changed or removed on purpose) and recall indexes none."""
+    return {
+        str(record["archive"])
+        for record in records
+        if isinstance(record, Mapping) and record.get("kind") == "edit" and record.get("archive")
+    }
+
+
 __all__ = [
     "ArchiveRef",
     "CompactionEvent",
@@ -248,6 +260,7 @@ __all__ = [
     "PRELOAD_PREFIX",
     "SUMMARY_PREFIX",
     "TOOL_ROLES",
+    "edit_archives",
     "entry_kind",
     "html_view",
     "is_tool_result",

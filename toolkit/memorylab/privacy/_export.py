@@ -243,7 +243,7 @@ def load_export(
     Logs a warning if group or others can read the file (see :func:`warn_permissions`).
     """
     from memorylab.analysis.frames import documents_df
-    from memorylab.analysis.sources import edit_archives
+    from memorylab.memory.records import edit_archives
 
     source = Path(path).expanduser()
     doc = _read_export(source)
