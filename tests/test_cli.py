@@ -393,3 +393,14 @@ def test_nested_agents_are_listed_shown_and_plotted(
     assert out[-1] == "removed 1 item(s)"
     assert not alpha.exists()
     assert main(["forget", "solo", "--yes"]) == 0
+
+
+def test_show_reads_only_what_it_prints(workspace: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 28: `show AGENT --tail 2` failed on a torn archive it would not even print."""
+    archive = workspace / "agents" / "alpha" / "archive"
+    archive.mkdir(exist_ok=True)
+    (archive / "history_2026-01-01_00-00-00Z.md").write_bytes(b"\xff\xfe torn \x00")
+    assert main(["show", "alpha", "--tail", "2"]) == 0
+    assert capsys.readouterr().out.count("(MEMORY.md):") == 2
+    assert main(["show", "alpha", "--all"]) == 3  # --all reads the archive: said, not hidden
+    assert "not UTF-8" in capsys.readouterr().err

@@ -180,7 +180,10 @@ def _read_frame(source: Path, args: argparse.Namespace, tokens: str | None = Non
 
 def _show(args: argparse.Namespace) -> int:
     folder = _agent_folder(_existing_workspace(args.workspace), args.agent)
-    frame = _read_frame(folder, args)
+    live = folder / "MEMORY.md"
+    # Without --all only MEMORY.md is shown, so only it is read: a damaged archive it does not
+    # print cannot fail it.
+    frame = _read_frame(folder if args.all or not live.exists() else live, args)
     if not args.all:
         frame = frame[frame["kind"] == "memory"]
     if args.tail is not None:
