@@ -310,3 +310,15 @@ def test_save_plot_writes_a_private_file(tmp_path: Path) -> None:
         save_plot(ax, target, overwrite=False)
     with pytest.raises(InvalidSetting, match=r"end the name in one of .*\.png"):
         save_plot(ax, tmp_path / "plot.txt")
+
+
+def test_a_one_message_agent_is_a_point_on_a_readable_axis(tmp_path: Path) -> None:
+    """Issue 28: one message drew an empty plot from -0.04 to 0.04."""
+    from memorylab import Conversation
+
+    Conversation(agent_name="Once", workspace_dir=tmp_path).add("User", "only this")
+    growth = token_growth(memory_df(tmp_path / "agents" / "Once"), context_length=1000)
+    ax = plot_token_growth(growth)
+    low, high = ax.get_xlim()
+    assert high - low >= 2 and low < 0 < high
+    assert len(ax.get_lines()[0].get_xdata()) == 1

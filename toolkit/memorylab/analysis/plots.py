@@ -172,6 +172,10 @@ def plot_token_growth(
     axes.set_ylabel("tokens in context")
     axes.set_title(title or "Context size across compactions")
     axes.set_ylim(0, max(1.0, highest) * 1.08)
+    low, high = axes.get_xlim()
+    if high - low < 2:  # one message: a point, not an axis of a tenth of a message
+        middle = (low + high) / 2
+        axes.set_xlim(middle - 1, middle + 1)
     _thousands(axes, counts=True)  # message positions and token counts
     if legend:
         _legend_outside(axes)
