@@ -404,3 +404,30 @@ def test_show_reads_only_what_it_prints(workspace: Path, capsys: pytest.CaptureF
     assert capsys.readouterr().out.count("(MEMORY.md):") == 2
     assert main(["show", "alpha", "--all"]) == 3  # --all reads the archive: said, not hidden
     assert "not UTF-8" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["ls", "stats", "report"])
+def test_one_rule_for_what_a_workspace_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """Issue 28: a file, an empty agents/, a MEMORY.md that is a folder or a dangling link:
+    one line and the documented exit code from every command, never a report of nothing."""
+    (tmp_path / "plain.txt").write_text("hello\n")
+    (tmp_path / "empty" / "agents").mkdir(parents=True)
+    (tmp_path / "folder" / "agents" / "A" / "MEMORY.md").mkdir(parents=True)
+    (tmp_path / "link" / "agents" / "B").mkdir(parents=True)
+    (tmp_path / "link" / "agents" / "B" / "MEMORY.md").symlink_to(tmp_path / "nowhere")
+    out = ["-o", str(tmp_path / "r.html")] if command == "report" else []
+    cases = [
+        ("empty", 5, "holds no agent yet"),
+        ("folder", 5, "A/MEMORY.md: not a regular file"),
+        ("link", 5, "B/MEMORY.md: not a regular file"),
+    ]
+    if command != "ls":  # stats and report read a memory file too: not this one
+        cases.append(("plain.txt", 3, "is a file but not a memory file"))
+    for where, code, said in cases:
+        assert main([command, str(tmp_path / where), *out]) == code, where
+        lines = [line for line in capsys.readouterr().err.splitlines()
+                 if "can be read by other users" not in line]  # fmt: skip
+        assert len(lines) == 1 and said in lines[0], (where, lines)
+    assert not (tmp_path / "r.html").exists()

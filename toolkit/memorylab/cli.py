@@ -86,17 +86,53 @@ def _existing_workspace(value: str | None, *, agent_folder_ok: bool = False) -> 
             "the folder that holds agents/ (WORKSPACE or --workspace, else $WORKSPACE_DIR)"
         )
     if (workspace / "agents").is_dir():
-        return workspace
-    if agent_folder_ok and (
-        workspace.is_file()
-        or (workspace / "MEMORY.md").exists()
-        or (workspace / "archive").is_dir()
-    ):
+        return _with_agents(workspace)
+    if agent_folder_ok and workspace.is_file():
+        return _memory_file(workspace)
+    if agent_folder_ok and ((workspace / "MEMORY.md").exists() or (workspace / "archive").is_dir()):
         return workspace
     raise NothingThere(
         f"{workspace} has no agents/ folder: is it a memorylab workspace? Give the folder that "
         "holds agents/"
     )
+
+
+def _with_agents(workspace: Path) -> Path:
+    """``workspace`` when its agents/ holds an agent memorylab can read; else one line saying
+    why not (the loaders' notes: a MEMORY.md that is a folder or a dangling link ...)."""
+    from memorylab.analysis.sources import resolve
+
+    found, notes = resolve(workspace)
+    if found:
+        return workspace
+    agents = workspace / "agents"
+    if not notes:
+        raise NothingThere(
+            f"{agents} holds no agent yet: an agent's memory appears there once it runs"
+        )
+    first = notes[0]
+    more = f" (and {len(notes) - 1} more)" if len(notes) > 1 else ""
+    raise NothingThere(
+        f"{agents} holds no agent memory that can be read: {first.file}: {first.message}{more}"
+    )
+
+
+def _memory_file(path: Path) -> Path:
+    """``path`` when it is a memory file (it starts as one: ``# Agent Memory``); a file that
+    is not is refused before any work (a report of it would be one unreadable agent)."""
+    from memorylab.memory.format import TITLE_LINE
+
+    try:
+        with open(path, "rb") as file:
+            start = file.read(len(TITLE_LINE.encode()) + 3)
+    except OSError as error:
+        raise NothingThere(f"cannot read {path}: {error.strerror or error}") from error
+    if not start.removeprefix(b"\xef\xbb\xbf").startswith(TITLE_LINE.encode()):
+        raise MemoryFormatError(
+            f"{path} is a file but not a memory file (it does not start with {TITLE_LINE!r}): "
+            "give a workspace, an agent folder or a MEMORY.md"
+        )
+    return path
 
 
 def _existing_or_default_workspace(value: str | None) -> str | None:
