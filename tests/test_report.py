@@ -216,3 +216,13 @@ def test_a_strategy_other_than_the_summary_is_named(tmp_path: Path) -> None:
     plain = build_report(bundled_workspace(), sweep_thresholds=(0.5, 0.9))
     heading = re.search(r"<tr><th class=\"\">time</th>(.*?)</tr>", plain)
     assert heading is not None and "strategy" not in heading.group(1)
+
+
+def test_a_what_if_peak_above_the_window_is_flagged() -> None:
+    """Issue 28: at 0.95 the what-if peak was above the window and nothing said so."""
+    html_text = build_report(bundled_workspace(), sweep_thresholds=(0.5, 0.95, 1.0))
+    what_if = _text(html_text[html_text.index("What-if thresholds") :])
+    assert "Above the window at threshold(s)" in what_if
+    assert "more than the model could have read" in what_if
+    calm = _text(build_report(bundled_workspace(), sweep_thresholds=(0.5, 0.6)))
+    assert "Above the window at threshold(s)" not in calm

@@ -322,3 +322,12 @@ def test_a_one_message_agent_is_a_point_on_a_readable_axis(tmp_path: Path) -> No
     low, high = ax.get_xlim()
     assert high - low >= 2 and low < 0 < high
     assert len(ax.get_lines()[0].get_xdata()) == 1
+
+
+def test_a_sweep_of_counts_starts_at_zero() -> None:
+    """Issue 28: the report's what-if plot started its y-axis at 99k, so a few percent looked
+    like a fall to nothing."""
+    table = pd.DataFrame({"threshold": [0.5, 0.9], "total_input_tokens": [99_000, 104_000]})
+    ax = plot_sweep(table)
+    low, high = ax.get_ylim()
+    assert low == 0 and high >= 104_000

@@ -288,7 +288,7 @@ def build_report(
             "<h2>What-if thresholds</h2><p class=note>The full timeline of "
             f"{html.escape(str(biggest))} (the largest agent) replayed at other thresholds, "
             "with the same check points, static context, restarts and summaries as the run. "
-            f"{html.escape(sweep_note(result))}</p>{agreement}"
+            f"{html.escape(sweep_note(result))}</p>{agreement}{_over_window(result)}"
             + _png(figure)
             + _table(shown, text_columns=("", "mode"))
         )
@@ -391,6 +391,25 @@ def _agreement(result: Any, made: int) -> str:
     return (
         f"<p class=note>At {where}, the replay makes <b>{replayed}</b> compaction(s); the agent "
         f"recorded <b>{made}</b>.</p>"
+    )
+
+
+def _over_window(result: Any) -> str:
+    """A red line naming the settings whose peak context is above the window (more than the
+    model could read), as the tuner says it."""
+    frame = result.frame
+    over = frame[frame["peak_context_tokens"] > frame["context_length"]]
+    if not len(over):
+        return ""
+    settings = ", ".join(
+        f"{threshold_text(t)} (peak {int(p):,} of {int(w):,})"
+        for t, p, w in zip(
+            over["threshold"], over["peak_context_tokens"], over["context_length"], strict=True
+        )
+    )
+    return (
+        "<p class=note style='color:#cf222e'>Above the window at threshold(s) "
+        f"{html.escape(settings)}: more than the model could have read.</p>"
     )
 
 

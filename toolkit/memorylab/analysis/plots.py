@@ -283,6 +283,9 @@ def plot_sweep(
     axes.set_ylabel(y.replace("_", " "))
     axes.set_title(title or f"{y.replace('_', ' ')} by {x.replace('_', ' ')}")
     axes.margins(x=0.06, y=0.1)
+    values = sweep[y].astype(float)
+    if len(values) and float(values.min()) >= 0:  # counts and costs: from 0, so a 1 % change
+        axes.set_ylim(0, float(values.max()) * 1.1 or 1.0)  # does not look like tenfold
     _thousands(axes)
     _legend_outside(axes)
     return axes
