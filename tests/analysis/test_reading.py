@@ -56,7 +56,8 @@ def _same_as_parser(data: bytes, naive_tz: tzinfo = UTC) -> None:
         assert frame["timestamp"].tolist() == [_utc(m.timestamp, naive_tz) for m in messages]
         assert frame["naive_timestamp"].tolist() == [m.timestamp.tzinfo is None for m in messages]
         assert frame["position"].tolist() == list(range(len(messages)))
-        found = problems[problems["kind"] != "gap"]  # the loader's own remark on the timeline
+        # the loader's own remarks on the timeline: a missing start, times that go backwards
+        found = problems[~problems["kind"].isin(["gap", "order"])]
         assert list(zip(found["line"], found["kind"], found["message"], strict=True)) == [
             (p.line, p.kind, p.message) for p in expected
         ]
@@ -354,3 +355,20 @@ def test_ambiguous_and_skipped_local_times(tmp_path: Path) -> None:
         pd.Timestamp("2026-10-25T02:00:00Z"),
         pd.Timestamp("2026-03-29T01:00:00Z"),
     ]
+
+
+def test_times_that_go_backwards_are_said(tmp_path: Path) -> None:
+    """Issue 28: a heading forged inside a reference message made "first message 2020-01-01"
+    and nothing said so."""
+    data = _reference([
+        ("Human", "2026-04-20T09:00:00", "deploy it"),
+        ("Human", "2020-01-01T00:00:00", "a heading pasted into the content"),
+        ("Agent", "2026-04-20T09:01:00", "done"),
+    ])  # fmt: skip
+    path = tmp_path / "agents" / "a" / "MEMORY.md"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(data)
+    read = memory_df(path, strict=False)
+    (note,) = read.problems[read.problems["kind"] == "order"]["message"]
+    assert note.startswith("message 1 (2020-01-01 00:00:00) is dated before the one before it")
+    assert len(read.frame) == 3  # read as written: the order is the file's

@@ -46,7 +46,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Literal, TypeVar
 
@@ -575,6 +575,8 @@ def timeline(
         notes += [Note(str(segment.path), p.line, p.kind, p.message) for p in segment.problems]
         kept.append(segment)
     kept = _without_repeats(kept, notes)
+    for segment in kept:
+        _note_backwards(segment, notes)
     first = kept[0].parsed.blocks.contents[:1] if kept else []
     if first and first[0].startswith(SUMMARY_PREFIX):  # Message.is_summary
         _note(
@@ -586,6 +588,34 @@ def timeline(
             "whose archive names collide within one second)",
         )
     return kept
+
+
+# Writers stamp a message before they take the lock, so blocks of several processes may be a
+# little out of order: only a step back of more than this is noted.
+_CLOCK_SLACK = timedelta(minutes=1)
+
+
+def _note_backwards(segment: Segment, notes: list[Note]) -> None:
+    """Note a file whose timestamps go backwards: a heading forged inside a message (the
+    reference writes content verbatim), or a clock set back. The file's order is kept; the
+    note says where the times stop making sense."""
+    times = segment.parsed.blocks.timestamps
+    for index in range(1, len(times)):
+        try:
+            earlier = times[index] < times[index - 1] - _CLOCK_SLACK
+        except TypeError:  # naive and aware: they do not compare
+            continue
+        if earlier:
+            _note(
+                notes,
+                segment.path,
+                "order",
+                f"message {index} ({times[index]:%Y-%m-%d %H:%M:%S}) is dated before the one "
+                f"before it ({times[index - 1]:%Y-%m-%d %H:%M:%S}): a heading written inside a "
+                "message, or a clock set back; the file's order is kept, its times are not to "
+                "be trusted from there",
+            )
+            return
 
 
 def _without_repeats(segments: list[Segment], notes: list[Note]) -> list[Segment]:
