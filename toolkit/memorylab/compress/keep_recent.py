@@ -40,14 +40,7 @@ class KeepRecent(KeepWindow):
         tokens: Sequence[int] | None = None,
         context_length: int | None = None,
     ) -> CompactionPlan:
-        size = len(entries)
-        start = self.window_start(entries, tokens, context_length)
-        note = ""
-        if start == 0:
-            note = (
-                f"keep_recent keeps all {size} entries ({self.keep_text()}): nothing to "
-                "summarize; keep fewer (a smaller keep_messages or keep_tokens)"
-            )
-        return CompactionPlan(
-            size, summarize=tuple(range(start)), keep=tuple(range(start, size)), note=note
-        )
+        return self.window_plan(
+            entries, tokens, context_length, summarize_the_rest=True,
+            nothing="nothing to summarize; keep fewer (a smaller keep_messages or keep_tokens)",
+        )  # fmt: skip

@@ -373,6 +373,28 @@ class KeepWindow(Strategy):
             )
         return math.floor(self.keep_fraction * check_int("context_length", context_length, 1))
 
+    def window_plan(
+        self,
+        entries: Sequence[Mapping[str, Any]],
+        tokens: Sequence[int] | None,
+        context_length: int | None,
+        *,
+        summarize_the_rest: bool,
+        nothing: str,
+    ) -> CompactionPlan:
+        """Keep the window (:meth:`window_start`); the entries before it are summarized
+        (``summarize_the_rest``) or dropped. A window holding every entry changes nothing,
+        and its note says so, then ``nothing`` (what to do about it)."""
+        size = len(entries)
+        start = self.window_start(entries, tokens, context_length)
+        note = f"{self.name} keeps all {size} entries ({self.keep_text()}): {nothing}"
+        return CompactionPlan(
+            size,
+            summarize=tuple(range(start)) if summarize_the_rest else (),
+            keep=tuple(range(start, size)),
+            note="" if start else note,
+        )
+
     def keep_text(self) -> str:
         """The setting in words, for a note."""
         if self.keep_messages is not None:

@@ -41,12 +41,8 @@ class Trim(KeepWindow):
         tokens: Sequence[int] | None = None,
         context_length: int | None = None,
     ) -> CompactionPlan:
-        size = len(entries)
-        start = self.window_start(entries, tokens, context_length)
-        note = ""
-        if start == 0:
-            note = (
-                f"trim keeps all {size} entries ({self.keep_text()}): nothing to drop; keep "
-                "fewer (a smaller keep_fraction, keep_tokens or keep_messages)"
-            )
-        return CompactionPlan(size, keep=tuple(range(start, size)), note=note)
+        return self.window_plan(
+            entries, tokens, context_length, summarize_the_rest=False,
+            nothing="nothing to drop; keep fewer (a smaller keep_fraction, keep_tokens or "
+            "keep_messages)",
+        )  # fmt: skip
