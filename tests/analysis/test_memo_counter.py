@@ -23,3 +23,29 @@ def test_a_batch_past_the_memo_limit_counts_every_text(monkeypatch: pytest.Monke
     assert memo.count_batch(mixed) == plain.count_batch(mixed)  # and again from the memo
     assert len(memo._memo) <= 8
     assert memo("once more") == plain.count("once more")
+
+
+def test_a_transcript_larger_than_the_limit_is_counted_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The report counts one transcript several times: past the limit the memo used to forget
+    it between the passes, and a million messages were counted five times over (issue 30)."""
+    monkeypatch.setattr(_transcript, "_MEMO_LIMIT", 5)
+    plain = get_token_counter(None)
+    calls: list[int] = []
+
+    class Counting:
+        model = plain.model
+
+        def count(self, text: str) -> int:
+            return plain.count(text)
+
+        def count_batch(self, texts: list[str], num_threads: int | None = None) -> list[int]:
+            calls.append(len(texts))
+            return plain.count_batch(texts)
+
+    memo = MemoCounter(Counting())  # type: ignore[arg-type]
+    transcript = [f"line {n}" for n in range(40)]
+    for _ in range(3):
+        assert memo.count_batch(transcript) == plain.count_batch(transcript)
+    assert calls == [40, 0, 0]

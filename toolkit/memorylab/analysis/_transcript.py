@@ -34,18 +34,24 @@ _MEMO_LIMIT = 500_000
 
 class MemoCounter:
     """A :class:`TokenCounter` that remembers the texts it counted (replays count the same
-    messages again and again). Same numbers as the counter it wraps."""
+    messages again and again). Same numbers as the counter it wraps.
+
+    The memo holds at least :data:`_MEMO_LIMIT` texts, and twice the largest batch it was given:
+    a report or a sweep counts one transcript several times, so a memo smaller than the
+    transcript would forget it between the passes and count a million messages five times
+    (memory stays proportional to the transcript)."""
 
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
         self.model = counter.model
         self._memo: dict[str, int] = {}
+        self._limit = _MEMO_LIMIT
 
     def __call__(self, text: str) -> int:
         memo = self._memo
         count = memo.get(text)
         if count is None:
-            if len(memo) > _MEMO_LIMIT:
+            if len(memo) > self._limit:
                 memo.clear()
             count = memo[text] = self.counter.count(text)
         return count
@@ -59,7 +65,8 @@ class MemoCounter:
         # Read before the memo is cleared: a batch past the limit used to clear it and then
         # look up texts it no longer held (KeyError on a million messages).
         counts = [counted[text] if text in counted else memo[text] for text in texts]
-        if len(memo) + len(counted) > _MEMO_LIMIT:
+        self._limit = max(self._limit, 2 * len(texts))
+        if len(memo) + len(counted) > self._limit:
             memo.clear()
         memo.update(counted)
         return counts
