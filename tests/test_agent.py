@@ -17,7 +17,7 @@ from memorylab.compress.compressor import ContextCompressor
 from memorylab.compress.policy import default_preload_max_tokens
 from memorylab.compress.scripted import ScriptedSummarizer
 from memorylab.errors import InvalidSetting, ModelAuthError, ModelUnavailable
-from memorylab.memory.records import PRELOAD_PREFIX
+from memorylab.memory.records import PRELOAD_PREFIX, EntryKind
 
 
 def _agent(server: FakeOpenAIServer, **kwargs: object) -> Agent:
@@ -148,6 +148,25 @@ def test_seed_style_compressor_override() -> None:
     replacement = ContextCompressor(threshold=0.75, summarizer_model="memorylab/extractive")
     agent._context_compressor = replacement
     assert agent.context_compressor is replacement
+
+
+def test_the_seeds_compressor_snippet_calls_the_model_as_the_agent_does() -> None:
+    """Issue 28: `agent._context_compressor = ContextCompressor(summarizer_model=...)` on an
+    agent given llm_args (a local server, a mock) called the model without them and failed
+    offline with ModelAuthError."""
+    agent = Agent(
+        agent_name="Snippet", model_name="gpt-4o-mini", context_length=4000,
+        llm_args={"mock_response": "A short summary."},
+    )  # fmt: skip
+    agent._context_compressor = ContextCompressor(summarizer_model="gpt-4o-mini")
+    for n in range(3):
+        agent.short_memory.add("User", f"task {n}: " + "word " * 20)
+    event = agent.check_compression(force=True)
+    assert event is not None and event.ok, event
+    assert "A short summary." in str(agent.short_memory.entries(EntryKind.SUMMARY)[0]["content"])
+    own = ContextCompressor(summarizer_model="gpt-4o-mini", summarizer_args={"timeout": 5})
+    agent._context_compressor = own
+    assert own.summarizer_args == {"timeout": 5}  # its own options stay its own
 
 
 def test_summarizer_failure_leaves_memory_unchanged_and_the_run_goes_on() -> None:

@@ -192,6 +192,14 @@ class Agent:
 
     @_context_compressor.setter
     def _context_compressor(self, value: ContextCompressor) -> None:
+        # The seed's own snippet gives the new compressor a model name only: it calls that
+        # model as the agent calls its own (its llm_args: api_base, keys, mock_response; its
+        # timeout) unless it was given options of its own or a summarizer object.
+        spec = value.summarizer_model
+        if not value.summarizer_args and not value.has_summarizer and (
+            spec is None or spec.strip() not in summarizer_names()
+        ):
+            value.summarizer_args = {"llm_args": self.llm_args, "timeout": self.retry.timeout}
         self.context_compressor = value
 
     @property

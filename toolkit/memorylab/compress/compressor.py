@@ -123,6 +123,11 @@ class ContextCompressor:
 
     # -- the summarizer -------------------------------------------------------------------------
 
+    @property
+    def has_summarizer(self) -> bool:
+        """Whether the summarizer is chosen already (given as an object, or built)."""
+        return self._summarizer is not None
+
     def summarizer_for(self, default_model: str | None = None) -> Summarizer:
         """The summarizer to use; built once from ``summarizer_model`` (or ``default_model``).
 
