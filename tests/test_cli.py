@@ -431,3 +431,27 @@ def test_one_rule_for_what_a_workspace_is(
                  if "can be read by other users" not in line]  # fmt: skip
         assert len(lines) == 1 and said in lines[0], (where, lines)
     assert not (tmp_path / "r.html").exists()
+
+
+def test_ls_columns_stay_in_line_with_wide_characters(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 28: a CJK or emoji agent name shifted the columns after it."""
+    import unicodedata
+
+    from memorylab import Conversation
+    from memorylab.console import column
+
+    for name in ("研究助手", "Plain"):
+        Conversation(agent_name=name, workspace_dir=tmp_path).add("User", "hello")
+    assert main(["ls", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    rows = [line for line in out if line.startswith(("研究助手", "Plain"))]
+
+    def cells(text: str) -> int:  # what a terminal shows: a wide character takes two
+        return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+    # Every field right of the name is right-aligned in a fixed width: aligned rows are
+    # equally wide on screen.
+    assert len(rows) == 2 and cells(rows[0]) == cells(rows[1]), rows
+    assert column("研究", 6) == "研究  " and column("ab", 4) == "ab  "

@@ -26,6 +26,7 @@ from memorylab.console import (
     bounded_int,
     check_model_name,
     check_output,
+    column,
     image_formats,
     run_handler,
 )
@@ -193,7 +194,7 @@ def _ls(args: argparse.Namespace) -> int:
         memory_md = files.memory_md
         size = memory_md.stat().st_size if memory_md.is_file() else 0
         last = _last_message_time(memory_md)
-        print(f"{files.agent:<28} {size:>10,} {len(files.archives):>8}  {last}")
+        print(f"{column(files.agent, 28)} {size:>10,} {len(files.archives):>8}  {last}")
     return 0
 
 
@@ -242,8 +243,8 @@ def _stats(args: argparse.Namespace) -> int:
     for agent, rows in frame.groupby("agent", observed=True):
         count = int((compactions["agent"] == agent).sum()) if len(compactions) else 0
         print(
-            f"{agent!s:<28} {len(rows):>9,} {int(rows['segment'].max()) + 1:>8} {count:>11} "
-            f"{int(rows['tokens'].sum()):>10,}"
+            f"{column(str(agent), 28)} {len(rows):>9,} {int(rows['segment'].max()) + 1:>8} "
+            f"{count:>11} {int(rows['tokens'].sum()):>10,}"
         )
     return 0
 

@@ -19,6 +19,7 @@ import math
 import os
 import re
 import sys
+import unicodedata
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,17 @@ __all__ = [
 
 class NothingThere(MemorylabError, FileNotFoundError):
     """A path the command was told to read, or to write into, does not exist (exit code 5)."""
+
+
+def column(text: str, width: int) -> str:
+    """``text`` left-aligned in ``width`` terminal cells: a wide character (CJK, most emoji)
+    takes two, a combining mark none, so the columns after it stay in line (``str.ljust``
+    counts characters). A longer text is kept whole."""
+    cells = sum(
+        0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+        for ch in text
+    )
+    return text + " " * max(0, width - cells)
 
 
 def exit_code(error: MemorylabError) -> int:
