@@ -226,3 +226,15 @@ def test_a_what_if_peak_above_the_window_is_flagged() -> None:
     assert "more than the model could have read" in what_if
     calm = _text(build_report(bundled_workspace(), sweep_thresholds=(0.5, 0.6)))
     assert "Above the window at threshold(s)" not in calm
+
+
+def test_an_emoji_in_an_agent_name_is_no_warning(tmp_path: Path) -> None:
+    """Issue 28: an emoji in an agent name printed matplotlib's raw UserWarning per figure
+    (the suite turns warnings into errors: this would fail)."""
+    from memorylab import Conversation
+
+    conversation = Conversation(agent_name="Bot\N{ROCKET}", workspace_dir=tmp_path)
+    for n in range(5):
+        conversation.add("User", f"hello {n}")
+    html_text = build_report(tmp_path, sweep_thresholds=(0.5,))
+    assert "<h2>Bot\N{ROCKET}</h2>" in html_text
