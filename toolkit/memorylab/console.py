@@ -36,8 +36,8 @@ from memorylab.llm import bundled_model_map, bundled_providers
 
 __all__ = [
     "HelpFormatter", "MAX_CONTEXT_TOKENS", "NothingThere", "OneLineParser", "bounded_int",
-    "check_model_name", "check_output", "cli_message", "cost_limit", "exit_code", "image_formats",
-    "run_handler"
+    "check_model_name", "check_output", "cli_message", "column", "cost_limit", "exit_code",
+    "image_formats", "run_handler"
 ]
 
 
