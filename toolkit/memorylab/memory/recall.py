@@ -73,6 +73,12 @@ class RecalledMessage:
     content: str
     score: float
 
+    @classmethod
+    def of(cls, agent: str, hit: index.Hit) -> RecalledMessage:
+        """The message an index search found (``agent``: whose index; ``""`` in memory)."""
+        return cls(agent, hit.archive, hit.position, hit.role,
+                   datetime.fromisoformat(hit.timestamp), hit.content, hit.score)  # fmt: skip
+
     def text(self) -> str:
         """The message as the model reads history: ``[<timestamp>] <role>: <content>``."""
         return fmt.history_line(self.role, self.content, self.timestamp)
@@ -253,11 +259,7 @@ def recall(
             raise StoreError(
                 f"cannot search the recall index of {name!r} ({index.index_path(paths)}): {error}"
             ) from error
-        found += [
-            RecalledMessage(name, hit.archive, hit.position, hit.role,
-                            datetime.fromisoformat(hit.timestamp), hit.content, hit.score)
-            for hit in hits
-        ]  # fmt: skip
+        found += [RecalledMessage.of(name, hit) for hit in hits]
     found.sort(key=lambda m: (-m.score, m.agent, m.archive, m.position))
     return found[:k]
 
@@ -282,11 +284,7 @@ def recall_messages(
         hits = index.ranked(con, terms, k)
     finally:
         con.close()
-    return [
-        RecalledMessage("", hit.archive, hit.position, hit.role,
-                        datetime.fromisoformat(hit.timestamp), hit.content, hit.score)
-        for hit in hits
-    ]  # fmt: skip
+    return [RecalledMessage.of("", hit) for hit in hits]
 
 
 def _stamp(value: object, default: datetime) -> str:
