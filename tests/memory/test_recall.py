@@ -683,3 +683,17 @@ def test_a_history_in_memory_is_ranked_as_an_index_ranks_it() -> None:
     ] == [3, 2]
     with pytest.raises(InvalidSetting):
         recall_messages(history, "?!", k=2)
+
+
+def test_several_questions_of_one_history_are_each_answered_as_alone() -> None:
+    from memorylab.memory import recall_messages
+
+    history = [
+        {"role": "User", "content": "the nginx worker crashed at 3 am"},
+        {"role": "User", "content": "the database is fine"},
+        {"role": "User", "content": "deploy the canary tomorrow"},
+    ]
+    questions = ["why did nginx crash?", "when is the canary deploy?"]
+    assert recall_messages(history, questions, k=2) == [
+        recall_messages(history, question, k=2) for question in questions
+    ]

@@ -309,12 +309,11 @@ class ProbeQAScorer(BaseScorer):
         archived = [
             m for m in sample.case.messages if fmt.content_to_text(m["content"]) not in sample.text
         ]
-        memories = []
-        for probe in probes:
-            found = recall_messages(archived, probe.question, k=self.recall_k) if archived else []
-            extra = format_recalled(found)
-            memories.append(f"{sample.text}\n\n{extra}" if extra else sample.text)
-        return memories
+        if not archived:
+            return [sample.text] * len(probes)
+        found = recall_messages(archived, [p.question for p in probes], k=self.recall_k)
+        extras = [format_recalled(messages) for messages in found]
+        return [f"{sample.text}\n\n{extra}" if extra else sample.text for extra in extras]
 
     def score(self, sample: Sample) -> Mapping[str, Score]:
         if not self.offline:

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, overload
 
 from memorylab.config import resolve_workspace
 from memorylab.errors import AgentNotFound, InvalidSetting, StoreError
@@ -264,15 +264,34 @@ def recall(
     return found[:k]
 
 
+@overload
 def recall_messages(
-    messages: Sequence[Mapping[str, Any]], query: str, *, k: int = 5, name: str = "history"
-) -> list[RecalledMessage]:
+    messages: Sequence[Mapping[str, Any]], query: str, *, k: int = ..., name: str = ...
+) -> list[RecalledMessage]: ...
+
+
+@overload
+def recall_messages(
+    messages: Sequence[Mapping[str, Any]], query: list[str], *, k: int = ..., name: str = ...
+) -> list[list[RecalledMessage]]: ...
+
+
+def recall_messages(
+    messages: Sequence[Mapping[str, Any]],
+    query: str | list[str],
+    *,
+    k: int = 5,
+    name: str = "history",
+) -> list[RecalledMessage] | list[list[RecalledMessage]]:
     """The ``k`` of ``messages`` (``{"role", "content", "timestamp"}``, oldest first) that best
     match ``query``, best first, ranked as :func:`recall` ranks an agent's archives (the same
     tokenizer, stop words and BM25) but in memory: for a history that is not on disk, such as
     an evaluation's (each one's ``position`` is its index in ``messages``, ``archive`` is
-    ``name``). A message without a timestamp is stamped at the epoch."""
-    terms = _terms(query)
+    ``name``). A message without a timestamp is stamped at the epoch. A list of queries gets a
+    list of answers, one per query, from one index of ``messages`` (an evaluation asks each
+    probe's question of the same history)."""
+    queries = [query] if isinstance(query, str) else query
+    terms = [_terms(text) for text in queries]
     k = check_int("k", k, 1)
     epoch = datetime(1970, 1, 1, tzinfo=UTC)
     rows = [
@@ -281,10 +300,10 @@ def recall_messages(
     ]
     con = index.in_memory(rows, name)
     try:
-        hits = index.ranked(con, terms, k)
+        found = [[RecalledMessage.of("", hit) for hit in index.ranked(con, t, k)] for t in terms]
     finally:
         con.close()
-    return [RecalledMessage.of("", hit) for hit in hits]
+    return found[0] if isinstance(query, str) else found
 
 
 def _stamp(value: object, default: datetime) -> str:
