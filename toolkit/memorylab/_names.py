@@ -1,15 +1,17 @@
-"""Names looked up at run time: registries of summarizers and scorers, and names that moved.
+"""Names looked up at run time: registries of summarizers and scorers, and names that moved
+(a module's names, and keywords and attributes that were renamed).
 
 Private helpers of :mod:`memorylab.compress.summarizers`, :mod:`memorylab.evaluate.scorers` and
-the modules that keep an old import path working for a release.
+the modules that keep an old import path, keyword or attribute working for a release.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import warnings
 from collections.abc import Callable, Mapping, MutableMapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from memorylab.errors import InvalidSetting
 
@@ -55,3 +57,57 @@ def moved(module: str, homes: Mapping[str, str], *, stacklevel: int = 2) -> Call
         return getattr(importlib.import_module(home), name)
 
     return __getattr__
+
+
+def renamed(**former: str) -> Callable[[_F], _F]:
+    """A decorator for keywords that were renamed: ``@renamed(context_window="context_length")``
+    keeps the former keyword working for a release. A call that passes it has its value passed
+    as the new keyword and warns (``DeprecationWarning``) with the keyword to write instead; a
+    call that passes both is refused (:class:`~memorylab.errors.InvalidSetting`, saying which to
+    keep). The decorated function declares only the new names, so type checkers flag the former
+    ones. On ``__init__`` the messages name the class. Put it above ``contextmanager``-like
+    decorators, so the warning points at the caller's line."""
+
+    def decorate(function: _F) -> _F:
+        where = function.__qualname__.removesuffix(".__init__")
+
+        @functools.wraps(function)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            for old, new in former.items():
+                if old not in kwargs:
+                    continue
+                if new in kwargs:
+                    raise InvalidSetting(
+                        f"{where}() got both {new}= and {old}=, its former name: keep {new}= only"
+                    )
+                warnings.warn(
+                    f"{where}({old}=...) is deprecated: pass {new}= instead (same meaning)",
+                    DeprecationWarning,
+                    stacklevel=2,
+                )
+                kwargs[new] = kwargs.pop(old)
+            return function(*args, **kwargs)
+
+        return cast(_F, call)
+
+    return decorate
+
+
+def renamed_attribute(old: str, new: str) -> Any:
+    """A class attribute ``old`` that is now ``new``: reading (and setting) it still works, with
+    a ``DeprecationWarning`` that names ``new``; an old method name works too (its call gets the
+    new method)."""
+
+    def warn(owner: object) -> None:
+        warnings.warn(f"{type(owner).__name__}.{old} is now .{new}", DeprecationWarning,
+                      stacklevel=3)  # fmt: skip
+
+    def get(self: object) -> Any:
+        warn(self)
+        return getattr(self, new)
+
+    def set_(self: object, value: Any) -> None:
+        warn(self)
+        setattr(self, new, value)
+
+    return property(get, set_, doc=f"Deprecated: use ``{new}``.")
