@@ -14,6 +14,7 @@ and the words their tasks pick from are the ``[agent]`` table of their domain fi
 from __future__ import annotations
 
 import functools
+import hashlib
 import itertools
 import json
 import random
@@ -175,6 +176,8 @@ def run_agent(plan: AgentPlan, workspace: Path, clock: StepClock) -> int:
             completion=model,
             clock=clock,
             max_loops=1,
+            # each process's id, as the reference's (agent-<32 hex>), the same on every run
+            id="agent-" + hashlib.sha256(f"{plan.name}/{number}".encode()).hexdigest()[:32],
         )
         agent.context_compressor = ContextCompressor(
             threshold=THRESHOLD,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -61,7 +62,8 @@ def test_preloaded_memory_reaches_the_model() -> None:
     assert sent[0] == {"role": "system", "content": "sp"}
     assert sent[1]["role"] == "system" and sent[1]["content"].startswith(PRELOAD_PREFIX)
     assert "/srv/vault" in sent[1]["content"]
-    assert sent[-1] == {"role": "user", "content": "Where is the vault?"}
+    assert sent[-1]["role"] == "user"
+    assert re.fullmatch(r"\[\d{4}-\d\d-\d\dT[^\]]+\] Where is the vault\?", sent[-1]["content"])
 
 
 def test_tools_are_offered_called_and_recorded() -> None:
@@ -280,3 +282,45 @@ def test_the_default_preload_bound_is_a_typed_sentinel_and_none_is_no_bound() ->
     assert repr(DEFAULT_PRELOAD) == "<default preload bound>"
     assert bounded.short_memory.token_count() <= default_preload_max_tokens(8000, 0.9) + 200
     assert unbounded.short_memory.token_count() > default_preload_max_tokens(8000, 0.9) + 200
+
+
+def test_live_user_turns_reach_the_model_with_their_time() -> None:
+    """The seed: the agent can answer "what time did I ask you this?" from its own history; the
+    live turns carry their timestamps to the model, not only the preloaded ones."""
+    with FakeOpenAIServer(["noted", "at the time shown"]) as server:
+        agent = _agent(server, system_prompt="sp", rules="be brief")
+        agent.run("Remember the number 7.")
+        agent.run("What time did I ask you to remember it?")
+        sent = server.requests[1]["messages"]
+    entries = agent.short_memory.entries(EntryKind.MESSAGE)
+    asked = [e for e in entries if e["role"] == "User"]
+    users = [m["content"] for m in sent if m["role"] == "user"]
+    assert users == [
+        "be brief",  # the rules: static context, no time
+        f"[{asked[0]['timestamp']}] Remember the number 7.",
+        f"[{asked[1]['timestamp']}] What time did I ask you to remember it?",
+    ]
+    replies = [m["content"] for m in sent if m["role"] == "assistant"]
+    assert replies == ["noted"]  # replies go as they are
+    doc = read_memory(agent.short_memory.memory_md_path)  # type: ignore[arg-type]
+    assert [m.content for m in doc.messages][0] == "Remember the number 7."  # disk: unchanged
+    agent.short_memory.time_enabled = False
+    assert agent.short_memory.to_messages()[2]["content"] == "Remember the number 7."
+
+
+def test_the_agent_has_an_id_that_names_its_conversation_as_the_reference_does(
+    isolated_workspace: Path,
+) -> None:
+    first = Agent(agent_name="Quant", llm_args={"mock_response": "ok"})
+    second = Agent(agent_name="Quant", llm_args={"mock_response": "ok"})
+    assert re.fullmatch(r"agent-[0-9a-f]{32}", first.id)
+    assert first.id != second.id  # fresh each construction (the seed's design note) ...
+    assert first.short_memory.memory_md_path == second.short_memory.memory_md_path  # ... same file
+    first.run("hello")
+    doc = read_memory(first.short_memory.memory_md_path)  # type: ignore[arg-type]
+    assert doc.conversation_name == f"Quant_id_{first.id}_conversation"
+    named = Agent(agent_name="Named", id="agent-fixed", llm_args={"mock_response": "ok"})
+    assert named.short_memory.name == "Named_id_agent-fixed_conversation"
+    for bad in ("", "two\nlines", 7):
+        with pytest.raises(InvalidSetting, match=r"Agent\(id=\.\.\.\)"):
+            Agent(agent_name="Bad", id=bad)  # type: ignore[arg-type]

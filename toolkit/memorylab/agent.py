@@ -24,6 +24,7 @@ that :mod:`memorylab.analysis` replays the run with the same check points and re
 from __future__ import annotations
 
 import os
+import secrets
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal
@@ -66,7 +67,7 @@ class Agent:
         context_compression: check compression before every model call.
         context_length: the window compression is measured against; ``None``: litellm's
             ``max_input_tokens`` for ``model_name``, else
-            :data:`memorylab.llm.DEFAULT_CONTEXT_WINDOW` (8192).
+            :data:`memorylab.llm.DEFAULT_CONTEXT_LENGTH` (8192).
         compression_threshold: a fraction of ``context_length`` (float) or a token count (int),
             or a :class:`~memorylab.compress.policy.Trigger` (a fraction, a token count and a
             message count: any fires).
@@ -99,6 +100,11 @@ class Agent:
         strategy: what a compaction does with the history (docs/compression.md, Strategies):
             a :class:`~memorylab.compress.strategy.Strategy` or its name; default
             ``"summary"``, the seed's compaction. Given to the compressor.
+        id: this instance's identifier, as the reference's ``Agent.id``: default a fresh
+            ``agent-<32 hex digits>`` at each construction. It names the conversation
+            (``<agent_name>_id_<id>_conversation``, the header of a MEMORY.md this agent
+            creates); the memory folder is keyed on ``agent_name``, never on ``id``, so a new
+            process resumes the same memory.
     """
 
     def __init__(
@@ -133,8 +139,10 @@ class Agent:
         completion: Callable[..., ChatReply] | None = None,
         clock: Callable[[], datetime] | None = None,
         strategy: Strategy | str | None = None,
+        id: str | None = None,  # the reference's keyword
     ) -> None:
         self.agent_name = agent_name
+        self.id = _check_id(id)
         self.model_name = model_name
         self.max_loops = _check_loops(max_loops)
         self.context_compression = context_compression
@@ -162,7 +170,7 @@ class Agent:
         if preload_max_tokens is policy.DEFAULT_PRELOAD:
             preload_max_tokens = policy.default_preload_max_tokens(self.context_length, threshold)
         self.short_memory = Conversation(
-            name=f"{agent_name}_conversation",
+            name=f"{agent_name}_id_{self.id}_conversation",
             system_prompt=system_prompt,
             rules=rules,
             custom_rules_prompt=custom_rules_prompt,
@@ -306,6 +314,18 @@ class Agent:
             f"Agent(agent_name={self.agent_name!r}, model_name={self.model_name!r}, "
             f"context_length={self.context_length}, memory={self.short_memory.memory_md_path})"
         )
+
+
+def _check_id(value: object) -> str:
+    """``id`` as given, or a fresh one shaped as the reference's (``agent-`` + 32 hex digits)."""
+    if value is None:
+        return f"agent-{secrets.token_hex(16)}"
+    if not isinstance(value, str) or not value.strip() or not value.isprintable():
+        raise InvalidSetting(
+            f"Agent(id=...) must be a non-empty line of printable text, not {value!r}; "
+            "leave it out for a fresh one"
+        )
+    return value
 
 
 def _check_loops(value: object) -> int | Literal["auto"]:
