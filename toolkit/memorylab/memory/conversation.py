@@ -476,6 +476,12 @@ class Conversation(ReferenceMethods):
         rows with a ``tool_call_id`` (in the entry or its ``metadata``, as :meth:`add_messages`
         keeps it) ``tool``; other tool-ish roles a ``user`` row tagged with the role;
         everything else (the agent's own name) ``assistant``.
+
+        With ``time_enabled`` each user turn of the conversation starts with its timestamp,
+        ``[<timestamp>] <content>``, as the preloaded turns and
+        :meth:`return_history_as_string` show it, so the model can say when it was asked
+        something in this session too. Replies, tool results and the static context go as they
+        are: a model shown stamped replies tends to start its own with a stamp.
         """
         out: list[dict[str, Any]] = []
         user_roles = {self.user.lower(), "user", "human"}
@@ -493,6 +499,9 @@ class Conversation(ReferenceMethods):
             elif lowered == "system":
                 message = {"role": "system", "content": content}
             elif lowered in user_roles:
+                stamp = entry.get("timestamp") if self.time_enabled else None
+                if stamp and entry_kind(entry) is EntryKind.MESSAGE:
+                    content = f"[{stamp}] {content}"
                 message = {"role": "user", "content": content}
             elif lowered in TOOL_ROLES:
                 message = {"role": "user", "content": f"[{role}]\n{content}"}
