@@ -7,11 +7,10 @@ the modules that keep an old import path, keyword or attribute working for a rel
 
 from __future__ import annotations
 
-import functools
 import importlib
 import warnings
 from collections.abc import Callable, Mapping, MutableMapping
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from memorylab.errors import InvalidSetting
 
@@ -57,40 +56,6 @@ def moved(module: str, homes: Mapping[str, str], *, stacklevel: int = 2) -> Call
         return getattr(importlib.import_module(home), name)
 
     return __getattr__
-
-
-def renamed(**former: str) -> Callable[[_F], _F]:
-    """A decorator for keywords that were renamed: ``@renamed(context_window="context_length")``
-    keeps the former keyword working for a release. A call that passes it has its value passed
-    as the new keyword and warns (``DeprecationWarning``) with the keyword to write instead; a
-    call that passes both is refused (:class:`~memorylab.errors.InvalidSetting`, saying which to
-    keep). The decorated function declares only the new names, so type checkers flag the former
-    ones. On ``__init__`` the messages name the class. Put it above ``contextmanager``-like
-    decorators, so the warning points at the caller's line."""
-
-    def decorate(function: _F) -> _F:
-        where = function.__qualname__.removesuffix(".__init__")
-
-        @functools.wraps(function)
-        def call(*args: Any, **kwargs: Any) -> Any:
-            for old, new in former.items():
-                if old not in kwargs:
-                    continue
-                if new in kwargs:
-                    raise InvalidSetting(
-                        f"{where}() got both {new}= and {old}=, its former name: keep {new}= only"
-                    )
-                warnings.warn(
-                    f"{where}({old}=...) is deprecated: pass {new}= instead (same meaning)",
-                    DeprecationWarning,
-                    stacklevel=2,
-                )
-                kwargs[new] = kwargs.pop(old)
-            return function(*args, **kwargs)
-
-        return cast(_F, call)
-
-    return decorate
 
 
 def renamed_attribute(old: str, new: str) -> Any:
