@@ -312,3 +312,46 @@ def test_a_lenient_read_unpacked_as_the_old_tuple_still_works_and_warns(tmp_path
     assert read.document == doc and read.problems == problems
     with pytest.warns(DeprecationWarning, match="ParseResult"):
         assert read[0] == doc
+
+
+# -- the reference's plain compact() summary (issue 28) -----------------------------------------
+
+
+def _reseeded(role: str, created: str, stamp: str, content: str = "the summary") -> fmt.ParsedFile:
+    text = (
+        f"# Agent Memory\n\n**Conversation:** Quant_id_x_conversation\n**Created:** {created}\n\n"
+        f"---\n\n## Interaction Log\n\n### {role} — {stamp}\n\n{content}\n\n---\n\n"
+    )
+    return fmt.parse_file(text)
+
+
+@pytest.mark.parametrize(
+    ("role", "created", "stamp", "after", "expected"),
+    [
+        # re-seeded by compact(): the archive before it is named with the file's time
+        ("user", "2026-04-20T10:00:01.2", "2026-04-20T10:00:01.3", "history_2026-04-20_10-00-01.md", True),
+        ("System", "2026-04-20T10:00:01.2", "2026-04-20T10:00:01.3", "history_2026-04-20_10-00-01.md", True),
+        # an archive named an hour earlier: the file was not made by that compaction
+        ("user", "2026-04-20T11:00:00", "2026-04-20T11:00:00.5", "history_2026-04-20_10-00-01.md", False),
+        # an agent's first file (or one after an edit): no summary, whatever the role
+        ("System", "2026-04-20T10:00:00", "2026-04-20T10:00:00.1", None, False),
+        ("user", "2026-04-20T10:00:00", "2026-04-20T10:00:00.1", None, False),
+        # written long after the file was made: a turn, unless a System one
+        ("user", "2026-04-20T10:00:00", "2026-04-20T10:05:00", "history_2026-04-20_10-00-00.md", False),
+        ("System", "2026-04-20T10:00:00", "2026-04-20T10:05:00", "history_2026-04-20_10-00-00.md", True),
+        # memorylab's names are UTC (Z), its times aware
+        ("user", "2026-04-20T10:00:01+00:00", "2026-04-20T10:00:01.5+00:00", "history_2026-04-20_10-00-01Z.md", True),
+        # times that cannot be compared (naive file, aware block): only a System block
+        ("System", "2026-04-20T10:00:01", "2026-04-20T12:00:01+02:00", "history_2026-04-20_10-00-01.md", True),
+        ("user", "2026-04-20T10:00:01", "2026-04-20T12:00:01+02:00", "history_2026-04-20_10-00-01.md", False),
+    ],
+)
+def test_opens_with_plain_summary_decides_from_the_recorded_times(
+    role: str, created: str, stamp: str, after: str | None, expected: bool
+) -> None:
+    assert fmt.opens_with_plain_summary(_reseeded(role, created, stamp), after) is expected
+
+
+def test_a_marked_summary_is_not_the_plain_rules_question() -> None:
+    marked = _reseeded("user", "2026-04-20T10:00:01", "2026-04-20T10:00:01", "[Compressed Memory Summary] x")
+    assert not fmt.opens_with_plain_summary(marked, "history_2026-04-20_10-00-01.md")

@@ -437,3 +437,54 @@ def test_save_transcript_is_private_whatever_the_umask(tmp_path: Path) -> None:
         os.umask(old)
     assert oct(path.stat().st_mode & 0o777) == "0o600"
     assert load_transcript(path) == transcript
+
+
+# -- summaries the reference's plain compact() wrote (issue 28) ---------------------------------
+
+
+@needs_reference
+def test_plain_compact_summaries_are_summaries_in_frames_and_preload(tmp_path: Path) -> None:
+    """The reference's ``compact(summary)`` re-seeds MEMORY.md with the summary unmarked, role
+    System by default or the role it is given; the ContextCompressor's own is marked. The
+    loaders and the bounded preload read each as a summary, decided from the times the files
+    record; a fresh agent's first task, written as quickly, is not one."""
+    from memorylab import Conversation
+
+    _reference(
+        """
+        import time
+        from swarms.structs.conversation import Conversation
+        def conv(name):
+            return Conversation(name=name, time_enabled=True, memory_md_path=f"agents/{name}/MEMORY.md")
+        system = conv("Sys")
+        for turn in range(30):
+            system.add("user", f"task {turn} " + "words " * 30)
+        system.compact("plain summary in System")
+        for turn in range(8):
+            system.add("user", f"after the summary {turn} " + "more " * 20)
+        user = conv("Usr")
+        user.add("user", "an early task")
+        time.sleep(3)  # the archive's name and the new file's time: 3 s after this block
+        user.compact("plain summary as user", summary_role="user")
+        user.add("user", "after")
+        fresh = conv("Fresh")
+        fresh.add("user", "a first task, at once")
+        """,
+        tmp_path,
+        WORKSPACE_DIR=str(tmp_path),
+    )
+    frame = memory_df(tmp_path, on_bad="error")
+    summaries = frame.loc[frame["is_summary"], ["agent", "role", "content"]]
+    assert summaries.values.tolist() == [
+        ["Sys", "System", "plain summary in System"],
+        ["Usr", "user", "plain summary as user"],
+    ]
+    assert not frame.loc[frame["agent"] == "Fresh", "is_summary"].any()
+    # The bounded preload keeps the summary first, whatever else its budget leaves out.
+    again = Conversation(
+        agent_name="Sys", workspace_dir=tmp_path, preload_max_tokens=700, token_counter=len
+    )
+    plan = again.preload_plan
+    assert plan is not None and 0 < plan.omitted_messages < 8
+    assert "plain summary in System" in plan.text  # the oldest block, kept as the summary
+    assert "after the summary 7" in plan.text and "after the summary 0" not in plan.text

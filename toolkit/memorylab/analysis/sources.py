@@ -78,17 +78,20 @@ in all before a read gives up)."""
 
 @dataclass
 class Note:
-    """A problem or remark about a file (``line`` 0: the file as a whole)."""
+    """A problem or remark about a file (``line`` 0: the file as a whole). ``damaged``: the file
+    did not read whole (a parse problem or an I/O error), what a strict read raises for and the
+    loaders' ``on_bad`` governs; the other notes say what was skipped or looks missing."""
 
     file: str
     line: int
     kind: str
     message: str
+    damaged: bool = False
 
 
-def _note(notes: list[Note], path: Path, kind: str, message: str) -> None:
+def _note(notes: list[Note], path: Path, kind: str, message: str, *, damaged: bool = False) -> None:
     """Note a problem or remark about the file ``path`` as a whole (line 0)."""
-    notes.append(Note(str(path), 0, kind, message))
+    notes.append(Note(str(path), 0, kind, message, damaged))
 
 
 # The kinds of notes that say how files were read (an edit's archive, copies read once), not
@@ -216,11 +219,11 @@ def read_segments(
         except FileNotFoundError as exc:  # the stat: read_parsed raises StoreError
             if strict:
                 raise StoreError(f"{path} does not exist") from exc
-            _note(notes, path, "io", f"{path} does not exist")
+            _note(notes, path, "io", f"{path} does not exist", damaged=True)
         except StoreError as exc:
             if strict:
                 raise
-            _note(notes, path, "io", str(exc))
+            _note(notes, path, "io", str(exc), damaged=True)
     return segments
 
 
@@ -299,22 +302,23 @@ def agent_timeline(files: AgentFiles, notes: list[Note], *, strict: bool) -> lis
 
 def summary_flags(segments: Sequence[Segment]) -> list[list[bool]]:
     """Per segment, which of its messages read (:meth:`Segment.blocks`) are compaction
-    summaries: those marked ``[Compressed Memory Summary]``, and the first block of a file that
-    follows a compaction's archive when its role is System (the reference framework's plain
-    ``compact(summary)`` re-seeds MEMORY.md with the summary, unmarked, as its first block)."""
+    summaries: those marked ``[Compressed Memory Summary]``, and the first block of a file the
+    reference framework's plain ``compact(summary)`` re-seeded with its summary, unmarked
+    (:func:`~memorylab.memory.format.opens_with_plain_summary`, decided from the times the
+    files record)."""
     flags = []
     previous: Segment | None = None
     for segment in segments:
         # Message.is_summary, over the contents at once (a C method mapped, no call per row)
         contents = segment.blocks().contents
         marked = list(map(str.startswith, contents, itertools.repeat(SUMMARY_PREFIX)))
-        roles = segment.parsed.blocks.roles
         if (
-            roles
-            and previous is not None
-            and previous.kind == "archive"
+            marked
             and 0 not in segment.repeated
-            and roles[0].casefold() == "system"
+            and fmt.opens_with_plain_summary(
+                segment.parsed,
+                previous.path.name if previous is not None and previous.kind == "archive" else None,
+            )
         ):
             marked[0] = True
         flags.append(marked)
@@ -572,7 +576,10 @@ def timeline(
                 "duplicate",
                 f"{what}; skipped, its messages are read once from the later file",
             )
-        notes += [Note(str(segment.path), p.line, p.kind, p.message) for p in segment.problems]
+        notes += [
+            Note(str(segment.path), p.line, p.kind, p.message, damaged=True)
+            for p in segment.problems
+        ]
         kept.append(segment)
     kept = _without_repeats(kept, notes)
     for segment in kept:

@@ -316,7 +316,13 @@ class Conversation(ReferenceMethods):
         warn_permissions(self._store.path, own=True)  # the file only: one lstat
         if not has_messages(text):
             return  # a header without messages: nothing worth loading
-        plan = plan_preload(text, max_tokens=self.preload_max_tokens, count=self.counter)
+        paths = self._store.paths
+        plan = plan_preload(
+            text,
+            max_tokens=self.preload_max_tokens,
+            count=self.counter,
+            last_archive=lambda: next((p.name for p in reversed(paths.archives())), None),
+        )
         self.preload_plan = plan
         if not plan.complete:
             logger.info(

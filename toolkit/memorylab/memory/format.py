@@ -39,7 +39,7 @@ from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal, overload
 
 from memorylab.errors import MemoryFormatError
-from memorylab.memory.records import MemoryDocument, Message
+from memorylab.memory.records import SUMMARY_PREFIX, MemoryDocument, Message
 from memorylab.results import FormerPair, Result
 
 FORMAT_VERSION = 1
@@ -1347,6 +1347,44 @@ def parse_archive_name(name: str) -> tuple[datetime, int] | None:
     return when, int(match[3] or 1)
 
 
+RESEED_SECONDS = 2.0
+"""How close, in seconds, the reference's plain ``compact()`` writes what it records: the
+archive's name time, the new MEMORY.md's ``**Created:**`` and the summary's timestamp are three
+``datetime.now()`` calls of one call (a name keeps whole seconds: one more second is allowed)."""
+
+
+def opens_with_plain_summary(parsed: ParsedFile, after_archive: str | None) -> bool:
+    """Whether the first block of ``parsed`` is an unmarked compaction summary: the one the
+    reference framework's plain ``compact(summary, summary_role=...)`` re-seeds MEMORY.md with
+    (no ``[Compressed Memory Summary]`` prefix, role ``System`` by default or any it is given).
+    ``after_archive``: the name of the compaction archive just before this file in the agent's
+    timeline (``None``: the file is the agent's first, or follows an edit).
+
+    Decided from what the files record. That ``compact()`` archives MEMORY.md as
+    ``history_<now>.md``, creates the file again with ``**Created:** <now>`` and adds the
+    summary at once. So after an archive, a ``System`` first block is the summary (the reference
+    writes ``System`` blocks no other way), and a first block of another role is when it was
+    written within :data:`RESEED_SECONDS` of the file's creation and the archive is named with
+    that time too. (A ``compact()`` of a log with no block writes no archive: its summary is
+    not recognised.) A marked first block is not this function's question.
+    """
+    blocks = parsed.blocks
+    if after_archive is None or not blocks.roles or blocks.contents[0].startswith(SUMMARY_PREFIX):
+        return False
+    if blocks.roles[0].casefold() == "system":
+        return True
+    created, stamp = parsed.created, blocks.timestamps[0]
+    match, named = _ARCHIVE_RE.match(after_archive), parse_archive_name(after_archive)
+    if created is None or match is None or named is None:
+        return False
+    when = named[0].replace(tzinfo=UTC) if match[2] else named[0]  # a Z name is UTC
+    if not (created.tzinfo is None) == (stamp.tzinfo is None) == (when.tzinfo is None):
+        return False  # times that cannot be compared
+    return abs((stamp - created).total_seconds()) <= RESEED_SECONDS and (
+        -RESEED_SECONDS <= (created - when).total_seconds() <= RESEED_SECONDS + 1
+    )
+
+
 __all__ = [
     "ARCHIVE_TIME_FORMAT",
     "AppendPoint",
@@ -1357,6 +1395,7 @@ __all__ = [
     "LOG_LINE",
     "ParseResult",
     "ParsedFile",
+    "RESEED_SECONDS",
     "SEPARATOR_LINE",
     "TITLE_LINE",
     "append_point",
@@ -1368,6 +1407,7 @@ __all__ = [
     "history_line",
     "history_lines",
     "history_text",
+    "opens_with_plain_summary",
     "parse",
     "parse_archive_name",
     "parse_file",

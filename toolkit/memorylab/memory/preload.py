@@ -34,13 +34,21 @@ class PreloadPlan:
 
 
 def plan_preload(
-    text: str, *, max_tokens: int | None = None, count: Callable[[str], int] | None = None
+    text: str,
+    *,
+    max_tokens: int | None = None,
+    count: Callable[[str], int] | None = None,
+    last_archive: Callable[[], str | None] = lambda: None,
 ) -> PreloadPlan:
     """Choose what of ``text`` (a MEMORY.md) to preload within ``max_tokens``.
 
     Without a budget the whole text is kept. A text with no more UTF-8 bytes than the budget is
     kept without counting (a byte-level BPE token is at least one byte). Otherwise ``count``
     is needed; messages are counted newest first, so the cost follows the budget, not the file.
+    The latest summary is kept first: a marked one, or the unmarked one the reference's plain
+    ``compact()`` opens the file with (``last_archive()``: the name of the agent's newest
+    archive, asked for only when the file exceeds the budget;
+    :func:`~memorylab.memory.format.opens_with_plain_summary`).
 
     >>> plan = plan_preload("# Agent Memory\\n", max_tokens=100)
     >>> plan.complete, plan.text
@@ -50,11 +58,14 @@ def plan_preload(
         return PreloadPlan(text, kept_messages=_count_blocks(text))
     if count is None:
         raise ValueError("a preload budget needs a token counter (count=...)")
-    doc = fmt.parse(text, strict=False).document
+    parsed = fmt.parse_file(text, strict=False)
     marker = text.find("\n## Interaction Log\n")
     header = text[: marker + len("\n## Interaction Log\n")] + "\n" if marker >= 0 else ""
-    messages = list(doc.messages)
-    summary_index = max((i for i, m in enumerate(messages) if m.is_summary), default=None)
+    messages = list(parsed.blocks.messages())
+    plain = fmt.opens_with_plain_summary(parsed, last_archive())
+    summary_index = max(
+        (i for i, m in enumerate(messages) if m.is_summary), default=0 if plain else None
+    )
     budget = max_tokens - count(header) - count(OMITTED_NOTE.format(omitted=0, chars=0, budget=0))
     kept: list[tuple[int, str]] = []
     if summary_index is not None:  # the latest summary stands for everything before it: keep it
