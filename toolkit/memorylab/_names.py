@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from memorylab.errors import InvalidSetting
 
 _F = TypeVar("_F", bound=Callable[..., Any])
+_T = TypeVar("_T")
 
 
 def register(
@@ -76,3 +77,27 @@ def renamed_attribute(old: str, new: str) -> Any:
         setattr(self, new, value)
 
     return property(get, set_, doc=f"Deprecated: use ``{new}``.")
+
+
+def renamed_keyword(
+    call: str,
+    old: str,
+    new: str,
+    old_value: _T | None,
+    new_value: _T | None,
+    *,
+    stacklevel: int = 3,
+) -> _T | None:
+    """The value of keyword ``new`` of ``call``, which the previous release named ``old``: an
+    ``old_value`` given (not ``None``) is used, with a ``DeprecationWarning`` that names ``new``;
+    both given is a ``TypeError``. ``stacklevel`` 3 points at the line that called ``call``."""
+    if old_value is None:
+        return new_value
+    if new_value is not None:
+        raise TypeError(f"{call}() got both {old}= and {new}=; give {new}= only (its new name)")
+    warnings.warn(
+        f"{call}({old}=...) is now {call}({new}=...): {old}= keeps working for this release only",
+        DeprecationWarning,
+        stacklevel=stacklevel,
+    )
+    return old_value
