@@ -142,9 +142,9 @@ def test_unmapped_model_has_no_cost_and_default_window() -> None:
     summarizer = LiteLLMSummarizer("openai/fake-model", llm_args={"mock_response": "ok"})
     summary = summarizer.summarize(HISTORY)
     assert summary.text == "ok" and summary.cost_usd is None
-    assert summarizer.get_context_window() == 8192
-    assert LiteLLMSummarizer("gpt-4o").get_context_window() == 128000
-    assert LiteLLMSummarizer("gpt-4o", context_window=1000).get_context_window() == 1000
+    assert summarizer.get_context_length() == 8192
+    assert LiteLLMSummarizer("gpt-4o").get_context_length() == 128000
+    assert LiteLLMSummarizer("gpt-4o", context_length=1000).get_context_length() == 1000
 
 
 def test_mock_rate_limit_is_retried_then_reported() -> None:
@@ -163,7 +163,7 @@ def test_mock_context_window_exceeded_is_not_retried() -> None:
         llm_args={"mock_response": "litellm.ContextWindowExceededError"},
     )
     started = time.perf_counter()
-    with pytest.raises(ContextWindowExceeded, match="context_window") as caught:
+    with pytest.raises(ContextWindowExceeded, match="context_length=") as caught:
         summarizer.summarize(HISTORY)
     assert time.perf_counter() - started < 5.0  # a retry would first wait backoff_base
     assert isinstance(caught.value, ModelBadRequest) and not caught.value.retryable
@@ -198,7 +198,7 @@ def test_invalid_settings() -> None:
         {"retries": -1},
         {"timeout": 0},
         {"retry": {"timeout": 5}},
-        {"context_window": 1},
+        {"context_length": 1},
         {"temperature": 5},
         {"llm_args": {"model": "x"}},
         {"llm_args": {"timeout": 0}},
@@ -398,7 +398,7 @@ def scripted_replies(request: FakeRequest) -> str:
 def test_long_history_is_chunked_and_merged_without_loss() -> None:
     history = long_history(40)
     with FakeOpenAIServer(scripted_replies) as server:
-        summarizer = fake(server.base_url, context_window=1500, max_tokens=100)
+        summarizer = fake(server.base_url, context_length=1500, max_tokens=100)
         summary = summarizer.summarize(history)
         requests = server.requests
     texts = [user_text(r) for r in requests]
@@ -424,7 +424,7 @@ def test_oversized_single_message_is_split_by_tokens() -> None:
     huge = " ".join(f"w{i:04d}" for i in range(1500))
     history = [{"role": "User", "content": "Summarize the log."}, {"role": "Tool", "content": huge}]
     with FakeOpenAIServer(scripted_replies) as server:
-        summary = fake(server.base_url, context_window=1200, max_tokens=100).summarize(history)
+        summary = fake(server.base_url, context_length=1200, max_tokens=100).summarize(history)
         texts = [user_text(r) for r in server.requests]
     assert summary.chunks == len(texts) >= 3
     joined = "\n".join(t for t in texts if "<transcript>" in t)
@@ -441,7 +441,7 @@ def test_merge_is_recursive_when_partials_are_large() -> None:
         return f"M{request.index} {big}" if "<summaries>" in text else f"P{request.index} {big}"
 
     with FakeOpenAIServer(replies) as server:
-        summary = fake(server.base_url, context_window=1400, max_tokens=100).summarize(
+        summary = fake(server.base_url, context_length=1400, max_tokens=100).summarize(
             long_history(60)
         )
         texts = [user_text(r) for r in server.requests]
@@ -453,7 +453,7 @@ def test_merge_is_recursive_when_partials_are_large() -> None:
 
 def test_single_call_when_it_fits() -> None:
     with FakeOpenAIServer(scripted_replies) as server:
-        summary = fake(server.base_url, context_window=100_000).summarize(long_history(40))
+        summary = fake(server.base_url, context_length=100_000).summarize(long_history(40))
         assert server.request_count == 1
     assert summary.chunks == 1 and summary.text == "PARTIAL(0)"
     assert "<transcript>" in user_text(server.requests[0])
@@ -461,17 +461,48 @@ def test_single_call_when_it_fits() -> None:
 
 def test_window_too_small_for_max_tokens() -> None:
     summarizer = LiteLLMSummarizer(
-        "gpt-4o-mini", context_window=600, max_tokens=400, llm_args={"mock_response": "x"}
+        "gpt-4o-mini", context_length=600, max_tokens=400, llm_args={"mock_response": "x"}
     )
-    with pytest.raises(InvalidSetting, match="lower max_tokens or raise context_window"):
+    with pytest.raises(InvalidSetting, match="lower max_tokens or raise context_length"):
         summarizer.summarize(long_history(40))
+
+
+def test_context_length_is_the_window_and_context_window_its_former_name() -> None:
+    history = long_history(40)
+    counter = get_token_counter("openai/fake-model")
+    runs = []
+    for keyword in ("context_length", "context_window"):
+        with FakeOpenAIServer(scripted_replies) as server:
+            if keyword == "context_window":
+                with pytest.warns(DeprecationWarning,
+                                  match=r"LiteLLMSummarizer\(context_window=.*context_length="):
+                    summarizer = fake(server.base_url, context_window=1000, max_tokens=100)
+            else:
+                summarizer = fake(server.base_url, context_length=1000, max_tokens=100)
+            summary = summarizer.summarize(history)
+            texts = [user_text(r) for r in server.requests]
+        assert summarizer.context_length == summarizer.get_context_length() == 1000
+        assert summary.chunks == len(texts) >= 4  # chunked to fit 1000 tokens
+        assert all(counter.count(SUMMARY_SYSTEM_PROMPT + t) <= 1000 - 100 for t in texts)
+        runs.append((texts, summary.text))
+    assert runs[0] == runs[1]  # the former keyword means the same
+    with pytest.warns(DeprecationWarning, match=r"LiteLLMSummarizer.context_window is now "
+                      r"\.context_length"):  # fmt: skip
+        assert summarizer.context_window == 1000
+    with pytest.warns(DeprecationWarning, match=r"get_context_window is now \.get_context_length"):
+        assert summarizer.get_context_window() == 1000
+
+
+def test_context_length_and_context_window_together_are_refused() -> None:
+    with pytest.raises(TypeError, match=r"LiteLLMSummarizer\(\) got both .*context_length= only"):
+        LiteLLMSummarizer("gpt-4o-mini", context_length=1000, context_window=1000)
 
 
 def test_asummarize_chunks_like_summarize() -> None:
     history = long_history(40)
     with FakeOpenAIServer(scripted_replies) as server:
         summary = asyncio.run(
-            fake(server.base_url, context_window=1500, max_tokens=100).asummarize(history)
+            fake(server.base_url, context_length=1500, max_tokens=100).asummarize(history)
         )
         assert summary.chunks == server.request_count >= 4
         assert "ORIGINAL TASK" in user_text(server.requests[0])
@@ -480,7 +511,7 @@ def test_asummarize_chunks_like_summarize() -> None:
 def test_empty_partial_summary_fails_the_whole_summary() -> None:
     server = FakeOpenAIServer(["part one", Reply("")])
     with server, pytest.raises(EmptySummary, match="chunk 2/"):
-        fake(server.base_url, context_window=1500, max_tokens=100).summarize(long_history(40))
+        fake(server.base_url, context_length=1500, max_tokens=100).summarize(long_history(40))
 
 
 # --------------------------------------------------------------------------- extractive
@@ -802,14 +833,14 @@ def test_the_old_import_paths_warn_and_work() -> None:
 def test_estimate_follows_the_plan_summarize_makes() -> None:
     history = long_history(40)
     with FakeOpenAIServer(scripted_replies) as server:
-        summarizer = fake(server.base_url, context_window=1500, max_tokens=100)
+        summarizer = fake(server.base_url, context_length=1500, max_tokens=100)
         calls = summarizer.estimate(history)
         summary = summarizer.summarize(history)
         assert server.request_count == summary.chunks
     assert len(calls) >= summary.chunks >= 4  # answers at the full budget: as many or more
     assert all(model == "openai/fake-model" and out == 100 for model, _, out in calls)
     assert all(0 < tokens <= 1500 - 100 for _, tokens, _ in calls)
-    whole = fake("http://127.0.0.1:9", context_window=100_000)
+    whole = fake("http://127.0.0.1:9", context_length=100_000)
     [(_, tokens, out)] = whole.estimate(history, max_tokens=50)
     assert out == 50 and tokens > count_tokens(fmt.history_text(history), "openai/fake-model")
     assert whole.estimate([]) == []  # the summary would fail before any call

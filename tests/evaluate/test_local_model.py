@@ -63,11 +63,11 @@ def test_a_real_local_model_through_the_gateway(tmp_path: Path,
 
     monkeypatch.setattr(litellm, "acompletion", counted)
     started = time.perf_counter()
-    with local_server(MODEL, context_window=2048, server_args=["--n_threads", "2"]) as api_base:
+    with local_server(MODEL, context_length=2048, server_args=["--n_threads", "2"]) as api_base:
         with urllib.request.urlopen(f"{api_base}/models", timeout=5) as answer:
             assert answer.status == 200
         args = {"api_base": api_base}
-        summarizer = LiteLLMSummarizer("openai/local", llm_args=args, context_window=2048,
+        summarizer = LiteLLMSummarizer("openai/local", llm_args=args, context_length=2048,
                                        max_tokens=96, timeout=120, retries=0)  # fmt: skip
         reader = get_scorer("probe_qa", name="qa_local", reader="openai/local", llm_args=args,
                             max_tokens=24)  # fmt: skip
@@ -131,7 +131,7 @@ def test_the_server_ignores_its_settings_in_the_environment(
 
     monkeypatch.setenv("CACHE", str(tmp_path / "some-dir"))
     monkeypatch.setenv("N_CTX", "12")
-    with local_server(MODEL, context_window=512, server_args=["--n_threads", "1"]) as api_base:
+    with local_server(MODEL, context_length=512, server_args=["--n_threads", "1"]) as api_base:
         served = served_model(api_base)
         assert served is not None and served["n_ctx"] == 512
         assert len(str(served["gguf_sha256"])) == 64
@@ -147,7 +147,7 @@ def test_the_probes_of_one_memory_read_it_once_on_the_real_server(tmp_path: Path
 
     cases = cases_from_locomo(Path(__file__).parent / "data" / "locomo_sample.json")
     log = tmp_path / "server.log"
-    with local_server(MODEL, context_window=2048, server_args=["--n_threads", "2"],
+    with local_server(MODEL, context_length=2048, server_args=["--n_threads", "2"],
                       log_path=log) as api_base:  # fmt: skip
         reader = get_scorer("probe_qa", reader="openai/local", llm_args={"api_base": api_base},
                             max_tokens=16)  # fmt: skip

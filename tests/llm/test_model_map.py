@@ -30,7 +30,7 @@ print(json.dumps({
     "windows": [llm.model_context_length(m) for m in
                 ("gpt-4o", "openai/gpt-4o-mini", "claude-sonnet-4-5", "openai/my-model")],
     "prices": [llm.token_prices(m) for m in ("gpt-4o-mini", "openai/my-model")],
-    "summarizer": [summarizer.get_context_window(), len(summarizer.estimate(history))],
+    "summarizer": [summarizer.get_context_length(), len(summarizer.estimate(history))],
     "plan": [plan.requests, plan.usd > 0],
     "litellm": "litellm" in sys.modules,
 }))
@@ -40,9 +40,9 @@ print(json.dumps({
     assert done.returncode == 0, done.stderr[-3000:]
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen == {
-        "windows": [128000, 128000, 200000, llm.DEFAULT_CONTEXT_WINDOW],
+        "windows": [128000, 128000, 200000, llm.DEFAULT_CONTEXT_LENGTH],
         "prices": [[1.5e-07, 6e-07], None],
-        "summarizer": [llm.DEFAULT_CONTEXT_WINDOW, 1],
+        "summarizer": [llm.DEFAULT_CONTEXT_LENGTH, 1],
         "plan": [2, True],
         "litellm": False,
     }
@@ -107,9 +107,9 @@ differ, file_only = [], 0
 for name, (our_window, our_price) in ours.items():
     if our_window != "litellm":
         theirs = window(name)
-        if theirs is None and our_window != llm.DEFAULT_CONTEXT_WINDOW:
+        if theirs is None and our_window != llm.DEFAULT_CONTEXT_LENGTH:
             file_only += 1  # listed, but litellm's lookup cannot route the bare name
-        elif (theirs or llm.DEFAULT_CONTEXT_WINDOW) != our_window:
+        elif (theirs or llm.DEFAULT_CONTEXT_LENGTH) != our_window:
             differ.append(["window", name, our_window, theirs])
     if our_price != "litellm":
         theirs = price(name)
@@ -122,7 +122,7 @@ print(json.dumps({
     "names": len(names), "imported_early": imported_early, "differ": differ[:20],
     "windows_from_file": sum(w != "litellm" for w, _ in ours.values()),
     "prices_from_file": sum(p != "litellm" for _, p in ours.values()),
-    "unknown": [n for n, (w, p) in ours.items() if p is None and w == llm.DEFAULT_CONTEXT_WINDOW],
+    "unknown": [n for n, (w, p) in ours.items() if p is None and w == llm.DEFAULT_CONTEXT_LENGTH],
     "ollama": ours["ollama/llama3"], "file_only": file_only,
 }))
 """
@@ -147,7 +147,7 @@ def test_the_file_answers_as_litellm_does_on_every_name_of_its_map() -> None:
 def test_a_model_registered_with_litellm_is_seen_once_it_is_imported() -> None:
     litellm = llm.import_litellm()
     name = "openai/memorylab-registered-test-model"
-    assert llm.model_context_length(name) == llm.DEFAULT_CONTEXT_WINDOW
+    assert llm.model_context_length(name) == llm.DEFAULT_CONTEXT_LENGTH
     litellm.register_model({name: {"max_input_tokens": 1234, "input_cost_per_token": 1e-06,
                                    "output_cost_per_token": 2e-06,
                                    "litellm_provider": "openai", "mode": "chat"}})  # fmt: skip
@@ -156,7 +156,15 @@ def test_a_model_registered_with_litellm_is_seen_once_it_is_imported() -> None:
         assert llm.token_prices(name) == pytest.approx((1e-06, 2e-06))
     finally:
         litellm.model_cost.pop(name, None)
-    assert llm.model_context_length(name) == llm.DEFAULT_CONTEXT_WINDOW
+    assert llm.model_context_length(name) == llm.DEFAULT_CONTEXT_LENGTH
+
+
+def test_the_default_window_s_former_name_warns() -> None:
+    former = "DEFAULT_CONTEXT_WINDOW"
+    with pytest.warns(DeprecationWarning, match=f"{former} is now DEFAULT_CONTEXT_LENGTH"):
+        assert getattr(llm, former) == llm.DEFAULT_CONTEXT_LENGTH == 8192
+    with pytest.raises(AttributeError):
+        llm.DEFAULT_CONTEXT_WINDOWS  # type: ignore[attr-defined]  # noqa: B018
 
 
 # --------------------------------------------------------------------------- the import

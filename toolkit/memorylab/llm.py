@@ -31,7 +31,7 @@ is configured for it, a placeholder key is sent (such servers accept any).
 :func:`local_server` starts llama.cpp's server for a GGUF file and stops it afterwards.
 
 :func:`model_context_length` is litellm's input window for a model, or
-:data:`DEFAULT_CONTEXT_WINDOW`; :func:`token_prices` its list price; both read litellm's model
+:data:`DEFAULT_CONTEXT_LENGTH`; :func:`token_prices` its list price; both read litellm's model
 map as a file (:func:`bundled_model_map`) and import litellm only for a name the map alone does
 not settle. :func:`response_usage` / :func:`response_cost` read a reply's token usage and price.
 litellm (~3 s of CPU) is imported by :func:`import_litellm` on first use, never at module
@@ -50,10 +50,12 @@ import re
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
+from memorylab._names import renamed_keyword
 from memorylab.errors import (
     ContextWindowExceeded,
     InvalidSetting,
@@ -75,7 +77,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Caller",
     "ChatReply",
-    "DEFAULT_CONTEXT_WINDOW",
+    "DEFAULT_CONTEXT_LENGTH",
     "ErrorRule",
     "ModelSpeed",
     "RetryPolicy",
@@ -98,8 +100,19 @@ __all__ = [
     "token_prices",
 ]
 
-DEFAULT_CONTEXT_WINDOW = 8192
-"""Context window assumed for a model litellm has no information about."""
+DEFAULT_CONTEXT_LENGTH = 8192
+"""Context window (``context_length``) assumed for a model litellm has no information about."""
+
+
+def __getattr__(name: str) -> Any:
+    """``DEFAULT_CONTEXT_WINDOW``, the former name of :data:`DEFAULT_CONTEXT_LENGTH`, still
+    works for now and warns (``DeprecationWarning``)."""
+    if name == "DEFAULT_CONTEXT_WINDOW":
+        warnings.warn("memorylab.llm.DEFAULT_CONTEXT_WINDOW is now DEFAULT_CONTEXT_LENGTH",
+                      DeprecationWarning, stacklevel=2)  # fmt: skip
+        return DEFAULT_CONTEXT_LENGTH
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _T = TypeVar("_T")
 
@@ -558,7 +571,7 @@ class Caller:
 
 
 def model_context_length(model: str) -> int:
-    """litellm's ``max_input_tokens`` for ``model``, or :data:`DEFAULT_CONTEXT_WINDOW`.
+    """litellm's ``max_input_tokens`` for ``model``, or :data:`DEFAULT_CONTEXT_LENGTH`.
 
     Read from the model map as a file, without importing litellm, when the map settles the
     name (:func:`_map_entry`: a name it lists with its window, or one it has nothing like,
@@ -568,7 +581,7 @@ def model_context_length(model: str) -> int:
     a listed name litellm cannot route (``jamba-1.5``) has the map's window here, not 8192."""
     settled, entry = _map_entry(model)
     if settled and entry is None:
-        return DEFAULT_CONTEXT_WINDOW
+        return DEFAULT_CONTEXT_LENGTH
     window = entry.get("max_input_tokens") if entry is not None else None
     if isinstance(window, int) and not isinstance(window, bool) and window > 0:
         return window
@@ -577,7 +590,7 @@ def model_context_length(model: str) -> int:
         window = info.get("max_input_tokens") or info.get("max_tokens")
     except Exception:  # ModelNotMappedError and friends: litellm does not know the model
         window = None
-    return int(window) if window else DEFAULT_CONTEXT_WINDOW
+    return int(window) if window else DEFAULT_CONTEXT_LENGTH
 
 
 _ASKS_ELSEWHERE = frozenset({"ollama", "ollama_chat", "lemonade", "huggingface"})
@@ -961,16 +974,19 @@ def local_server(
     *,
     host: str = "127.0.0.1",
     port: int | None = None,
-    context_window: int = 4096,
+    context_length: int | None = None,
     startup_timeout: float = 180.0,
     server_args: Sequence[str] = (),
     log_path: str | os.PathLike[str] | None = None,
+    context_window: int | None = None,  # the former name of context_length
 ) -> Iterator[str]:
     """Run llama.cpp's OpenAI-compatible server (``python -m llama_cpp.server``) for a GGUF
     model file on this machine, and yield its ``api_base`` (``http://127.0.0.1:PORT/v1``).
 
     Use the model as ``"openai/local"`` (any name after ``openai/``: the server has one model)
-    with ``llm_args={"api_base": api_base}``, and ``context_window=`` the same as here. The
+    with ``llm_args={"api_base": api_base}``, and ``context_length=`` the same as here (the
+    server's ``--n_ctx``, default 4096 tokens; its former name ``context_window=`` still works
+    for now and warns). The
     server is started on a free port (or ``port``), waited for until it answers
     ``GET /v1/models`` (at most ``startup_timeout`` seconds; a server that exits or does not
     answer in time raises :class:`~memorylab.errors.ModelUnavailable` with the end of its log),
@@ -991,6 +1007,11 @@ def local_server(
 
     from memorylab.errors import PrerequisiteError
 
+    # stacklevel 4: the caller's ``with`` line (through contextmanager's __enter__).
+    context_length = renamed_keyword("local_server", "context_window", "context_length",
+                                     context_window, context_length, stacklevel=4)  # fmt: skip
+    if context_length is None:
+        context_length = 4096
     path = os.fspath(model_path)
     if not path.endswith(".gguf") or not os.path.isfile(path):
         raise InvalidSetting(f"{path} is not a GGUF model file; give the path of a .gguf file")
@@ -1000,7 +1021,7 @@ def local_server(
                 f"the local model server needs {module}: pip install 'memorylab[local]' "
                 "(llama-cpp-python with its server; it builds from source, which takes a while)"
             )
-    check_int("context_window", context_window, 64)
+    check_int("context_length", context_length, 64)
     chosen = _free_port(host) if port is None else check_int("port", port, 1)
     base = f"http://{host}:{chosen}/v1"
     # Closed in the finally below.
@@ -1011,7 +1032,7 @@ def local_server(
     )  # fmt: skip
     command = [
         sys.executable, "-m", "llama_cpp.server", "--model", path, "--host", host,
-        "--port", str(chosen), "--n_ctx", str(context_window), *map(str, server_args),
+        "--port", str(chosen), "--n_ctx", str(context_length), *map(str, server_args),
     ]  # fmt: skip
     # A session of its own: a Ctrl-C at the terminal stops memorylab, which stops the server
     # (below) after the calls in flight have ended, instead of killing it under them.
@@ -1020,7 +1041,7 @@ def local_server(
                                start_new_session=True)  # fmt: skip
     info = os.stat(path)
     identity = {"gguf_sha256": _file_sha256(os.path.realpath(path), info.st_size,
-                                            info.st_mtime_ns), "n_ctx": context_window}  # fmt: skip
+                                            info.st_mtime_ns), "n_ctx": context_length}  # fmt: skip
     try:
         deadline = time.monotonic() + float(startup_timeout)
         while True:

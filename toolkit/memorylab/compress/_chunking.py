@@ -145,7 +145,7 @@ def plan_calls(
         raise InvalidSetting(
             f"{name}: a context window of {window} tokens leaves {max(chunk_budget, 0)} "
             f"tokens per chunk after max_tokens={out_tokens}, the prompt and the margin; "
-            "lower max_tokens or raise context_window"
+            "lower max_tokens or raise context_length"
         )
     pieces: list[str] = []
     for number, unit in enumerate(units, start=1):

@@ -5,10 +5,10 @@ off, errors mapped to :class:`~memorylab.errors.ModelError` subclasses that say 
 
 Chunking (the whole history, never silently cut)
 ------------------------------------------------
-The input budget of one call is ``context_window - max_tokens - margin`` tokens, where the
-context window is ``context_window=`` or litellm's ``max_input_tokens`` for the model
+The input budget of one call is ``context_length - max_tokens - margin`` tokens, where the
+context window is ``context_length=`` or litellm's ``max_input_tokens`` for the model
 (:func:`memorylab.llm.model_context_length`, read from litellm's model map without importing it;
-:data:`~memorylab.llm.DEFAULT_CONTEXT_WINDOW` = 8192 when litellm does not know the model) and
+:data:`~memorylab.llm.DEFAULT_CONTEXT_LENGTH` = 8192 when litellm does not know the model) and
 the margin is 10 % of the window, clamped to [32, 2048], for tokenizer differences (tokens are
 counted with :func:`memorylab.compress.tokens.get_token_counter`). When the system prompt plus
 :data:`SUMMARY_PROMPT` with the transcript fit, one call is made. Otherwise the messages are
@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memorylab import llm
+from memorylab._names import renamed_attribute, renamed_keyword
 from memorylab.compress._chunking import Plan, Prompts, plan_calls
 from memorylab.compress.base import BaseSummarizer, Summary, check_history, fit_to_budget
 from memorylab.compress.tokens import get_token_counter
@@ -91,7 +92,7 @@ SUMMARIZER_RETRY = llm.RetryPolicy(retries=3)
 """The retry policy of a :class:`LiteLLMSummarizer` unless ``retry=`` says otherwise."""
 
 _TOO_LONG = (
-    "Pass a smaller context_window= so the history is split into chunks, or lower max_tokens."
+    "Pass a smaller context_length= so the history is split into chunks, or lower max_tokens."
 )
 
 
@@ -174,8 +175,10 @@ class LiteLLMSummarizer(BaseSummarizer):
         temperature: sampling temperature, 0 to 2.
         max_tokens: the summary's budget in tokens (each call's ``max_tokens``; the chunk plan
             depends on it). ``summarize(max_tokens=...)`` overrides it for one summary.
-        context_window: the model's input window in tokens; ``None`` asks litellm
-            (``max_input_tokens``), else :data:`~memorylab.llm.DEFAULT_CONTEXT_WINDOW`.
+        context_length: the model's input window in tokens; ``None`` asks litellm
+            (``max_input_tokens``), else :data:`~memorylab.llm.DEFAULT_CONTEXT_LENGTH`. Its
+            former name ``context_window=`` still works for now and warns
+            (``DeprecationWarning``).
         llm_args: given to ``litellm.completion`` as they are (``api_base``, ``api_key``,
             ``mock_response``, ``drop_params`` ...; ``drop_params=True`` is the default here).
             They mean the same as everywhere in memorylab (:class:`memorylab.llm.Caller`):
@@ -188,6 +191,9 @@ class LiteLLMSummarizer(BaseSummarizer):
 
     local = False
     model: str
+    # The former names, for a release.
+    context_window = renamed_attribute("context_window", "context_length")
+    get_context_window = renamed_attribute("get_context_window", "get_context_length")
 
     def __init__(
         self,
@@ -195,25 +201,28 @@ class LiteLLMSummarizer(BaseSummarizer):
         *,
         temperature: float = 0.1,
         max_tokens: int = 2000,
-        context_window: int | None = None,
+        context_length: int | None = None,
         llm_args: Mapping[str, Any] | None = None,
         retry: llm.RetryPolicy | None = None,
         timeout: float | None = None,
         retries: int | None = None,
+        context_window: int | None = None,  # the former name of context_length
     ) -> None:
+        context_length = renamed_keyword("LiteLLMSummarizer", "context_window", "context_length",
+                                         context_window, context_length)  # fmt: skip
         policy = llm.retry_policy(retry, SUMMARIZER_RETRY, timeout=timeout, retries=retries)
         self._caller = llm.Caller(model, retry=policy, llm_args=llm_args, too_long_hint=_TOO_LONG)
         llm.check_int("max_tokens", max_tokens, 1)
-        if context_window is not None:
-            llm.check_int("context_window", context_window, 2)
+        if context_length is not None:
+            llm.check_int("context_length", context_length, 2)
         if not isinstance(temperature, int | float) or not 0 <= temperature <= 2:
             raise InvalidSetting(f"temperature must be between 0 and 2, not {temperature!r}")
         self.model = model
         self.name = model
         self.temperature = float(temperature)
         self.max_tokens = max_tokens
-        self.context_window = context_window
-        self._resolved_window: int | None = context_window
+        self.context_length = context_length
+        self._resolved_length: int | None = context_length
 
     @property
     def retry(self) -> llm.RetryPolicy:
@@ -228,14 +237,14 @@ class LiteLLMSummarizer(BaseSummarizer):
         return (
             f"LiteLLMSummarizer({self.model!r}, max_tokens={self.max_tokens}, "
             f"timeout={self.retry.timeout:g}, retries={self.retry.retries}, "
-            f"context_window={self.context_window}, llm_args={shown})"
+            f"context_length={self.context_length}, llm_args={shown})"
         )
 
-    def get_context_window(self) -> int:
-        """``context_window=``, else litellm's ``max_input_tokens``, else 8192."""
-        if self._resolved_window is None:
-            self._resolved_window = llm.model_context_length(self.model)
-        return self._resolved_window
+    def get_context_length(self) -> int:
+        """``context_length=``, else litellm's ``max_input_tokens``, else 8192."""
+        if self._resolved_length is None:
+            self._resolved_length = llm.model_context_length(self.model)
+        return self._resolved_length
 
     def _output_tokens(self, max_tokens: int | None) -> int:
         return self.max_tokens if max_tokens is None else llm.check_int("max_tokens", max_tokens, 1)
@@ -247,7 +256,7 @@ class LiteLLMSummarizer(BaseSummarizer):
             fmt.history_lines(messages),
             [str(m.get("role") or "unknown") for m in messages],
             name=self.model,
-            window=self.get_context_window(),
+            window=self.get_context_length(),
             out_tokens=out_tokens,
             counter=get_token_counter(self.model),
             prompts=_PROMPTS,
@@ -331,7 +340,7 @@ class LiteLLMSummarizer(BaseSummarizer):
     def with_caller(self, wrap: Callable[[llm.Caller], llm.Caller]) -> Self:
         """A copy whose calls go through ``wrap(caller)`` (the context window resolved first, so
         the copies share it)."""
-        self.get_context_window()
+        self.get_context_length()
         bound = copy.copy(self)
         bound._caller = wrap(self._caller)
         return bound
