@@ -35,9 +35,9 @@ from memorylab.errors import (
 from memorylab.llm import bundled_model_map, bundled_providers
 
 __all__ = [
-    "HelpFormatter", "MAX_CONTEXT_TOKENS", "NothingThere", "OneLineParser", "bounded_int",
-    "check_model_name", "check_output", "cli_message", "column", "cost_limit", "exit_code",
-    "image_formats", "run_handler"
+    "HelpFormatter", "MAX_CONTEXT_TOKENS", "NothingThere", "OneLineParser", "RenamedFlag",
+    "bounded_int", "check_model_name", "check_output", "cli_message", "column", "cost_limit",
+    "exit_code", "image_formats", "run_handler"
 ]
 
 
@@ -137,6 +137,30 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         if action.default in (None, False, argparse.SUPPRESS) or "default" in text:
             return text
         return super()._get_help_string(action)
+
+
+class RenamedFlag(argparse.Action):
+    """The former spelling of an option, kept for a release:
+    ``parser.add_argument("--old", action=RenamedFlag, new="--new", dest="new", type=...)``
+    stores its value where ``--new`` does, prints a one-line note on stderr that names
+    ``--new``, and is hidden from ``--help``."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, *, new: str,
+                 **kwargs: Any) -> None:  # fmt: skip
+        kwargs.update(help=argparse.SUPPRESS, default=argparse.SUPPRESS)
+        super().__init__(option_strings, dest, **kwargs)
+        self.new = new
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        print(f"memorylab: {option_string} is deprecated: use {self.new} (same meaning)",
+              file=sys.stderr)  # fmt: skip
+        setattr(namespace, self.dest, values)
 
 
 def bounded_int(low: int, high: int, what: str) -> Callable[[str], int]:

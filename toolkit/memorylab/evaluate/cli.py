@@ -44,6 +44,7 @@ from memorylab.console import (
     HelpFormatter,
     NothingThere,
     OneLineParser,
+    RenamedFlag,
     bounded_int,
     check_model_name,
     check_output,
@@ -92,10 +93,11 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
         help="start llama.cpp's server for this GGUF file for the run; call it 'local' in -s, "
         "--reader, --judge (needs the 'local' extra)",
     )  # fmt: skip
-    parser.add_argument(
-        "--context-window", type=bounded_int(256, MAX_CONTEXT_TOKENS, "tokens"), default=4096,
-        help="the local model's context window in tokens",
-    )  # fmt: skip
+    length = bounded_int(256, MAX_CONTEXT_TOKENS, "tokens")
+    parser.add_argument("--context-length", type=length, default=4096,
+                        help="the local model's context window in tokens")  # fmt: skip
+    parser.add_argument("--context-window", type=length, action=RenamedFlag,
+                        new="--context-length", dest="context_length")  # fmt: skip
     parser.add_argument(
         "--threads", type=bounded_int(1, 1024, "threads"), metavar="N",
         help="threads of the local model (llama.cpp's --n_threads and --n_threads_batch; "
@@ -345,7 +347,7 @@ def run_compare(args: argparse.Namespace) -> int:
             threads = [] if args.threads is None else [
                 "--n_threads", str(args.threads), "--n_threads_batch", str(args.threads)]
             local_base = stack.enter_context(local_server(
-                args.local_model, context_window=args.context_window, server_args=threads))
+                args.local_model, context_length=args.context_length, server_args=threads))
         # Calls that an interrupt cuts short inside litellm are never awaited: not the user's
         # business (the library's own tests turn such warnings into errors).
         warnings.filterwarnings("ignore", "coroutine .* was never awaited", RuntimeWarning)
@@ -400,7 +402,7 @@ def _run(args: argparse.Namespace, local_base: str | None) -> int:
     summarizers: dict[str, Any] = {name: name for name in named}
     if LOCAL in summarizers:
         summarizers[LOCAL] = LiteLLMSummarizer(
-            "openai/local", llm_args=local_args, context_window=args.context_window
+            "openai/local", llm_args=local_args, context_length=args.context_length
         )
     grader = model(args.grader) if args.grader else None
     scorers: list[Any] = [name for name in args.scorers or DEFAULT_SCORERS if name != "judge"]
