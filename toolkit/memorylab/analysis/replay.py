@@ -245,7 +245,9 @@ def _exact(
     for index in range(count):
         now[0] = whens[index]
         if restart[index]:
-            text = memory_text(memory, name=run.name, created=created, continues=continues)
+            text = memory_text(
+                memory, name=run.name_at(index), created=created, continues=continues
+            )
             preload = preload_content(
                 text, max_tokens=settings.preload_max_tokens, counter=run.counter
             )

@@ -50,7 +50,7 @@ from memorylab.compress.policy import (
 )
 from memorylab.compress.strategies import get_strategy, strategy_from_record
 from memorylab.compress.strategy import Strategy
-from memorylab.errors import InvalidSetting
+from memorylab.errors import InvalidSetting, StoreError
 from memorylab.memory import format as fmt
 from memorylab.validation import check_int
 
@@ -276,6 +276,13 @@ class RunSettings:
             f"static context {self.static_tokens:,} tokens ({self.source_of('static_tokens')})",
             f"checks: {self.checks} ({self.source_of('checks')})",
             f"{len(self.restarts)} restart(s) ({self.source_of('restarts')})",
+            # which tokenizer counts and whose prices the costs are: a report that counts the
+            # files as another model says so elsewhere, and the two must not be confused
+            (
+                f"tokens and prices as {self.token_model} ({self.source_of('token_model')})"
+                if self.token_model
+                else "tokens as cl100k_base, no prices (no model recorded: pass model=)"
+            ),
         ]
         if self.trigger is not None:
             parts[0] = f"trigger {self.trigger.text()} ({self.source_of('trigger')})"
@@ -535,10 +542,20 @@ class _Run:
     did, so the next process's preload is the same text)."""
     created: datetime | None = None
     """When the first MEMORY.md was created (its header), if the files say."""
+    conversation_names: Sequence[str | None] = ()
+    """Per message, the ``**Conversation:**`` of the file that holds it (each process of the
+    reference's Agent names the files it creates after its own id), if the files say."""
 
     @property
     def model(self) -> str | None:
         return self.settings.token_model
+
+    def name_at(self, index: int) -> str:
+        """The conversation name in the header of the MEMORY.md a process starting at message
+        ``index`` preloads: the recorded file's that holds the message, else ``name``."""
+        names = self.conversation_names
+        recorded = names[index] if 0 <= index < len(names) else None
+        return recorded or self.name
 
     def head(self, count: int) -> _Run:
         """The run of the first ``count`` messages (a calibration prefix)."""
@@ -551,6 +568,7 @@ class _Run:
             transcript=sliced,
             checks=self.checks[:count],
             restarts=[r for r in self.restarts if r < count],
+            conversation_names=self.conversation_names[:count],
             compactions={i: t for i, t in self.compactions.items() if i < count},
         )
 
@@ -629,33 +647,41 @@ def _prepare(
 
 def _recorded_compactions(
     frame: Any, settings: RunSettings
-) -> tuple[dict[int, tuple[datetime, str]], datetime | None]:
+) -> tuple[dict[int, tuple[datetime, str]], datetime | None, Sequence[str | None]]:
     """Per recorded compaction, the transcript index (summaries left out) of the last message
-    it archived, with its recorded time and archive; and the first file's creation time."""
+    it archived, with its recorded time and archive; the first file's creation time; and per
+    message (summaries left out) the conversation name of its file's header."""
     import numpy as np
 
     from memorylab.analysis._transcript import summary_rows
-    from memorylab.memory.store import read_memory
+    from memorylab.memory.store import read_header
 
     if not (hasattr(frame, "columns") and "file" in frame.columns and len(frame)):
-        return {}, None
+        return {}, None, ()
     if "timeline" in frame.columns:
         frame = frame.sort_values("timeline", kind="stable")
-    try:
-        created = read_memory(str(frame["file"].iloc[0]), strict=False).document.created
-    except (OSError, ValueError):
-        created = None
-    if not settings.recorded_times:
-        return {}, created
+    files = frame["file"].astype(str).to_numpy(dtype=object)
+    headers: dict[str, fmt.ParsedFile | None] = {}
+    for path in dict.fromkeys(files.tolist()):  # each file once, in timeline order
+        try:
+            headers[path] = read_header(path)
+        except (OSError, StoreError):
+            headers[path] = None
+    first = headers[files[0]]
+    created = None if first is None else first.created
     summary = summary_rows(frame)
-    names = np.array([os.path.basename(str(f)) for f in frame["file"].tolist()], dtype=object)
+    named = {p: None if h is None else h.conversation_name for p, h in headers.items()}
+    names = [named[p] for p in files[~summary].tolist()]
+    if not settings.recorded_times:
+        return {}, created, names
+    basenames = np.array([os.path.basename(f) for f in files.tolist()], dtype=object)
     index = np.cumsum(~summary) - 1  # each row's place in the transcript without summaries
     out: dict[int, tuple[datetime, str]] = {}
     for archive, when in zip(settings.recorded_archives, settings.recorded_times, strict=True):
-        rows = np.flatnonzero((names == archive) & ~summary)
+        rows = np.flatnonzero((basenames == archive) & ~summary)
         if archive is not None and when is not None and len(rows):
             out[int(index[rows[-1]])] = (when, archive)
-    return out, created
+    return out, created, names
 
 
 def _restart_times(restarts: Iterable[datetime | str]) -> tuple[datetime, ...]:

@@ -504,7 +504,8 @@ class _FastEngine:
         messages += [Message(data.roles[i], data.contents[i], whens[i]) for i in range(start, end)]
         created = whens[at] if summary is not None else whens[0]
         continues = fmt.archive_name(whens[at]) if summary is not None else None
-        text = memory_text(messages, name=self.run.name, created=created, continues=continues)
+        name = self.run.name_at(end)  # the process restarting at message ``end``
+        text = memory_text(messages, name=name, created=created, continues=continues)
         content = preload_content(text, max_tokens=bound, counter=counter)
         tokens = (
             0 if content is None else counter(fmt.history_line("System", content, data.stamps[end]))
