@@ -303,7 +303,7 @@ def test_live_user_turns_reach_the_model_with_their_time() -> None:
     replies = [m["content"] for m in sent if m["role"] == "assistant"]
     assert replies == ["noted"]  # replies go as they are
     doc = read_memory(agent.short_memory.memory_md_path)  # type: ignore[arg-type]
-    assert [m.content for m in doc.messages][0] == "Remember the number 7."  # disk: unchanged
+    assert doc.messages[0].content == "Remember the number 7."  # disk: unchanged
     agent.short_memory.time_enabled = False
     assert agent.short_memory.to_messages()[2]["content"] == "Remember the number 7."
 

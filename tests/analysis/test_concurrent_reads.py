@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from memorylab import Conversation
-from memorylab.analysis import compactions_df, memory_df
+from memorylab.analysis import compactions_df, memory_df, memory_df_with_problems
 from memorylab.analysis.sources import AgentFiles, Note
 from memorylab.memory.store import MemoryStore
 
@@ -123,9 +123,9 @@ def test_memory_df_reads_one_generation_while_another_process_compacts(
         strict = reads % 2 == 0
         source = folder if reads % 3 else workspace
         if strict:
-            df = memory_df(source)
+            df = memory_df(source, on_bad="error")
         else:
-            result = memory_df(source, strict=False)
+            result = memory_df_with_problems(source)
             df, problems = result.frame, result.problems
             kinds = set(problems["kind"])
             assert not kinds - {"pending"}, problems.to_string()
@@ -203,7 +203,7 @@ def test_a_read_that_never_settles_says_so(
     monkeypatch.setattr(sources, "read_generation", lambda paths: next(counter))
     monkeypatch.setattr(sources, "_RETRY_PAUSE_S", 0.0)
     folder = conv.memory_md_path.parent
-    result = memory_df(folder, strict=False)
+    result = memory_df_with_problems(folder)
     assert list(result.frame["content"]) == ["m0"]
     assert list(result.problems["kind"]) == ["unsettled"]
     assert "changed at each of 20 reads" in result.problems["message"][0]
@@ -248,9 +248,11 @@ def test_a_compaction_between_listing_and_reading_is_read_again(
 ) -> None:
     conv = _agent(tmp_path, 2)
     _between_listing_and_reading(monkeypatch, lambda: conv.compact("summary 2"))
-    read = memory_df(conv.memory_md_path.parent, strict=strict)
-    df = read if strict else read.frame
-    if not strict:
+    if strict:
+        df = memory_df(conv.memory_md_path.parent, on_bad="error")
+    else:
+        read = memory_df_with_problems(conv.memory_md_path.parent)
+        df = read.frame
         assert read.problems.empty, read.problems.to_string()
     messages = [c for c, s in zip(df["content"], df["is_summary"], strict=True) if not s]
     assert messages == ["m0", "m1", "m2", "m3", "m4"]
@@ -268,10 +270,10 @@ def test_an_archive_deleted_between_listing_and_reading_is_no_error(
     _between_listing_and_reading(
         monkeypatch, lambda: store.delete_archives([oldest], reason="test")
     )
-    df = memory_df(conv.memory_md_path.parent)
+    df = memory_df(conv.memory_md_path.parent, on_bad="error")
     assert "m0" not in set(df["content"]) and "m4" in set(df["content"])
     monkeypatch.undo()
-    problems = memory_df(conv.memory_md_path.parent, strict=False).problems
+    problems = memory_df_with_problems(conv.memory_md_path.parent).problems
     assert set(problems["kind"]) == {"gap"}  # the oldest file now starts with a summary
 
 
@@ -327,7 +329,7 @@ def test_a_rewrite_committed_but_not_yet_recorded_is_read_from_its_journal(
     assert list(frame["source"]) == ["jsonl", "jsonl"]  # the second from the journal
     assert frame["archive"].is_unique
     assert len(memory_df(compacted.memory_md_path.parent)) == 5  # m0-m2, two summaries
-    read = memory_df(edited.memory_md_path.parent, strict=False)
+    read = memory_df_with_problems(edited.memory_md_path.parent)
     df = read.frame
     assert [c for c, s in zip(df["content"], df["is_summary"], strict=True) if not s] == [
         "m0",
@@ -353,7 +355,7 @@ def test_a_read_between_the_steps_of_a_compaction_sees_one_generation(
     def after(function: Callable[..., Any]) -> Callable[..., Any]:
         def step(*args: Any, **kwargs: Any) -> Any:
             result = function(*args, **kwargs)
-            read = memory_df(folder, strict=False)
+            read = memory_df_with_problems(folder)
             df = read.frame
             messages = [c for c, s in zip(df["content"], df["is_summary"], strict=True) if not s]
             seen.append((messages, set(read.problems["kind"]), len(compactions_df(folder))))

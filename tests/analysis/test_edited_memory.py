@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memorylab import Conversation, compactions_df, memory_df
+from memorylab.analysis import memory_df_with_problems
 from memorylab.privacy import export_agent, load_export
 
 
@@ -24,7 +25,7 @@ def _edited(workspace: Path) -> Conversation:
 
 def test_each_message_is_read_once_after_edits(isolated_workspace: Path) -> None:
     _edited(isolated_workspace)
-    result = memory_df(isolated_workspace, strict=False)
+    result = memory_df_with_problems(isolated_workspace)
     assert result.frame["content"].tolist() == [
         "m0", "m1", "m2", "m3", "[Compressed Memory Summary] summary of m0-m3", "y, edited",
     ]  # fmt: skip

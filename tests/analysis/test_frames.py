@@ -6,9 +6,11 @@ import json
 import os
 import shutil
 import time
+import warnings
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pandas as pd
@@ -16,17 +18,26 @@ import pytest
 from analysis_support import START, Built, Clock, block, build_own, reference_file
 
 from memorylab import Conversation, read_memory
-from memorylab.analysis import compactions_df, documents_df, memory_df
+from memorylab.analysis import (
+    compactions_df,
+    documents_df,
+    memory_df,
+    memory_df_with_problems,
+    problems_df,
+    sources,
+)
 from memorylab.analysis.frames import (
     COMPACTION_COLUMNS,
     DTYPES,
     MEMORY_COLUMNS,
+    ON_BAD,
     PROBLEM_COLUMNS,
+    ReadResult,
     build_frame,
     columns,
 )
 from memorylab.compress.tokens import get_token_counter
-from memorylab.errors import MemoryFormatError, StoreError
+from memorylab.errors import InvalidSetting, MemoryFormatError, MemoryReadWarning, StoreError
 
 
 def _pairs(frame: pd.DataFrame) -> list[tuple[str, str]]:
@@ -70,13 +81,13 @@ def test_every_frame_has_the_declared_dtypes(
 ) -> None:
     (tmp_path / "empty" / "agents").mkdir(parents=True)
     for root in (own_workspace.root, reference_workspace.root, tmp_path / "empty"):
-        read = memory_df(root, strict=False)
+        read = memory_df_with_problems(root)
         frame, problems = read.frame, read.problems
         _assert_declared(frame, MEMORY_COLUMNS)
         _assert_declared(problems, PROBLEM_COLUMNS)
-        _assert_declared(memory_df(root, tokens="gpt-4o"), (*MEMORY_COLUMNS, ("tokens", "Int64")))
+        _assert_declared(memory_df(root, model="gpt-4o"), (*MEMORY_COLUMNS, ("tokens", "Int64")))
         _assert_declared(compactions_df(root), COMPACTION_COLUMNS)
-        _assert_declared(compactions_df(root, tokens="gpt-4o"), COMPACTION_COLUMNS)
+        _assert_declared(compactions_df(root, model="gpt-4o"), COMPACTION_COLUMNS)
 
 
 def test_dtypes(own_workspace: Built) -> None:
@@ -132,7 +143,7 @@ def test_tool_and_json_content(own_workspace: Built) -> None:
 
 @pytest.mark.parametrize("model", ["gpt-4o", None])
 def test_tokens_column(own_workspace: Built, model: str | None) -> None:
-    df = memory_df(own_workspace.root, tokens=model or "gpt-4")
+    df = memory_df(own_workspace.root, model=model or "gpt-4")
     counter = get_token_counter(model or "gpt-4")
     assert df["tokens"].dtype == "Int64"
     assert df["tokens"].tolist() == [counter.count(c) for c in df["content"]]
@@ -168,6 +179,77 @@ def test_several_workspaces(own_workspace: Built, reference_workspace: Built) ->
     assert df.groupby("agent", observed=True)["timeline"].min().eq(0).all()
 
 
+DOCS = Path(__file__).parents[2] / "docs" / "analysis.md"
+
+
+def _documented_dtypes(heading: str) -> dict[str, str]:
+    """``{column: dtype}`` of the first ``| column | dtype | meaning |`` table after ``heading``
+    in docs/analysis.md (a row may name several columns)."""
+    text = DOCS.read_text(encoding="utf-8")
+    section = text[text.index(heading) :]
+    table = section[section.index("| column | dtype | meaning |") :].split("\n\n")[0]
+    documented: dict[str, str] = {}
+    for row in table.splitlines()[2:]:
+        names, dtype = row.split(" | ")[:2]
+        for name in names.strip("| ").split(", "):
+            documented[name.strip("`")] = dtype.strip("`")
+    return documented
+
+
+def _dtype(series: pd.Series) -> str:
+    return "category" if isinstance(series.dtype, pd.CategoricalDtype) else str(series.dtype)
+
+
+def test_the_docs_tables_give_every_column_its_dtype(
+    own_workspace: Built, reference_workspace: Built, tmp_path: Path
+) -> None:
+    """Issue 28: the dtype of every column docs/analysis.md documents, in every frame."""
+    messages = _documented_dtypes("## `memory_df`: one row per message")
+    compactions = _documented_dtypes("## `compactions_df`: one row per compaction")
+    assert messages == dict((*MEMORY_COLUMNS, ("tokens", "Int64")))
+    assert compactions == dict(COMPACTION_COLUMNS)
+    assert compactions["threshold"] == "float64"
+    _torn_archive_workspace(tmp_path / "torn")
+    roots = (own_workspace.root, reference_workspace.root, tmp_path / "torn")
+    for root in roots:
+        for frame in (
+            memory_df(root, model="gpt-4o", on_bad="skip"),
+            memory_df(root, on_bad="skip"),
+        ):
+            assert {name: _dtype(frame[name]) for name in frame} == {
+                name: messages[name] for name in frame
+            }
+        frame = compactions_df(root, model="gpt-4o")
+        assert {name: _dtype(frame[name]) for name in frame} == compactions, root
+
+
+def test_compactions_threshold_is_a_float_fraction(tmp_path: Path) -> None:
+    """``threshold`` is float64: the fraction a record holds (a trigger's fraction condition),
+    NaN for a token-count threshold (an int in the record) or a trigger without a fraction."""
+    from memorylab.compress.compressor import ContextCompressor
+    from memorylab.compress.policy import Trigger
+    from memorylab.compress.scripted import ScriptedSummarizer
+
+    counter = get_token_counter("gpt-4o")
+    for name, threshold in (
+        ("fraction", 0.5),
+        ("count", 100),
+        ("both", Trigger(fraction=0.5, messages=6)),
+        ("messages", Trigger(messages=6)),
+    ):
+        conv = Conversation(agent_name=name, workspace_dir=tmp_path, token_counter=counter)
+        compressor = ContextCompressor(threshold, summarizer=ScriptedSummarizer(["short"]))
+        for i in range(30):
+            conv.add("User", f"message number {i} with a few more words in it")
+            compressor.compress(conv, 200)
+        assert compressor.events
+    frame = compactions_df(tmp_path)
+    assert frame["threshold"].dtype == "float64"
+    by_agent = {str(a): part["threshold"] for a, part in frame.groupby("agent", observed=True)}
+    assert (by_agent["fraction"] == 0.5).all() and (by_agent["both"] == 0.5).all()
+    assert by_agent["count"].isna().all() and by_agent["messages"].isna().all()
+
+
 def test_bad_sources(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="does not exist"):
         memory_df(tmp_path / "nowhere")
@@ -183,7 +265,7 @@ def test_empty_workspace_has_the_columns(tmp_path: Path) -> None:
     df = memory_df(tmp_path / "ws")
     assert list(df.columns) == [name for name, _ in MEMORY_COLUMNS] and len(df) == 0
     assert isinstance(df["timestamp"].dtype, pd.DatetimeTZDtype)
-    read = memory_df(tmp_path / "ws", strict=False)
+    read = memory_df_with_problems(tmp_path / "ws")
     problems = read.problems
     assert list(problems.columns) == [name for name, _ in PROBLEM_COLUMNS] and len(problems) == 0
 
@@ -238,7 +320,7 @@ def test_uncommitted_archive_is_skipped(own_workspace: Built) -> None:
     shutil.copyfile(folder / "MEMORY.md", pending)
     (folder / ".MEMORY.md.intent.json").write_text(json.dumps({"archive": pending.name}))
     before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
-    read = memory_df(own_workspace.root, strict=False)
+    read = memory_df_with_problems(own_workspace.root)
     df, problems = read.frame, read.problems
     gamma = df[df["agent"] == "gamma"]
     assert _pairs(gamma) == own_workspace.messages["gamma"]
@@ -251,7 +333,7 @@ def test_uncommitted_archive_is_skipped(own_workspace: Built) -> None:
 
 
 def test_reference_workspace(reference_workspace: Built) -> None:
-    read = memory_df(reference_workspace.root, strict=False)
+    read = memory_df_with_problems(reference_workspace.root)
     df, problems = read.frame, read.problems
     for agent, expected in reference_workspace.messages.items():
         assert _pairs(df[df["agent"] == agent]) == expected
@@ -315,7 +397,7 @@ def test_archive_that_is_a_prefix_of_the_next_file(tmp_path: Path) -> None:
         reference_file("c", "2026-04-20T09:00:00", blocks[:2])
     )
     (folder / "MEMORY.md").write_text(reference_file("c", "2026-04-20T09:00:00", blocks))
-    read = memory_df(tmp_path, strict=False)
+    read = memory_df_with_problems(tmp_path)
     df, problems = read.frame, read.problems
     assert df["content"].tolist() == ["m0", "m1", "m2", "m3"]
     assert problems["kind"].tolist() == ["duplicate"]
@@ -337,7 +419,7 @@ def test_messages_copied_into_another_file_are_read_once(tmp_path: Path) -> None
         reference_file("c2", "2026-04-20T09:00:03", blocks[2:5])
     )
     (folder / "MEMORY.md").write_text(reference_file("c3", "2026-04-20T09:00:05", blocks[5:]))
-    read = memory_df(tmp_path, strict=False)
+    read = memory_df_with_problems(tmp_path)
     df, problems = read.frame, read.problems
     assert df["content"].tolist() == ["m0", "m1", "m2", "m3", "m4", "m5"]
     assert df["timeline"].tolist() == list(range(6))
@@ -354,13 +436,13 @@ def test_unknown_files_in_archive_are_noted(reference_workspace: Built) -> None:
     archive = reference_workspace.root / "agents" / "Writer" / "archive"
     (archive / "notes.md").write_text("# my notes\n")
     (archive / ".history_x.md.tmp-1").write_text("partial")
-    read = memory_df(reference_workspace.root, strict=False)
+    read = memory_df_with_problems(reference_workspace.root)
     problems = read.problems
     skipped = problems[problems["kind"] == "skipped"]
     assert [Path(f).name for f in skipped["file"]] == ["notes.md"]
 
 
-# --------------------------------------------------------------------------- strict / lenient
+# --------------------------------------------------------------------------- damaged files: on_bad
 
 
 def _torn_workspace(root: Path) -> Path:
@@ -371,17 +453,144 @@ def _torn_workspace(root: Path) -> Path:
     return folder / "MEMORY.md"
 
 
+def _torn_archive_workspace(root: Path) -> Path:
+    """Two agents: ``a``, whose archive ends in a block cut off in the middle (then a summary and
+    a message in MEMORY.md), and ``b``, undamaged. Returns the torn archive."""
+    archive = root / "agents" / "a" / "archive" / "history_2026-04-20_09-10-00.md"
+    archive.parent.mkdir(parents=True)
+    old = reference_file("c", "2026-04-20T09:00:00", [("Human", "2026-04-20T09:00:01", "kept")])
+    archive.write_text(old + "### AI — 2026-04-20T09:00:02\n\nhalf a rep")
+    blocks = [
+        ("System", "2026-04-20T09:10:00", "[Compressed Memory Summary] kept"),
+        ("Human", "2026-04-20T09:11:00", "next"),
+    ]
+    (archive.parents[1] / "MEMORY.md").write_text(
+        reference_file("c", "2026-04-20T09:10:00", blocks)
+    )
+    (root / "agents" / "b").mkdir(parents=True)
+    fine = reference_file("d", "2026-04-20T09:00:00", [("Human", "2026-04-20T09:00:03", "hello")])
+    (root / "agents" / "b" / "MEMORY.md").write_text(fine)
+    return archive
+
+
+def test_a_torn_archive_gives_the_readable_rows_and_one_warning(tmp_path: Path) -> None:
+    """Issue 28: a researcher reading someone else's workspace gets a DataFrame, and one warning
+    that says how many problems of which kinds, and how to see them."""
+    archive = _torn_archive_workspace(tmp_path)
+    with pytest.warns(MemoryReadWarning) as caught:
+        df = memory_df(tmp_path)
+    assert len(caught) == 1
+    text = str(caught[0].message)
+    assert "1 problem in 1 file" in text and "(1 torn)" in text
+    assert f"memorylab.analysis.problems_df({str(tmp_path)!r})" in text
+    assert "on_bad='skip'" in text and "on_bad='error'" in text
+    assert caught[0].filename == __file__  # the caller's line
+    assert list(df.columns) == [name for name, _ in MEMORY_COLUMNS]
+    assert df["content"].tolist() == [
+        "kept",
+        "half a rep",
+        "[Compressed Memory Summary] kept",
+        "next",
+        "hello",
+    ]
+    problems = problems_df(tmp_path)
+    _assert_declared(problems, PROBLEM_COLUMNS)
+    torn = problems[problems["kind"] == "torn"]
+    assert torn["file"].tolist() == [str(archive)] and torn["line"].tolist() == [16]
+    read = memory_df_with_problems(tmp_path)  # one read, both: no warning
+    pd.testing.assert_frame_equal(read.frame, df)
+    pd.testing.assert_frame_equal(read.problems, problems)
+
+
+def test_on_bad_skip_is_silent_and_error_raises(tmp_path: Path) -> None:
+    archive = _torn_archive_workspace(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any warning fails
+        skipped = memory_df(tmp_path, on_bad="skip")
+    with pytest.warns(MemoryReadWarning):
+        pd.testing.assert_frame_equal(memory_df(tmp_path, on_bad="warn"), skipped)
+    with pytest.raises(MemoryFormatError, match="use on_bad='warn' to read") as raised:
+        memory_df(tmp_path, on_bad="error")
+    assert raised.value.path == str(archive) and raised.value.line == 16
+    assert "strict=False" not in str(raised.value)
+
+
+def test_an_undamaged_workspace_does_not_warn(
+    own_workspace: Built, reference_workspace: Built
+) -> None:
+    """Only a file that does not read whole warns: what the reference's workspaces have (a
+    duplicate archive, a gap) is in problems_df, not in a warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        memory_df(own_workspace.root)
+        memory_df(reference_workspace.root)
+    assert set(problems_df(reference_workspace.root)["kind"]) >= {"duplicate", "gap"}
+
+
+def test_on_bad_must_be_one_of_the_choices(tmp_path: Path) -> None:
+    _torn_workspace(tmp_path)
+    with pytest.raises(InvalidSetting, match="on_bad must be one of 'error', 'warn', 'skip'"):
+        memory_df(tmp_path, on_bad="ignore")  # type: ignore[arg-type]
+    assert ON_BAD == ("error", "warn", "skip")
+
+
 def test_strict_raises_and_lenient_salvages(tmp_path: Path) -> None:
     path = _torn_workspace(tmp_path)
     with pytest.raises(MemoryFormatError) as raised:
-        memory_df(tmp_path)
+        memory_df(tmp_path, on_bad="error")
     assert raised.value.path == str(path) and raised.value.line == 16
-    read = memory_df(tmp_path, strict=False)
+    read = memory_df_with_problems(tmp_path)
     df, problems = read.frame, read.problems
     assert df["content"].tolist() == ["fine", "cut off in the mi"]
     torn = problems[problems["kind"] == "torn"]
     assert torn["file"].tolist() == [str(path)] and torn["line"].tolist() == [16]
     assert problems["line"].dtype == "Int64"
+
+
+def test_strict_keeps_working_for_a_release(tmp_path: Path) -> None:
+    """``strict=`` warns (DeprecationWarning naming what to use) and does what it did."""
+    path = _torn_workspace(tmp_path)
+    with (
+        pytest.warns(
+            DeprecationWarning, match=r"strict=True\) is deprecated: use .*on_bad=\"error\""
+        ),
+        pytest.raises(MemoryFormatError) as raised,
+    ):
+        memory_df(tmp_path, strict=True)
+    assert raised.value.path == str(path)
+    with pytest.warns(DeprecationWarning, match=r"strict=False\) is deprecated: .*problems_df"):
+        old = memory_df(tmp_path, strict=False)
+    assert isinstance(old, ReadResult)
+    new = memory_df_with_problems(tmp_path)
+    pd.testing.assert_frame_equal(old.frame, new.frame)
+    pd.testing.assert_frame_equal(old.problems, new.problems)
+    with pytest.warns(DeprecationWarning, match="strict="):
+        pd.testing.assert_frame_equal(
+            memory_df(own := build_own(tmp_path / "own").root, strict=True), memory_df(own)
+        )
+    with pytest.raises(TypeError, match="give on_bad= only"):
+        memory_df(tmp_path, strict=True, on_bad="skip")
+
+
+def test_tokens_is_the_former_name_of_model(reference_workspace: Built, tmp_path: Path) -> None:
+    """``tokens=`` names a tokenizer model, as ``model=`` does everywhere else: it keeps working
+    for a release, with a DeprecationWarning naming ``model=``, and gives the same frame."""
+    root = reference_workspace.root
+    with pytest.warns(
+        DeprecationWarning, match=r"memory_df\(tokens=\.\.\.\) is now memory_df\(model="
+    ):
+        old = memory_df(root, tokens="gpt-4o")
+    pd.testing.assert_frame_equal(old, memory_df(root, model="gpt-4o"))
+    assert old["tokens"].dtype == "Int64"
+    with pytest.warns(DeprecationWarning, match=r"compactions_df\(tokens=.*model="):
+        old = compactions_df(root, tokens="gpt-4o")
+    pd.testing.assert_frame_equal(old, compactions_df(root, model="gpt-4o"))
+    documents = [(p, read_memory(p)) for p in sorted((root / "agents" / "Writer").rglob("*.md"))]
+    with pytest.warns(DeprecationWarning, match=r"documents_df\(tokens=.*model="):
+        old = documents_df(documents, tokens="gpt-4o")
+    pd.testing.assert_frame_equal(old, documents_df(documents, model="gpt-4o"))
+    with pytest.raises(TypeError, match="give model= only"):
+        memory_df(root, tokens="gpt-4o", model="gpt-4o")
 
 
 def test_binary_file(tmp_path: Path) -> None:
@@ -390,14 +599,16 @@ def test_binary_file(tmp_path: Path) -> None:
     good = reference_file("c", "2026-04-20T09:00:00", [("Human", "2026-04-20T09:00:01", "ok")])
     (folder / "MEMORY.md").write_bytes(good.encode() + b"### Human \xff\xfe\n\n")
     with pytest.raises(MemoryFormatError, match="not UTF-8"):
-        memory_df(tmp_path)
-    read = memory_df(tmp_path, strict=False)
+        memory_df(tmp_path, on_bad="error")
+    read = memory_df_with_problems(tmp_path)
     df, problems = read.frame, read.problems
     parsed = read_memory(folder / "MEMORY.md", strict=False)
     doc, expected = parsed.document, parsed.problems
     assert _pairs(df) == [(m.role, m.content) for m in doc.messages]
     assert problems["kind"].tolist() == [p.kind for p in expected]
     assert problems["kind"].iloc[0] == "encoding"
+    with pytest.warns(MemoryReadWarning, match=r"in 1 file .*\(1 encoding"):
+        memory_df(tmp_path)
 
 
 def test_timestamp_out_of_range(tmp_path: Path) -> None:
@@ -406,10 +617,36 @@ def test_timestamp_out_of_range(tmp_path: Path) -> None:
     bad = reference_file("c", "2026-04-20T09:00:00", [("Human", "2026-13-01T09:00:01", "x")])
     (folder / "MEMORY.md").write_text(bad)
     with pytest.raises(MemoryFormatError, match="timestamp"):
-        memory_df(tmp_path)
-    read = memory_df(tmp_path, strict=False)
+        memory_df(tmp_path, on_bad="error")
+    read = memory_df_with_problems(tmp_path)
     df, problems = read.frame, read.problems
     assert len(df) == 0 and "structure" in set(problems["kind"])
+
+
+def test_an_unreadable_file_is_a_problem_not_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file the loader cannot open (the filesystem refuses: StoreError) is an ``io`` problem:
+    warned about with the others, and raised only with ``on_bad="error"``."""
+    archive = _torn_archive_workspace(tmp_path)
+    (archive.parents[1] / "MEMORY.md").write_text(
+        reference_file("c", "2026-04-20T09:10:00", [("Human", "2026-04-20T09:11:00", "next")])
+    )
+    real = sources.read_parsed
+
+    def refusing(path: Path, *, strict: bool = True) -> Any:
+        if Path(path) == archive:
+            raise StoreError(f"{path}: permission denied")
+        return real(path, strict=strict)
+
+    monkeypatch.setattr(sources, "read_parsed", refusing)
+    with pytest.raises(StoreError, match="permission denied"):
+        memory_df(tmp_path, on_bad="error")
+    with pytest.warns(MemoryReadWarning, match=r"1 problem in 1 file .*\(1 io\)"):
+        df = memory_df(tmp_path)
+    assert df["content"].tolist() == ["next", "hello"]
+    problems = problems_df(tmp_path)
+    assert problems[problems["kind"] == "io"]["file"].tolist() == [str(archive)]
 
 
 # --------------------------------------------------------------------------- compactions
@@ -471,7 +708,7 @@ def test_compactions_inferred_for_reference(reference_workspace: Built) -> None:
         datetime.now().astimezone().tzinfo
     ).tz_convert("UTC")
     assert frame["tokens_before"].isna().all() and frame["summarizer_model"].isna().all()
-    counted = compactions_df(reference_workspace.root, tokens="gpt-4o")
+    counted = compactions_df(reference_workspace.root, model="gpt-4o")
     assert (counted["tokens_before"] > counted["tokens_after"]).all()
     assert (counted["summary_tokens"] == counted["tokens_after"]).all()
 
@@ -496,9 +733,13 @@ def test_nested_agent_folders_are_agents_named_by_their_path(tmp_path: Path) -> 
     agents = tmp_path / "agents"
     for name, words in (("team/alpha", "alpha here"), ("team/beta", "beta here"), ("solo", "hi")):
         (agents / name / "archive").mkdir(parents=True)
-        text = reference_file(name, "2026-04-20T09:00:00", [("Human", "2026-04-20T09:00:01", words)])
+        text = reference_file(
+            name, "2026-04-20T09:00:00", [("Human", "2026-04-20T09:00:01", words)]
+        )
         (agents / name / "MEMORY.md").write_text(text, encoding="utf-8")
-    older = reference_file("team/alpha", "2026-04-20T08:00:00", [("Human", "2026-04-20T08:00:01", "older")])
+    older = reference_file(
+        "team/alpha", "2026-04-20T08:00:00", [("Human", "2026-04-20T08:00:01", "older")]
+    )
     archive = agents / "team" / "alpha" / "archive" / "history_2026-04-20_08-00-00.md"
     archive.write_text(older, encoding="utf-8")
     frame = memory_df(tmp_path)

@@ -13,7 +13,7 @@ from typing import Any, Literal
 import pandas as pd
 import pytest
 
-from memorylab.analysis import memory_df
+from memorylab.analysis import memory_df, memory_df_with_problems
 from memorylab.analysis.frames import MEMORY_COLUMNS, _utc, build_frame
 from memorylab.analysis.sources import Segment, agent_timeline, resolve
 from memorylab.memory import format as fmt
@@ -65,7 +65,7 @@ def test_the_bundled_workspaces_frames_are_unchanged(
     kind: Literal["memorylab", "reference"],
 ) -> None:
     workspace = bundled_workspace(kind)
-    frame = memory_df(workspace, strict=False).frame
+    frame = memory_df_with_problems(workspace).frame
     assert len(frame) > 200
     pd.testing.assert_frame_equal(frame, _by_messages(workspace), check_exact=True)
     pd.testing.assert_frame_equal(memory_df(workspace), frame, check_exact=True)
@@ -96,7 +96,7 @@ def test_a_message_is_read_once_where_naive_and_aware_timestamps_mix(tmp_path: P
         [("A", "2026-01-01T11:00:00+00:00", "two"), ("A", "2026-01-01T12:00:00+00:00", "three")],
         continues=new,
     )
-    read = memory_df(tmp_path, strict=False)
+    read = memory_df_with_problems(tmp_path)
     assert list(read.frame["content"]) == ["naive", "one", "two", "three"]
     assert list(read.frame["position"]) == [0, 1, 1, 1]
     assert list(read.problems["kind"]) == ["duplicate", "duplicate"]

@@ -143,7 +143,7 @@ def test_compactions_plot(own_workspace: Built, reference_workspace: Built) -> N
     assert bar_colors[0] != bar_colors[1]  # each agent in its own color, bars and markers alike
     markers = [line.get_color() for line in ax.get_lines()]
     assert [matplotlib.colors.to_rgba(m, alpha=0.6) for m in markers] == bar_colors
-    counted = compactions_df(reference_workspace.root, tokens="gpt-4o")
+    counted = compactions_df(reference_workspace.root, model="gpt-4o")
     _, given = plt.subplots()
     ax2 = plot_compactions(counted, ax=given, title="reference")
     assert ax2 is given and ax2.get_ylabel() == "tokens before → after"

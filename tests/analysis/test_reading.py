@@ -21,8 +21,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memorylab.analysis import memory_df
-from memorylab.errors import MemoryFormatError
+from memorylab.analysis import memory_df, memory_df_with_problems
+from memorylab.errors import MemoryFormatError, MemoryReadWarning
 from memorylab.memory import format as fmt
 from memorylab.memory.records import SUMMARY_PREFIX, MemoryDocument, Message
 from memorylab.memory.store import read_memory
@@ -44,7 +44,7 @@ def _same_as_parser(data: bytes, naive_tz: tzinfo = UTC) -> None:
         path.write_bytes(data)
         parsed = read_memory(path, strict=False)
         doc, expected = parsed.document, parsed.problems
-        read = memory_df(path, strict=False, naive_tz=naive_tz)
+        read = memory_df_with_problems(path, naive_tz=naive_tz)
         frame, problems = read.frame, read.problems
         messages = doc.messages
         assert frame["role"].astype(str).tolist() == [m.role for m in messages]
@@ -63,10 +63,14 @@ def _same_as_parser(data: bytes, naive_tz: tzinfo = UTC) -> None:
         ]
         if expected:
             with pytest.raises(MemoryFormatError) as ours:
-                memory_df(path, naive_tz=naive_tz)
+                memory_df(path, naive_tz=naive_tz, on_bad="error")
             with pytest.raises(MemoryFormatError) as theirs:
                 read_memory(path)
-            assert str(ours.value) == str(theirs.value)
+            # the same error; its advice names the loader's keyword
+            assert str(ours.value) == str(theirs.value).replace("strict=False", "on_bad='warn'")
+            assert (ours.value.path, ours.value.line) == (theirs.value.path, theirs.value.line)
+            with pytest.warns(MemoryReadWarning, match=f"in 1 file .*{expected[0].kind}"):
+                assert memory_df(path, naive_tz=naive_tz).equals(frame)
         else:
             assert memory_df(path, naive_tz=naive_tz).equals(frame)
 
@@ -201,11 +205,11 @@ def test_invalid_utf8_in_a_content() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "MEMORY.md"
         path.write_bytes(bad)
-        read = memory_df(path, strict=False)
+        read = memory_df_with_problems(path)
         frame, problems = read.frame, read.problems
         assert frame["content"].tolist() == ["caf\ufffd"] and problems["kind"].iloc[0] == "encoding"
         with pytest.raises(MemoryFormatError, match="not UTF-8"):
-            memory_df(path)
+            memory_df(path, on_bad="error")
 
 
 @given(messages, st.data())
@@ -368,7 +372,7 @@ def test_times_that_go_backwards_are_said(tmp_path: Path) -> None:
     path = tmp_path / "agents" / "a" / "MEMORY.md"
     path.parent.mkdir(parents=True)
     path.write_bytes(data)
-    read = memory_df(path, strict=False)
+    read = memory_df_with_problems(path)
     (note,) = read.problems[read.problems["kind"] == "order"]["message"]
     assert note.startswith("message 1 (2020-01-01 00:00:00) is dated before the one before it")
     assert len(read.frame) == 3  # read as written: the order is the file's

@@ -13,7 +13,14 @@ import pandas as pd
 import pytest
 from analysis_support import Built
 
-from memorylab.analysis import ReadResult, compactions_df, memory_df, sweep, sweep_table
+from memorylab.analysis import (
+    ReadResult,
+    compactions_df,
+    memory_df,
+    memory_df_with_problems,
+    sweep,
+    sweep_table,
+)
 from memorylab.analysis._fast import unit_prices
 from memorylab.analysis.frames import DTYPES, PROBLEM_COLUMNS
 from memorylab.privacy import export_agent, load_export
@@ -23,7 +30,7 @@ from memorylab.transcripts import bundled_workspace
 
 
 def test_lenient_memory_df_returns_one_result(own_workspace: Built) -> None:
-    read = memory_df(own_workspace.root, strict=False)
+    read = memory_df_with_problems(own_workspace.root)
     assert isinstance(read, ReadResult)
     assert read.frame.equals(memory_df(own_workspace.root))
     assert list(read.problems.columns) == [name for name, _ in PROBLEM_COLUMNS]
@@ -34,7 +41,7 @@ def test_the_read_result_is_a_table_result_with_notes(own_workspace: Built) -> N
 
     from memorylab.results import TableResult
 
-    read = memory_df(own_workspace.root, strict=False)
+    read = memory_df_with_problems(own_workspace.root)
     assert isinstance(read, TableResult) and read.notes() == []
     assert repr(read).startswith("ReadResult(frame=<") and "problems" in repr(read)
     problems = pd.DataFrame({"file": ["a", "b", "c"], "line": [1, 2, 3],
@@ -44,9 +51,9 @@ def test_the_read_result_is_a_table_result_with_notes(own_workspace: Built) -> N
 
 
 def test_unpacking_the_old_tuple_still_works_and_warns(own_workspace: Built) -> None:
-    read = memory_df(own_workspace.root, strict=False)
+    read = memory_df_with_problems(own_workspace.root)
     with pytest.warns(DeprecationWarning, match=r"use result\.frame and result\.problems"):
-        frame, problems = memory_df(own_workspace.root, strict=False)
+        frame, problems = memory_df_with_problems(own_workspace.root)
     assert frame.equals(read.frame) and problems.equals(read.problems)
     with pytest.warns(DeprecationWarning, match="ReadResult"):
         assert read[1].equals(read.problems)
@@ -54,7 +61,7 @@ def test_unpacking_the_old_tuple_still_works_and_warns(own_workspace: Built) -> 
 
 def test_the_warning_points_at_the_callers_line(own_workspace: Built) -> None:
     with pytest.warns(DeprecationWarning) as caught:
-        _frame, _problems = memory_df(own_workspace.root, strict=False)
+        _frame, _problems = memory_df_with_problems(own_workspace.root)
     assert caught[0].filename == __file__
 
 
@@ -67,13 +74,13 @@ def test_every_column_shared_by_the_frames_has_one_dtype(tmp_path: Path) -> None
     workspace = tmp_path / "workspace"  # a copy: exporting takes the agent's lock, a file
     shutil.copytree(bundled_workspace(), workspace)  # that must not land in the package data
     exported = export_agent("BugHunter", workspace, path=tmp_path / "bug.json")
-    read = memory_df(workspace, tokens="gpt-4o", strict=False)
+    read = memory_df_with_problems(workspace, model="gpt-4o")
     frames = {
         "memory_df": read.frame,
         "problems": read.problems,
         "compactions_df": compactions_df(workspace),
-        "compactions_df(tokens)": compactions_df(workspace, tokens="gpt-4o"),
-        "load_export": load_export(exported, tokens="gpt-4o"),
+        "compactions_df(model)": compactions_df(workspace, model="gpt-4o"),
+        "load_export": load_export(exported, model="gpt-4o"),
     }
     seen: dict[str, dict[str, str]] = {}
     for name, frame in frames.items():

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memorylab import Conversation
-from memorylab.analysis import memory_df
+from memorylab.analysis import memory_df_with_problems
 from memorylab.compress import ClearToolResults, ContextCompressor, KeepRecent
 
 
@@ -37,7 +37,7 @@ def test_each_message_is_read_once_from_where_it_was_first_written(
 ) -> None:
     logging.getLogger("memorylab").setLevel(logging.ERROR)
     folder, written = _run(tmp_path, strategy)
-    read = memory_df(folder, strict=False)
+    read = memory_df_with_problems(folder)
     frame = read.frame
     messages = frame[~frame["is_summary"]]
     assert messages["content"].tolist() == written  # no copy, no placeholder, nothing lost

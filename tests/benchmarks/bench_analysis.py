@@ -18,7 +18,7 @@ Rows (medians of rounds that alternate subject and baseline, so drift hits both 
   bytes, decode, ``str.splitlines()``). Target: the loader at least half as fast (ratio <= 2.0).
 * peak memory of ``memory_df`` (``tracemalloc``, the returned frame included) against the bytes
   of the files. Target <= 3.0x.
-* the ``tokens`` column (``memory_df(..., tokens="gpt-4o")`` minus ``memory_df(...)``) against
+* the ``tokens`` column (``memory_df(..., model="gpt-4o")`` minus ``memory_df(...)``) against
   tiktoken's ``encode_ordinary_batch`` over the same contents (all cores). Target <= 1.5x.
 * ``sweep(..., fast=True)`` of 50 thresholds on a 10,000-message transcript whose tokens were
   counted before (by an earlier sweep, replay or growth of the same transcript: counts are
@@ -294,10 +294,10 @@ def token_rows(root: Path, rounds: int) -> tuple[float, float, int]:
     counter.count("x")  # loads the encoding offline (memorylab points tiktoken at its copy)
     encoding = tiktoken.get_encoding(counter.encoding_name)
     threads = os.cpu_count() or 1
-    memory_df(root, tokens=MODEL)
+    memory_df(root, model=MODEL)
     with_tokens, without, floor = [], [], []
     for _ in range(rounds):
-        with_tokens.append(_timed(lambda: memory_df(root, tokens=MODEL)))
+        with_tokens.append(_timed(lambda: memory_df(root, model=MODEL)))
         without.append(_timed(lambda: memory_df(root)))
         floor.append(_timed(lambda: encoding.encode_ordinary_batch(contents, num_threads=threads)))
     added = max(statistics.median(with_tokens) - statistics.median(without), 1e-9)

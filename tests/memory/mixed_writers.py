@@ -142,7 +142,7 @@ def count_messages(memory_md: Path, count: int) -> Outcome:
     """Read MEMORY.md and every archive strictly, and the agent's timeline as the loaders
     read it; count both writers' messages."""
     from memorylab import read_memory
-    from memorylab.analysis import memory_df
+    from memorylab.analysis import memory_df_with_problems
     from memorylab.errors import MemoryFormatError
 
     files = [memory_md, *sorted((memory_md.parent / "archive").glob("*.md"))]
@@ -155,7 +155,7 @@ def count_messages(memory_md: Path, count: int) -> Outcome:
             unparseable += 1
             doc = read_memory(path, strict=False).document
         stored.update(m.content for m in doc.messages)
-    read = Counter(memory_df(memory_md.parent, strict=False).frame["content"])
+    read = Counter(memory_df_with_problems(memory_md.parent).frame["content"])
     ours = [f"ml-{n}" for n in range(count)] + ["ml-final"]
     theirs = [f"ref-{n}" for n in range(count)]
     return Outcome(

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from memorylab import Conversation, read_memory
-from memorylab.analysis import memory_df
+from memorylab.analysis import memory_df, memory_df_with_problems
 from mixed_writers import AGENT, run, swarms_python
 
 pytestmark = [
@@ -104,7 +104,7 @@ def test_reference_compacting_around_a_memorylab_compaction(tmp_path: Path) -> N
     for archive in (memory_md.parent / "archive").glob("*.md"):
         stored.update(m.content for m in read_memory(archive).messages)
     assert stored["ml-0"] == 2  # both archived the file: two copies on disk
-    read = memory_df(memory_md.parent, strict=False)
+    read = memory_df_with_problems(memory_md.parent)
     counted = Counter(read.frame["content"])
     expected = [f"ml-{n}" for n in range(7)]
     expected += ["reference summary", "[Compressed Memory Summary] memorylab summary"]

@@ -296,7 +296,7 @@ def test_forget_removes_the_torn_ends_kept_aside(isolated_workspace: Path) -> No
 
 
 def test_loaders_report_the_torn_end_and_bad_records(isolated_workspace: Path) -> None:
-    from memorylab.analysis import memory_df
+    from memorylab.analysis import memory_df_with_problems
 
     conv = Conversation(agent_name=AGENT)
     conv.add("User", "one")
@@ -306,7 +306,7 @@ def test_loaders_report_the_torn_end_and_bad_records(isolated_workspace: Path) -
     with open(agent_paths(AGENT).compactions, "a") as handle:
         handle.write("[1, 2]\n")
     Conversation(agent_name=AGENT)  # recovery
-    read = memory_df(isolated_workspace, strict=False)
+    read = memory_df_with_problems(isolated_workspace)
     kinds = set(read.problems["kind"])
     assert {"torn", "records"} <= kinds, read.problems
     assert list(read.frame["content"].str.slice(0, 3)).count("one") == 1

@@ -208,8 +208,12 @@ def test_load_export_equals_memory_df(isolated_workspace: Path, fmt: Format) -> 
 def test_load_export_counts_tokens_like_memory_df(isolated_workspace: Path) -> None:
     _history("Exporter", compactions=1)
     target = export_agent("Exporter")
-    expected = memory_df(isolated_workspace / "agents" / "Exporter", tokens="gpt-4o")
-    _assert_same_frame(load_export(target, tokens="gpt-4o"), expected)
+    expected = memory_df(isolated_workspace / "agents" / "Exporter", model="gpt-4o")
+    _assert_same_frame(load_export(target, model="gpt-4o"), expected)
+    with pytest.warns(
+        DeprecationWarning, match=r"load_export\(tokens=\.\.\.\) is now load_export\(model="
+    ):
+        _assert_same_frame(load_export(target, tokens="gpt-4o"), expected)  # for one release
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

@@ -198,14 +198,14 @@ def _ls(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_frame(source: Path, args: argparse.Namespace, tokens: str | None = None) -> pd.DataFrame:
-    """``memory_df`` of ``source``; with ``--lenient`` what can be read, and a one-line note
-    on stderr of what could not."""
-    from memorylab.analysis import memory_df
+def _read_frame(source: Path, args: argparse.Namespace, model: str | None = None) -> pd.DataFrame:
+    """``memory_df`` of ``source`` (a damaged file is an error); with ``--lenient`` what can be
+    read, and a one-line note on stderr of what could not."""
+    from memorylab.analysis import memory_df, memory_df_with_problems
 
     if not getattr(args, "lenient", False):
-        return memory_df(source, tokens=tokens)
-    result = memory_df(source, tokens=tokens, strict=False)
+        return memory_df(source, model=model, on_bad="error")
+    result = memory_df_with_problems(source, model=model)
     if len(result.problems):
         print(
             f"memorylab: warning: skipped {len(result.problems)} unreadable part(s) of {source} "
@@ -236,7 +236,7 @@ def _stats(args: argparse.Namespace) -> int:
 
     workspace = _existing_workspace(args.workspace, agent_folder_ok=True)
     check_model_name(args.model, "--model")
-    frame = _read_frame(workspace, args, tokens=args.model)
+    frame = _read_frame(workspace, args, model=args.model)
     compactions = compactions_df(workspace)
     print(f"workspace: {workspace} (tokens counted as {args.model})")
     print(f"{'agent':<28} {'messages':>9} {'segments':>8} {'compactions':>11} {'tokens':>10}")

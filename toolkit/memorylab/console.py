@@ -79,6 +79,7 @@ _FLAG_FOR_ARGUMENT: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\boverwrite=True\b", "--overwrite"),
         (r"\b[Uu]se strict=False\b", "use --lenient"),
         (r"\bstrict=False\b", "--lenient"),
+        (r"\b[Uu]se on_bad='warn'", "use --lenient"),  # memory_df(on_bad="error")'s advice
         (r"\bmax_cost_usd=(?=\S)", "--max-cost "),
         (r"\bmax_cost_usd\b", "--max-cost"),
         (r"\bmax_tokens\b", "--max-tokens"),

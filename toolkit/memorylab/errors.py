@@ -27,6 +27,11 @@ builtin (``ValueError`` for bad arguments, ``OSError`` for the filesystem, ``Tim
     ├── BudgetExceeded                            an estimated cost is above the configured limit
     └── PrerequisiteError          (ImportError)  an optional extra is not installed
 
+One warning class, for what is worth a warning rather than an error::
+
+    MemoryReadWarning              (UserWarning)  a loader read damaged files: it returned what
+                                                  it could, the warning says how to see the rest
+
 Messages say what happened and what to do next. Which model errors are retried is decided by
 the table that maps provider exceptions to these classes (:mod:`memorylab.llm`); the error carries
 it as ``retryable``.
@@ -151,6 +156,14 @@ class PrerequisiteError(MemorylabError, ImportError):
     """An optional dependency is missing; the message names the ``pip install`` that fixes it."""
 
 
+class MemoryReadWarning(UserWarning):
+    """A loader (:func:`memorylab.analysis.memory_df`) read files that do not parse whole, or
+    could not read some: it returned the rows it could read, and the warning says how many
+    problems of which kinds in how many files, and how to list them
+    (:func:`memorylab.analysis.problems_df`). ``on_bad="skip"`` reads without it,
+    ``on_bad="error"`` raises :class:`MemoryFormatError` instead."""
+
+
 # The names of the previous release, for one more release.
 SummarizerError = ModelError
 SummarizerTimeout = ModelTimeout
@@ -171,6 +184,7 @@ __all__ = [
     "InvalidSetting",
     "LockTimeout",
     "MemoryFormatError",
+    "MemoryReadWarning",
     "MemorylabError",
     "ModelAuthError",
     "ModelBadRequest",

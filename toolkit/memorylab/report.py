@@ -155,7 +155,7 @@ def build_report(
 
     from memorylab.analysis import (
         compactions_df,
-        memory_df,
+        memory_df_with_problems,
         plot_compactions,
         plot_sweep,
         plot_token_growth,
@@ -170,7 +170,7 @@ def build_report(
 
     root = Path(workspace)
     counted_as = model or "gpt-4o"
-    read = memory_df(root, tokens=counted_as, strict=False)
+    read = memory_df_with_problems(root, model=counted_as)
     messages, notes = read.frame, read.problems
     is_remark = notes["kind"].isin(REMARK_KINDS)
     problems, remarks = notes[~is_remark], notes[is_remark]

@@ -9,7 +9,14 @@ pandas and matplotlib are imported by the functions that need them, so importing
 (or :mod:`memorylab`) stays fast. See docs/analysis.md.
 """
 
-from memorylab.analysis.frames import ReadResult, compactions_df, documents_df, memory_df
+from memorylab.analysis.frames import (
+    ReadResult,
+    compactions_df,
+    documents_df,
+    memory_df,
+    memory_df_with_problems,
+    problems_df,
+)
 from memorylab.analysis.growth import token_growth
 from memorylab.analysis.plots import (
     plot_compactions,
@@ -41,10 +48,12 @@ __all__ = [
     "documents_df",
     "estimate_sweep",
     "memory_df",
+    "memory_df_with_problems",
     "plot_compactions",
     "plot_sweep",
     "plot_token_growth",
     "plot_token_growth_grid",
+    "problems_df",
     "replay",
     "run_settings",
     "save_plot",

@@ -19,11 +19,13 @@ counts, UTC timestamps), and :func:`build_frame` makes every frame of the packag
 declarations.
 
 Both loaders read memorylab's files and the reference framework's (naive local timestamps, no
-lineage, archive names that collide). With ``strict=True`` a file that does not parse raises
-:class:`~memorylab.errors.MemoryFormatError`; with ``strict=False`` the result is a
-:class:`ReadResult`: ``.frame``, and ``.problems``, a DataFrame with ``file, line, kind,
-message`` that also lists what was skipped (duplicate and uncommitted archives, unknown files)
-and what looks missing.
+lineage, archive names that collide), and return a DataFrame whatever the files hold. A file
+that does not parse whole is read as far as it can be, and :func:`memory_df` warns once
+(:class:`~memorylab.errors.MemoryReadWarning`; ``on_bad="skip"``: silently, ``on_bad="error"``:
+it raises :class:`~memorylab.errors.MemoryFormatError` instead). :func:`problems_df` lists the
+problems, ``file, line, kind, message``, with what was skipped (duplicate and uncommitted
+archives, unknown files) and what looks missing; :func:`memory_df_with_problems` gives both of
+one read (a :class:`ReadResult`).
 pandas is imported when a loader is called, not with :mod:`memorylab`.
 
 Both log a warning (logger ``memorylab.privacy``) when memory under a path they are given can be
@@ -37,12 +39,16 @@ import importlib
 import itertools
 import math
 import os
+import re
+import warnings
+from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 
+from memorylab._names import renamed_keyword
 from memorylab.analysis.sources import (
     AgentFiles,
     Note,
@@ -56,6 +62,7 @@ from memorylab.analysis.sources import (
     summary_flags,
     timeline,
 )
+from memorylab.errors import InvalidSetting, MemoryFormatError, MemoryReadWarning
 from memorylab.memory import format as fmt
 from memorylab.memory.paths import MemoryPaths
 from memorylab.memory.records import MemoryDocument
@@ -69,6 +76,8 @@ __all__ = [
     "COMPACTION_COLUMNS",
     "DTYPES",
     "MEMORY_COLUMNS",
+    "ON_BAD",
+    "OnBad",
     "PROBLEM_COLUMNS",
     "ReadResult",
     "build_frame",
@@ -76,6 +85,8 @@ __all__ = [
     "compactions_df",
     "documents_df",
     "memory_df",
+    "memory_df_with_problems",
+    "problems_df",
 ]
 
 _Columns = tuple[tuple[str, str], ...]
@@ -110,7 +121,7 @@ DTYPES: Mapping[str, str] = {
     "strategy": "category",  # a compaction strategy's name (memorylab.compress.strategies)
     "latency_s": "float64",
     "cost_usd": "float64",
-    "threshold": "object",  # an int is a token count, a float a fraction of the window
+    "threshold": "float64",  # a fraction of the window (compactions_df: NaN for a token count)
     "context_length": "Int64",
     "source": "category",
     # a problem
@@ -150,7 +161,7 @@ MEMORY_COLUMNS = columns(
 """The columns of :func:`memory_df`, in order (``tokens`` is added when a model is given)."""
 
 PROBLEM_COLUMNS = columns("file", "line", "kind", "message")
-"""The columns of :attr:`ReadResult.problems` (:func:`memory_df` with ``strict=False``)."""
+"""The columns of :func:`problems_df` (and :attr:`ReadResult.problems`)."""
 
 COMPACTION_COLUMNS = columns(
     "workspace",
@@ -210,9 +221,10 @@ def build_frame(declared: Sequence[tuple[str, str]], data: Mapping[str, Any]) ->
 
 @dataclass(frozen=True, slots=True, repr=False)
 class ReadResult(FormerPair, TableResult):
-    """What :func:`memory_df` read with ``strict=False``: ``frame``, the rows it could read
-    (:data:`MEMORY_COLUMNS`), and ``problems`` (:data:`PROBLEM_COLUMNS`: ``file, line, kind,
-    message``), one row per problem found or file skipped; :meth:`notes` says how many.
+    """What :func:`memory_df_with_problems` read: ``frame``, the rows it could read
+    (:data:`MEMORY_COLUMNS`, :func:`memory_df`'s frame), and ``problems``
+    (:data:`PROBLEM_COLUMNS`: ``file, line, kind, message``, :func:`problems_df`'s frame), one
+    row per problem found or file skipped; :meth:`notes` says how many.
 
     It replaces the ``(frame, problems)`` tuple of earlier versions: unpacking it that way, or
     indexing it ``[0]``/``[1]``, still works for now and warns (``DeprecationWarning``).
@@ -221,20 +233,31 @@ class ReadResult(FormerPair, TableResult):
     frame: pd.DataFrame
     problems: pd.DataFrame
 
-    _former: ClassVar[tuple[str, str, str]] = ("memory_df(..., strict=False)", "frame", "problems")
+    _former: ClassVar[tuple[str, str, str]] = ("memory_df_with_problems(...)", "frame", "problems")
 
     def notes(self) -> list[str]:
         kinds = self.problems["kind"].value_counts(sort=False) if len(self.problems) else {}
         return [f"{count} {kind} problem(s): see .problems" for kind, count in kinds.items()]
 
 
+OnBad = Literal["error", "warn", "skip"]
+"""What :func:`memory_df` does with a file that does not read whole (a parse problem or an I/O
+error): raise, warn once (:class:`~memorylab.errors.MemoryReadWarning`) or say nothing; the
+rows it could read are returned unless it raises."""
+
+ON_BAD: tuple[OnBad, ...] = ("error", "warn", "skip")
+"""The values of ``on_bad``."""
+
+
 @overload
 def memory_df(
     source: Source,
     *,
-    tokens: str | None = None,
-    strict: Literal[True] = True,
+    model: str | None = None,
+    on_bad: OnBad = "warn",
     naive_tz: tzinfo | None = None,
+    tokens: str | None = None,
+    strict: Literal[True] | None = None,
 ) -> pd.DataFrame: ...
 
 
@@ -242,18 +265,22 @@ def memory_df(
 def memory_df(
     source: Source,
     *,
+    model: str | None = None,
+    on_bad: OnBad = "warn",
+    naive_tz: tzinfo | None = None,
     tokens: str | None = None,
     strict: Literal[False],
-    naive_tz: tzinfo | None = None,
 ) -> ReadResult: ...
 
 
 def memory_df(
     source: Source,
     *,
-    tokens: str | None = None,
-    strict: bool = True,
+    model: str | None = None,
+    on_bad: OnBad = "warn",
     naive_tz: tzinfo | None = None,
+    tokens: str | None = None,
+    strict: bool | None = None,
 ) -> pd.DataFrame | ReadResult:
     """One row per message of ``source``, in timeline order (see docs/analysis.md).
 
@@ -264,27 +291,145 @@ def memory_df(
     per agent across segments), ``role`` (categorical), ``timestamp`` (UTC),
     ``naive_timestamp`` (the file had no UTC offset: read as wall-clock time in ``naive_tz``,
     ``None`` for this machine's time zone), ``content``, ``chars``, ``is_summary``, and
-    ``tokens`` (of the content) when ``tokens`` names a model.
+    ``tokens`` (of the content) when ``model`` names a tokenizer model.
 
-    ``strict=True`` raises :class:`~memorylab.errors.MemoryFormatError` for a file that does not
-    parse; ``strict=False`` returns a :class:`ReadResult`: ``.frame``, what could be read, and
-    ``.problems``, what could not (:data:`PROBLEM_COLUMNS`).
+    ``on_bad``, for a file that does not parse whole or cannot be read (as pandas'
+    ``read_csv(on_bad_lines=)``): ``"warn"`` (the default) returns the rows that could be read
+    and warns once (:class:`~memorylab.errors.MemoryReadWarning`: how many problems of which
+    kinds in how many files, and the :func:`problems_df` call that lists them); ``"skip"``
+    returns them silently; ``"error"`` raises :class:`~memorylab.errors.MemoryFormatError`
+    (:class:`~memorylab.errors.StoreError` for a file that cannot be read). What is skipped or
+    looks missing otherwise (duplicates, gaps, an interrupted compaction's archive) never warns:
+    :func:`problems_df` lists it too. :func:`memory_df_with_problems` gives the frame and the
+    problems of one read.
+
+    Deprecated, for this release only: ``tokens=`` is ``model=``; ``strict=True`` is
+    ``on_bad="error"``, and ``strict=False`` returns a :class:`ReadResult` as before (use
+    :func:`memory_df_with_problems`). Both warn (``DeprecationWarning``).
     """
+    model = renamed_keyword("memory_df", "tokens", "model", tokens, model)
+    if strict is not None:
+        if on_bad != "warn":
+            raise TypeError("memory_df() got both strict= and on_bad=; give on_bad= only")
+        instead = (
+            'memory_df(..., on_bad="error")'
+            if strict
+            else 'memory_df(...), which returns the DataFrame (on_bad="warn" or "skip"), and '
+            "problems_df(...) for the problems, or memory_df_with_problems(...) for both (the "
+            "ReadResult strict=False returns)"
+        )
+        warnings.warn(
+            f"memory_df(strict={strict}) is deprecated: use {instead}; strict= keeps working for "
+            "this release only",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        if not strict:
+            return _read(source, model, naive_tz)
+        on_bad = "error"
+    if on_bad not in ON_BAD:
+        raise InvalidSetting(
+            f"on_bad must be one of {', '.join(map(repr, ON_BAD))} (raise, warn once, or say "
+            f"nothing about a file that does not read whole), not {on_bad!r}"
+        )
+    if on_bad == "error":
+        return _messages_frame(_strict_timelines(source), model, naive_tz)
+    agents, notes = _timelines(source)
+    frame = _messages_frame(agents, model, naive_tz)
+    if on_bad == "warn":
+        _warn_damaged(source, notes)
+    return frame
+
+
+def memory_df_with_problems(
+    source: Source, *, model: str | None = None, naive_tz: tzinfo | None = None
+) -> ReadResult:
+    """:func:`memory_df` (``on_bad="skip"``) and :func:`problems_df` of one read of ``source``:
+    a :class:`ReadResult`, ``.frame`` and ``.problems`` (what the report and the command line
+    show beside the messages)."""
+    return _read(source, model, naive_tz)
+
+
+def problems_df(source: Source) -> pd.DataFrame:
+    """What :func:`memory_df` finds reading ``source``: one row per problem or file left
+    out (:data:`PROBLEM_COLUMNS`: ``file``, ``line`` (1-based; 0: the file as a whole),
+    ``kind``, ``message``). The kinds of the parser (``torn``, ``structure``, ``header``,
+    ``encoding`` …, docs/memory-format.md) and ``io`` are the problems ``memory_df``'s
+    ``on_bad`` is about; the others say what was skipped or looks missing (``duplicate``,
+    ``edit``, ``gap``, ``lineage``, ``order``, ``pending``, ``records``, ``skipped``, ``torn``
+    for the kept-aside end of a write, ``unsettled``: docs/analysis.md)."""
+    _agents, notes = _timelines(source)
+    return _problems_frame(notes)
+
+
+def _timelines(source: Source) -> tuple[list[tuple[AgentFiles, list[Segment]]], list[Note]]:
+    """Each agent's files in timeline order, read leniently, and the notes of the read."""
     agent_files, notes = resolve(source)
-    agents = [(files, agent_timeline(files, notes, strict=strict)) for files in agent_files]
-    frame = _messages_frame(agents, tokens, naive_tz)
-    if strict:
-        return frame
+    return [(files, agent_timeline(files, notes, strict=False)) for files in agent_files], notes
+
+
+def _strict_timelines(source: Source) -> list[tuple[AgentFiles, list[Segment]]]:
+    """Each agent's files in timeline order, read strictly: a file that does not parse raises
+    :class:`~memorylab.errors.MemoryFormatError`, whose advice names ``on_bad``."""
+    agent_files, notes = resolve(source)
+    try:
+        return [(files, agent_timeline(files, notes, strict=True)) for files in agent_files]
+    except MemoryFormatError as exc:
+        # The parser's advice names its own keyword (read_memory(strict=False)).
+        error = MemoryFormatError(
+            re.sub(r"\bstrict=False\b", "on_bad='warn'", str(exc)), problems=exc.problems
+        )
+        error.path, error.line = exc.path, exc.line
+        raise error from None
+
+
+def _read(source: Source, model: str | None, naive_tz: tzinfo | None) -> ReadResult:
+    """The frame and the problems of one lenient read of ``source``."""
+    agents, notes = _timelines(source)
+    return ReadResult(_messages_frame(agents, model, naive_tz), _problems_frame(notes))
+
+
+def _warn_damaged(source: Source, notes: Sequence[Note]) -> None:
+    """One :class:`~memorylab.errors.MemoryReadWarning` for the files of ``source`` that did not
+    read whole (none: no warning), at the line that called :func:`memory_df`."""
+    damaged = [note for note in notes if note.damaged]
+    if not damaged:
+        return
+    kinds = Counter(note.kind for note in damaged)
+    files = len({note.file for note in damaged})
+    shown = (
+        repr(os.fspath(source))
+        if isinstance(source, str | os.PathLike)
+        else repr([os.fspath(item) for item in source])
+    )
+    warnings.warn(
+        MemoryReadWarning(
+            f"memory_df: {_counted(len(damaged), 'problem')} in {_counted(files, 'file')} "
+            f"that did not read whole ({', '.join(f'{n} {kind}' for kind, n in kinds.items())}); "
+            "the frame holds the rows that could be read. See every problem with "
+            f"memorylab.analysis.problems_df({shown}); on_bad='skip' reads without this "
+            "warning, on_bad='error' raises instead"
+        ),
+        stacklevel=3,
+    )
+
+
+def _counted(count: int, noun: str) -> str:
+    return f"{count:,} {noun}" + ("" if count == 1 else "s")
+
+
+def _problems_frame(notes: Sequence[Note]) -> pd.DataFrame:
     data = {name: [getattr(note, name) for note in notes] for name, _ in PROBLEM_COLUMNS}
-    return ReadResult(frame, build_frame(PROBLEM_COLUMNS, data))  # a Note's fields, in order
+    return build_frame(PROBLEM_COLUMNS, data)  # a Note's fields, in order
 
 
 def documents_df(
     documents: Iterable[tuple[str | os.PathLike[str], MemoryDocument]],
     *,
-    tokens: str | None = None,
+    model: str | None = None,
     naive_tz: tzinfo | None = None,
     edits: Collection[str] = (),
+    tokens: str | None = None,
 ) -> pd.DataFrame:
     """:func:`memory_df`'s frame of memory files parsed already (an export read back).
 
@@ -293,8 +438,10 @@ def documents_df(
     or ``…/archive/history_<time>.md``. ``edits``: the archive names an edit made (the export's
     records say which, :func:`~memorylab.memory.records.edit_archives`). Each agent's files
     are put in timeline order and duplicates dropped by the same rules, so the frame is the one
-    :func:`memory_df` gives for the same files.
+    :func:`memory_df` gives for the same files. ``model`` as in :func:`memory_df` (``tokens=``
+    is its deprecated name).
     """
+    model = renamed_keyword("documents_df", "tokens", "model", tokens, model)
     agents: dict[Path, tuple[AgentFiles, list[Segment]]] = {}
     for name, document in documents:
         path = Path(name).expanduser()
@@ -307,12 +454,12 @@ def documents_df(
     ordered = [
         (files, timeline(segments, [], whole_folder=False)) for files, segments in agents.values()
     ]
-    return _messages_frame(ordered, tokens, naive_tz)
+    return _messages_frame(ordered, model, naive_tz)
 
 
 def _messages_frame(
     agents: Sequence[tuple[AgentFiles, Sequence[Segment]]],
-    tokens: str | None,
+    model: str | None,
     naive_tz: tzinfo | None,
 ) -> pd.DataFrame:
     """The rows of :func:`memory_df` for agents' files in timeline order: the files' columns
@@ -359,10 +506,10 @@ def _messages_frame(
     data["chars"] = list(map(len, contents))
     data["is_summary"] = summaries
     declared = MEMORY_COLUMNS
-    if tokens is not None:
+    if model is not None:
         from memorylab.compress.tokens import get_token_counter
 
-        data["tokens"] = get_token_counter(tokens).count_batch(contents)
+        data["tokens"] = get_token_counter(model).count_batch(contents)
         declared += columns("tokens")
     return build_frame(declared, data)
 
@@ -435,23 +582,37 @@ def _local_zone() -> tzinfo:
 
 
 def compactions_df(
-    source: Source, *, tokens: str | None = None, naive_tz: tzinfo | None = None
+    source: Source,
+    *,
+    model: str | None = None,
+    naive_tz: tzinfo | None = None,
+    tokens: str | None = None,
 ) -> pd.DataFrame:
     """One row per compaction of the agents in ``source`` (see docs/analysis.md).
 
     From ``compactions.jsonl`` when an agent has one (``source`` column ``"jsonl"``; failed
     attempts and other record kinds are left out), else inferred from its archives and the
     summary blocks that follow them (``"inferred"``): ``time`` is the next summary's timestamp,
-    and token figures are counted with ``tokens`` (a model name) when given. Columns:
-    :data:`COMPACTION_COLUMNS`; unknown values are missing (``<NA>``, NaN or NaT).
+    and token figures are counted with ``model`` (a tokenizer model's name; ``tokens=`` is its
+    deprecated name) when given. Columns: :data:`COMPACTION_COLUMNS`; unknown values are missing
+    (``<NA>``, NaN or NaT). ``threshold`` is the fraction of the window a record's compaction
+    was set to fire at (of a trigger of several conditions, its fraction), NaN where the record
+    holds none: an inferred compaction, a token-count threshold, a trigger without a fraction
+    (``compactions.jsonl``'s own ``threshold`` and ``trigger`` fields keep them,
+    :meth:`~memorylab.memory.store.MemoryStore.records`).
+
+    It never raises for a damaged file, so it has no ``on_bad``: the archives it infers from are
+    read as far as they parse (:func:`problems_df` lists the rest) and a line of
+    ``compactions.jsonl`` that is no record is skipped and logged.
     """
+    model = renamed_keyword("compactions_df", "tokens", "model", tokens, model)
     agent_files, notes = resolve(source)
     rows: list[dict[str, Any]] = []
     for files in agent_files:
         rows += read_consistent(
             files,
             notes,
-            lambda files, notes, parsed: _agent_compactions(files, notes, parsed, tokens, naive_tz),
+            lambda files, notes, parsed: _agent_compactions(files, notes, parsed, model, naive_tz),
         )
     frame = build_frame(
         COMPACTION_COLUMNS,
@@ -464,7 +625,7 @@ def _agent_compactions(
     files: AgentFiles,
     notes: list[Note],
     parsed: dict[Path, Any],
-    tokens: str | None,
+    model: str | None,
     naive_tz: tzinfo | None,
 ) -> list[dict[str, Any]]:
     """The rows of one agent: its records, then what its archives say nobody recorded (one
@@ -489,7 +650,7 @@ def _agent_compactions(
         read_segments(files, notes, False, parsed), notes, whole_folder=files.whole_folder
     )
     return rows + [
-        row for row in _inferred(files, segments, tokens, naive_tz) if row["archive"] not in named
+        row for row in _inferred(files, segments, model, naive_tz) if row["archive"] not in named
     ]
 
 
@@ -557,9 +718,8 @@ def _recorded(files: AgentFiles, records: Sequence[object]) -> list[dict[str, An
                 else None,
                 "latency_s": _number(record.get("latency_s")),
                 "cost_usd": _number(record.get("cost_usd")),
-                "threshold": threshold
-                if isinstance(threshold, int | float) and not isinstance(threshold, bool)
-                else math.nan,
+                # a fraction of the window; a token count (an int) or none: NaN
+                "threshold": threshold if isinstance(threshold, float) else math.nan,
                 "source": "jsonl",
             }
         )
@@ -567,14 +727,14 @@ def _recorded(files: AgentFiles, records: Sequence[object]) -> list[dict[str, An
 
 
 def _inferred(
-    files: AgentFiles, segments: list[Segment], tokens: str | None, naive_tz: tzinfo | None
+    files: AgentFiles, segments: list[Segment], model: str | None, naive_tz: tzinfo | None
 ) -> list[dict[str, Any]]:
     """One compaction per archive that a later file follows (reference workspaces): it
     archived that file's messages, and the next file starts with its summary."""
     from memorylab.analysis._transcript import entry_tokens
 
     frame = _messages_frame([(files, segments)], None, naive_tz)
-    counted = entry_tokens(frame, tokens) if tokens is not None and len(frame) else None
+    counted = entry_tokens(frame, model) if model is not None and len(frame) else None
     rows: list[dict[str, Any]] = []
     start = 0
     for segment, after in itertools.pairwise(segments):

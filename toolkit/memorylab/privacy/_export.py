@@ -17,6 +17,7 @@ from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from memorylab._names import renamed_keyword
 from memorylab.errors import InvalidSetting, PrerequisiteError, StoreError
 from memorylab.memory import format as fmt
 from memorylab.memory._fsutil import write_private_file
@@ -227,8 +228,9 @@ def load_export(
     path: str | os.PathLike[str],
     *,
     workspace_dir: str | os.PathLike[str] | None = None,
-    tokens: str | None = None,
+    model: str | None = None,
     naive_tz: tzinfo | None = None,
+    tokens: str | None = None,
 ) -> pd.DataFrame:
     """An export (json or parquet, as :func:`export_agent` writes it) as the DataFrame
     :func:`memorylab.analysis.memory_df` gives for the agent folder it was exported from.
@@ -236,7 +238,8 @@ def load_export(
     Same columns, dtypes, rows and order: segments in timeline order (lineage first),
     ``segment`` 0 … n, ``position``, ``timeline``, ``role``, ``timestamp`` (UTC; naive stamps
     read in ``naive_tz``, default local time, with ``naive_timestamp`` set), ``content``,
-    ``chars``, ``is_summary`` and ``tokens`` when ``tokens`` names a model. ``workspace`` and
+    ``chars``, ``is_summary`` and ``tokens`` when ``model`` names a tokenizer model
+    (``tokens=`` is its deprecated name, for this release). ``workspace`` and
     ``file`` name where the memory was exported from (the export's ``workspace``), or
     ``workspace_dir`` when given (after copying an export to another machine). The format is
     read from the file, not its name. Parquet needs pyarrow (``pip install "memorylab[data]"``).
@@ -245,6 +248,7 @@ def load_export(
     from memorylab.analysis.frames import documents_df
     from memorylab.memory.records import edit_archives
 
+    model = renamed_keyword("load_export", "tokens", "model", tokens, model)
     source = Path(path).expanduser()
     doc = _read_export(source)
     warn_permissions(source)
@@ -260,7 +264,7 @@ def load_export(
         ) from None
     records = doc.get("records")
     edits = edit_archives(records if isinstance(records, list) else [])
-    return documents_df(documents, tokens=tokens, naive_tz=naive_tz, edits=edits)
+    return documents_df(documents, model=model, naive_tz=naive_tz, edits=edits)
 
 
 def _default_export_path(agent_name: str, format: str) -> Path:

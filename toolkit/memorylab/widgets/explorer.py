@@ -82,7 +82,7 @@ class MemoryExplorer(View):
         max_rows: int = 40,
     ) -> None:
         super().__init__()
-        from memorylab.analysis.frames import compactions_df, memory_df
+        from memorylab.analysis.frames import compactions_df, memory_df_with_problems
         from memorylab.config import resolve_workspace
 
         widgets = import_widgets()
@@ -91,7 +91,7 @@ class MemoryExplorer(View):
         self.max_rows = max_rows
         self._context_length = context_length
         self._threshold = threshold
-        read = memory_df(self.source, strict=False, tokens=None)
+        read = memory_df_with_problems(self.source)
         self.frame, self.problems = read.frame, read.problems
         self.compactions = compactions_df(self.source)
         agents = [str(a) for a in dict.fromkeys(self.frame["agent"].astype(str))]
