@@ -14,6 +14,12 @@ sends the body one byte at a time, a server that answers at once but trickles it
 ``HTTPError`` (status code, optional ``Retry-After`` header, delay). Streaming requests
 (``"stream": true``) get server-sent events with the same content.
 
+Usage: ``prompt_tokens`` and ``completion_tokens`` (default: about four characters a token), and,
+only where given (a provider that says nothing sends none of them), OpenAI's
+``prompt_tokens_details.cached_tokens`` and ``completion_tokens_details.reasoning_tokens``
+(``cached_tokens``, ``reasoning_tokens``) and Anthropic's ``cache_read_input_tokens`` and
+``cache_creation_input_tokens`` (the fields of those names).
+
 Every request body (parsed JSON) is recorded in ``.requests``, thread-safely; ``.most_waiting``
 is the most requests that were waiting out their delay at one time (how far a client overlapped). Delays wait on an
 event that ``__exit__`` sets, so stopping the server never waits for a slow reply.
@@ -72,6 +78,10 @@ class Reply:
     completion_tokens: int | None = None
     finish_reason: str = "stop"
     byte_delay: float = 0.0
+    cached_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -92,6 +102,10 @@ class ToolCallReply:
     delay: float = 0.0
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    cached_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -334,6 +348,18 @@ class FakeOpenAIServer:
         completion = behavior.completion_tokens
         if completion is None:
             completion = _rough_tokens(behavior.text or "") + 8 * len(message.get("tool_calls", ()))
+        usage: dict[str, Any] = {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        }
+        if behavior.cached_tokens is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": behavior.cached_tokens}
+        if behavior.reasoning_tokens is not None:
+            usage["completion_tokens_details"] = {"reasoning_tokens": behavior.reasoning_tokens}
+        for key in ("cache_read_input_tokens", "cache_creation_input_tokens"):
+            if getattr(behavior, key) is not None:
+                usage[key] = getattr(behavior, key)
         return {
             "id": f"chatcmpl-fake-{self.request_count}",
             "object": "chat.completion",
@@ -342,11 +368,7 @@ class FakeOpenAIServer:
             "choices": [
                 {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
             ],
-            "usage": {
-                "prompt_tokens": prompt,
-                "completion_tokens": completion,
-                "total_tokens": prompt + completion,
-            },
+            "usage": usage,
         }
 
 

@@ -33,7 +33,8 @@ is configured for it, a placeholder key is sent (such servers accept any).
 :func:`model_context_length` is litellm's input window for a model, or
 :data:`DEFAULT_CONTEXT_LENGTH`; :func:`token_prices` its list price; both read litellm's model
 map as a file (:func:`bundled_model_map`) and import litellm only for a name the map alone does
-not settle. :func:`response_usage` / :func:`response_cost` read a reply's token usage and price.
+not settle. :func:`response_usage` / :func:`response_cost` read a reply's token usage and price,
+:func:`response_usage_details` its cached, cache-write and reasoning tokens.
 litellm (~3 s of CPU) is imported by :func:`import_litellm` on first use, never at module
 import; asynchronous code awaits :func:`aimport_litellm`, which imports it on a worker thread
 (:func:`start_litellm_import`) so the event loop keeps running meanwhile.
@@ -94,6 +95,7 @@ __all__ = [
     "model_context_length",
     "response_cost",
     "response_usage",
+    "response_usage_details",
     "retry_policy",
     "served_model",
     "start_litellm_import",
@@ -755,12 +757,51 @@ def response_usage(response: Any) -> tuple[int | None, int | None]:
     )
 
 
+def _reported(value: Any) -> int | None:
+    """A count a provider reported: an int (not a bool), else ``None`` (not reported)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def response_usage_details(response: Any) -> dict[str, int | None]:
+    """What a provider reported of a reply's usage beyond its input and output, each ``None``
+    when it said nothing (never 0 for unknown):
+
+    * ``cached_tokens``: input read from the provider's prompt cache
+      (``usage.prompt_tokens_details.cached_tokens``, OpenAI's; else Anthropic's
+      ``cache_read_input_tokens``);
+    * ``cache_write_tokens``: input written to the cache (Anthropic's
+      ``cache_creation_input_tokens``, litellm's ``prompt_tokens_details.cache_write_tokens``);
+    * ``reasoning_tokens``: output spent on reasoning
+      (``usage.completion_tokens_details.reasoning_tokens``), part of the output tokens.
+    """
+    usage = getattr(response, "usage", None)
+    prompt_details = getattr(usage, "prompt_tokens_details", None)
+    output_details = getattr(usage, "completion_tokens_details", None)
+    cached = _reported(getattr(prompt_details, "cached_tokens", None))
+    if cached is None:
+        cached = _reported(getattr(usage, "cache_read_input_tokens", None))
+    written = _reported(getattr(usage, "cache_creation_input_tokens", None))
+    if written is None:
+        written = _reported(getattr(prompt_details, "cache_write_tokens", None))
+    return {
+        "cached_tokens": cached,
+        "cache_write_tokens": written,
+        "reasoning_tokens": _reported(getattr(output_details, "reasoning_tokens", None)),
+    }
+
+
 @dataclass(frozen=True, slots=True)
 class ChatReply:
     """One assistant reply from :func:`chat`: its text, its tool calls and what it cost.
 
     ``tool_calls`` are ``{"id", "name", "arguments"}`` mappings, ``arguments`` being the JSON
     text the model wrote. ``content`` is ``""`` when the model only called tools.
+
+    The token counts are the provider's, ``None`` where it reported nothing (never 0 for
+    unknown): ``input_tokens`` and ``output_tokens``; ``cached_tokens`` (input read from its
+    prompt cache), ``cache_write_tokens`` (input written to it: Anthropic's
+    ``cache_creation_input_tokens``) and ``reasoning_tokens`` (output spent reasoning, part of
+    ``output_tokens``): :func:`response_usage_details`.
     """
 
     content: str = ""
@@ -771,6 +812,9 @@ class ChatReply:
     output_tokens: int | None = None
     cost_usd: float | None = None
     latency_s: float = 0.0
+    cached_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -809,6 +853,7 @@ def _chat_reply(response: Any, model: str, started: float) -> ChatReply:
         output_tokens=completion_tokens,
         cost_usd=response_cost(response),
         latency_s=time.perf_counter() - started,
+        **response_usage_details(response),
     )
 
 
