@@ -328,6 +328,20 @@ def open_regular(path: Path, flags: int, mode: int = FILE_MODE) -> int:
     return fd
 
 
+def open_private_append(path: Path) -> int:
+    """Open ``path`` to append to it (``O_APPEND``; readable, to check its last byte), created
+    private (0o600 whatever the umask, :func:`_private`) when it is new or empty; through
+    :func:`open_regular`: never a symlink, only a regular file."""
+    fd = open_regular(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+    try:
+        if os.fstat(fd).st_size == 0:
+            _private(fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def read_bytes(path: Path) -> bytes:
     fd = open_regular(path, os.O_RDONLY)
     try:

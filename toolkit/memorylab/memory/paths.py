@@ -123,6 +123,12 @@ class MemoryPaths:
         return self.folder / f"{stem}compactions.jsonl"
 
     @property
+    def usage(self) -> Path:
+        """``usage.jsonl``: one line per model call of the Agent (``UsageRecord``)."""
+        stem = "" if self.memory_md.name == "MEMORY.md" else f"{self.memory_md.stem}."
+        return self.folder / f"{stem}usage.jsonl"
+
+    @property
     def lock(self) -> Path:
         return self.folder / f".{self.memory_md.name}.lock"
 

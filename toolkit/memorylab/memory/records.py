@@ -2,7 +2,8 @@
 
 They are frozen dataclasses; identity and storage live in :mod:`memorylab.memory.store`.
 Every record has ``to_dict()`` / ``from_dict()`` producing JSON-ready dicts (timestamps as
-ISO-8601 strings), so they travel through ``compactions.jsonl``, caches and DataFrames unchanged.
+ISO-8601 strings), so they travel through ``compactions.jsonl``, ``usage.jsonl``, caches and
+DataFrames unchanged.
 """
 
 from __future__ import annotations
@@ -239,6 +240,75 @@ class CompactionEvent:
         return cls(time=time, **values)
 
 
+@dataclass(frozen=True, slots=True)
+class UsageRecord:
+    """One model call of the :class:`~memorylab.Agent`: memorylab's estimate of the input it
+    sent and what the provider reported (a line of ``usage.jsonl``, beside
+    ``compactions.jsonl``). Counts only: no text of the call is in it, nothing a redactor would
+    need to see.
+
+    * ``time``: when the call ended, the timestamp its reply got in the history (the clock of
+      the messages); ``agent``; ``session_start``: the first message of the process that made
+      the call, as its compactions record it (``extra["session_start"]``); ``call``: the call's
+      number in that process, from 1; ``model``: the model called.
+    * ``estimated_tokens``: memorylab's estimate of the input, the count the trigger uses:
+      ``Conversation.token_count()`` at the call (the static context, the preload, the
+      summary and the messages as ``[timestamp] Role: content`` blocks, after any compaction of
+      the check before it). ``tool_tokens``: the tool schemas sent with the call, counted as
+      their JSON text by the same tokenizer (0 without tools), which the trigger does not count
+      and ``estimated_tokens`` leaves out. The provider's per-message overhead is not estimated.
+    * ``checked_tokens``: the count the compaction check before the call compared with its
+      trigger (``estimated_tokens`` before any compaction, or for a trigger that counts the
+      reported usage, the last reported usage plus the estimate of what was added since);
+      ``None`` when no check ran (compression off). ``compacted``: that check compacted.
+    * the provider's report, each ``None`` when it said nothing (never 0 for unknown):
+      ``input_tokens``, ``output_tokens``, ``cached_tokens`` (input read from its prompt
+      cache), ``cache_write_tokens`` (input written to it), ``reasoning_tokens`` (part of the
+      output); ``latency_s`` and ``cost_usd`` (litellm's price; ``None``: unpriced).
+    """
+
+    time: datetime
+    agent: str | None = None
+    session_start: str | None = None
+    call: int = 0
+    model: str | None = None
+    estimated_tokens: int | None = None
+    tool_tokens: int | None = None
+    checked_tokens: int | None = None
+    compacted: bool = False
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    latency_s: float | None = None
+    cost_usd: float | None = None
+    kind: str = "model_call"
+
+    @property
+    def drift(self) -> float | None:
+        """How far the provider's input count is from the estimate: ``input / estimated - 1``
+        (``0.2``: it billed 20 % more than memorylab counted); ``None`` without both."""
+        if self.input_tokens is None or not self.estimated_tokens:
+            return None
+        return self.input_tokens / self.estimated_tokens - 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["time"] = _dt_to_str(self.time)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> UsageRecord:
+        """The record :meth:`to_dict` wrote (fields it does not know are ignored)."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        time = _dt_from_str(values.pop("time", None))
+        if time is None:
+            raise ValueError("a UsageRecord needs a time")
+        return cls(time=time, **values)
+
+
 def edit_archives(records: Iterable[Mapping[str, object]]) -> set[str]:
     """The archive names that ``compactions.jsonl``'s records say an edit of the history made
     (``Conversation.update``, ``delete``, ``clear``: kind ``"edit"``): the file as it was
@@ -260,6 +330,7 @@ __all__ = [
     "PRELOAD_PREFIX",
     "SUMMARY_PREFIX",
     "TOOL_ROLES",
+    "UsageRecord",
     "edit_archives",
     "entry_kind",
     "html_view",

@@ -5,6 +5,7 @@ Layout of one agent (``<workspace>/agents/<agent_name>/``)::
     MEMORY.md                 active log: header + blocks, appended one write per message
     archive/history_<ts>.md   what a compaction summarized, written once, never overwritten
     compactions.jsonl         one JSON line per compaction (and per retention deletion)
+    usage.jsonl               one JSON line per model call of the Agent (counts only)
     .MEMORY.md.lock           cross-process lock (a sidecar: it survives MEMORY.md being replaced)
     .MEMORY.md.intent.json    present only while a compaction is in flight (its journal)
 
@@ -57,6 +58,13 @@ edited blocks instead of a summary, so what an edit removes is archived, never d
 Everything a compaction will write is checked before its first write (the summary encodes as
 UTF-8, ``compactions.jsonl`` and ``archive/`` are of the right kind); after the commit point
 nothing fails the call: a record that cannot be written is logged and written by recovery.
+
+The JSON Lines files (``compactions.jsonl``, ``usage.jsonl``) follow one rule
+(:meth:`MemoryStore._append_line`, :func:`_read_lines`): a record is appended under the agent
+lock as one write of one line to an ``O_APPEND`` descriptor, on a line of its own even after a
+torn last line (a crash while it was written), then fsync'd; a new file is created 0o600. A
+reader skips a line that is not a JSON object (a torn one) and notes it (logged once per
+process, and in ``problems`` when asked).
 Recovery runs under the lock in :meth:`MemoryStore.ensure` and before every compaction.
 Folders are created 0o700 and files 0o600. Agent names must be one safe path component; every
 file is opened without following symlinks and refused unless it is a regular file, and the
@@ -75,7 +83,7 @@ import shutil
 import stat
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -96,6 +104,7 @@ from memorylab.memory._fsutil import (
     create_new_file,
     encode_utf8,
     fsync_dir,
+    open_private_append,
     open_regular,
     read_bytes,
     read_fd,
@@ -112,7 +121,7 @@ from memorylab.memory.retention import RetentionPolicy
 
 logger = logging.getLogger("memorylab")
 
-_REPORTED: set[tuple[Path, int, str]] = set()  # bad compactions.jsonl lines logged already
+_REPORTED: set[tuple[Path, int, str]] = set()  # bad JSON Lines lines logged already
 
 LATE_WRITE_WINDOW_S = 1.0
 """For how long after a compaction appends look for late writes to the replaced file."""
@@ -135,8 +144,8 @@ __all__ = [
     "agent_paths",
     "committed_record",
     "read_generation",
-    "read_memory",
     "read_header",
+    "read_memory",
     "read_parsed",
     "validate_agent_name",
 ]
@@ -516,12 +525,26 @@ class MemoryStore:
                         return True
         return False
 
-    def append_record(self, record: dict[str, Any]) -> None:
-        """Append one JSON line to ``compactions.jsonl`` (fsync'd), on a line of its own even
-        when the last line was cut off (a crash while it was written)."""
+    def append_record(self, record: Mapping[str, Any]) -> None:
+        """Append one JSON line to ``compactions.jsonl`` (:meth:`_append_line`)."""
+        self._append_line(self.paths.compactions, record)
+
+    def append_usage(self, record: Mapping[str, Any]) -> None:
+        """Append one model call's record (``UsageRecord.to_dict()``) to ``usage.jsonl``, by
+        the rule of ``compactions.jsonl`` (:meth:`_append_line`)."""
+        self._append_line(self.paths.usage, record)
+
+    def _append_line(self, path: Path, record: Mapping[str, Any]) -> None:
+        """Append ``record`` as one JSON line to ``path``, one of this memory's JSON Lines
+        files (the module docstring): under the agent lock, one write, on a line of its own
+        even when the last line was cut off (a crash while it was written), fsync'd; a new
+        file is private (0o600)."""
         line = json.dumps(record, ensure_ascii=False, sort_keys=True, default=str) + "\n"
         with self.locked():
-            fd = open_regular(self.paths.compactions, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+            try:
+                fd = open_private_append(path)
+            except OSError as exc:
+                raise store_error(exc, path, "append to") from exc
             try:
                 size = os.fstat(fd).st_size
                 if size and os.pread(fd, 1, size - 1) != b"\n":
@@ -535,31 +558,14 @@ class MemoryStore:
         """The records of ``compactions.jsonl``, one JSON object per line. A line that is not
         one (cut off by a crash, or edited into a JSON array, a number ...) is skipped and
         reported: logged once per process, and described in ``problems`` when a list is
-        given (``"compactions.jsonl line <n>: ..."``)."""
-        try:
-            raw = read_bytes(self.paths.compactions).decode("utf-8", errors="replace")
-        except FileNotFoundError:
-            return []
-        out = []
-        for number, line in enumerate(raw.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                what = "not JSON (cut off by a crash?)"
-            else:
-                if isinstance(record, dict):
-                    out.append(record)
-                    continue
-                what = f"a JSON {type(record).__name__}, not an object"
-            problem = f"{self.paths.compactions.name} line {number}: {what}; skipped"
-            if problems is not None:
-                problems.append(problem)
-            if (self.paths.compactions, number, line) not in _REPORTED:
-                _REPORTED.add((self.paths.compactions, number, line))
-                logger.warning("memorylab: %s: %s", self.paths.compactions.parent, problem)
-        return out
+        given (``"compactions.jsonl line <n>: ..."``): :func:`_read_lines`."""
+        return _read_lines(self.paths.compactions, problems)
+
+    def usage_records(self, problems: list[str] | None = None) -> list[dict[str, Any]]:
+        """The records of ``usage.jsonl`` (``UsageRecord.to_dict()``, one per model call of
+        the Agent), read as :meth:`records` reads ``compactions.jsonl``: a torn or foreign line
+        is skipped and noted (``"usage.jsonl line <n>: ..."``)."""
+        return _read_lines(self.paths.usage, problems)
 
     def compact(
         self,
@@ -953,9 +959,10 @@ class MemoryStore:
         ``whole_folder`` (default: True for a store made by :meth:`for_agent`) removes every
         entry of the agent folder (caches included) and the folder itself; otherwise only this
         memory file's own files go: MEMORY.md, ``archive/``'s archives, ``compactions.jsonl``,
-        the journal, temp files and the lock file. The generation is bumped first, so a process
-        that still appends reopens MEMORY.md, finds it gone and gets ``StoreError`` instead of
-        writing into a deleted file. Raises ``StoreError`` if anything is left afterwards.
+        ``usage.jsonl``, the journal, temp files and the lock file. The generation is bumped
+        first, so a process that still appends reopens MEMORY.md, finds it gone and gets
+        ``StoreError`` instead of writing into a deleted file. Raises ``StoreError`` if
+        anything is left afterwards.
         """
         whole = self.agent_root is not None if whole_folder is None else whole_folder
         folder, paths = self.paths.folder, self.paths
@@ -975,7 +982,7 @@ class MemoryStore:
             problems: list[str] = []
             targets = [paths.memory_md]
             targets += _forget_archive_targets(paths, whole)
-            targets += [paths.compactions, paths.intent]
+            targets += [paths.compactions, paths.usage, paths.intent]
             targets += [*folder.glob(f".{paths.memory_md.name}.tmp-*")]
             targets += [*folder.glob(f"..{paths.memory_md.name}.intent.json.tmp-*")]
             targets += [*folder.glob(f"{paths.memory_md.name}.torn-*")]  # recovery's
@@ -1015,6 +1022,37 @@ class MemoryStore:
             with self._lock.thread_lock:
                 if not self._lock.depth:
                     self._lock.close_append()
+
+
+def _read_lines(path: Path, problems: list[str] | None = None) -> list[dict[str, Any]]:
+    """The JSON objects of a JSON Lines file of the store (none when it does not exist), one
+    per line. A line that is not one (cut off by a crash, or edited into a JSON array, a number
+    ...) is skipped and reported: logged once per process, and described in ``problems`` when a
+    list is given (``"<file> line <n>: ..."``)."""
+    try:
+        raw = read_bytes(path).decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return []
+    out = []
+    for number, line in enumerate(raw.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            what = "not JSON (cut off by a crash?)"
+        else:
+            if isinstance(record, dict):
+                out.append(record)
+                continue
+            what = f"a JSON {type(record).__name__}, not an object"
+        problem = f"{path.name} line {number}: {what}; skipped"
+        if problems is not None:
+            problems.append(problem)
+        if (path, number, line) not in _REPORTED:
+            _REPORTED.add((path, number, line))
+            logger.warning("memorylab: %s: %s", path.parent, problem)
+    return out
 
 
 def _write_block(fd: int, data: bytes, path: Path) -> None:
@@ -1196,7 +1234,7 @@ def _forget_inventory(paths: MemoryPaths, whole: bool) -> list[tuple[str, int]]:
                 with contextlib.suppress(FileNotFoundError):
                     found.append((path.relative_to(folder).as_posix(), os.lstat(path).st_size))
         return found
-    own = [paths.memory_md, paths.compactions, paths.intent, paths.lock]
+    own = [paths.memory_md, paths.compactions, paths.usage, paths.intent, paths.lock]
     own += [*folder.glob(f".{paths.memory_md.name}.tmp-*")]
     own += [*folder.glob(f"..{paths.memory_md.name}.intent.json.tmp-*")]
     own += [*folder.glob(f"{paths.memory_md.name}.torn-*")]

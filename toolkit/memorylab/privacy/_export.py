@@ -57,7 +57,8 @@ def export_document(
     header fields, ``continues`` (lineage), messages and format problems; ``lineage``: the
     chain of ``**Continues:**`` links from MEMORY.md back, oldest first (``missing_archives``:
     names on it whose file was deleted by retention or purge); ``records``: the lines of
-    ``compactions.jsonl`` (compactions and deletions); ``workspace``: the absolute workspace
+    ``compactions.jsonl`` (compactions and deletions); ``usage``: the lines of ``usage.jsonl``
+    (one per model call of the Agent, counts only); ``workspace``: the absolute workspace
     folder it was exported from (what :func:`load_export` puts in its ``workspace`` and
     ``file`` columns unless told another).
     """
@@ -70,6 +71,7 @@ def export_document(
         if paths.memory_md.is_file():
             segments.append(_segment(len(segments), paths.memory_md, paths.folder, "memory"))
         records = store.records()
+        usage = store.usage_records()
     by_name = {s["file"].rsplit("/", 1)[-1]: s for s in segments if s["kind"] == "archive"}
     lineage: list[str] = []
     missing: list[str] = []
@@ -92,6 +94,7 @@ def export_document(
         "lineage": lineage[::-1],
         "missing_archives": missing,
         "records": records,
+        "usage": usage,
     }
 
 
@@ -148,7 +151,7 @@ def export_agent(
     ``format="json"``: the :func:`export_document` dict (UTF-8, indented). ``"parquet"``: one
     row per message (``agent, segment, file, segment_kind, conversation_name, continues,
     position, role, content, timestamp, is_summary``) with the rest of the document (lineage,
-    records, segment headers) as JSON in the schema metadata key ``memorylab_export``; needs
+    records, usage, segment headers) as JSON in the schema metadata key ``memorylab_export``; needs
     pyarrow (``pip install "memorylab[data]"``). ``agent_name`` is the name the loaders and
     ``memorylab ls`` print (a nested agent: ``team/alpha``). ``path`` defaults to
     ``./<agent>.export.<format>`` (``./team__alpha.export.json`` for a nested agent). Raises
