@@ -19,13 +19,25 @@ Each compaction records this (``checks: "model_call"``), the first message this 
 (``session_start``: a new ``Agent`` on an existing MEMORY.md is a restart, with a bounded
 preload), ``preload_tokens``, ``preload_max_tokens`` and ``preload_omitted`` in its ``extra``, so
 that :mod:`memorylab.analysis` replays the run with the same check points and restarts.
+
+Every model call leaves a :class:`~memorylab.memory.records.UsageRecord` (counts only: the
+estimate of the input the trigger uses, what the provider reported, whether the check before it
+compacted): in :attr:`Agent.usage_records`, and with persistent memory a line of ``usage.jsonl``
+beside ``compactions.jsonl`` (written through the store, by the same rule).
+:func:`memorylab.analysis.calibration_df` compares them. A trigger with ``count="reported"``
+(:class:`~memorylab.compress.policy.Trigger`) counts the last reply's reported usage plus the
+estimate of what was added since: the Agent gives the compressor that report
+(:class:`~memorylab.compress.policy.ReportedUsage`).
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import secrets
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
@@ -35,7 +47,7 @@ from memorylab.compress.compressor import ContextCompressor
 from memorylab.compress.strategy import Strategy
 from memorylab.compress.summarizers import summarizer_names
 from memorylab.compress.tokens import get_token_counter
-from memorylab.errors import InvalidSetting
+from memorylab.errors import InvalidSetting, StoreError
 from memorylab.llm import (
     ChatReply,
     RetryPolicy,
@@ -44,14 +56,27 @@ from memorylab.llm import (
     model_context_length,
     retry_policy,
 )
+from memorylab.memory import format as fmt
 from memorylab.memory.conversation import DEFAULT_PATH, Conversation
-from memorylab.memory.records import CompactionEvent, EntryKind
+from memorylab.memory.records import CompactionEvent, EntryKind, UsageRecord
 from memorylab.tools import Tool, as_tools
+
+logger = logging.getLogger("memorylab")
 
 STOP_TOKEN = "<DONE>"
 AUTO_LOOP_CAP = 25
 CHECKS = "model_call"
 """Where the Agent checks compression: before every model call (recorded as ``checks``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """What the Agent knew of a model call before its reply (for its usage record)."""
+
+    estimated_tokens: int
+    tool_tokens: int
+    checked_tokens: int | None
+    compacted: bool
 
 
 class Agent:
@@ -192,6 +217,12 @@ class Agent:
             strategy=strategy,
         )
         self._session: dict[str, Any] | None = None
+        self.usage_records: list[UsageRecord] = []
+        """This process's model calls (:class:`~memorylab.memory.records.UsageRecord`), also
+        written to ``usage.jsonl`` with persistent memory."""
+        self._reported: policy.ReportedUsage | None = None
+        self._call: _Call | None = None
+        self._tool_tokens: tuple[str, int] = ("", 0)
 
     # The seed tunes the compressor by assigning ``agent._context_compressor``.
     @property
@@ -217,17 +248,22 @@ class Agent:
     # -- the loop -------------------------------------------------------------------------------
 
     def check_compression(self, *, force: bool = False) -> CompactionEvent | None:
-        """Compress now if the threshold is reached (and compression is on)."""
+        """Compress now if the threshold is reached (and compression is on). A trigger with
+        ``count="reported"`` counts from the last reply's reported usage."""
         session = self.session_record()
         if not self.context_compression and not force:
             return None
-        return self.context_compressor.compress(
+        event = self.context_compressor.compress(
             self.short_memory,
             self.context_length,
             force=force,
             default_model=self.model_name,
             extra=session,
+            reported=self._reported,
         )
+        if event is not None and event.ok:
+            self._reported = None  # the report counted a history that is gone
+        return event
 
     def session_record(self) -> dict[str, Any]:
         """What this process's compactions record about it (the module docstring): taken at
@@ -248,22 +284,84 @@ class Agent:
         return dict(self._session)
 
     def _call_model(self) -> ChatReply:
-        self.check_compression()
+        event = self.check_compression()
+        checked = self.context_compressor.last_counted if self.context_compression else None
         options: dict[str, Any] = dict(self.llm_args)
         for key, value in (("temperature", self.temperature), ("max_tokens", self.max_tokens)):
             if value is not None:
                 options.setdefault(key, value)
+        tools = [t.schema() for t in self.tools.values()] or None
+        self._call = _Call(
+            estimated_tokens=self.short_memory.token_count(),
+            tool_tokens=self._count_tools(tools),
+            checked_tokens=checked,
+            compacted=event is not None and event.ok,
+        )
         return self._completion(
             self.model_name,
             self.short_memory.to_messages(),
-            tools=[t.schema() for t in self.tools.values()] or None,
+            tools=tools,
             retry=self.retry,
             **options,
         )
 
+    def _count_tools(self, tools: Sequence[Mapping[str, Any]] | None) -> int:
+        """The tool schemas sent with a call, counted as their JSON text (0 without tools)."""
+        if not tools:
+            return 0
+        text = json.dumps(tools, ensure_ascii=False, sort_keys=True)
+        if self._tool_tokens[0] != text:
+            self._tool_tokens = (text, self.token_counter(text))
+        return self._tool_tokens[1]
+
+    def _record_usage(self, reply: ChatReply, entry: Mapping[str, Any]) -> None:
+        """The call's :class:`UsageRecord` (``entry``: its reply in the history), kept and
+        written to ``usage.jsonl``; and the report a trigger of the reported usage counts from
+        next (:class:`~memorylab.compress.policy.ReportedUsage`): the input and the visible
+        output (reasoning is not sent again) against the estimate with the reply, or the input
+        alone against the estimate at the call."""
+        call = self._call
+        if call is None:
+            return
+        self._call = None
+        record = UsageRecord(
+            time=fmt.parse_timestamp(str(entry["timestamp"])),
+            agent=self.agent_name,
+            session_start=self.session_record()["session_start"],
+            call=len(self.usage_records) + 1,
+            model=reply.model or self.model_name,
+            estimated_tokens=call.estimated_tokens,
+            tool_tokens=call.tool_tokens,
+            checked_tokens=call.checked_tokens,
+            compacted=call.compacted,
+            input_tokens=reply.input_tokens,
+            output_tokens=reply.output_tokens,
+            cached_tokens=reply.cached_tokens,
+            cache_write_tokens=reply.cache_write_tokens,
+            reasoning_tokens=reply.reasoning_tokens,
+            latency_s=round(reply.latency_s, 6),
+            cost_usd=reply.cost_usd,
+        )
+        self.usage_records.append(record)
+        store = self.short_memory.store
+        if store is not None:
+            try:
+                store.append_usage(record.to_dict())
+            except (StoreError, OSError) as error:  # an audit line: the run goes on
+                logger.warning("memorylab: usage.jsonl not written (%s); kept in memory", error)
+        self._reported = None
+        if reply.input_tokens is not None and reply.output_tokens is not None:
+            visible = max(0, reply.output_tokens - (reply.reasoning_tokens or 0))
+            self._reported = policy.ReportedUsage(
+                reply.input_tokens + visible, self.short_memory.token_count()
+            )
+        elif reply.input_tokens is not None:
+            self._reported = policy.ReportedUsage(reply.input_tokens, call.estimated_tokens)
+
     def _record_reply(self, reply: ChatReply) -> None:
         if not reply.tool_calls:
-            self.short_memory.add(self.agent_name, reply.content)
+            entry = self.short_memory.add(self.agent_name, reply.content)
+            self._record_usage(reply, entry)
             return
         calls = "; ".join(f"{c['name']}({c['arguments']})" for c in reply.tool_calls)
         text = reply.content or f"Calling tools: {calls}"
@@ -275,7 +373,8 @@ class Agent:
             }
             for c in reply.tool_calls
         ]
-        self.short_memory.add(self.agent_name, text, tool_calls=openai_calls)
+        entry = self.short_memory.add(self.agent_name, text, tool_calls=openai_calls)
+        self._record_usage(reply, entry)
         for call in reply.tool_calls:
             tool = self.tools.get(call["name"])
             result = (

@@ -7,7 +7,9 @@ the context length, an int >= 1 an absolute token count. Compression fires when 
 What the replay needs is recorded with every compaction (``extra`` in ``compactions.jsonl``):
 ``summary_budget`` (the tokens asked of the summarizer, :meth:`ContextCompressor.summary_budget`),
 ``summarizer_max_tokens``, ``static_tokens`` (the static context's share of ``tokens_before``: its
-entries and one ``"\\n\\n"`` after each) and ``token_model`` (the tokenizer's model), besides
+entries and one ``"\\n\\n"`` after each), ``token_model`` (the tokenizer's model), ``trigger`` (a
+trigger of more than one threshold) and ``counted_tokens`` (the count a trigger of the reported
+usage compared: ``tokens_before`` is always memorylab's estimate), besides
 whatever the caller passes (the :class:`~memorylab.Agent` adds its check points and the process's
 start and preload). :mod:`memorylab.analysis` replays a transcript with this same class and reads
 these fields to run it at the recorded settings.
@@ -33,7 +35,7 @@ from typing import Any, overload
 from memorylab.compress import policy
 from memorylab.compress.base import Summarizer, Summary
 from memorylab.compress.litellm_summarizer import SUMMARY_PROMPT, SUMMARY_SYSTEM_PROMPT
-from memorylab.compress.policy import Backoff, Threshold, Trigger
+from memorylab.compress.policy import Backoff, ReportedUsage, Threshold, Trigger
 from memorylab.compress.strategies import get_strategy
 from memorylab.compress.strategy import Strategy
 from memorylab.compress.summarizers import DEFAULT_SUMMARIZER, get_summarizer, summarizer_names
@@ -117,6 +119,8 @@ class ContextCompressor:
         self.backoff = backoff or Backoff()
         self.timer = timer or time.perf_counter
         self.events: list[CompactionEvent] = []
+        self.last_counted: int | None = None
+        """The tokens the last check compared with the trigger (:meth:`compress`)."""
         self.failures = 0
         self._summarizer = summarizer
         self._skip_checks = 0
@@ -171,7 +175,8 @@ class ContextCompressor:
         return self._fires(conversation, conversation.token_count(), context_length)
 
     def _fires(self, conversation: Conversation, tokens: int, context_length: int) -> bool:
-        """The trigger, for ``tokens`` of the history (and its messages, when it counts them)."""
+        """The trigger, for ``tokens`` it counts of the history (:meth:`Trigger.counted`) and
+        the history's messages, when it counts them."""
         if self.trigger.plain:
             return policy.should_compress(tokens, context_length, self.threshold)  # type: ignore[arg-type]
         messages = 0
@@ -190,6 +195,7 @@ class ContextCompressor:
         force: bool = ...,
         default_model: str | None = ...,
         extra: Mapping[str, Any] | None = ...,
+        reported: ReportedUsage | None = ...,
     ) -> CompactionEvent | None: ...
 
     @overload
@@ -203,13 +209,18 @@ class ContextCompressor:
         force: bool = False,
         default_model: str | None = None,
         extra: Mapping[str, Any] | None = None,
+        reported: ReportedUsage | None = None,
     ) -> CompactionEvent | str | None:
         """Compress if the threshold is reached (or ``force``); ``None`` when nothing was done.
 
         Returns the successful event, or the failed one (``event.ok`` is False) when this attempt
         failed; raises :class:`CompressionFailed` once the attempts are exhausted. ``extra`` goes
         into the event's ``extra`` (and ``compactions.jsonl``) next to what the compressor
-        records itself (the module docstring).
+        records itself (the module docstring). ``reported``: the provider's usage at the last
+        model call (:class:`~memorylab.compress.policy.ReportedUsage`, the Agent passes it), what
+        a trigger with ``count="reported"`` counts from (other triggers ignore it); the count it
+        compared is recorded as ``extra["counted_tokens"]``. :attr:`last_counted` is the count
+        the last check compared.
 
         ``compress(agent)`` is the reference's form (:meth:`_agent_compress`): it compresses
         ``agent.short_memory`` whatever its size and returns the summary text.
@@ -217,7 +228,9 @@ class ContextCompressor:
         if context_length is None:
             return self._agent_compress(conversation)
         tokens_before = conversation.token_count()
-        if not force and not self._fires(conversation, tokens_before, context_length):
+        counted = self.trigger.counted(tokens_before, reported)
+        self.last_counted = counted
+        if not force and not self._fires(conversation, counted, context_length):
             return None
         if self._skip_checks > 0 and not force:
             self._skip_checks -= 1
@@ -247,6 +260,8 @@ class ContextCompressor:
                 recorded.update(plan.counts())
             if not self.trigger.plain:
                 recorded["trigger"] = self.trigger.to_dict()
+            if self.trigger.reported:
+                recorded["counted_tokens"] = counted
             recorded.update(extra or {})
             kept = None
             if plan.keep or summary is None:

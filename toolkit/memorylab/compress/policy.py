@@ -38,6 +38,24 @@ True
 >>> Trigger.of(3000)
 Trigger(tokens=3000)
 
+What a trigger counts
+---------------------
+By default a trigger's token conditions compare memorylab's estimate of the history
+(``count="estimated"``: ``Conversation.token_count()``, an offline tokenizer's count). With
+``count="reported"`` they compare what the provider reported at the last model call plus the
+estimate of what was added since (:class:`ReportedUsage`, as LangChain 1.2.3's summarization
+middleware counts): the provider's count of the context, which may differ from the estimate by
+its per-message overhead, the tool schemas and its own tokenizer. Before the first reported
+call (a new process, a provider that reports no usage) it counts the estimate.
+
+>>> trigger = Trigger(fraction=0.9, count="reported")
+>>> trigger.counted(850, ReportedUsage(tokens=960, estimate=800))  # 960 + (850 - 800)
+1010
+>>> trigger.fires(trigger.counted(850, ReportedUsage(960, 800)), context_length=1000)
+True
+>>> trigger.counted(850, None)  # nothing reported yet: the estimate
+850
+
 Failure policy
 --------------
 After a failed summarization the compressor waits ``Backoff.delay(failures)`` (in loop
@@ -60,9 +78,11 @@ from memorylab.validation import check_int, check_number
 
 __all__ = [
     "Backoff",
+    "COUNTS",
     "DEFAULT_PRELOAD",
     "DEFAULT_THRESHOLD",
     "DefaultPreload",
+    "ReportedUsage",
     "THRESHOLD_CONVENTION",
     "Threshold",
     "Trigger",
@@ -239,6 +259,39 @@ def default_preload_max_tokens(context_length: int, threshold: Threshold | Trigg
     return max(1, min(context_length // 4, trigger // 2))
 
 
+COUNTS = ("estimated", "reported")
+"""What a trigger's token conditions compare (:attr:`Trigger.count`): memorylab's estimate, or
+the provider's last reported usage plus the estimate of what was added since."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReportedUsage:
+    """What a provider reported of the context at a model call, beside memorylab's estimate of
+    the same context: ``tokens`` the provider's count (the call's input, plus its visible
+    output once the reply is in the history), ``estimate`` memorylab's count of the history at
+    that point (``Conversation.token_count()``).
+
+    >>> ReportedUsage(tokens=1200, estimate=1000).now(1100)  # 100 estimated tokens added since
+    1300
+    >>> ReportedUsage(tokens=1200, estimate=1000).now(900) is None  # compacted since: stale
+    True
+    """
+
+    tokens: int
+    estimate: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tokens", check_int("ReportedUsage.tokens", self.tokens, 0))
+        object.__setattr__(self, "estimate", check_int("ReportedUsage.estimate", self.estimate, 0))
+
+    def now(self, estimate: int) -> int | None:
+        """The reported count plus the estimate of what was added since (``estimate`` is the
+        history's estimate now); ``None`` when the history is smaller than it was then (a
+        compaction or an edit since: the report no longer describes it)."""
+        added = check_int("estimate", estimate, 0) - self.estimate
+        return None if added < 0 else self.tokens + added
+
+
 @dataclass(frozen=True, slots=True)
 class Trigger:
     """When to compress: any of the conditions set fires (the module docstring).
@@ -247,6 +300,9 @@ class Trigger:
         fraction: a fraction of the context window, in (0, 1] (``0.9``: at 90 %).
         tokens: an absolute token count >= 1 (``3000``: at 3,000 tokens).
         messages: a number of messages >= 1 in the history (``50``: at 50 messages).
+        count: what the token conditions compare: ``"estimated"`` (memorylab's count of the
+            history, the default) or ``"reported"`` (the provider's last reported usage plus
+            the estimate of what was added since: :meth:`counted`).
 
     >>> Trigger(fraction=0.8, tokens=3000).token_trigger(10_000)
     3000
@@ -259,12 +315,19 @@ class Trigger:
     fraction: float | None = None
     tokens: int | None = None
     messages: int | None = None
+    count: str = "estimated"
 
     def __post_init__(self) -> None:
         if self.fraction is None and self.tokens is None and self.messages is None:
             raise InvalidSetting(
                 "Trigger() has no condition: give fraction= (of the window, e.g. 0.9), "
                 "tokens= (e.g. 3000) or messages= (e.g. 50), or several: any of them fires"
+            )
+        if self.count not in COUNTS:
+            raise InvalidSetting(
+                f"Trigger.count must be 'estimated' (memorylab's count of the history) or "
+                f"'reported' (the provider's last reported usage plus the estimate since), not "
+                f"{self.count!r}"
             )
         if self.fraction is not None:
             fraction = check_number("Trigger.fraction", self.fraction, 0.0, strict=True)
@@ -299,9 +362,29 @@ class Trigger:
 
     @property
     def plain(self) -> bool:
-        """Whether this is one threshold (one token condition, no message count): what
-        ``threshold=`` has always meant."""
-        return self.messages is None and (self.fraction is None) != (self.tokens is None)
+        """Whether this is one threshold (one token condition, no message count, counting the
+        estimate): what ``threshold=`` has always meant."""
+        return (
+            self.messages is None
+            and (self.fraction is None) != (self.tokens is None)
+            and self.count == "estimated"
+        )
+
+    @property
+    def reported(self) -> bool:
+        """Whether its token conditions count the provider's reported usage."""
+        return self.count == "reported"
+
+    def counted(self, estimate: int, reported: ReportedUsage | None = None) -> int:
+        """The tokens its token conditions compare: ``estimate`` (the history's tokens as
+        memorylab counts them), or with ``count="reported"`` the ``reported`` usage plus the
+        estimate added since (:meth:`ReportedUsage.now`) when there is a report that still
+        describes the history."""
+        if self.count == "reported" and reported is not None:
+            now = reported.now(estimate)
+            if now is not None:
+                return now
+        return check_int("estimate", estimate, 0)
 
     def token_trigger(self, context_length: int) -> int | None:
         """The smallest token count that fires for this window (:func:`trigger_tokens` of each
@@ -323,13 +406,15 @@ class Trigger:
         return trigger is not None and count >= trigger
 
     def to_dict(self) -> dict[str, Any]:
-        """The conditions set, for a record (``extra["trigger"]`` in ``compactions.jsonl``)."""
+        """The conditions set, for a record (``extra["trigger"]`` in ``compactions.jsonl``);
+        ``count`` only when it is ``"reported"`` (records of the estimate read as before)."""
         return {
             key: value
             for key, value in (
                 ("fraction", self.fraction),
                 ("tokens", self.tokens),
                 ("messages", self.messages),
+                ("count", None if self.count == "estimated" else self.count),
             )
             if value is not None
         }
@@ -337,14 +422,16 @@ class Trigger:
     @classmethod
     def from_dict(cls, data: Any) -> Trigger:
         """The trigger :meth:`to_dict` wrote."""
-        if not isinstance(data, dict) or set(data) - {"fraction", "tokens", "messages"}:
+        if not isinstance(data, dict) or set(data) - {"fraction", "tokens", "messages", "count"}:
             raise InvalidSetting(
-                f"not a trigger record: {data!r}; expected fraction, tokens and/or messages"
+                f"not a trigger record: {data!r}; expected fraction, tokens and/or messages "
+                "(and count)"
             )
         return cls(**data)
 
     def text(self) -> str:
-        """The conditions as people read them: ``0.90 of the window or 50 messages``."""
+        """The conditions as people read them: ``0.90 of the window or 50 messages``
+        (``..., counting the reported usage`` for ``count="reported"``)."""
         parts = []
         if self.fraction is not None:
             parts.append(f"{threshold_text(self.fraction)} of the window")
@@ -352,7 +439,8 @@ class Trigger:
             parts.append(threshold_text(self.tokens))
         if self.messages is not None:
             parts.append(f"{self.messages:,} messages")
-        return " or ".join(parts)
+        text = " or ".join(parts)
+        return f"{text}, counting the reported usage" if self.reported else text
 
 
 @dataclass(frozen=True)
