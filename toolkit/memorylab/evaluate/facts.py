@@ -79,6 +79,7 @@ __all__ = [
     "fact_kept",
     "normalize",
     "numbers_in",
+    "sentences",
 ]
 
 SHARES_EXTRACTION_RULES = frozenset({"memorylab/extractive"})
@@ -200,6 +201,17 @@ def numbers_in(text: str) -> list[str]:
     """The numeric values in ``text``, normalized (``"4.10"`` -> ``"4.1"``, ``"12,000"`` ->
     ``"12000"``), in order."""
     return [_number_value(m.group(0)) for m in _ANY_NUMBER.finditer(text)]
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of ``text`` as the matching reads a summary: cut at each line break and
+    after ``.``, ``!`` or ``?`` followed by a capital, a digit, a quote or markup; stripped,
+    empty ones left out.
+
+    >>> sentences("Use Postgres 16. It is faster.\\n- keep /srv/app")
+    ['Use Postgres 16.', 'It is faster.', '- keep /srv/app']
+    """
+    return [piece.strip() for piece in _SENTENCE_END.split(text) if piece.strip()]
 
 
 # --------------------------------------------------------------------------- extraction
@@ -458,7 +470,7 @@ def _match_decision(fact_text: str, summary: str) -> FactMatch:
     words = _content(fact_norm).split()
     negations = _NEGATIONS & set(words)
     best, best_piece = 0.0, ""
-    pieces = [p.strip() for p in _SENTENCE_END.split(summary) if p.strip()]
+    pieces = sentences(summary)
     pieces += [f"{a} {b}" for a, b in itertools.pairwise(pieces)]
     wanted = set(words)
     for piece in pieces:

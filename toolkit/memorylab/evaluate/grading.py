@@ -47,6 +47,7 @@ __all__ = [
     "GRADER_PROMPT",
     "GRADER_SYSTEM_PROMPT",
     "answer_span",
+    "contains_answer",
     "cut_to_tokens",
     "grade_answer",
     "normalize_answer",
@@ -188,6 +189,22 @@ def normalize_answer(text: str) -> str:
     found = re.findall(r"[\w\x00\x01]+", text)
     words = [w.replace("\x00", ".").replace("\x01", "-") for w in found]
     return " ".join(w for w in words if w not in _ARTICLES)
+
+
+def contains_answer(text: str, answer: str, *, normalized: bool = False) -> bool:
+    """Whether ``answer`` occurs whole (word-bounded) in ``text``, both as
+    :func:`normalize_answer` writes them: the *exact* grade's rule, and how ``fact_recall`` finds
+    a benchmark's reference answer in a history or a summary. ``normalized=True``: ``text`` was
+    normalized already (one normalization for many answers).
+
+    >>> contains_answer("We moved on the 7th of May, 2023.", "May 7, 2023")
+    True
+    >>> contains_answer("It took 12 s.", "2 s")
+    False
+    """
+    want = normalize_answer(answer)
+    have = text if normalized else normalize_answer(text)
+    return bool(want) and f" {want} " in f" {have} "
 
 
 def _numbers(normalized: str) -> list[str]:

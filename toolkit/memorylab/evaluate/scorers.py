@@ -55,7 +55,7 @@ from memorylab.evaluate.base import (
 )
 from memorylab.evaluate.cases import FACT_CATEGORIES, Case, Fact
 from memorylab.evaluate.facts import SHARES_EXTRACTION_RULES, extract_facts, fact_kept
-from memorylab.evaluate.grading import normalize_answer
+from memorylab.evaluate.grading import contains_answer, normalize_answer
 
 __all__ = [
     "CompressionScorer",
@@ -179,7 +179,9 @@ class FactRecallScorer(BaseScorer):
             source, items = "reference", tuple(case.facts)
         elif any(p.answer.strip() for p in case.probes):
             history = normalize_answer(case.history_text)
-            items = tuple(p for p in case.probes if _contains(history, p.answer))
+            items = tuple(
+                p for p in case.probes if contains_answer(history, p.answer, normalized=True)
+            )
             source = "answers"
         else:
             source, items = "extracted", tuple(extract_facts(case.messages))
@@ -199,7 +201,9 @@ class FactRecallScorer(BaseScorer):
         )
         if source == "answers":
             summary = normalize_answer(sample.text)
-            outcomes = [(p.id, p.answer, _contains(summary, p.answer)) for p in items]
+            outcomes = [
+                (p.id, p.answer, contains_answer(summary, p.answer, normalized=True)) for p in items
+            ]
             overall = _share(outcomes, "answer", source, note, biased)
             empty = Score(NAN, "scored on reference answers", {"n": 0, "source": source})
             return {"overall": overall, **dict.fromkeys(FACT_CATEGORIES, empty)}
@@ -213,11 +217,6 @@ class FactRecallScorer(BaseScorer):
         for category in FACT_CATEGORIES:
             out[category] = _share(by_category[category], category, source, note, biased)
         return out
-
-
-def _contains(normalized: str, answer: str) -> bool:
-    want = normalize_answer(answer)
-    return bool(want) and f" {want} " in f" {normalized} "
 
 
 def _share(
