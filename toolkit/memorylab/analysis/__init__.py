@@ -3,7 +3,9 @@
 One concept per module: :mod:`~memorylab.analysis.frames` (the frames),
 :mod:`~memorylab.analysis.runs` (a run's settings and their overrides),
 :mod:`~memorylab.analysis.growth` (token growth), :mod:`~memorylab.analysis.replay` (replays),
-:mod:`~memorylab.analysis.sweep` (sweeps and their table), :mod:`~memorylab.analysis.plots`.
+:mod:`~memorylab.analysis.sweep` (sweeps and their table), :mod:`~memorylab.analysis.lineage`
+(compactions in order, fact survival across summaries, a summary's provenance),
+:mod:`~memorylab.analysis.plots`.
 
 pandas and matplotlib are imported by the functions that need them, so importing this package
 (or :mod:`memorylab`) stays fast. See docs/analysis.md.
@@ -18,8 +20,17 @@ from memorylab.analysis.frames import (
     problems_df,
 )
 from memorylab.analysis.growth import token_growth
+from memorylab.analysis.lineage import (
+    dropped_by,
+    fact_survival_df,
+    lineage_df,
+    summary_provenance,
+    survival_by_generation,
+)
 from memorylab.analysis.plots import (
     plot_compactions,
+    plot_fact_survival,
+    plot_summary_lengths,
     plot_sweep,
     plot_token_growth,
     plot_token_growth_grid,
@@ -46,10 +57,15 @@ __all__ = [
     "SweepResult",
     "compactions_df",
     "documents_df",
+    "dropped_by",
     "estimate_sweep",
+    "fact_survival_df",
+    "lineage_df",
     "memory_df",
     "memory_df_with_problems",
     "plot_compactions",
+    "plot_fact_survival",
+    "plot_summary_lengths",
     "plot_sweep",
     "plot_token_growth",
     "plot_token_growth_grid",
@@ -57,6 +73,8 @@ __all__ = [
     "replay",
     "run_settings",
     "save_plot",
+    "summary_provenance",
+    "survival_by_generation",
     "sweep",
     "sweep_note",
     "sweep_table",

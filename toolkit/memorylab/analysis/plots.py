@@ -1,4 +1,5 @@
-"""Plots of token growth, sweeps and compactions: ``plot_*(frame, ..., ax=None) -> Axes``.
+"""Plots of token growth, sweeps, compactions, fact survival and summary lengths:
+``plot_*(frame, ..., ax=None) -> Axes``.
 
 Each helper draws on ``ax`` (a new figure's axes when ``None``), labels the axes, puts the legend
 outside the axes, on the right (it never covers data), writes tick labels with thousands
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "plot_compactions",
+    "plot_fact_survival",
+    "plot_summary_lengths",
     "plot_sweep",
     "plot_token_growth",
     "plot_token_growth_grid",
@@ -398,6 +401,80 @@ def plot_compactions(
     if pd.notna(highest) and highest > 0:
         axes.set_ylim(0, float(highest) * 1.08)
     _thousands(axes, x=False, counts=True)
+    _legend_outside(axes)
+    return axes
+
+
+def plot_fact_survival(
+    survival: pd.DataFrame,
+    *,
+    ax: Axes | None = None,
+    measure: str = "survival",
+    title: str | None = None,
+) -> Axes:
+    """The share of facts held by the summaries after they entered, one line per category and
+    one for all of them (:func:`~memorylab.analysis.lineage.survival_by_generation`'s table, or
+    :func:`~memorylab.analysis.lineage.fact_survival_df`'s frame, tabled first). ``measure``:
+    ``"survival"`` (held by every summary since the fact entered) or ``"kept_rate"`` (held by
+    that summary). The legend gives each line's facts at the first summary; a later point
+    counts only the facts followed that far."""
+    from memorylab.analysis.lineage import survival_by_generation
+
+    if measure not in ("survival", "kept_rate"):
+        raise InvalidSetting(f"measure must be 'survival' or 'kept_rate', not {measure!r}")
+    table = survival if "survival" in survival.columns else survival_by_generation(survival)
+    _require(table, ("category", "summaries", "facts", measure), "plot_fact_survival")
+    axes = _axes(ax)
+    for category, part in table.groupby("category", sort=False, observed=True):
+        overall = category == "all"
+        axes.plot(
+            part["summaries"].to_numpy(dtype=float),
+            part[measure].to_numpy(dtype=float) * 100,
+            marker="o",
+            linewidth=2.5 if overall else 1.5,
+            linestyle="--" if overall else "-",
+            color="black" if overall else None,
+            label=f"{category} ({int(part['facts'].iloc[0]):,} facts)",
+            clip_on=False,
+        )
+    axes.set_xlabel("summaries since the fact entered (1 = the first summary after it)")
+    held = "held by every summary since" if measure == "survival" else "held by that summary"
+    axes.set_ylabel(f"facts {held} (%)")
+    axes.set_ylim(0, 100)
+    axes.set_title(title or "Fact survival across summaries")
+    _thousands(axes, y=False, counts=True)
+    from memorylab.analysis._ticks import number_axis
+
+    number_axis(axes.yaxis, suffix="%")
+    _legend_outside(axes)
+    return axes
+
+
+def plot_summary_lengths(
+    lineage: pd.DataFrame,
+    *,
+    ax: Axes | None = None,
+    y: str = "chars",
+    title: str | None = None,
+) -> Axes:
+    """Each summary's length by generation, one line per agent
+    (:func:`~memorylab.analysis.lineage.lineage_df`'s frame); ``y``: ``"chars"``, ``"tokens"``
+    (a frame made with ``model=``) or ``"summary_tokens"`` (the records' counts)."""
+    _require(lineage, ("generation", y), "plot_summary_lengths")
+    axes = _axes(ax)
+    for label, part in _groups(lineage):
+        axes.plot(
+            part["generation"].to_numpy(dtype=float),
+            part[y].to_numpy(dtype=float, na_value=float("nan")),
+            marker="o",
+            label=label or "summaries",
+            clip_on=False,
+        )
+    axes.set_xlabel("generation (compactions so far)")
+    axes.set_ylabel({"chars": "summary length (characters)"}.get(y, f"summary length ({y})"))
+    axes.set_ylim(bottom=0)
+    axes.set_title(title or "Summary length by generation")
+    _thousands(axes, counts=True)
     _legend_outside(axes)
     return axes
 
