@@ -5,15 +5,23 @@ Usage (every mode prints ``ready`` once its Conversation exists, then works)::
     python _workers.py crash      WORKSPACE AGENT ACK_FILE START EVERY SEED
     python _workers.py writer     WORKSPACE AGENT PREFIX COUNT STOP_FILE
     python _workers.py compactor  WORKSPACE AGENT COUNT SUMMARIZE_S GAP_S
+    python _workers.py usage      WORKSPACE AGENT ACK_FILE SEED
+    python _workers.py usage_writer WORKSPACE AGENT PREFIX COUNT
 
 ``crash`` adds ``msg-<n>`` for n = START, START+1, ... forever; after every ``EVERY`` adds it
 takes a compaction ticket, adds two more messages (carried over) and compacts. Each id is
 acknowledged (``<n>\\n``, one ``os.write`` to an ``O_APPEND`` file) only after ``add()`` has
 returned. The parent SIGKILLs it at a random instant.
 
-``writer`` and ``compactor`` wait for a ``go`` line on stdin after ``ready`` (so all processes
-start together) and print ``done`` when finished. A writer keeps writing past ``COUNT`` until
-``STOP_FILE`` exists, so the compactions always run while it writes.
+``usage`` runs an ``Agent`` (a scripted model that answers at once, reporting usage; a small
+window, so it compacts) for ever; after each run it acknowledges the call's usage record
+(``<session_start> <call>\\n``). The parent SIGKILLs it at a random instant.
+
+``writer``, ``compactor`` and ``usage_writer`` wait for a ``go`` line on stdin after ``ready``
+(so all processes start together) and print ``done`` when finished. A writer keeps writing past
+``COUNT`` until ``STOP_FILE`` exists, so the compactions always run while it writes. A
+``usage_writer`` adds a message and appends a usage record (``session_start`` PREFIX, ``call``
+1 ... COUNT) through the store, as the Agent does after each call.
 """
 
 from __future__ import annotations
@@ -103,6 +111,51 @@ def compactor(workspace: str, agent: str, count: int, summarize_s: float, gap_s:
     print("done", flush=True)
 
 
+def usage(workspace: str, agent: str, ack_file: str, seed: int) -> None:
+    from memorylab import Agent
+    from memorylab.llm import ChatReply
+
+    rng = random.Random(seed)
+
+    def completion(model: str, messages: object, **_: object) -> ChatReply:
+        return ChatReply(
+            content=f"reply {rng.random()}{_FILLER}",
+            model=model,
+            input_tokens=rng.randint(100, 5000),
+            output_tokens=rng.randint(1, 50),
+            cached_tokens=rng.choice((None, 0, 64)),
+            reasoning_tokens=rng.choice((None, 3)),
+        )
+
+    bot = Agent(agent_name=agent, workspace_dir=workspace, completion=completion,
+                context_length=300, summarizer_model="memorylab/extractive")  # fmt: skip
+    ack = os.open(ack_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+
+    def run() -> None:
+        bot.run(f"task {rng.random()} {'words ' * rng.randint(5, 80)}{rng.choice(_TRICKY)}")
+        record = bot.usage_records[-1]
+        os.write(ack, f"{record.session_start} {record.call}\n".encode())
+
+    run()  # tiktoken loaded, the first record written: the kills land in later calls
+    bot.check_compression(force=True)  # and the summarizer loaded
+    _ready()
+    while True:
+        run()
+
+
+def usage_writer(workspace: str, agent: str, prefix: str, count: int) -> None:
+    conv = Conversation(agent_name=agent, workspace_dir=workspace)
+    store = conv.store
+    assert store is not None
+    _ready()
+    _wait_for_go()
+    for n in range(count):
+        conv.add("User", f"{prefix}-{n}")
+        store.append_usage({"agent": agent, "session_start": prefix, "call": n + 1,
+                            "estimated_tokens": n, "input_tokens": 2 * n})  # fmt: skip
+    print("done", count, flush=True)
+
+
 def main(argv: list[str]) -> None:
     mode, args = argv[0], argv[1:]
     if mode == "crash":
@@ -114,6 +167,12 @@ def main(argv: list[str]) -> None:
     elif mode == "compactor":
         ws, agent, count, summarize_s, gap_s = args
         compactor(ws, agent, int(count), float(summarize_s), float(gap_s))
+    elif mode == "usage":
+        ws, agent, ack_file, seed = args
+        usage(ws, agent, ack_file, int(seed))
+    elif mode == "usage_writer":
+        ws, agent, prefix, count = args
+        usage_writer(ws, agent, prefix, int(count))
     else:
         raise SystemExit(f"unknown mode {mode!r}")
 

@@ -4,7 +4,8 @@
   summarizer; the writers go on until the compactions are done, so every one overlaps writing
   (defects 2 and 3); the same with threads and two ``Conversation`` objects in one process;
 * 100 compactions in one second give 100 distinct archives, none overwritten (defect 4);
-* a compaction whose snapshot went stale raises ``CompactionConflict`` and changes no byte.
+* a compaction whose snapshot went stale raises ``CompactionConflict`` and changes no byte;
+* 4 processes appending usage records (``usage.jsonl``) while a 5th compacts lose none.
 """
 
 from __future__ import annotations
@@ -151,6 +152,54 @@ def test_processes_append_while_another_compacts(tmp_path: Path, existing: bool)
     records = check_agent(workspace, agent, written, compactions=10)
     # Messages appended while the summarizer slept were carried over (defect 3), not erased.
     assert sum(r["carried_over"] for r in records) > 0
+
+
+@pytest.mark.slow
+def test_processes_append_usage_records_while_another_compacts(tmp_path: Path) -> None:
+    """``usage.jsonl`` (one line per model call of the Agent) follows the rule of
+    ``compactions.jsonl``: 4 processes each add 300 messages, appending a usage record after
+    each (as the Agent does after a call), while a 5th compacts 5 times; no record is lost,
+    none is written twice, every line is whole, and no message is lost either."""
+    from memorylab.memory.store import MemoryStore
+
+    workspace, agent, count = tmp_path / "ws", "metered", 300
+    Conversation(agent_name=agent, workspace_dir=workspace).add("User", "pre-0")
+    prefixes = [f"u{k}" for k in range(4)]
+    writers = [_spawn("usage_writer", str(workspace), agent, p, str(count)) for p in prefixes]
+    compactor = _spawn("compactor", str(workspace), agent, "5", "0.02", "0.01")
+    procs = [*writers, compactor]
+    try:
+        for proc in procs:
+            assert proc.stdout is not None
+            line = proc.stdout.readline()
+            if line != "ready\n":
+                proc.kill()
+                raise AssertionError(f"worker did not start: {line!r} {proc.communicate()}")
+        for proc in procs:
+            assert proc.stdin is not None
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+        for proc in procs:
+            out, err = proc.communicate(timeout=300)
+            assert proc.returncode == 0 and out.startswith("done"), (out, err)
+    finally:
+        for proc in procs:
+            _reap(proc)
+    paths = agent_paths(agent, workspace)
+    problems: list[str] = []
+    records = MemoryStore(paths.memory_md).usage_records(problems)
+    assert problems == []
+    lines = paths.usage.read_bytes().split(b"\n")
+    assert lines[-1] == b"" and len(lines) - 1 == len(records)  # whole lines, nothing else
+    found = Counter((r["session_start"], r["call"]) for r in records)
+    expected = {(p, n) for p in prefixes for n in range(1, count + 1)}
+    assert set(found) == expected, f"lost: {sorted(expected - set(found))[:5]}"
+    assert max(found.values()) == 1, "a usage record was written twice"
+    for prefix in prefixes:  # each process's records in its order
+        calls = [r["call"] for r in records if r["session_start"] == prefix]
+        assert calls == sorted(calls)
+    written = {"pre": 1, **dict.fromkeys(prefixes, count)}
+    check_agent(workspace, agent, written, compactions=5)
 
 
 def test_threads_and_two_conversations_on_one_agent(tmp_path: Path) -> None:

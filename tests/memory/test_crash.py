@@ -17,6 +17,11 @@ checks that
   flight when the kill landed; each content round-trips exactly;
 * every archive has exactly one line in ``compactions.jsonl`` and the lineage is one chain.
 
+``usage.jsonl`` (one line per model call of the Agent) is written by the rule of
+``compactions.jsonl``: an Agent's process killed while it calls its model leaves every
+acknowledged line, each complete line parsing, and a torn last line skipped and noted
+(``test_sigkill_during_usage_appends_leaves_a_readable_file``).
+
 Trials run in chains of a few kills on one workspace, so the store must also keep working after
 a recovery. ``MEMORYLAB_CRASH_TRIALS`` sets the number of trials (default 50) and
 ``MEMORYLAB_CRASH_SIZE`` the size of each message in bytes (default: small ones);
@@ -298,6 +303,67 @@ def test_sigkill_at_random_instants_loses_nothing(tmp_path: Path) -> None:
     if trials >= 20:  # otherwise the kills might all have missed the compactions
         assert summary.mid_compaction > 0, "no kill landed inside a compaction: " + summary.line()
         assert summary.archives > 0
+
+
+def _usage_child(workspace: Path, ack_file: Path, rng: random.Random) -> list[tuple[str, int]]:
+    """An Agent's process (``_workers.py usage``) SIGKILLed at a random instant while it calls
+    its model; the ``(session_start, call)`` of the usage records it acknowledged."""
+    cmd = [sys.executable, str(WORKERS), "usage", str(workspace), AGENT, str(ack_file),
+           str(rng.randrange(2**32))]  # fmt: skip
+    ack_file.write_bytes(b"")
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        if proc.stdout.readline().strip() != b"ready":
+            proc.kill()
+            proc.wait()
+            raise AssertionError(f"child did not start: {proc.stderr.read().decode()}")
+        time.sleep(rng.uniform(0.0, rng.choice((0.02, 0.1, 0.3))))
+        assert proc.poll() is None, f"child exited by itself: {proc.stderr.read().decode()}"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    raw = ack_file.read_bytes().decode()
+    assert raw == "" or raw.endswith("\n"), "an acknowledgement was torn"
+    return [(line.split()[0], int(line.split()[1])) for line in raw.splitlines()]
+
+
+@pytest.mark.slow
+def test_sigkill_during_usage_appends_leaves_a_readable_file(tmp_path: Path) -> None:
+    """An Agent's process is killed while it calls its model (each call appends a line to
+    ``usage.jsonl``, some compact): after each kill every complete line parses, every
+    acknowledged record is there, at most one unacknowledged record per kill, and a torn last
+    line (what a power loss can leave; injected here, a kill does not tear a write this small)
+    is skipped and noted, never more than one per kill, and the next process's line starts on
+    a line of its own."""
+    from memorylab.memory.store import MemoryStore
+
+    rng = random.Random(DEFAULT_SEED + 29)
+    kills = int(os.environ.get("MEMORYLAB_USAGE_CRASH_TRIALS", "6"))
+    workspace, acked, torn = tmp_path / "usage", set(), 0
+    store = MemoryStore(agent_paths(AGENT, workspace).memory_md)
+    for kill in range(1, kills + 1):
+        acked.update(_usage_child(workspace, tmp_path / "acks.txt", rng))
+        problems: list[str] = []
+        records = store.usage_records(problems)
+        assert len(problems) == torn, problems  # the injected torn lines, each noted once
+        assert all("not JSON (cut off by a crash?)" in p for p in problems), problems
+        found = [(r["session_start"], r["call"]) for r in records]
+        assert len(found) == len(set(found)), "a usage record was written twice"
+        assert acked <= set(found), f"acknowledged records lost: {sorted(acked - set(found))}"
+        assert len(set(found) - acked) <= kill, "more unacknowledged records than kills"
+        sessions: dict[str, list[int]] = {}
+        for session, call in found:
+            sessions.setdefault(session, []).append(call)
+        assert len(sessions) == kill  # one process each
+        for calls in sessions.values():
+            assert calls == list(range(1, len(calls) + 1)), calls
+        for record in records:
+            assert isinstance(record["input_tokens"], int) and record["estimated_tokens"] > 0
+        if kill % 3 == 0:  # a power loss in the middle of the next line
+            with open(store.paths.usage, "ab") as handle:
+                handle.write(b'{"agent": "crash", "call": 99, "inpu')
+            torn += 1
+    data = store.paths.usage.read_bytes()
+    assert data.endswith(b"\n") and data.count(b"\n") == len(store.usage_records()) + torn
 
 
 def main(argv: list[str] | None = None) -> int:
