@@ -176,3 +176,24 @@ def test_the_import_is_started_once_and_awaited_off_the_loop() -> None:
     module = asyncio.run(llm.aimport_litellm())
     assert first.result(timeout=300) is module is llm.import_litellm()
     assert llm.token_prices("gpt-4o-mini") == (1.5e-07, 6e-07)
+
+
+# --------------------------------------------------------------------------- cache prices
+
+
+def test_cache_prices_come_from_the_map_by_the_same_rule() -> None:
+    """The prompt cache's prices as the map lists them: OpenAI's read price and no write price
+    (writes are not billed apart), Anthropic's both and its minimum prefix; none for a model
+    whose entry lists no cache price, or that the map does not know (no discount assumed)."""
+    assert llm.cache_prices("gpt-4o-mini") == llm.CachePrices(read=7.5e-08)
+    assert llm.cache_prices("claude-sonnet-4-5") == llm.CachePrices(
+        read=3e-07, write=3.75e-06, min_tokens=1024
+    )
+    assert llm.cache_prices("gpt-3.5-turbo") is None  # priced, but no cache price listed
+    assert llm.cache_prices("openai/my-model") is None
+    litellm = llm.import_litellm()  # where both answer, litellm's own lookup agrees
+    for name in ("gpt-4o-mini", "claude-sonnet-4-5", "deepseek/deepseek-chat"):
+        info = litellm.get_model_info(name)
+        prices = llm.cache_prices(name)
+        assert prices is not None and prices.read == info["cache_read_input_token_cost"]
+        assert prices.write == info.get("cache_creation_input_token_cost")

@@ -31,10 +31,11 @@ is configured for it, a placeholder key is sent (such servers accept any).
 :func:`local_server` starts llama.cpp's server for a GGUF file and stops it afterwards.
 
 :func:`model_context_length` is litellm's input window for a model, or
-:data:`DEFAULT_CONTEXT_LENGTH`; :func:`token_prices` its list price; both read litellm's model
-map as a file (:func:`bundled_model_map`) and import litellm only for a name the map alone does
-not settle. :func:`response_usage` / :func:`response_cost` read a reply's token usage and price,
-:func:`response_usage_details` its cached, cache-write and reasoning tokens.
+:data:`DEFAULT_CONTEXT_LENGTH`; :func:`token_prices` its list price, :func:`cache_prices` its
+prompt-cache prices; they read litellm's model map as a file (:func:`bundled_model_map`) and
+import litellm only for a name the map alone does not settle. :func:`response_usage` /
+:func:`response_cost` read a reply's token usage and price, :func:`response_usage_details` its
+cached, cache-write and reasoning tokens.
 litellm (~3 s of CPU) is imported by :func:`import_litellm` on first use, never at module
 import; asynchronous code awaits :func:`aimport_litellm`, which imports it on a worker thread
 (:func:`start_litellm_import`) so the event loop keeps running meanwhile.
@@ -76,6 +77,7 @@ if TYPE_CHECKING:
     from tenacity import RetryCallState
 
 __all__ = [
+    "CachePrices",
     "Caller",
     "ChatReply",
     "DEFAULT_CONTEXT_LENGTH",
@@ -86,6 +88,7 @@ __all__ = [
     "aimport_litellm",
     "bundled_model_map",
     "bundled_providers",
+    "cache_prices",
     "chat",
     "check_int",
     "error_rule",
@@ -735,6 +738,57 @@ def token_prices(model: str) -> tuple[float, float] | None:
     except Exception:  # ModelNotMappedError and friends: no price
         return None
     return float(cost_in) / million, float(cost_out) / million
+
+
+@dataclass(frozen=True, slots=True)
+class CachePrices:
+    """A model's prompt-cache prices in litellm's model map (:func:`cache_prices`), USD per token.
+
+    ``read``: an input token read from the provider's prompt cache
+    (``cache_read_input_token_cost``); ``write``: an input token written to it
+    (``cache_creation_input_token_cost``), ``None`` where the map lists none (OpenAI bills no
+    writes apart: a written token costs the input price); ``min_tokens``: the shortest prefix the
+    provider caches (``prompt_cache_min_tokens``), ``None`` where the map does not say. The base
+    prices: below any context-size tier, for the provider's default cache lifetime (Anthropic's
+    one-hour cache, ``..._above_1hr``, costs more to write)."""
+
+    read: float
+    write: float | None = None
+    min_tokens: int | None = None
+
+
+def cache_prices(model: str) -> CachePrices | None:
+    """litellm's prompt-cache prices of ``model`` (:class:`CachePrices`), or ``None`` where the
+    map lists no cache-read price: an unknown model, or one whose caching it does not price
+    (no discount is assumed).
+
+    The rule of :func:`token_prices` and :func:`model_context_length`: the map as a file where it
+    settles the name (:func:`_map_entry`), litellm's ``get_model_info`` for the others.
+
+    >>> cache_prices("gpt-4o-mini")
+    CachePrices(read=7.5e-08, write=None, min_tokens=None)
+    """
+    settled, entry = _map_entry(model)
+    if settled and entry is None:
+        return None
+    if entry is None:
+        try:
+            entry = import_litellm().get_model_info(model)
+        except Exception:  # ModelNotMappedError and friends: no price
+            return None
+
+    def number(key: str) -> float | None:
+        value = entry.get(key) if entry is not None else None
+        if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+            return float(value)
+        return None
+
+    read = number("cache_read_input_token_cost")
+    if read is None:
+        return None
+    least = number("prompt_cache_min_tokens")
+    return CachePrices(read, number("cache_creation_input_token_cost"),
+                       int(least) if least else None)  # fmt: skip
 
 
 def response_cost(response: Any) -> float | None:
