@@ -4,6 +4,10 @@ Plots are drawn on a :class:`matplotlib.figure.Figure` made without pyplot (no g
 registry, nothing shown twice by the inline backend) and shown in an ``ipywidgets.Image``;
 tables are ``ipywidgets.HTML``. Both are plain widget state, so a test outside a kernel reads
 exactly what a browser shows (``Output`` widgets only capture inside a kernel).
+
+Every widget is an ``ipywidgets.VBox`` (:class:`View`), so it composes like any widget:
+``ipywidgets.VBox([tuner, stepper])``, a ``Tab``'s children. This module imports ipywidgets, so
+it is imported only when a widget is first used (``memorylab.widgets`` is lazy).
 """
 
 from __future__ import annotations
@@ -16,6 +20,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memorylab.errors import MemorylabError, PrerequisiteError
+
+try:
+    import ipywidgets
+except ImportError as _missing:  # pragma: no cover - ipywidgets is a core dependency
+    raise PrerequisiteError(
+        "memorylab's widgets need ipywidgets: pip install 'ipywidgets>=8.1'"
+    ) from _missing
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -36,13 +47,7 @@ OFFLINE_ENV = "MEMORYLAB_OFFLINE"
 
 
 def import_widgets() -> Any:
-    """``ipywidgets``, or a :class:`PrerequisiteError` saying how to install it."""
-    try:
-        import ipywidgets
-    except ImportError as exc:  # pragma: no cover - ipywidgets is a core dependency
-        raise PrerequisiteError(
-            "memorylab's widgets need ipywidgets: pip install 'ipywidgets>=8.1'"
-        ) from exc
+    """``ipywidgets`` (this module's import says how to install it when it is missing)."""
     return ipywidgets
 
 
@@ -190,30 +195,55 @@ def status_html(text: str, *, error: bool = False) -> str:
     )
 
 
-class View:
-    """Base of the widgets: ``widget`` is the ipywidgets box shown when the object is displayed.
+def widget_tree(root: Any) -> list[Any]:
+    """``root`` and every widget under it: its children, theirs, and each one's layout and style
+    (widgets too, each with a comm in a kernel), each once."""
+    found: dict[int, Any] = {}
+    stack = [root]
+    while stack:
+        widget = stack.pop()
+        if id(widget) in found:
+            continue
+        found[id(widget)] = widget
+        for name in ("children", "layout", "style"):
+            value = getattr(widget, name) if widget.has_trait(name) else None
+            items = value if isinstance(value, tuple | list) else (value,)
+            stack.extend(item for item in items if isinstance(item, ipywidgets.Widget))
+    return list(found.values())
 
-    ``error`` holds the message of the last library error a control change caused (shown in the
-    status line instead of a traceback in the browser), or ``None``.
+
+class View(ipywidgets.VBox):  # type: ignore[misc]  # ipywidgets has no type information
+    """Base of the widgets: each one IS an ``ipywidgets.VBox``, so it composes like any widget
+    (``ipywidgets.VBox([tuner, stepper])``, ``Tab(children=[explorer])``) and displays itself.
+
+    A subclass builds its controls, then calls ``super().__init__(children, layout=...)``
+    (attributes set before that are plain Python attributes; none of them may be named like a
+    trait of ``VBox``: ``children``, ``layout``, ``keys``, ``comm``, ``log``, ``tooltip`` …).
+    ``widget`` is the view itself (what it was before the widgets were boxes: the box to put in
+    a layout). ``error`` holds the message of the last library error a control change caused
+    (shown in the status line instead of a traceback in the browser), or ``None``.
     """
 
-    widget: Any
     status: Any
+    error: str | None = None
 
-    def __init__(self) -> None:
-        self.error: str | None = None
+    @property
+    def widget(self) -> View:
+        """The widget itself: ``view.widget`` is ``view`` (kept for notebooks written before
+        the views were ipywidgets boxes)."""
+        return self
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         """The live widget for a kernel, and one line for every static rendering.
 
-        ipywidgets' own bundle holds the widget view and, as ``text/plain``, the repr of the
-        ``VBox`` (its children, cut at 110 characters). A static rendering (nbconvert, GitHub,
-        a notebook opened without its kernel) cannot show the view, so it falls back to
-        ``text/html`` or ``text/plain``: both say what this widget shows, in one line.
+        ipywidgets' own bundle holds the widget view and, as ``text/plain``, the repr cut at
+        110 characters. A static rendering (nbconvert, GitHub, a notebook opened without its
+        kernel) cannot show the view, so it falls back to ``text/html`` or ``text/plain``: both
+        say what this widget shows, in one line. A closed widget has no view: only the line.
         """
-        live = getattr(self.widget, "_repr_mimebundle_", None)  # ipywidgets sets None on close
-        bundle = live(**kwargs) if callable(live) else None
-        data: dict[str, Any] = dict(bundle) if isinstance(bundle, dict) else {}
+        data: dict[str, Any] = {}
+        if self.comm is not None:
+            data.update(super()._repr_mimebundle_(**kwargs) or {})
         line = repr(self)
         data["text/plain"] = line
         data["text/html"] = (
@@ -231,5 +261,16 @@ class View:
             self.status.value = status_html(note)
 
     def close(self) -> None:
-        """Close the widget tree (frees its comms in a kernel)."""
-        self.widget.close()
+        """Close this widget and every widget in it (frees their comms in a kernel).
+
+        A box holding this widget closes only itself when it is closed (ipywidgets never
+        closes a box's children; the browser removes their views with the box's): close the
+        memorylab widgets in it too.
+        """
+        for widget in widget_tree(self):
+            if widget is not self:
+                widget.close()
+        super().close()
+        # ipywidgets' close sets _repr_mimebundle_ to None on the instance: keep the class's,
+        # so a closed widget still has its one line (and no view).
+        self.__dict__.pop("_repr_mimebundle_", None)

@@ -198,7 +198,6 @@ class SummarizerArena(View):
         summarizer_args: Mapping[str, Any] | None = None,
         run: bool = False,
     ) -> None:
-        super().__init__()
         from memorylab.compress.base import as_summarizer
         from memorylab.evaluate.cases import Case, cases_from_transcripts
         from memorylab.evaluate.compare import BASELINES, DEFAULT_SCORERS
@@ -247,7 +246,7 @@ class SummarizerArena(View):
         self.image = widgets.Image(format="png", layout=widgets.Layout(width="560px"))
         self.facts_image = widgets.Image(format="png", layout=widgets.Layout(width="560px"))
         self.side_by_side = widgets.HTML()
-        self.widget = widgets.VBox(
+        super().__init__(
             [
                 widgets.HTML(f"<b>Summarizer arena</b> · {len(self.cases)} case(s)"),
                 widgets.HBox(

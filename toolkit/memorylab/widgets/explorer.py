@@ -81,7 +81,6 @@ class MemoryExplorer(View):
         model: str | None = None,
         max_rows: int = 40,
     ) -> None:
-        super().__init__()
         from memorylab.analysis.frames import compactions_df, memory_df_with_problems
         from memorylab.config import resolve_workspace
 
@@ -161,7 +160,7 @@ class MemoryExplorer(View):
         self.tabs = widgets.Tab(children=[messages, self.image, compaction])
         for index, title in enumerate(("Messages", "Token growth", "Compactions")):
             self.tabs.set_title(index, title)
-        self.widget = widgets.VBox(
+        super().__init__(
             [
                 widgets.HBox([self.agent_picker, self.header]),
                 self.timeline_view,

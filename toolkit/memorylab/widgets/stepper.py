@@ -133,7 +133,6 @@ class CompactionStepper(View):
         workspace: str | os.PathLike[str] | None = None,
         agent_name: str = "stepper",
     ) -> None:
-        super().__init__()
         widgets = import_widgets()
         self.script = [dict(m) for m in (DEMO_SCRIPT if script is None else script)]
         if not self.script:
@@ -180,7 +179,7 @@ class CompactionStepper(View):
             ],
             layout=widgets.Layout(width="50%"),
         )
-        self.widget = widgets.VBox(
+        super().__init__(
             [
                 widgets.HBox([self.next_button, self.run_button, self.reset_button]),
                 self.progress,
@@ -317,6 +316,10 @@ class CompactionStepper(View):
     def close(self) -> None:
         """Close the widgets and remove the temporary workspace (if the stepper made it)."""
         super().close()
-        self.conversation.memory_md_path = None
-        if self._cleanup is not None:
-            self._cleanup()
+        # Also run by ipywidgets' __del__, so on a stepper whose construction failed too.
+        conversation = getattr(self, "conversation", None)
+        if conversation is not None:
+            conversation.memory_md_path = None
+        cleanup = getattr(self, "_cleanup", None)
+        if cleanup is not None:
+            cleanup()

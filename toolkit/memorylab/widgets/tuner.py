@@ -214,7 +214,6 @@ class ThresholdTuner(View):
         system_prompt: str | None = None,
         strategies: Sequence[Strategy | str] | None = None,
     ) -> None:
-        super().__init__()
         from memorylab.analysis.sweep import DEFAULT_THRESHOLDS
 
         widgets = import_widgets()
@@ -286,7 +285,7 @@ class ThresholdTuner(View):
                 self.strategy_picker,
             ]
         )
-        self.widget = widgets.VBox(
+        super().__init__(
             [
                 widgets.HTML(
                     f"<b>Threshold tuner</b> · {self.source.name}"
