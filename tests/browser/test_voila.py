@@ -5,6 +5,10 @@ Needs the ``browser`` extra (voila, playwright) and Debian's ``chromium`` at /us
 never downloads a browser here: it launches the system one with the flags of OFFLINE.md.
 Screenshots go to ``$MEMORYLAB_ARTIFACTS`` (default: the system temp folder's
 ``memorylab-artifacts``).
+
+Besides driving the widgets, it checks that they read right at the page widths people use
+(1,000 and 1,300 px, and the ~600 px of JupyterLab's notebook column beside its file browser):
+nothing cut, nothing covered, no empty dropdown.
 """
 
 from __future__ import annotations
@@ -230,3 +234,119 @@ def test_widget_gallery_renders(voila_url: str, browser_context: Any, artifacts:
     page.screenshot(path=str(artifacts / "widget_gallery.png"), full_page=True)
     assert not errors, errors
     page.close()
+
+
+# -- the tuner at the widths people use ------------------------------------------------------------
+
+# Every problem of layout on the page, as text (an empty list: it reads right). A box clips what
+# lies outside it when its overflow is not "visible"; a header cell must be inside the viewport
+# and every such box, and be what the browser finds at its centre (not covered by the plot).
+# ``scrollable`` names the boxes a reader may scroll sideways (the check at JupyterLab's width).
+LAYOUT_PROBLEMS = """([modes, scrollable]) => {
+  const problems = [];
+  const width = document.documentElement.clientWidth;
+  const describe = (el) => {
+    const classes = String(el.className).split(' ');
+    const telling = classes.filter((c) => /^(widget-|mlab-|jp-)/.test(c)).pop() || classes[0];
+    return `${el.tagName.toLowerCase()}.${telling}`;
+  };
+  const clippedBy = (el) => {
+    const box = el.getBoundingClientRect();
+    if (box.left < -1 || box.right > width + 1) return 'the viewport';
+    for (let up = el.parentElement; up; up = up.parentElement) {
+      if (scrollable && up.matches(scrollable)) return '';
+      if (getComputedStyle(up).overflowX === 'visible') continue;
+      const clip = up.getBoundingClientRect();
+      if (box.left < clip.left - 1 || box.right > clip.right + 1) return describe(up);
+    }
+    return '';
+  };
+  document.querySelectorAll('.mlab-note').forEach((note) => {
+    const text = note.textContent.slice(0, 40);
+    if (note.scrollWidth > note.clientWidth + 1) {
+      problems.push(`note "${text}" overflows itself: ${note.scrollWidth} > ${note.clientWidth}`);
+    }
+    const by = clippedBy(note);
+    if (by) problems.push(`note "${text}" is cut by ${by}`);
+  });
+  document.querySelectorAll('.mlab-scroll').forEach((box) => { box.scrollLeft = 0; });
+  document.querySelectorAll('.mlab-table').forEach((table) => {
+    table.scrollIntoView({block: 'center', inline: 'nearest'});
+    document.querySelectorAll('.mlab-scroll').forEach((box) => { box.scrollLeft = 0; });
+    table.querySelectorAll('th').forEach((cell) => {
+      const name = `header "${cell.textContent}"`;
+      const by = clippedBy(cell);
+      if (by) { problems.push(`${name} is cut by ${by}`); return; }
+      if (scrollable && cell.closest(scrollable)) return;
+      const box = cell.getBoundingClientRect();
+      const found = document.elementFromPoint(box.left + box.width / 2, box.top + box.height / 2);
+      if (!found || !(found === cell || cell.contains(found))) {
+        problems.push(`${name} is covered by ${found ? describe(found) : 'nothing'}`);
+      }
+    });
+  });
+  document.querySelectorAll('.widget-dropdown').forEach((dropdown) => {
+    const select = dropdown.querySelector('select');
+    const label = dropdown.querySelector('label');
+    const option = select ? select.options[select.selectedIndex] : null;
+    const shown = option ? option.text : '';
+    const name = label ? label.textContent : '?';
+    if (!shown.trim()) problems.push(`dropdown "${name}" shows nothing`);
+    if (name === 'sweep' && !modes.includes(shown.replace(/\u00a0/g, ' '))) {
+      problems.push(`the sweep dropdown shows "${shown}", not a mode`);
+    }
+  });
+  return problems;
+}"""
+
+
+def _open_layout_page(browser_context: Any, url: str, width: int) -> tuple[Any, list[str]]:
+    """tuner_layout.ipynb at ``width`` px, rendered; the page and its script errors."""
+    page = browser_context.new_page()
+    page.set_viewport_size({"width": width, "height": 2800})  # both tuners in one screenshot
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(url + "voila/render/tuner_layout.ipynb", timeout=WIDGET_TIMEOUT_MS)
+    page.locator(".mlab-table").nth(1).wait_for(timeout=WIDGET_TIMEOUT_MS)
+    page.locator(".widget-image").nth(3).wait_for(timeout=WIDGET_TIMEOUT_MS)
+    page.wait_for_timeout(500)  # images decode, the layout settles
+    return page, errors
+
+
+@pytest.mark.parametrize("width", [1000, 1300])
+def test_the_tuner_reads_at_each_width(
+    voila_url: str, browser_context: Any, artifacts: Path, width: int
+) -> None:
+    """Issue 28: at 1,300 px the sweep's note was cut ("The highlighte…"), the table's right
+    columns were under the sweep plot, and the mode dropdown could show nothing."""
+    from memorylab.widgets.tuner import MODES
+
+    page, errors = _open_layout_page(browser_context, voila_url, width)
+    assert page.locator(".mlab-table").count() == 2  # both tuners of the composed VBox
+    assert "Peak above the" in page.locator(".mlab-note").all_inner_texts()[1]
+    problems = page.evaluate(LAYOUT_PROBLEMS, [[label for label, _ in MODES], ""])
+    page.screenshot(path=str(artifacts / f"tuner_{width}px.png"), full_page=True)
+    sweep = page.locator(".widget-dropdown:has(label:text-is('sweep')) select").first
+    assert sweep.evaluate("s => s.options[s.selectedIndex].text") == "exact\xa0when\xa0it\xa0fits"
+    assert not problems, "\n".join(problems)
+    assert not errors, errors
+    page.close()
+
+
+def test_the_tuner_reads_in_a_jupyterlab_column(
+    voila_url: str, browser_context: Any, artifacts: Path
+) -> None:
+    """JupyterLab's default layout at a 1,000 px window leaves a notebook's outputs about
+    600 px beside the file browser: the notes wrap, nothing is cut; a table wider than that
+    scrolls sideways inside its own box, and the page does not."""
+    from memorylab.widgets.tuner import MODES
+
+    page, errors = _open_layout_page(browser_context, voila_url, 640)
+    problems = page.evaluate(LAYOUT_PROBLEMS, [[label for label, _ in MODES], ".mlab-scroll"])
+    page.screenshot(path=str(artifacts / "tuner_640px.png"), full_page=True)
+    assert not problems, "\n".join(problems)
+    width = page.evaluate("() => [document.scrollingElement.scrollWidth, innerWidth]")
+    assert width[0] <= width[1] + 1, width
+    assert not errors, errors
+    page.close()
+

@@ -77,15 +77,21 @@ def figure_png(figure: Figure, dpi: int = 96) -> bytes:
 
 _TABLE_CSS = (
     "<style>"
+    # The table scrolls sideways in a box narrower than its columns; the box around it (an
+    # ipywidgets HTML's content, a flex item) may then shrink below the table's width.
+    ".mlab-scroll{overflow-x:auto;max-width:100%}"
+    ".widget-html-content:has(>.mlab-scroll),.jupyter-widget-html-content:has(>.mlab-scroll)"
+    "{min-width:0}"
     ".mlab-table{border-collapse:collapse;font-family:system-ui,-apple-system,'Segoe UI',"
-    "sans-serif;font-size:12px;color:#1f2328}"
-    ".mlab-table th{background:#f6f8fa;text-align:right;padding:3px 8px;"
-    "border-bottom:1px solid #d0d7de;white-space:nowrap}"
-    ".mlab-table td{padding:3px 8px;border-bottom:1px solid #eaeef2;text-align:right;"
+    "sans-serif;font-size:12px;line-height:1.4;color:#1f2328}"
+    # Headers and labels wrap between words when the columns do not fit (numbers never do).
+    ".mlab-table th{background:#f6f8fa;text-align:right;padding:3px 6px;"
+    "border-bottom:1px solid #d0d7de;vertical-align:bottom}"
+    ".mlab-table td{padding:3px 6px;border-bottom:1px solid #eaeef2;text-align:right;"
     "vertical-align:top}"
     ".mlab-table td.mlab-text{text-align:left;white-space:pre-wrap;word-break:break-word;"
     "max-width:60em}"
-    ".mlab-table td.mlab-label{text-align:left;white-space:nowrap}"
+    ".mlab-table td.mlab-label{text-align:left}"
     ".mlab-table tr.mlab-hl td{background:#fff8c5;font-weight:600}"
     ".mlab-table td.mlab-flag{color:#cf222e;font-weight:600}"
     "</style>"
@@ -150,9 +156,11 @@ def frame_html(
     """A compact HTML table of ``frame`` (the first ``max_rows`` rows; rows at the positions
     in ``highlight`` marked). ``text_columns`` are left-aligned, wrapped and clipped at ``clip``
     chars, and every occurrence of ``mark`` in them (case-insensitive) is wrapped in ``<mark>``
-    (the clipped part shows the first one); ``label_columns`` are left-aligned and never
-    wrapped. ``more_hint`` says what to do about rows beyond ``max_rows``. ``flagged`` names,
-    per column, the row positions whose cell is drawn in red (a value to worry about)."""
+    (the clipped part shows the first one); ``label_columns`` are left-aligned. Headers and
+    labels wrap between words only when the columns do not fit, and a table narrower still
+    scrolls sideways in its box. ``more_hint`` says what to do about rows beyond ``max_rows``.
+    ``flagged`` names, per column, the row positions whose cell is drawn in red (a value to
+    worry about)."""
     marked = set(highlight)
     red = {column: set(rows) for column, rows in (flagged or {}).items()}
     columns = [str(c) for c in frame.columns]
@@ -181,7 +189,7 @@ def frame_html(
     if not body:
         body.append(f'<tr><td colspan="{max(1, len(columns))}">(no rows)</td></tr>')
     return (
-        f'{_TABLE_CSS}<div style="overflow-x:auto;max-width:100%"><table class="mlab-table">'
+        f'{_TABLE_CSS}<div class="mlab-scroll"><table class="mlab-table">'
         f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>{more}"
     )
 

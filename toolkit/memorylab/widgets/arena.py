@@ -243,8 +243,10 @@ class SummarizerArena(View):
         self.case_picker.observe(lambda _: self._show_case(), names="value")
         self.status = widgets.HTML()
         self.table_view = widgets.HTML()
-        self.image = widgets.Image(format="png", layout=widgets.Layout(width="560px"))
-        self.facts_image = widgets.Image(format="png", layout=widgets.Layout(width="560px"))
+        # The two plots side by side while both fit at 400 px or more, else one below the other.
+        plot_layout = {"flex": "1 1 400px", "max_width": "560px", "min_width": "0"}
+        self.image = widgets.Image(format="png", layout=widgets.Layout(**plot_layout))
+        self.facts_image = widgets.Image(format="png", layout=widgets.Layout(**plot_layout))
         self.side_by_side = widgets.HTML()
         super().__init__(
             [
@@ -254,7 +256,9 @@ class SummarizerArena(View):
                 ),
                 self.status,
                 self.table_view,
-                widgets.HBox([self.image, self.facts_image]),
+                widgets.HBox(
+                    [self.image, self.facts_image], layout=widgets.Layout(flex_flow="row wrap")
+                ),
                 self.case_picker,
                 self.side_by_side,
             ],

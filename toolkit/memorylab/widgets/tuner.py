@@ -90,6 +90,13 @@ sweep's own column names)."""
 
 EXTRACTIVE = "memorylab/extractive"
 
+_NOTE_CSS = (
+    "font-size:12px;line-height:1.45;margin:2px 0 4px;white-space:normal;overflow-wrap:anywhere;"
+    "width:0;min-width:100%"
+)
+"""The lines above the sweep table: they wrap at the table's width (``width:0`` keeps a long
+line from widening the box; ``min-width`` fills it) and are never cut."""
+
 ABOVE_WINDOW_CSS = "#cf222e"
 """The red of context above the window in the headline and the table (the plots' red is
 :data:`memorylab.analysis.plots.ABOVE_WINDOW_COLOR`)."""
@@ -272,36 +279,54 @@ class ThresholdTuner(View):
             description="sweep",
             style={"description_width": "50px"},
         )
-        self.image = widgets.Image(format="png", layout=widgets.Layout(width="100%"))
-        self.sweep_image = widgets.Image(format="png", layout=widgets.Layout(width="100%"))
+        # A full-width child has no side margins: ipywidgets' 2px would make it 4px wider
+        # than the box, which would then scroll sideways.
+        self.image = widgets.Image(
+            format="png", layout=widgets.Layout(width="100%", margin="2px 0")
+        )
+        # The sweep's table and its plot share a row that wraps: side by side when both fit,
+        # else the plot goes below the table. The table never shrinks below its columns (it
+        # scrolls sideways in a box narrower than it), and its note wraps to the table's width.
+        self.sweep_image = widgets.Image(
+            format="png",
+            layout=widgets.Layout(flex="1 1 360px", max_width="560px", min_width="0"),
+        )
         self.summary = widgets.HTML()
-        self.table = widgets.HTML()
+        self.table = widgets.HTML(
+            layout=widgets.Layout(flex="0 1 auto", min_width="0", max_width="100%")
+        )
         self.status = widgets.HTML()
         controls = widgets.VBox(
             [
                 self.threshold_slider,
                 self.context_slider,
-                widgets.HBox([self.summarizer_picker, self.mode_picker]),
+                widgets.HBox(
+                    [self.summarizer_picker, self.mode_picker],
+                    layout=widgets.Layout(flex_flow="row wrap"),
+                ),
                 self.strategy_picker,
             ]
         )
         super().__init__(
             [
                 widgets.HTML(
-                    f"<b>Threshold tuner</b> · {self.source.name}"
+                    f"<b>Threshold tuner</b> · {html.escape(self.source.name)}"
                     + (" · fact survival from the planted facts" if self.facts else "")
                 ),
                 controls,
                 self.status,
                 self.summary,
                 self.image,
-                widgets.HBox(
-                    [
-                        widgets.Box(
-                            [self.table], layout=widgets.Layout(width="60%", overflow="auto")
-                        ),
-                        widgets.Box([self.sweep_image], layout=widgets.Layout(width="40%")),
-                    ]
+                widgets.Box(
+                    [self.table, self.sweep_image],
+                    layout=widgets.Layout(
+                        display="flex",
+                        flex_flow="row wrap",
+                        align_items="flex-start",
+                        grid_gap="8px 16px",
+                        width="100%",
+                        margin="2px 0",
+                    ),
                 ),
             ],
             layout=widgets.Layout(max_width="1100px"),
@@ -434,7 +459,7 @@ class ThresholdTuner(View):
         # The sweep's own peaks, against the window it swept: the rows to flag.
         over = [i for i, peak in enumerate(table["peak_context_tokens"]) if int(peak) > length]
         self.above_window = [float(table["threshold"].iloc[i]) for i in over]
-        sweep_figure, sweep_axes = new_axes((6.4, 3.2))
+        sweep_figure, sweep_axes = new_axes((5.6, 3.2))
         plot_sweep(table, ax=sweep_axes, hue=None, title="Input tokens the model read")
         sweep_axes.axvline(threshold, color="tab:red", linestyle="--", linewidth=1)
         if over:
@@ -448,6 +473,9 @@ class ThresholdTuner(View):
                 label="peak above the window",
                 zorder=5,
             )
+        # The legend inside the axes: beside them (plot_sweep's place) it would take half of a
+        # plot this narrow.
+        if sweep_axes.get_legend_handles_labels()[0]:
             sweep_axes.legend(fontsize="small")
         self.sweep_figure = sweep_figure
         self.sweep_image.value = figure_png(sweep_figure)
@@ -462,12 +490,13 @@ class ThresholdTuner(View):
             highest = int(table["peak_context_tokens"].iloc[over].max())
             thresholds = ", ".join(threshold_text(t) for t in self.above_window)
             flag_note = (
-                f'<div style="font-size:12px;color:{ABOVE_WINDOW_CSS};font-weight:600">'
-                f"Peak above the {length:,}-token window at threshold(s) {thresholds} (up to "
-                f"{highest:,} tokens): more than the model could read.</div>"
+                f'<div class="mlab-note" style="{_NOTE_CSS};color:{ABOVE_WINDOW_CSS};'
+                f'font-weight:600">Peak above the {length:,}-token window at threshold(s) '
+                f"{thresholds} (up to {highest:,} tokens): more than the model could read.</div>"
             )
         self.table.value = (
-            f'<div style="font-size:12px;color:#57606a">Sweep at {length:,} tokens. '
+            f'<div class="mlab-note" style="{_NOTE_CSS};color:#57606a">'
+            f"Sweep at {length:,} tokens. "
             f"{html.escape(sweep_note(swept))} The highlighted row is the slider's threshold, "
             "replayed exactly (the figures above the plot).</div>"
             + flag_note
@@ -500,7 +529,7 @@ class ThresholdTuner(View):
                 "the model could read (red in the plot).</div>"
             )
         self.summary.value = (
-            '<div style="font-family:system-ui,sans-serif;font-size:13px">'
+            '<div style="font-family:system-ui,sans-serif;font-size:13px;line-height:1.45">'
             f"<b>{result.compactions}</b> compaction(s) over {len(result.frame):,} messages · "
             f"trigger {result.trigger:,} tokens · peak {peak} · "
             f"{result.total_input_tokens:,} input tokens read{survival}{warning}</div>"
