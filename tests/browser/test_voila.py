@@ -8,7 +8,9 @@ Screenshots go to ``$MEMORYLAB_ARTIFACTS`` (default: the system temp folder's
 
 Besides driving the widgets, it checks that they read right at the page widths people use
 (1,000 and 1,300 px, and the ~600 px of JupyterLab's notebook column beside its file browser):
-nothing cut, nothing covered, no empty dropdown.
+nothing cut, nothing covered, no empty dropdown; and that the HTML report (``memorylab report``)
+reads right opened from disk, for the bundled workspace and for one the real reference package
+(swarms 16.0.3, ``$MEMORYLAB_SWARMS_PYTHON``) wrote.
 """
 
 from __future__ import annotations
@@ -350,3 +352,105 @@ def test_the_tuner_reads_in_a_jupyterlab_column(
     assert not errors, errors
     page.close()
 
+
+# -- the HTML report, opened from disk -------------------------------------------------------------
+
+SWARMS_PYTHON = os.environ.get("MEMORYLAB_SWARMS_PYTHON")  # .ci/run sets it
+REFERENCE_LOOP = HERE.parent / "compat" / "reference_agent_loop.py"
+REFERENCE_SUMMARY = "Experiments 1 to 12 measured latencies from 7 to 84 ms, 7 ms apart."
+
+# What of the report does not read right at this width (an empty list: it does). Inside a
+# designated scroll box (a wide table's, a summary's) content may be wider than the page.
+REPORT_PROBLEMS = """() => {
+  const problems = [];
+  const width = innerWidth;
+  const page = document.scrollingElement.scrollWidth;
+  if (page > width + 1) problems.push(`the page scrolls sideways: ${page} > ${width}`);
+  document.querySelectorAll('body *').forEach((el) => {
+    if (el.closest('.wide, .summary')) return;
+    const box = el.getBoundingClientRect();
+    if (box.right > width + 1) {
+      problems.push(`${el.tagName.toLowerCase()}.${el.className} ends at ${box.right} > ${width}`);
+    }
+  });
+  document.querySelectorAll('img').forEach((img, i) => {
+    if (!img.complete || img.naturalWidth === 0) problems.push(`image ${i} did not load`);
+  });
+  document.querySelectorAll('table').forEach((table, i) => {
+    if (table.querySelectorAll('tr td').length === 0) problems.push(`table ${i} has no row`);
+  });
+  return problems;
+}"""
+
+
+def _reference_workspace(root: Path) -> Path:
+    """A workspace written by the real reference package: tests/compat's agent loop run under
+    swarms 16.0.3 (its summarizer a local fake OpenAI server), one agent, Researcher."""
+    if not SWARMS_PYTHON or not os.access(SWARMS_PYTHON, os.X_OK):
+        pytest.skip("set MEMORYLAB_SWARMS_PYTHON to a Python with swarms==16.0.3 (.ci/run does)")
+    from fakes import FakeOpenAIServer
+
+    folder = root / "workspace" / "agents" / "Researcher"
+    folder.mkdir(parents=True)
+    cwd = root / "swarms-cwd"  # swarms writes agent_workspace/ into its working folder
+    cwd.mkdir()
+    with FakeOpenAIServer(REFERENCE_SUMMARY) as server:
+        env = {
+            **os.environ,
+            "OPENAI_API_BASE": server.base_url,
+            "OPENAI_API_KEY": "sk-test-not-a-key",
+            "SWARMS_TELEMETRY_ON": "false",
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            "LITELLM_OFFLINE_MODE": "true",
+            "HF_HUB_OFFLINE": "1",
+        }
+        env.pop("WORKSPACE_DIR", None)
+        done = subprocess.run(
+            [SWARMS_PYTHON, str(REFERENCE_LOOP), str(folder)],
+            capture_output=True, text=True, env=env, cwd=cwd, timeout=300,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (folder / "MEMORY.md").is_file() and list((folder / "archive").glob("history_*.md"))
+    return root / "workspace"
+
+
+REPORT_HEADINGS = {
+    # the workspace README.md's first command reports on, and one the reference wrote
+    "bundled": ["memorylab report", "Agents", "Compactions", "BugHunter", "DataEngineer",
+                "Researcher", "What-if thresholds", "Privacy"],
+    "reference": ["memorylab report", "Problems found", "Agents", "Compactions", "Researcher",
+                  "What-if thresholds", "Privacy"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("workspace", sorted(REPORT_HEADINGS))
+def test_the_report_reads_right_in_a_browser(
+    browser_context: Any, artifacts: Path, tmp_path: Path, workspace: str
+) -> None:
+    output = tmp_path / "report.html"
+    env = {**os.environ, "MPLBACKEND": "Agg"}
+    command = [sys.executable, "-m", "memorylab", "report", "-o", str(output)]
+    if workspace == "bundled":  # as README.md runs it: no workspace, no $WORKSPACE_DIR
+        env.pop("WORKSPACE_DIR", None)
+    else:
+        command.insert(4, str(_reference_workspace(tmp_path)))
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    page = browser_context.new_page()
+    page.set_viewport_size({"width": 1000, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(output.as_uri(), wait_until="load")
+    page.evaluate("() => document.querySelectorAll('details').forEach(d => { d.open = true; })")
+    page.wait_for_timeout(200)
+    page.screenshot(path=str(artifacts / f"report_{workspace}_1000px.png"), full_page=True)
+    problems = page.evaluate(REPORT_PROBLEMS)
+    headings = page.locator("h1, h2").all_inner_texts()
+    summaries = page.locator("details .summary").count()
+    page.close()
+
+    assert not problems, "\n".join(problems)
+    assert headings == REPORT_HEADINGS[workspace]
+    assert summaries >= (4 if workspace == "bundled" else 1)  # every agent's summaries, readable
+    assert not errors, errors

@@ -31,8 +31,8 @@ _STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;
 max-width:1100px;color:#1f2328;line-height:1.45;padding:0 1rem}
 h1{margin-bottom:.2rem}h2{margin-top:2.2rem;border-bottom:1px solid #d0d7de;padding-bottom:.3rem}
-.meta{color:#57606a}table{border-collapse:collapse;margin:.8rem 0;font-size:.92rem}
-th,td{border:1px solid #d0d7de;padding:.3rem .6rem;text-align:right}
+.meta{color:#57606a}table{border-collapse:collapse;margin:.8rem 0;font-size:.86rem}
+th,td{border:1px solid #d0d7de;padding:.3rem .5rem;text-align:right}
 th{background:#f6f8fa}td.text,th.text{text-align:left}td{white-space:nowrap}
 img{max-width:100%;border:1px solid #d0d7de;border-radius:6px;margin:.5rem 0}
 .summary{background:#f6f8fa;border-left:4px solid #0969da;padding:.6rem .9rem;
@@ -42,6 +42,7 @@ padding:.6rem 1rem;min-width:9rem}.card b{display:block;font-size:1.5rem}
 .note{color:#57606a;font-size:.9rem}.wide{overflow-x:auto}
 .problems{border-left:4px solid #cf222e;padding-left:.9rem}
 table.wrap td{white-space:normal;overflow-wrap:anywhere;vertical-align:top}
+table.wrap td:first-child{overflow-wrap:break-word}
 """
 
 
@@ -287,7 +288,8 @@ def build_report(
         figure, ax = plt.subplots(figsize=(8, 3.2), layout="constrained")
         plot_sweep(result, ax=ax, title=f"What if: {biggest} replayed at other thresholds")
         shown = sweep_table(result, _SWEEP_COLUMNS)
-        shown = shown[[c for c in shown.columns if (shown[c] != "–").any()]]  # no empty column
+        # No empty column (the agent's-setting column of a run whose setting is not recorded).
+        shown = shown[[c for c in shown.columns if (~shown[c].isin(("–", ""))).any()]]
         agreement = _agreement(result, int((compactions["agent"] == biggest).sum())
                                if len(compactions) else 0)  # fmt: skip
         parts.append(
