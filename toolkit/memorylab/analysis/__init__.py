@@ -5,12 +5,18 @@ One concept per module: :mod:`~memorylab.analysis.frames` (the frames),
 :mod:`~memorylab.analysis.growth` (token growth), :mod:`~memorylab.analysis.replay` (replays),
 :mod:`~memorylab.analysis.sweep` (sweeps and their table), :mod:`~memorylab.analysis.lineage`
 (compactions in order, fact survival across summaries, a summary's provenance),
-:mod:`~memorylab.analysis.plots`.
+:mod:`~memorylab.analysis.calibration` (the estimate against the provider's count, and when
+each compaction fired against it), :mod:`~memorylab.analysis.plots`.
 
 pandas and matplotlib are imported by the functions that need them, so importing this package
 (or :mod:`memorylab`) stays fast. See docs/analysis.md.
 """
 
+from memorylab.analysis.calibration import (
+    calibration_df,
+    calibration_summary,
+    compaction_timing_df,
+)
 from memorylab.analysis.frames import (
     ReadResult,
     compactions_df,
@@ -28,6 +34,7 @@ from memorylab.analysis.lineage import (
     survival_by_generation,
 )
 from memorylab.analysis.plots import (
+    plot_calibration,
     plot_compactions,
     plot_fact_survival,
     plot_summary_lengths,
@@ -55,6 +62,9 @@ __all__ = [
     "SummarySize",
     "SweepEstimate",
     "SweepResult",
+    "calibration_df",
+    "calibration_summary",
+    "compaction_timing_df",
     "compactions_df",
     "documents_df",
     "dropped_by",
@@ -63,6 +73,7 @@ __all__ = [
     "lineage_df",
     "memory_df",
     "memory_df_with_problems",
+    "plot_calibration",
     "plot_compactions",
     "plot_fact_survival",
     "plot_summary_lengths",

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from memorylab.analysis.sweep import SweepResult
 
 __all__ = [
+    "plot_calibration",
     "plot_compactions",
     "plot_fact_survival",
     "plot_summary_lengths",
@@ -505,3 +506,38 @@ def save_plot(
     figure.savefig(buffer, format=kind, dpi=dpi, bbox_inches="tight")
     write_private_file(target, buffer.getvalue(), overwrite=overwrite)
     return target
+
+
+def plot_calibration(
+    calls: pd.DataFrame, *, ax: Axes | None = None, title: str | None = None
+) -> Axes:
+    """Each model call of a :func:`~memorylab.analysis.calibration_df` frame: memorylab's
+    estimate of its input (x) against the input the provider billed (y), one colour per model,
+    its median drift in the legend, and the line billed = estimate (dashed): a point above it
+    is a call the estimate undercounted, so a trigger on the estimate fires late. Calls the
+    provider reported no input for are left out."""
+    import numpy as np
+
+    _require(calls, ("estimated_tokens", "input_tokens", "model"), "plot_calibration")
+    axes = _axes(ax, (6.5, 5.0))
+    estimated = calls["estimated_tokens"].to_numpy(dtype=float, na_value=np.nan)
+    billed = calls["input_tokens"].to_numpy(dtype=float, na_value=np.nan)
+    known = ~(np.isnan(estimated) | np.isnan(billed))
+    models = calls["model"].astype(object).where(calls["model"].notna(), "(no model)")
+    for model in dict.fromkeys(models[known].tolist()):
+        mine = known & (models == model).to_numpy()
+        drift = np.median(billed[mine] / np.maximum(estimated[mine], 1.0) - 1.0)
+        label = f"{model}: median drift {drift:+.1%} ({int(mine.sum()):,} calls)"
+        axes.scatter(estimated[mine], billed[mine], s=14, alpha=0.7, label=label)
+    if known.any():
+        low = float(min(estimated[known].min(), billed[known].min()))
+        high = float(max(estimated[known].max(), billed[known].max()))
+        axes.plot([low, high], [low, high], linestyle="--", color="black", linewidth=1.0,
+                  label="billed = estimate")  # fmt: skip
+    axes.set_xlabel("memorylab's estimate (tokens)")
+    axes.set_ylabel("input billed by the provider (tokens)")
+    axes.set_title(title or "Estimate vs billed input per model call")
+    _thousands(axes)
+    if known.any():
+        _legend_outside(axes)
+    return axes

@@ -6,11 +6,16 @@ loaded, nothing written), at the run's settings unless told otherwise (:mod:`.ru
 context at its recorded tokens, every new process with the bounded preload of the MEMORY.md it
 would have found; tokens counted as :meth:`memorylab.Conversation.token_count` counts them.
 Summaries are cached (:mod:`._summarizers`; ``cache=False`` for one that is not deterministic).
+A run whose trigger counted the provider's reported usage (``Trigger(count="reported")``) is
+replayed with its recorded drift applied to the estimate at each check (the billed / estimated
+input of the last call it recorded before the check, ``usage.jsonl``), and says so in
+:meth:`ReplayResult.notes`.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 import warnings
 from collections.abc import Iterable, MutableMapping, Sequence
 from dataclasses import dataclass, field
@@ -19,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from memorylab.analysis.runs import RunOverrides, RunSettings, SummarySize, TranscriptSource
 from memorylab.compress.base import Summarizer, Summary
-from memorylab.compress.policy import Threshold, trigger_tokens
+from memorylab.compress.policy import ReportedUsage, Threshold, trigger_tokens
 from memorylab.memory import format as fmt
 from memorylab.memory.records import CompactionEvent, EntryKind, Message, entry_kind
 from memorylab.results import TableResult
@@ -57,6 +62,11 @@ class ReplayResult(TableResult):
     summarizer_input_tokens: int = 0
     summarizer_cost_usd: float = 0.0
     settings: RunSettings | None = None
+    drift_applied: tuple[float, ...] | None = None
+    """For a run whose trigger counted the provider's reported usage: the recorded drift
+    (billed / estimated input of the last recorded call before the check) the replay applied
+    to its estimate, at each check where one was recorded; ``None`` for a trigger of the
+    estimate."""
 
     @property
     def timeline(self) -> pd.DataFrame:
@@ -93,6 +103,28 @@ class ReplayResult(TableResult):
     @property
     def restarts(self) -> int:
         return int(self.frame["restart"].sum())
+
+    def notes(self) -> list[str]:
+        """What the table does not show: for a run whose trigger counted the provider's
+        reported usage, that the replay applied the run's recorded drift to its estimate."""
+        if self.drift_applied is None:
+            return []
+        checks = int(self.frame["check"].sum())
+        applied = len(self.drift_applied)
+        if not applied:
+            return [
+                "The run's trigger counted the provider's reported usage, and no call of it was "
+                "recorded (usage.jsonl) before any check: this replay counted memorylab's "
+                "estimate at every check, so it may compact later than the run did."
+            ]
+        median = statistics.median(self.drift_applied) - 1.0
+        return [
+            "The run's trigger counted the provider's reported usage: this replay multiplied "
+            f"its estimate by the run's recorded drift (billed / estimated input of the last "
+            f"call recorded before the check, in usage.jsonl; median {median:+.1%}) at "
+            f"{applied:,} of {checks:,} checks; at the others (no call recorded before them in "
+            "their process) it counted the estimate, as the run did before its first reply."
+        ]
 
     def fact_survival(self, facts: Iterable[str]) -> float:
         """The fraction of ``facts`` (strings) found in the final context."""
@@ -235,6 +267,7 @@ def _exact(
     restart[run.restarts] = True
     checks = run.checks
     conversation = start(None, stamps[0] if count else "")
+    applied: list[float] = []  # the recorded drift applied at each check (a reported trigger)
     memory: list[Message] = []  # the replay's MEMORY.md since its last compaction
     created = run.created or (whens[0] if count else now[0])
     continues: str | None = None
@@ -262,7 +295,13 @@ def _exact(
             when, archive = run.compactions.get(index, (whens[index], None))
             now[0] = when
             naming[0] = archive or fmt.archive_name(when)
-            event = compressors[-1].compress(conversation, length)
+            reported = None
+            ratio = None if run.drift is None else run.drift.get(index)
+            if ratio is not None:  # the run counted the provider's usage: its recorded drift
+                estimate = conversation.token_count()
+                reported = ReportedUsage(tokens=round(estimate * ratio), estimate=estimate)
+                applied.append(ratio)
+            event = compressors[-1].compress(conversation, length, reported=reported)
             if event is not None and event.ok:
                 compaction[index] = True
                 done += 1
@@ -326,4 +365,5 @@ def _exact(
         summarizer_input_tokens=int(input_tokens),
         summarizer_cost_usd=cost,
         settings=settings,
+        drift_applied=None if run.drift is None else tuple(applied),
     )

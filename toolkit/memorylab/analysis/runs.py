@@ -545,6 +545,11 @@ class _Run:
     conversation_names: Sequence[str | None] = ()
     """Per message, the ``**Conversation:**`` of the file that holds it (each process of the
     reference's Agent names the files it creates after its own id), if the files say."""
+    drift: dict[int, float] | None = None
+    """For a run whose trigger counted the provider's reported usage (``count="reported"``),
+    per check (after message ``i``) the ratio billed / estimated input of the last call the run
+    recorded before it in the same process (``usage.jsonl``): what the replay multiplies its
+    estimate by there (:func:`_recorded_drift`). ``None`` for a trigger of the estimate."""
 
     @property
     def model(self) -> str | None:
@@ -570,6 +575,9 @@ class _Run:
             restarts=[r for r in self.restarts if r < count],
             conversation_names=self.conversation_names[:count],
             compactions={i: t for i, t in self.compactions.items() if i < count},
+            drift=None
+            if self.drift is None
+            else {i: r for i, r in self.drift.items() if i < count},
         )
 
     def at(self, context_length: int, threshold: Threshold) -> _Run:
@@ -633,16 +641,76 @@ def _prepare(
         marks = check_points(data.roles, set(settings.reply_roles))
     else:
         marks = [True] * len(data)
-    return _Run(
+    starts = positions(data, settings.restarts)
+    run = _Run(
         data,
         settings,
         np.array(marks, dtype=bool),
-        positions(data, settings.restarts),
+        starts,
         counter,
         system_prompt or None,
         f"{settings.agent}_conversation" if settings.agent else "replay",
         *_recorded_compactions(frame, settings),
     )
+    if settings.trigger is not None and settings.trigger.reported:
+        run.drift = _recorded_drift(_usage_of(frame), data, starts, run.checks)
+    return run
+
+
+def _usage_of(frame: Any) -> list[dict[str, Any]]:
+    """The usage records (``usage.jsonl``) of the agent whose files ``frame`` holds."""
+    from memorylab.analysis.sources import locate
+    from memorylab.memory.paths import MemoryPaths
+    from memorylab.memory.store import MemoryStore
+
+    if not (hasattr(frame, "columns") and "file" in frame.columns and len(frame)):
+        return []
+    folders = {locate(Path(str(f)))[1] for f in frame["file"].unique()}
+    if len(folders) != 1:
+        return []
+    memory_md = next(iter(folders)) / "MEMORY.md"
+    if not MemoryPaths(memory_md).usage.is_file():
+        return []
+    return MemoryStore(memory_md).usage_records()
+
+
+def _recorded_drift(
+    usage: Sequence[Mapping[str, Any]],
+    transcript: Transcript,
+    restarts: Sequence[int],
+    checks: np.ndarray[Any, np.dtype[np.bool_]],
+) -> dict[int, float]:
+    """Per check (after message ``i``), billed / estimated input of the last recorded call
+    before it in the same process: a call's record is stamped with its reply's time, so the
+    calls before the check are those stamped at or before message ``i``, and those of its
+    process at or after the process's first message. Checks with no such call are left out
+    (the run counted its estimate there too: nothing was reported yet)."""
+    import bisect
+
+    from memorylab.analysis._transcript import to_micros
+
+    calls: list[tuple[int, float]] = []
+    for record in usage:
+        billed = _count(record.get("input_tokens"))
+        estimated = _count(record.get("estimated_tokens"))
+        if billed is None or not estimated:
+            continue
+        try:
+            calls.append((to_micros(str(record.get("time"))), billed / estimated))
+        except ValueError:
+            continue
+    calls.sort()
+    times = [when for when, _ in calls]
+    micros = transcript.utc_us
+    starts = sorted(set(restarts))
+    out: dict[int, float] = {}
+    for index in (int(i) for i in checks.nonzero()[0]):
+        before = bisect.bisect_right(starts, index) - 1
+        begun = int(micros[starts[before]]) if before >= 0 else None
+        last = bisect.bisect_right(times, int(micros[index])) - 1
+        if last >= 0 and (begun is None or times[last] >= begun):
+            out[index] = calls[last][1]
+    return out
 
 
 def _recorded_compactions(

@@ -1,0 +1,468 @@
+"""Trigger calibration: did compaction fire when it should have?
+
+memorylab decides when to compact from its own estimate of the context (an offline tokenizer's
+count of the history as ``[timestamp] Role: content`` blocks); the provider bills its own count
+(its tokenizer, its per-message overhead, the tool schemas). Every model call of the
+:class:`~memorylab.Agent` records both (:class:`~memorylab.memory.records.UsageRecord`, a line
+of ``usage.jsonl`` beside ``compactions.jsonl``; a memory-only agent keeps them in
+``agent.usage_records``). This module compares them:
+
+* :func:`calibration_df`: one row per recorded call, the estimate beside the provider's
+  counts and the ``drift`` (``input_tokens / estimated_tokens - 1``: 0.2 is a 20 % undercount);
+* :func:`calibration_summary`: per model, the calls, the median and 90th-percentile drift and
+  the share of calls the estimate undercounted;
+* :func:`compaction_timing_df`: per compaction, the estimate when it fired against the billed
+  count, and how many calls early or late it fired against the billed count (the first call
+  whose billed input reached the trigger).
+
+:func:`~memorylab.analysis.plots.plot_calibration` draws the estimate against the billed input.
+A trigger that counts the provider's reported usage instead (``Trigger(count="reported")``,
+:mod:`memorylab.compress.policy`) fires on the billed count. docs/analysis.md documents every
+column.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from memorylab.analysis.frames import DTYPES, _compactions, build_frame
+from memorylab.compress.policy import Trigger, validate_threshold
+from memorylab.errors import InvalidSetting
+from memorylab.memory.records import UsageRecord
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from memorylab.analysis.sources import Source
+
+__all__ = [
+    "CALIBRATION_COLUMNS",
+    "CALIBRATION_SUMMARY_COLUMNS",
+    "COMPACTION_TIMING_COLUMNS",
+    "calibration_df",
+    "calibration_summary",
+    "compaction_timing_df",
+]
+
+_NEW_DTYPES: Mapping[str, str] = {
+    "session": "Int64",
+    "session_start": DTYPES["time"],
+    "call": "Int64",
+    "model": "str",
+    "estimated_tokens": "Int64",
+    "tool_tokens": "Int64",
+    "checked_tokens": "Int64",
+    "compacted": "bool",
+    "input_tokens": "Int64",
+    "cached_tokens": "Int64",
+    "cache_write_tokens": "Int64",
+    "reasoning_tokens": "Int64",
+    "output_tokens": "Int64",
+    "drift": "float64",
+    "calls": "Int64",
+    "reported_calls": "Int64",
+    "median_drift": "float64",
+    "p90_drift": "float64",
+    "undercount_share": "float64",
+    "count": "category",
+    "trigger_tokens": "Int64",
+    "counted_tokens": "Int64",
+    "billed_tokens": "Int64",
+    "first_billed_call": "Int64",
+    "calls_late": "Int64",
+    "timing": "category",
+}
+"""The dtypes of this module's own column names; a name :data:`~memorylab.analysis.frames.DTYPES`
+declares keeps its dtype there."""
+_DTYPES: Mapping[str, str] = {**_NEW_DTYPES, **DTYPES}
+
+
+def _columns(*names: str) -> tuple[tuple[str, str], ...]:
+    return tuple((name, _DTYPES[name]) for name in names)
+
+
+CALIBRATION_COLUMNS = _columns(
+    "workspace",
+    "agent",
+    "session",
+    "session_start",
+    "call",
+    "time",
+    "model",
+    "estimated_tokens",
+    "tool_tokens",
+    "checked_tokens",
+    "compacted",
+    "input_tokens",
+    "cached_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+    "output_tokens",
+    "drift",
+)
+"""The columns of :func:`calibration_df`, ``(name, dtype)`` in order."""
+
+CALIBRATION_SUMMARY_COLUMNS = _columns(
+    "model", "calls", "reported_calls", "median_drift", "p90_drift", "undercount_share"
+)
+"""The columns of :func:`calibration_summary`, ``(name, dtype)`` in order."""
+
+COMPACTION_TIMING_COLUMNS = _columns(
+    "workspace",
+    "agent",
+    "session",
+    "time",
+    "archive",
+    "call",
+    "count",
+    "trigger_tokens",
+    "estimated_tokens",
+    "counted_tokens",
+    "billed_tokens",
+    "drift",
+    "first_billed_call",
+    "calls_late",
+    "timing",
+)
+"""The columns of :func:`compaction_timing_df`, ``(name, dtype)`` in order."""
+
+
+# --------------------------------------------------------------------------- reading the records
+
+
+class _Agent:
+    """One agent's recorded calls and compactions, as plain dicts."""
+
+    def __init__(
+        self,
+        workspace: str | None,
+        agent: str,
+        usage: list[dict[str, Any]],
+        compactions: list[dict[str, Any]],
+    ) -> None:
+        self.workspace, self.agent, self.usage, self.compactions = (
+            workspace, agent, usage, compactions,
+        )  # fmt: skip
+
+
+def _is_path(value: object) -> bool:
+    return isinstance(value, str | os.PathLike)
+
+
+def _agents(source: Any) -> list[_Agent]:
+    """The agents a source names with their records: paths (read through the store), an
+    Agent (its records in memory), or usage records (grouped by their ``agent``)."""
+    if _is_path(source) or (
+        isinstance(source, Sequence) and source and all(_is_path(s) for s in source)
+    ):
+        return _read_files(source)
+    records = getattr(source, "usage_records", None)
+    if isinstance(records, list) and isinstance(getattr(source, "agent_name", None), str):
+        events = getattr(source, "compaction_events", [])
+        return [
+            _Agent(
+                None,
+                source.agent_name,
+                [r.to_dict() for r in records],
+                _compactions(e.to_dict() for e in events if e.ok),
+            )
+        ]
+    if isinstance(source, Iterable) and not isinstance(source, Mapping):
+        grouped: dict[str, list[dict[str, Any]]] = {}
+        for item in source:
+            if isinstance(item, UsageRecord):
+                data = item.to_dict()
+            elif isinstance(item, Mapping):
+                data = dict(item)
+            else:
+                raise InvalidSetting(
+                    f"calibration reads UsageRecords or their dicts, not {type(item).__name__}"
+                )
+            grouped.setdefault(str(data.get("agent") or ""), []).append(data)
+        return [_Agent(None, name, rows, []) for name, rows in grouped.items()]
+    raise InvalidSetting(
+        "give a workspace, an agent folder or a memory file (or a list of them), an Agent, or "
+        f"its usage records; not {type(source).__name__}"
+    )
+
+
+def _read_files(source: Source) -> list[_Agent]:
+    from memorylab.analysis.sources import resolve
+    from memorylab.memory.paths import MemoryPaths
+    from memorylab.memory.store import MemoryStore
+
+    found = []
+    for files in resolve(source)[0]:
+        paths = MemoryPaths(files.memory_md)
+        store = MemoryStore(files.memory_md)
+        usage = store.usage_records() if paths.usage.is_file() else []
+        records = store.records() if paths.compactions.is_file() else []
+        found.append(_Agent(str(files.workspace), files.agent, usage, _compactions(records)))
+    return found
+
+
+def _count(value: Any) -> int | None:
+    if value is None or isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return int(value) if math.isfinite(value) else None
+
+
+def _sessions(usage: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    """The calls of each process (``session_start``), each in call order; processes in the
+    order of their first call."""
+    by_session: dict[str, list[Mapping[str, Any]]] = {}
+    for record in usage:
+        if record.get("kind", "model_call") == "model_call":
+            by_session.setdefault(str(record.get("session_start")), []).append(record)
+    for calls in by_session.values():
+        calls.sort(key=lambda r: _count(r.get("call")) or 0)
+    return dict(sorted(by_session.items(), key=lambda item: _order(item[1][0].get("time"))))
+
+
+def _time(value: Any) -> datetime | None:
+    try:
+        when = datetime.fromisoformat(str(value))
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else when.astimezone()
+
+
+def _order(value: Any) -> float:
+    """A recorded time as a number to sort by (unreadable times last)."""
+    when = _time(value)
+    return math.inf if when is None else when.timestamp()
+
+
+def _drift(record: Mapping[str, Any]) -> float | None:
+    billed, estimated = _count(record.get("input_tokens")), _count(record.get("estimated_tokens"))
+    if billed is None or not estimated:
+        return None
+    return billed / estimated - 1.0
+
+
+# --------------------------------------------------------------------------- the frames
+
+
+def calibration_df(source: Any) -> pd.DataFrame:
+    """One row per model call the agents in ``source`` recorded: memorylab's estimate of its
+    input beside what the provider reported (docs/analysis.md, "Calibration").
+
+    ``source``: a workspace, an agent folder or a memory file, or a list of them (each agent's
+    ``usage.jsonl``, read through the store: a torn line is skipped and logged); an
+    :class:`~memorylab.Agent` (its ``usage_records``, what a memory-only agent keeps); or
+    :class:`~memorylab.memory.records.UsageRecord` s (or their dicts). Columns
+    (:data:`CALIBRATION_COLUMNS`): ``workspace``, ``agent``, ``session`` (the agent's process,
+    0, 1 … in the order of their first call), ``session_start`` (its first message),
+    ``call`` (1, 2 … in the process), ``time`` (its reply), ``model``, ``estimated_tokens``,
+    ``tool_tokens``, ``checked_tokens``, ``compacted``, the provider's ``input_tokens``,
+    ``cached_tokens``, ``cache_write_tokens``, ``reasoning_tokens`` and ``output_tokens``
+    (``<NA>`` where it reported nothing) and ``drift`` = ``input_tokens / estimated_tokens - 1``
+    (NaN without both). Sorted by workspace, agent, session and call.
+    """
+    import pandas as pd
+
+    rows: list[dict[str, Any]] = []
+    for found in _agents(source):
+        for session, calls in enumerate(_sessions(found.usage).values()):
+            for record in calls:
+                drift = _drift(record)
+                rows.append(
+                    {
+                        **{name: _count(record.get(name)) for name in _COUNT_FIELDS},
+                        "workspace": found.workspace,
+                        "agent": found.agent,
+                        "session": session,
+                        "session_start": record.get("session_start"),
+                        "time": record.get("time"),
+                        "model": record.get("model"),
+                        "compacted": bool(record.get("compacted")),
+                        "drift": math.nan if drift is None else drift,
+                    }
+                )
+    data: dict[str, Any] = {name: [row[name] for row in rows] for name, _ in CALIBRATION_COLUMNS}
+    for name in ("session_start", "time"):
+        data[name] = pd.to_datetime(
+            [str(v) if v is not None else "" for v in data[name]],
+            format="ISO8601", utc=True, errors="coerce",
+        )  # fmt: skip
+    return build_frame(CALIBRATION_COLUMNS, data)
+
+
+_COUNT_FIELDS = (
+    "call", "estimated_tokens", "tool_tokens", "checked_tokens", "input_tokens", "cached_tokens",
+    "cache_write_tokens", "reasoning_tokens", "output_tokens",
+)  # fmt: skip
+
+
+def calibration_summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per model of a :func:`calibration_df` frame: ``calls``, ``reported_calls`` (those the
+    provider reported an input for), the ``median_drift`` and ``p90_drift`` (the 90th
+    percentile) over them, and the ``undercount_share``: the share whose billed input exceeded
+    the estimate (drift above 0). NaN for a model with no reported call. Columns:
+    :data:`CALIBRATION_SUMMARY_COLUMNS`, one row per model in order of appearance."""
+    missing = [c for c in ("model", "drift") if c not in frame.columns]
+    if missing:
+        raise InvalidSetting(
+            f"calibration_summary needs calibration_df's columns; {missing} missing"
+        )
+    rows = []
+    for model, part in frame.groupby(frame["model"].astype(object), sort=False, dropna=False):
+        drift = part["drift"].astype(float).dropna()
+        reported = len(drift)
+        rows.append(
+            {
+                "model": None if model is None or model != model else str(model),
+                "calls": len(part),
+                "reported_calls": reported,
+                "median_drift": float(drift.median()) if reported else math.nan,
+                "p90_drift": float(drift.quantile(0.9)) if reported else math.nan,
+                "undercount_share": float((drift > 0).mean()) if reported else math.nan,
+            }
+        )
+    data = {name: [row[name] for row in rows] for name, _ in CALIBRATION_SUMMARY_COLUMNS}
+    return build_frame(CALIBRATION_SUMMARY_COLUMNS, data)
+
+
+def compaction_timing_df(source: Any) -> pd.DataFrame:
+    """For each compaction the agents in ``source`` recorded, when it fired against the
+    provider's count (docs/analysis.md, "Calibration").
+
+    ``source`` as for :func:`calibration_df` (an Agent: its ``compaction_events``). A
+    compaction is found at the call its check compacted before: the first compacting call of
+    its process (``session_start`` in both files) at or after its time. Columns
+    (:data:`COMPACTION_TIMING_COLUMNS`): ``workspace``, ``agent``, ``session``, ``time``,
+    ``archive``, ``call`` (the call it compacted before), ``count`` (what the trigger counted:
+    ``"estimated"`` or ``"reported"``), ``trigger_tokens`` (the trigger, in tokens: the
+    smallest of its token conditions), ``estimated_tokens`` (memorylab's estimate when it
+    fired, ``tokens_before``), ``counted_tokens`` (what the trigger compared: the estimate, or
+    the reported usage plus the estimate since), ``billed_tokens`` (what the provider would
+    have billed for that context: the estimate times the billed/estimated ratio of the last
+    call before the check, ``drift`` = that ratio - 1), ``first_billed_call`` (the first call
+    since the process started or the last compaction whose billed input reached the trigger),
+    ``calls_late`` (``call - first_billed_call``: it fired that many calls after the billed
+    count crossed; 0 when the billed count crossed at the check itself; negative when it fired
+    before the billed count crossed: the calls the billed count would still have taken, at its
+    mean growth per call since the segment began, rounded up) and ``timing`` (``"late"``,
+    ``"on time"``, ``"early"``, or ``"unknown"`` where no usage was recorded).
+    """
+    import pandas as pd
+
+    rows: list[dict[str, Any]] = []
+    for found in _agents(source):
+        sessions = _sessions(found.usage)
+        numbers = {name: number for number, name in enumerate(sessions)}
+        used: set[tuple[str, int]] = set()
+        for record in sorted(found.compactions, key=lambda r: _order(r.get("time"))):
+            recorded = record.get("extra")
+            extra: Mapping[str, Any] = recorded if isinstance(recorded, Mapping) else {}
+            session = str(extra.get("session_start"))
+            row = _timing(record, extra, sessions.get(session, []), used, session)
+            row.update(
+                workspace=found.workspace,
+                agent=found.agent,
+                session=numbers.get(session),
+                time=record.get("time"),
+                archive=record.get("archive"),
+            )
+            rows.append(row)
+    data: dict[str, Any] = {
+        name: [row.get(name) for row in rows] for name, _ in COMPACTION_TIMING_COLUMNS
+    }
+    data["time"] = pd.to_datetime(
+        [str(v) if v is not None else "" for v in data["time"]],
+        format="ISO8601", utc=True, errors="coerce",
+    )  # fmt: skip
+    data["drift"] = [math.nan if v is None else v for v in data["drift"]]
+    return build_frame(COMPACTION_TIMING_COLUMNS, data)
+
+
+def _trigger_of(record: Mapping[str, Any], extra: Mapping[str, Any]) -> tuple[int | None, str]:
+    """The trigger in tokens (its smallest token condition) and what it counted."""
+    length = _count(record.get("context_length"))
+    recorded = extra.get("trigger")
+    trigger: Trigger | None = None
+    if isinstance(recorded, Mapping):
+        try:
+            trigger = Trigger.from_dict(dict(recorded))
+        except InvalidSetting:
+            trigger = None
+    elif record.get("threshold") is not None:
+        try:
+            trigger = Trigger.of(validate_threshold(record["threshold"]))
+        except InvalidSetting:
+            trigger = None
+    if trigger is None or length is None:
+        return None, "estimated" if trigger is None else trigger.count
+    try:
+        tokens = trigger.token_trigger(length)
+    except InvalidSetting:
+        tokens = None
+    return tokens, trigger.count
+
+
+def _timing(
+    record: Mapping[str, Any],
+    extra: Mapping[str, Any],
+    calls: Sequence[Mapping[str, Any]],
+    used: set[tuple[str, int]],
+    session: str,
+) -> dict[str, Any]:
+    """The timing columns of one compaction against its process's calls (see
+    :func:`compaction_timing_df`)."""
+    trigger, count = _trigger_of(record, extra)
+    estimated = _count(record.get("tokens_before"))
+    counted = _count(extra.get("counted_tokens"))
+    row: dict[str, Any] = {
+        "count": count,
+        "trigger_tokens": trigger,
+        "estimated_tokens": estimated,
+        "counted_tokens": counted if counted is not None else estimated,
+        "timing": "unknown",
+    }
+    when = _time(record.get("time"))
+    at = next(
+        (
+            i
+            for i, call in enumerate(calls)
+            if call.get("compacted")
+            and (session, i) not in used
+            and (when is None or (_time(call.get("time")) or when) >= when)  # replied after it
+        ),
+        None,
+    )
+    if at is None:
+        return row
+    used.add((session, at))
+    start = max((i for i in range(at) if calls[i].get("compacted")), default=0)
+    segment = calls[start:at]
+    row["call"] = _count(calls[at].get("call"))
+    last = next((c for c in reversed(segment) if _drift(c) is not None), None)
+    billed = None
+    if last is not None and estimated is not None:
+        ratio = 1.0 + (_drift(last) or 0.0)
+        row["drift"] = ratio - 1.0
+        billed = round(estimated * ratio)
+        row["billed_tokens"] = billed
+    if trigger is None or billed is None:
+        return row
+    crossed = next((c for c in segment if (_count(c.get("input_tokens")) or 0) >= trigger), None)
+    if crossed is not None:
+        first = _count(crossed.get("call"))
+        row["first_billed_call"] = first
+        row["calls_late"] = None if first is None or row["call"] is None else row["call"] - first
+        row["timing"] = "late"
+        return row
+    if billed >= trigger:
+        row["first_billed_call"], row["calls_late"], row["timing"] = row["call"], 0, "on time"
+        return row
+    row["timing"] = "early"
+    inputs = [b for c in segment if (b := _count(c.get("input_tokens"))) is not None]
+    steps = len(segment)
+    growth = (billed - inputs[0]) / steps if inputs and steps else 0.0
+    if growth > 0:
+        row["calls_late"] = -math.ceil((trigger - billed) / growth)
+    return row
