@@ -3,9 +3,10 @@
 Each agent runs several sessions (a new ``Agent`` per session, so MEMORY.md is preloaded) of
 tasks. The model is a script (``completion=``): replies that call real tools (plain functions
 given to ``Agent(tools=...)``, executed by the Agent), then a final answer that reads the tool
-results. Compression uses the offline ``memorylab/extractive`` summarizer with a small window, so
-it fires several times per agent. A step clock (``Agent(clock=...)``) makes every timestamp, and
-so every archive name, the same on every run.
+results; each reply reports the usage a provider would (:class:`ProviderUsage`), which the
+Agent records in ``usage.jsonl``. Compression uses the offline ``memorylab/extractive``
+summarizer with a small window, so it fires several times per agent. A step clock
+(``Agent(clock=...)``) makes every timestamp, and so every archive name, the same on every run.
 
 The three agents (DataEngineer, BugHunter, Researcher) are scripts below; what their tools know
 and the words their tasks pick from are the ``[agent]`` table of their domain file.
@@ -13,6 +14,7 @@ and the words their tasks pick from are the ``[agent]`` table of their domain fi
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import itertools
@@ -82,8 +84,69 @@ class AgentPlan:
     sessions: Sequence[Sequence[Task]]
 
 
+PROVIDER_TOKENIZER = "gpt-4"
+"""Whose tokenizer stands in for the provider's count (cl100k_base): not memorylab's estimate's
+(gpt-4o-mini's o200k_base), so the recorded usage drifts from the estimate as a provider's does."""
+MESSAGE_OVERHEAD = 3
+"""Tokens OpenAI adds per message (and once more to prime the reply)."""
+CACHE_MIN, CACHE_STEP = 1024, 128
+"""OpenAI's prompt cache: prefixes of 1,024 tokens and more, read in steps of 128 tokens."""
+
+
+class ProviderUsage:
+    """The usage a provider would report for a call, computed deterministically from what the
+    Agent sends (data/README.md, "Recorded usage"):
+
+    * ``input_tokens``: each message's content (and a reply's tool calls, as JSON) counted with
+      cl100k_base, plus :data:`MESSAGE_OVERHEAD` per message and once for the reply, plus the
+      tool schemas as JSON;
+    * ``output_tokens``: the reply's text (or its tool calls, as JSON), counted the same way;
+    * ``cached_tokens``: the longest run of leading messages (the tool schemas first) that the
+      previous call of the process also sent, rounded down to a multiple of 128 tokens, when it
+      is 1,024 tokens or more (else 0): OpenAI's automatic prefix caching, counted at message
+      boundaries. No cache-write or reasoning tokens (OpenAI reports neither for this model).
+    """
+
+    def __init__(self) -> None:
+        from memorylab.compress.tokens import get_token_counter
+
+        self.count = get_token_counter(PROVIDER_TOKENIZER)
+        self.previous: list[str] = []
+
+    def __call__(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None,
+        reply: ChatReply,
+    ) -> ChatReply:
+        parts = [json.dumps(list(tools), sort_keys=True)] if tools else []
+        parts += [json.dumps(dict(m), sort_keys=True, ensure_ascii=False) for m in messages]
+        sizes = [self.count(parts[0])] if tools else []
+        for message in messages:
+            text = str(message.get("content") or "")
+            if message.get("tool_calls"):
+                text += json.dumps(message["tool_calls"], sort_keys=True)
+            sizes.append(self.count(text) + MESSAGE_OVERHEAD)
+        shared = 0
+        for number, (part, old) in enumerate(zip(parts, self.previous, strict=False)):
+            if part != old:
+                break
+            shared += sizes[number]
+        self.previous = parts
+        cached = shared // CACHE_STEP * CACHE_STEP if shared >= CACHE_MIN else 0
+        written = json.dumps([dict(c) for c in reply.tool_calls], sort_keys=True)
+        output = self.count(reply.content) + (self.count(written) if reply.tool_calls else 0)
+        return dataclasses.replace(
+            reply,
+            input_tokens=sum(sizes) + MESSAGE_OVERHEAD,
+            output_tokens=output,
+            cached_tokens=cached,
+        )
+
+
 class ScriptedModel:
-    """A ``completion=`` callable that answers from a queue of replies (no network).
+    """A ``completion=`` callable that answers from a queue of replies (no network), each with
+    the usage a provider would report (:class:`ProviderUsage`).
 
     The tools given to the Agent are wrapped (:meth:`wrap`) so that the final answer of a task
     can read their results even when a compaction between the tool call and the answer has
@@ -94,6 +157,7 @@ class ScriptedModel:
         self.queue: list[ChatReply | Callable[[], ChatReply]] = []
         self.ids = itertools.count(1)
         self.results: list[str] = []
+        self.usage = ProviderUsage()
 
     def wrap(self, function: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(function)
@@ -140,7 +204,7 @@ class ScriptedModel:
         if not self.queue:
             raise AssertionError("the scripted model ran out of replies")
         reply = self.queue.pop(0)
-        return reply if isinstance(reply, ChatReply) else reply()
+        return self.usage(messages, tools, reply if isinstance(reply, ChatReply) else reply())
 
 
 @contextmanager
