@@ -155,6 +155,8 @@ def test_replay_touches_no_file(own_workspace: Built, snapshot_tree: Any) -> Non
         "restart",
         "trigger",
         "context_length",
+        "cached_tokens",
+        "cache_write_tokens",
     ]
     assert len(timeline) == len(own_workspace.messages["alpha"]) - 3  # summaries left out
     assert result.compactions == int(timeline["compaction"].sum()) > 0
@@ -322,7 +324,9 @@ def test_sweep_columns_and_skipped_settings() -> None:
         "summarizer_calls",
         "summarizer_input_tokens",
         "summary_tokens",
+        "cached_input_tokens",
         "estimated_cost_usd",
+        "uncached_cost_usd",
     ]
     # 3000 tokens cannot fire in a 1000-token window: that combination is left out
     assert frame[["context_length", "threshold"]].values.tolist() == [

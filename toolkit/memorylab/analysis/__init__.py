@@ -12,6 +12,7 @@ pandas and matplotlib are imported by the functions that need them, so importing
 (or :mod:`memorylab`) stays fast. See docs/analysis.md.
 """
 
+from memorylab.analysis.cache_costs import compaction_costs_df, compaction_costs_table
 from memorylab.analysis.calibration import (
     calibration_df,
     calibration_summary,
@@ -35,6 +36,7 @@ from memorylab.analysis.lineage import (
 )
 from memorylab.analysis.plots import (
     plot_calibration,
+    plot_compaction_costs,
     plot_compactions,
     plot_fact_survival,
     plot_summary_lengths,
@@ -64,6 +66,8 @@ __all__ = [
     "SweepResult",
     "calibration_df",
     "calibration_summary",
+    "compaction_costs_df",
+    "compaction_costs_table",
     "compaction_timing_df",
     "compactions_df",
     "documents_df",
@@ -74,6 +78,7 @@ __all__ = [
     "memory_df",
     "memory_df_with_problems",
     "plot_calibration",
+    "plot_compaction_costs",
     "plot_compactions",
     "plot_fact_survival",
     "plot_summary_lengths",

@@ -17,6 +17,13 @@ trigger: one binary search in ``P`` and a look-up of the next check. The context
 at the checks of a stretch ``[k, e]`` is ``c * (base - P[k]) + Q[e+1] - Q[k]`` (``c`` checks;
 ``Q`` sums ``P[i+1]`` over the checks). So a setting costs one search per compaction and per
 restart, not a loop over the messages.
+
+The prompt cache (the rules: :mod:`memorylab.analysis.cache_costs`; :func:`cache_calls` applies
+them call by call, for the exact replay and the recorded runs) takes the same sums: within a
+stretch the contexts only grow, so the calls whose context reaches the cache's minimum prefix
+``m`` are the checks from one binary search on, and what each reads from the cache is the
+previous call's context; a compaction's call reads the static context from the cache (when it
+is at least ``m``), a restart's first call nothing.
 """
 
 from __future__ import annotations
@@ -54,6 +61,8 @@ class Prefix:
     """``check_count[i]``: the checks after messages ``0 .. i-1``."""
     check_sum: list[int]
     """``check_sum[i]``: ``P[j+1]`` summed over the checks after messages ``j < i``."""
+    last_check: list[int]
+    """``last_check[i]``: the last message before ``i`` that a check follows (-1: none)."""
 
     @classmethod
     def of(
@@ -71,6 +80,8 @@ class Prefix:
         next_check = np.concatenate([following, [count]])
         check_count = np.concatenate([[0], np.cumsum(checked)])
         check_sum = np.concatenate([[0], np.cumsum(np.where(checked, p[1:], 0))])
+        before = np.maximum.accumulate(np.where(checked, np.arange(count), -1)) if count else index
+        last_check = np.concatenate([[-1], before])
         return cls(
             p.tolist(),
             count,
@@ -78,6 +89,7 @@ class Prefix:
             next_check.tolist(),
             check_count.tolist(),
             check_sum.tolist(),
+            last_check.tolist(),
         )
 
 
@@ -93,6 +105,10 @@ class Outcome:
     messages: int
     summarized: tuple[int, ...] = ()
     """With ``keep_points``: the tokens each compaction summarized."""
+    cached_tokens: int = 0
+    """Of ``total_input_tokens``, those read from the prompt cache (:func:`cache_calls`)."""
+    cache_write_tokens: int = 0
+    """Of ``total_input_tokens``, those written to the prompt cache."""
 
 
 def simulate(
@@ -107,11 +123,33 @@ def simulate(
     preload: Preload | None = None,
     keep_points: bool = False,
     stop_after: int | None = None,
+    cache_min_tokens: int = 1024,
 ) -> Outcome:
     """One setting of the fast sweep (the module docstring). ``stop_after``: end after that many
-    compactions (a calibration prefix); ``Outcome.messages`` is how many messages were run."""
+    compactions (a calibration prefix); ``Outcome.messages`` is how many messages were run.
+    ``cache_min_tokens``: the shortest prefix the prompt cache holds (:func:`cache_calls`)."""
     p, n, separator = prefix.p, prefix.count, prefix.separator
     next_check, count, sums = prefix.next_check, prefix.check_count, prefix.check_sum
+    least = cache_min_tokens
+    previous: int | None = None  # the context the process's previous call read
+    hits = writes = 0  # tokens read from and written to the prompt cache
+
+    def calls(end: int) -> None:
+        """The prompt cache at the calls of the checks after messages ``k .. end - 1`` (no
+        compaction among them): the contexts grow, so those reaching ``least`` are the checks
+        from ``reach`` on; each call reads the previous one's context from the cache."""
+        nonlocal previous, hits, writes
+        if count[end] == count[k]:
+            return
+        reach = min(bisect_left(p, least - base + p[k], lo=k + 1) - 1, end)
+        reaching = (count[end] - count[reach]) * (base - p[k]) + sums[end] - sums[reach]
+        last = base + p[prefix.last_check[end] + 1] - p[k]
+        carried = previous if previous is not None and previous >= least else 0
+        read = carried + reaching - (last if last >= least else 0)
+        hits += read
+        writes += reaching - read
+        previous = last
+
     static = static_tokens
     empty = static - separator  # the base with no entry after the static context
     base, k, file_start = empty, 0, 0
@@ -134,9 +172,15 @@ def simulate(
             context = base + p[check + 1] - p[k]
             peak = max(peak, context)
             total += (count[check] - count[k]) * (base - p[k]) + sums[check] - sums[k]
+            calls(check)
             summary = size.tokens(context - static, budget)
             base = static + summary + overhead
             total += base  # the call after the compaction reads the static context and summary
+            # ... of which the static context stays cached; the rest is written anew
+            kept = static if previous is not None and static >= least else 0
+            hits += kept
+            writes += base - kept if base >= least else 0
+            previous = base
             compactions += 1
             summarized += context - static
             written += summary
@@ -151,8 +195,10 @@ def simulate(
         last = restart - 1
         peak = max(peak, base + p[last + 1] - p[k])
         total += (count[restart] - count[k]) * (base - p[k]) + sums[restart] - sums[k]
+        calls(restart)
         if restart >= n:
             break
+        previous = None  # a new process: nothing cached
         entry = preload(last_summary, last_at, file_start, restart) if preload else 0
         base = static + entry if entry else empty
         k = restart
@@ -166,7 +212,36 @@ def simulate(
         tuple(points),
         min(end, n),
         tuple(inputs),
+        hits,
+        writes,
     )
+
+
+def cache_calls(
+    contexts: Sequence[int],
+    first: Sequence[bool],
+    kept: Sequence[int | None],
+    min_tokens: int,
+) -> tuple[list[int], list[int]]:
+    """Per model call, the input tokens read from the prompt cache and those written to it (the
+    rules: :mod:`memorylab.analysis.cache_costs`).
+
+    ``contexts``: the tokens each call reads, in order; ``first``: whether it is a process's
+    first call (nothing cached); ``kept``: for the call after a compaction, the tokens of the
+    prefix the compaction left as it was (the static context), else ``None``. A call reads from
+    the cache the previous call's context (after a compaction: the kept prefix), when that is
+    at least ``min_tokens``; it writes what it read beyond that, when its context is at least
+    ``min_tokens``."""
+    reads: list[int] = []
+    written: list[int] = []
+    previous = 0
+    for context, starts, prefix in zip(contexts, first, kept, strict=True):
+        read = 0 if starts else min(previous, context, previous if prefix is None else prefix)
+        read = read if read >= min_tokens else 0
+        reads.append(read)
+        written.append(context - read if context >= min_tokens else 0)
+        previous = context
+    return reads, written
 
 
 # --------------------------------------------------------------------------- prices
@@ -185,6 +260,47 @@ def unit_prices(model: str | None) -> tuple[float, float]:
 
     prices = token_prices(model)
     return prices if prices is not None else (math.nan, math.nan)
+
+
+DEFAULT_CACHE_MIN_TOKENS = 1024
+"""The shortest prefix a provider caches where litellm's map does not say
+(``prompt_cache_min_tokens``): OpenAI's and most Anthropic models' 1,024 tokens."""
+
+
+@functools.lru_cache(maxsize=256)
+def cache_terms(model: str | None) -> tuple[float, float, int]:
+    """USD per input token read from the prompt cache and per token written to it (the input
+    price where the map lists no positive write price: the provider bills no writes apart), NaN
+    where the map lists no cache prices (:func:`memorylab.llm.cache_prices`: no discount is
+    assumed); and the shortest prefix cached (:data:`DEFAULT_CACHE_MIN_TOKENS` where the map
+    does not say)."""
+    if model is None or not isinstance(model, str) or not model.strip():
+        return math.nan, math.nan, DEFAULT_CACHE_MIN_TOKENS
+    if model.startswith("memorylab/"):
+        return 0.0, 0.0, DEFAULT_CACHE_MIN_TOKENS  # the offline summarizers cost nothing
+    from memorylab.llm import cache_prices
+
+    prices = cache_prices(model)
+    least = (prices.min_tokens if prices else None) or DEFAULT_CACHE_MIN_TOKENS
+    per_in, _ = unit_prices(model)
+    if prices is None or math.isnan(per_in):
+        return math.nan, math.nan, least
+    write = prices.write if prices.write else per_in
+    return prices.read, write, least
+
+
+def cached_price(
+    model: str | None, input_tokens: float, cached_tokens: float, write_tokens: float
+) -> float:
+    """The USD cost of ``input_tokens`` read by the model, ``cached_tokens`` of them read from the
+    prompt cache and ``write_tokens`` written to it (:func:`cache_terms`); the rest at the input
+    price. NaN where the map lists no cache prices (or no price) for ``model``."""
+    per_in, _ = unit_prices(model)
+    read, write, _ = cache_terms(model)
+    if math.isnan(per_in) or math.isnan(read):
+        return math.nan
+    plain = input_tokens - cached_tokens - write_tokens
+    return per_in * plain + read * cached_tokens + write * write_tokens
 
 
 def price(model: str | None, prompt_tokens: float, completion_tokens: float = 0) -> float:

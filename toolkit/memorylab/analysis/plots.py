@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "plot_calibration",
+    "plot_compaction_costs",
     "plot_compactions",
     "plot_fact_survival",
     "plot_summary_lengths",
@@ -506,6 +507,42 @@ def save_plot(
     figure.savefig(buffer, format=kind, dpi=dpi, bbox_inches="tight")
     write_private_file(target, buffer.getvalue(), overwrite=overwrite)
     return target
+
+
+def plot_compaction_costs(
+    costs: pd.DataFrame, *, ax: Axes | None = None, title: str | None = None
+) -> Axes:
+    """Each compaction of a :func:`~memorylab.analysis.compaction_costs_df` frame, what it cost
+    once prompt caching is counted: stacked bars of its summary call and its cache rebuild above
+    zero, the input it saved below zero, and its net (their sum) as a black diamond; one bar per
+    compaction, labelled ``agent #n``. Below zero, a compaction paid for itself."""
+    import numpy as np
+
+    parts = ("summary_cost_usd", "rebuild_cost_usd", "saved_cost_usd", "net_cost_usd")
+    _require(costs, ("agent", "compaction", *parts), "plot_compaction_costs")
+    axes = _axes(ax)
+    x = np.arange(len(costs), dtype=float)
+
+    def values(name: str) -> Any:
+        return costs[name].to_numpy(dtype=float, na_value=np.nan)
+
+    summary, rebuild = np.nan_to_num(values(parts[0])), np.nan_to_num(values(parts[1]))
+    axes.bar(x, summary, width=0.7, color="tab:blue", label="summary call")
+    axes.bar(x, rebuild, width=0.7, bottom=summary, color="tab:orange", label="cache rebuild")
+    axes.bar(x, -np.nan_to_num(values(parts[2])), width=0.7, color="tab:green",
+             label="input saved")  # fmt: skip
+    axes.plot(x, values(parts[3]), linestyle="none", marker="D", color="black", label="net",
+              zorder=3)  # fmt: skip
+    axes.axhline(0, color="black", linewidth=0.8)
+    labels = [f"{agent} #{int(n)}" for agent, n in zip(costs["agent"], costs["compaction"],
+                                                         strict=True)]  # fmt: skip
+    axes.set_xticks(x, labels, rotation=60 if len(labels) > 6 else 0, ha="right", fontsize="small")
+    model = costs["model"].dropna().unique() if "model" in costs.columns else []
+    axes.set_ylabel("USD" + (f" at {model[0]}'s prices" if len(model) == 1 else ""))
+    axes.set_title(title or "What each compaction cost with prompt caching")
+    _thousands(axes, x=False)
+    _legend_outside(axes)
+    return axes
 
 
 def plot_calibration(

@@ -47,6 +47,14 @@ class ReplayResult(TableResult):
     ``total_input_tokens`` is the context the model read at every check (every model call, as
     the Agent checks; every message with ``checks="message"``); ``peak_context_tokens`` the
     largest context reached, before a check. ``timeline`` is the former name of ``frame``.
+
+    With prompt caching (the rules: :mod:`memorylab.analysis.cache_costs`; the frame's
+    ``cached_tokens`` and ``cache_write_tokens`` per check): ``cached_input_tokens`` of the input
+    were read from the cache and ``cache_write_tokens`` written to it; ``cached_cost_usd`` is
+    the input at ``model``'s cache-aware prices plus the summarizer's cost (NaN where litellm's
+    map lists no cache prices for ``model``), ``uncached_cost_usd`` every input token at the
+    input price plus the summarizer's cost, and ``estimated_cost_usd`` the bill: the cached cost
+    where the model has cache prices, else the uncached one (a sweep's columns of those names).
     """
 
     frame: pd.DataFrame
@@ -103,6 +111,33 @@ class ReplayResult(TableResult):
     @property
     def restarts(self) -> int:
         return int(self.frame["restart"].sum())
+
+    @property
+    def cached_input_tokens(self) -> int:
+        return int(self.frame["cached_tokens"].sum())
+
+    @property
+    def cache_write_tokens(self) -> int:
+        return int(self.frame["cache_write_tokens"].sum())
+
+    @property
+    def uncached_cost_usd(self) -> float:
+        from memorylab.analysis import _fast
+
+        return _fast.price(self.model, self.total_input_tokens) + self.summarizer_cost_usd
+
+    @property
+    def cached_cost_usd(self) -> float:
+        from memorylab.analysis import _fast
+
+        cost = _fast.cached_price(self.model, self.total_input_tokens, self.cached_input_tokens,
+                                  self.cache_write_tokens)  # fmt: skip
+        return cost + self.summarizer_cost_usd
+
+    @property
+    def estimated_cost_usd(self) -> float:
+        cached = self.cached_cost_usd
+        return self.uncached_cost_usd if math.isnan(cached) else cached
 
     def notes(self) -> list[str]:
         """What the table does not show: for a run whose trigger counted the provider's
@@ -166,6 +201,22 @@ def replay(
 
     run = _prepare(transcript, settings, overrides)
     return _exact(run, choose(summarizer, run, summary_size), cache=cache, progress=progress)
+
+
+def _kept_prefix(conversation: Any, held: Sequence[Any], counter: Any, separator: int) -> int:
+    """Tokens of the history's first entries that a compaction left as they were (with the
+    separator after each): the static context for a summary; the prompt cache still holds
+    them."""
+    history = conversation.conversation_history
+    same = 0
+    for old, new in zip(held, history, strict=False):
+        if old is not new and (
+            entry_kind(old) is not entry_kind(new)
+            or conversation.entry_text(old) != conversation.entry_text(new)
+        ):
+            break
+        same += 1
+    return sum(counter(conversation.entry_text(e)) + separator for e in history[:same])
 
 
 class _StaticCounter:
@@ -266,6 +317,7 @@ def _exact(
     restart = np.zeros(count, dtype=bool)
     restart[run.restarts] = True
     checks = run.checks
+    kept: dict[int, int] = {}  # per compaction, the tokens of the prefix it left as it was
     conversation = start(None, stamps[0] if count else "")
     applied: list[float] = []  # the recorded drift applied at each check (a reported trigger)
     memory: list[Message] = []  # the replay's MEMORY.md since its last compaction
@@ -295,6 +347,7 @@ def _exact(
             when, archive = run.compactions.get(index, (whens[index], None))
             now[0] = when
             naming[0] = archive or fmt.archive_name(when)
+            held = conversation.conversation_history  # a compaction replaces the list
             reported = None
             ratio = None if run.drift is None else run.drift.get(index)
             if ratio is not None:  # the run counted the provider's usage: its recorded drift
@@ -306,6 +359,7 @@ def _exact(
                 compaction[index] = True
                 done += 1
                 after[index] = conversation.token_count()
+                kept[index] = _kept_prefix(conversation, held, counter, separator)
                 # MEMORY.md re-seeded as the store does: the summary (stamped now), then what
                 # the strategy kept, as written.
                 memory = [
@@ -321,6 +375,14 @@ def _exact(
         bar.update(1)
     if own_bar:
         bar.close()
+    calls = np.flatnonzero(checks)
+    least = _fast.cache_terms(run.model)[2]
+    firsts = np.ones(len(calls), dtype=bool)
+    firsts[1:] = session[calls][1:] != session[calls][:-1]
+    reads, writes = _fast.cache_calls(after[calls].tolist(), firsts.tolist(),
+                                      [kept.get(int(i)) for i in calls], least)  # fmt: skip
+    read_tokens, write_tokens = np.zeros(count, np.int64), np.zeros(count, np.int64)
+    read_tokens[calls], write_tokens[calls] = reads, writes
     frame = pd.DataFrame(
         {
             "timeline": np.arange(count, dtype=np.int64),
@@ -335,6 +397,8 @@ def _exact(
             "restart": restart,
             "trigger": np.full(count, trigger, np.int64),
             "context_length": np.full(count, length, np.int64),
+            "cached_tokens": read_tokens,
+            "cache_write_tokens": write_tokens,
         }
     )
     made = cached.made

@@ -138,9 +138,13 @@ def sweep(
     ``"fast"``), ``recorded``, ``messages``, ``compactions``, ``peak_context_tokens`` (the
     largest context reached, before a check), ``total_input_tokens`` (the context the model read
     at every check), ``summarizer_calls``, ``summarizer_input_tokens``, ``summary_tokens`` (of
-    the summary entries), ``estimated_cost_usd`` (input tokens at ``model``'s price plus the
-    summarizer's tokens at its price, from litellm's map; NaN when unknown) and
-    ``fact_survival`` when ``facts`` are given.
+    the summary entries), ``cached_input_tokens`` (of the input tokens, those read from the
+    prompt cache: :mod:`~memorylab.analysis.cache_costs` states the rules),
+    ``estimated_cost_usd`` (what the user would be billed: the input at ``model``'s cache-aware
+    prices where litellm's map lists cache prices for it, else at its input price, plus the
+    summarizer's tokens at its price; NaN when unknown), ``uncached_cost_usd`` (every input
+    token at the input price, plus the summarizer's: the estimate before caching was counted)
+    and ``fact_survival`` when ``facts`` are given.
 
     ``fast``: ``None`` replays every setting exactly when that fits in :data:`EXACT_SECONDS`
     (and the summarizer runs locally), else sweeps fast; ``True`` makes no summaries: each is
@@ -383,7 +387,9 @@ SWEEP_HEADINGS: Mapping[str, tuple[str, Callable[[Any], str]]] = {
     "summarizer_calls": ("summarizer calls", _count_text),
     "summarizer_input_tokens": ("summarizer input tokens", _count_text),
     "summary_tokens": ("summary tokens", _count_text),
+    "cached_input_tokens": ("cached input tokens", _count_text),
     "estimated_cost_usd": ("est. cost (USD)", _text("${:,.4f}", "–")),  # cents: $0.0149
+    "uncached_cost_usd": ("uncached cost (USD)", _text("${:,.4f}", "–")),
     "fact_survival": ("facts kept", _text("{:.0%}")),
 }
 """Each :func:`sweep` column shown by :func:`sweep_table`: its heading and its one format."""
@@ -423,18 +429,14 @@ def _exact_row(
     bar: Any = None,
 ) -> dict[str, Any]:
     """A sweep row from an exact replay of the setting (``bar``: the sweep's progress bar)."""
-    from memorylab.analysis import _fast
-
     length, threshold, trigger = setting
     result = _exact(run.at(length, threshold), summarizer, cache=cache,
                     progress=False if bar is None else bar)  # fmt: skip
     row = {"context_length": length, "threshold": threshold, "trigger": trigger, "mode": "replay"}
     row["messages"] = len(run.transcript)
-    for name in (*_FIGURES, "summarizer_calls", "summarizer_input_tokens", "summary_tokens"):
+    for name in (*_FIGURES, "summarizer_calls", "summarizer_input_tokens", "summary_tokens",
+                 "cached_input_tokens", "estimated_cost_usd", "uncached_cost_usd"):  # fmt: skip
         row[name] = getattr(result, name)
-    row["estimated_cost_usd"] = (
-        _fast.price(run.model, result.total_input_tokens) + result.summarizer_cost_usd
-    )
     if facts is not None:
         row["fact_survival"] = result.fact_survival(facts)
     return row
@@ -483,6 +485,7 @@ class _FastEngine:
             preload=lambda *at: self._preload(settings.preload_max_tokens, *at),
             stop_after=stop_after,
             keep_points=True,
+            cache_min_tokens=_fast.cache_terms(run.model)[2],
         )
 
     def _preload(
@@ -546,9 +549,16 @@ class _FastEngine:
                 "summarizer_calls": outcome.compactions,
                 "summarizer_input_tokens": outcome.summarizer_input_tokens,
                 "summary_tokens": outcome.summary_tokens + outcome.compactions * self.overhead,
-                "estimated_cost_usd": _fast.price(run.model, outcome.total_input_tokens)
-                + _fast.price(priced, outcome.summarizer_input_tokens, outcome.summary_tokens),
+                "cached_input_tokens": outcome.cached_tokens,
             }
+            summaries = _fast.price(priced, outcome.summarizer_input_tokens, outcome.summary_tokens)
+            uncached = _fast.price(run.model, outcome.total_input_tokens) + summaries
+            cached = _fast.cached_price(
+                run.model, outcome.total_input_tokens, outcome.cached_tokens,
+                outcome.cache_write_tokens,
+            )  # fmt: skip
+            row["estimated_cost_usd"] = uncached if math.isnan(cached) else cached + summaries
+            row["uncached_cost_usd"] = uncached
             if facts is not None:
                 row["fact_survival"] = (
                     float(np.mean(last >= outcome.final_start))

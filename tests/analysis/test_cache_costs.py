@@ -1,0 +1,334 @@
+"""The prompt-cache cost model (memorylab.analysis.cache_costs states its rules): a hand
+computation on a three-compaction run, the fast sweep against exact replays, a model without
+cache prices, recorded usage, and the plot."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memorylab import Agent, llm
+from memorylab.analysis import (
+    compaction_costs_df,
+    compaction_costs_table,
+    memory_df,
+    plot_compaction_costs,
+    replay,
+    sweep,
+)
+from memorylab.analysis._fast import Prefix, cache_calls, simulate
+from memorylab.analysis.cache_costs import CACHE_COST_COLUMNS
+from memorylab.analysis.runs import SummarySize
+from memorylab.llm import ChatReply
+from memorylab.transcripts import bundled_workspace
+
+
+class TenSeconds:
+    """A clock that moves ten seconds each time it is read."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        self.now += timedelta(seconds=10)
+        return self.now
+
+
+def three_compactions(workspace: Path, replies: list[ChatReply] | None = None) -> Path:
+    """An Agent with a 625-token static context, a 4,000-token window compacting at half of
+    it, a summarizer that writes "summary", and 14 tasks of the same 300 words: each task adds
+    359 tokens (the task and the reply), so the run compacts three times."""
+    queue = list(replies or [])
+
+    def model(name: str, messages: Any, **_: Any) -> ChatReply:
+        return queue.pop(0) if queue else ChatReply(content="Noted: done.")
+
+    agent = Agent(
+        agent_name="Cachey",
+        model_name="gpt-4o-mini",
+        system_prompt="Keep every rule. " * 150,
+        context_length=4000,
+        compression_threshold=0.5,
+        summarizer_model="memorylab/scripted",
+        workspace_dir=workspace,
+        completion=model,
+        clock=TenSeconds(),
+        max_loops=1,
+    )
+    for _ in range(14):
+        agent.run("Please read this: " + "data " * 300)
+    store = agent.short_memory.store
+    assert store is not None
+    store.close()
+    return workspace / "agents" / "Cachey"
+
+
+# The run's 14 model calls: the context each read (memorylab's count, gpt-4o-mini's tokenizer).
+# The static context is 625 tokens; after each compaction the context is 654 (the static
+# context and the summary), then each task adds 359.
+CONTEXTS = [953, 1312, 1671, 654, 1013, 1372, 1731, 654, 1013, 1372, 1731, 654, 1013, 1372]
+COMPACTED = [3, 7, 11]  # the calls whose check compacted (tokens before: 2030, 2090, 2090)
+# The rules with a 1,024-token minimum (gpt-4o-mini: the map names none, so OpenAI's):
+#   call 0: a process's first call reads nothing; 953 < 1024 writes nothing.
+#   call 1: the previous context (953) is under the minimum: reads 0; writes its 1312.
+#   call 2: reads the previous 1312, writes 1671 - 1312 = 359.
+#   call 3 (compacted): keeps only the static context, 625 < 1024: reads 0; 654 writes nothing.
+#   call 4: previous 654 < 1024: reads 0; 1013 < 1024 writes nothing.
+#   call 5: previous 1013 < 1024: reads 0; writes 1372.
+#   call 6: reads 1372, writes 359.  ... and the same after each compaction.
+CACHED = [0, 0, 1312, 0, 0, 0, 1372, 0, 0, 0, 1372, 0, 0, 0]
+WRITTEN = [0, 1312, 359, 0, 0, 1372, 359, 0, 0, 1372, 359, 0, 0, 1372]
+
+
+@pytest.fixture(scope="module")
+def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return three_compactions(tmp_path_factory.mktemp("cache"))
+
+
+def test_the_cache_rules_on_a_three_compaction_run(run_folder: Path) -> None:
+    result = replay(run_folder)
+    calls = result.frame[result.frame["check"]]
+    assert result.compactions == 3 and result.settings is not None
+    assert result.settings.static_tokens == 625
+    assert calls["context_after"].tolist() == CONTEXTS
+    assert np.flatnonzero(calls["compaction"].to_numpy()).tolist() == COMPACTED
+    assert calls["cached_tokens"].tolist() == CACHED
+    assert calls["cache_write_tokens"].tolist() == WRITTEN
+    assert result.total_input_tokens == sum(CONTEXTS) == 16_515
+    assert result.cached_input_tokens == 1312 + 2 * 1372 == 4_056
+    assert result.cache_write_tokens == 1312 + 3 * (359 + 1372) == 6_505
+
+    # gpt-4o-mini: input $0.15 per million tokens, a cached read $0.075, writes not billed apart
+    assert llm.token_prices("gpt-4o-mini") == (1.5e-07, 6e-07)
+    assert llm.cache_prices("gpt-4o-mini") == llm.CachePrices(read=7.5e-08)
+    uncached = 16_515 * 1.5e-07
+    cached = (16_515 - 4_056) * 1.5e-07 + 4_056 * 7.5e-08
+    assert result.uncached_cost_usd == pytest.approx(uncached)  # the summarizer is offline: 0
+    assert result.cached_cost_usd == pytest.approx(cached)
+    assert result.estimated_cost_usd == pytest.approx(cached)
+
+    # Each compaction: its span is its own call and the calls until the next one (or the end).
+    # The rebuild: at the compaction's call the 654 tokens it could not read (only the static
+    # context stays, and it is under the minimum), at the next the 654 the compaction's call
+    # read, at the one after the 1013 the call before read; then the cache is warm again.
+    frame = compaction_costs_df(run_folder)
+    assert list(frame.columns) == [name for name, _ in CACHE_COST_COLUMNS]
+    assert frame["source"].tolist() == ["modelled"] * 3  # the scripted model reports no usage
+    assert frame["model"].tolist() == ["gpt-4o-mini"] * 3
+    assert frame["calls"].tolist() == [4, 4, 3]
+    assert frame["tokens_removed"].tolist() == [2030 - 654, 2090 - 654, 2090 - 654]
+    assert frame["cached_tokens"].tolist() == [1372, 1372, 0]
+    assert frame["rebuild_tokens"].tolist() == [654 + 654 + 1013] * 3
+    rebuild = (654 + 654 + 1013) * (1.5e-07 - 7.5e-08)  # each at the input price, not cached
+    saved = [4 * 1376 * 7.5e-08, 4 * 1436 * 7.5e-08, 3 * 1436 * 7.5e-08]
+    assert frame["summary_cost_usd"].tolist() == [0.0, 0.0, 0.0]
+    assert frame["rebuild_cost_usd"].tolist() == pytest.approx([rebuild] * 3)
+    assert frame["saved_cost_usd"].tolist() == pytest.approx(saved)
+    assert frame["net_cost_usd"].tolist() == pytest.approx([rebuild - s for s in saved])
+
+
+def test_a_provider_that_bills_cache_writes(run_folder: Path) -> None:
+    """claude-sonnet-4-5 bills a written token at 1.25 times the input price: the same run's
+    calls (tokens as recorded) at its prices."""
+    assert llm.token_prices("claude-sonnet-4-5") == (3e-06, 1.5e-05)
+    assert llm.cache_prices("claude-sonnet-4-5") == llm.CachePrices(3e-07, 3.75e-06, 1024)
+    frame = compaction_costs_df(run_folder, model="claude-sonnet-4-5")
+    assert frame["rebuild_tokens"].tolist() == [654 + 654 + 1013] * 3
+    # the 654s were read at the input price (those calls wrote nothing: under the minimum),
+    # the 1013 written at the write price, by a call that wrote to the cache
+    rebuild = 2 * 654 * (3e-06 - 3e-07) + 1013 * (3.75e-06 - 3e-07)
+    saved = [4 * 1376 * 3e-07, 4 * 1436 * 3e-07, 3 * 1436 * 3e-07]
+    assert frame["rebuild_cost_usd"].tolist() == pytest.approx([rebuild] * 3)
+    assert frame["net_cost_usd"].tolist() == pytest.approx([rebuild - s for s in saved])
+    assert (frame["net_cost_usd"] > 0).all()  # at Anthropic's prices none paid for itself
+
+
+def test_a_model_without_cache_prices_has_no_cached_cost(run_folder: Path) -> None:
+    """gpt-3.5-turbo has list prices and no cache prices in the map: no discount is assumed,
+    the cached cost is NaN, and the estimate is the uncached one, as before caching counted."""
+    per_in, _ = llm.token_prices("gpt-3.5-turbo") or (math.nan, math.nan)
+    assert per_in > 0 and llm.cache_prices("gpt-3.5-turbo") is None
+    result = replay(run_folder, model="gpt-3.5-turbo")
+    assert math.isnan(result.cached_cost_usd)
+    assert result.uncached_cost_usd == pytest.approx(result.total_input_tokens * per_in)
+    assert result.estimated_cost_usd == result.uncached_cost_usd
+    for fast in (False, True):
+        row = sweep(run_folder, thresholds=[0.5], fast=fast, model="gpt-3.5-turbo").frame.iloc[0]
+        before = row["total_input_tokens"] * per_in  # the estimate before caching counted
+        assert row["uncached_cost_usd"] == pytest.approx(before)
+        assert row["estimated_cost_usd"] == row["uncached_cost_usd"]
+    frame = compaction_costs_df(run_folder, model="gpt-3.5-turbo")
+    assert frame["summary_cost_usd"].tolist() == [0.0, 0.0, 0.0]
+    for column in ("rebuild_cost_usd", "saved_cost_usd", "net_cost_usd"):
+        assert frame[column].isna().all()
+    assert frame["rebuild_tokens"].tolist() == [2321] * 3  # the tokens are still counted
+
+
+def test_recorded_usage_is_used_where_the_provider_reported_it(tmp_path: Path) -> None:
+    """With the provider's cached tokens in usage.jsonl, a compaction is priced from them: here
+    each call billed 7 tokens more than memorylab counted, and the cache served 1280 of the
+    1379 the previous call read (OpenAI caches in steps of 128 tokens)."""
+    served = [0, 0, 1280, 0, 0, 0, 1280, 0, 0, 0, 1280, 0, 0, 0]
+    reported = [
+        ChatReply(content="Noted: done.", input_tokens=t + 7, cached_tokens=c, output_tokens=3)
+        for t, c in zip(CONTEXTS, served, strict=True)
+    ]
+    folder = three_compactions(tmp_path, reported)
+    usage = [json.loads(line) for line in (folder / "usage.jsonl").read_text().splitlines()]
+    assert [u["compacted"] for u in usage].count(True) == 3
+    frame = compaction_costs_df(folder)
+    assert frame["source"].tolist() == ["recorded"] * 3
+    assert frame["cached_tokens"].tolist() == [1280, 1280, 0]
+    # the rebuild from the reported figures: at the compaction's call its 661 input tokens
+    # (none read from the cache), then what the previous call read and this one did not: 661,
+    # 1020, and 1379 - 1280 = 99 (the last span ends before that call)
+    assert frame["rebuild_tokens"].tolist() == [661 + 661 + 1020 + 99] * 2 + [661 + 661 + 1020]
+    per_token = 1.5e-07 - 7.5e-08  # OpenAI: not read from the cache costs the input price
+    assert frame["rebuild_cost_usd"].tolist() == pytest.approx(
+        [2441 * per_token, 2441 * per_token, 2342 * per_token]
+    )
+    saved = [4 * 1376 * 7.5e-08, 4 * 1436 * 7.5e-08, 3 * 1436 * 7.5e-08]  # tokens as recorded
+    assert frame["saved_cost_usd"].tolist() == pytest.approx(saved)
+
+
+def test_the_bundled_workspace() -> None:
+    workspace = bundled_workspace("memorylab")
+    frame = compaction_costs_df(workspace)
+    records = memory_df(workspace)
+    assert set(frame["agent"]) == set(records["agent"]) and len(frame) == 15
+    for agent, part in frame.groupby("agent", observed=True):  # recorded where usage.jsonl is
+        reported = (workspace / "agents" / str(agent) / "usage.jsonl").is_file()
+        assert set(part["source"]) == {"recorded" if reported else "modelled"}
+    at_claude = compaction_costs_df(workspace, model="claude-sonnet-4-5")
+    assert set(at_claude["source"]) == {"modelled"}  # another model's cache: not what was reported
+    parts = frame["summary_cost_usd"] + frame["rebuild_cost_usd"] - frame["saved_cost_usd"]
+    assert frame["net_cost_usd"].tolist() == pytest.approx(parts.tolist())
+    assert (frame["calls"] >= 1).all() and (frame["rebuild_tokens"] > 0).all()
+    table = compaction_costs_table(frame)
+    assert table.columns[0] == "agent" and table["net (USD)"].str.startswith(("$", "-$")).all()
+    axes = plot_compaction_costs(frame)
+    assert len(axes.patches) == 3 * len(frame)  # summary, rebuild and saving per compaction
+    assert axes.get_xticklabels()[0].get_text() == "BugHunter #1"
+    axes.figure.canvas.draw()
+    legend = axes.get_legend()
+    assert legend is not None  # outside the axes, on the right, as every plot's
+    assert legend.get_window_extent().x0 >= axes.get_window_extent().x1
+    assert axes.yaxis.get_offset_text().get_text() == ""
+    assert all("e" not in t.get_text() for t in axes.get_yticklabels())
+
+
+# --------------------------------------------------------------------------- fast and exact
+
+
+def test_the_fast_sweep_prices_the_cache_as_the_exact_replay() -> None:
+    """With summaries of exactly the modelled size, the fast engine's cached tokens and costs
+    are the exact replay's, with a static context under and over the cache's minimum and a
+    provider that bills writes."""
+    from test_growth import SizedSummarizer, transcript
+
+    messages = transcript(300)
+    grid = {"thresholds": [0.5, 0.9, 1500], "context_lengths": [2000, 4000]}
+    columns = ["compactions", "total_input_tokens", "cached_input_tokens", "estimated_cost_usd",
+               "uncached_cost_usd"]  # fmt: skip
+    for system_prompt in ("Be brief.", "You are careful. " * 260):
+        for model in ("gpt-4o-mini", "claude-sonnet-4-5"):
+            options: dict[str, Any] = {"max_summary_tokens": 60, "model": model}
+            options["system_prompt"] = system_prompt
+            fast = sweep(messages, **grid, fast=True, summary_ratio=0.2, **options)
+            exact = sweep(messages, **grid, summarizer=SizedSummarizer(0.2, 10_000, model),
+                          cache=False, fast=False, **options)  # fmt: skip
+            pd.testing.assert_frame_equal(fast.frame[columns], exact.frame[columns])
+            assert (fast.frame["cached_input_tokens"] > 0).any()
+
+
+@pytest.mark.parametrize("agent", ["BugHunter", "DataEngineer", "Researcher"])
+def test_fast_and_exact_cached_costs_agree_on_the_bundled_workspace(agent: str) -> None:
+    """The bundled runs (restarts, contexts either side of the minimum), modelled summaries:
+    the fast sweep's tolerance against exact replays (compactions within 2) and the replay
+    validation's (tokens within 2 %), applied to the cached cost."""
+    rows = memory_df(bundled_workspace("memorylab") / "agents" / agent)
+    fast = sweep(rows, thresholds=[0.5, 0.7, 0.9], fast=True).frame
+    exact = sweep(rows, thresholds=[0.5, 0.7, 0.9], fast=False).frame
+    assert (fast["compactions"] - exact["compactions"]).abs().max() <= 2
+    cost, exact_cost = fast["estimated_cost_usd"], exact["estimated_cost_usd"]
+    assert ((cost - exact_cost).abs() <= 0.02 * exact_cost).all(), (cost, exact_cost)
+    assert (exact_cost < exact["uncached_cost_usd"]).all()  # gpt-4o-mini caches: it costs less
+    recorded = exact[exact["recorded"]].iloc[0]
+    direct = replay(rows)
+    assert recorded["cached_input_tokens"] == direct.cached_input_tokens
+    assert recorded["estimated_cost_usd"] == pytest.approx(direct.cached_cost_usd)
+
+
+@settings(deadline=None, max_examples=60)
+@given(
+    st.lists(st.integers(1, 300), min_size=1, max_size=150),
+    st.integers(200, 5000),
+    st.integers(1, 400),
+    st.integers(0, 1500),
+    st.integers(0, 10**6),
+    st.sampled_from([1, 512, 1024]),
+)
+def test_the_fast_cache_sums_are_the_call_by_call_rules(
+    tokens: list[int], trigger: int, summary: int, static: int, seed: int, least: int
+) -> None:
+    """The fast engine's closed form against :func:`cache_calls` on a plain loop over the
+    messages: random checks, restarts and a static context."""
+    rng = random.Random(seed)
+    count, separator = len(tokens), 2
+    checks = [rng.random() < 0.6 for _ in tokens]
+    restarts = sorted({rng.randrange(1, count) for _ in range(rng.randint(0, 2))} if count > 1
+                      else set())  # fmt: skip
+    prefix = Prefix.of(np.array(tokens, dtype=np.int64), separator, np.array(checks))
+    outcome = simulate(prefix, trigger, overhead=5, size=SummarySize(), budget=summary,
+                       static_tokens=static, restarts=restarts, cache_min_tokens=least)  # fmt: skip
+    contexts: list[int] = []
+    first: list[bool] = []
+    kept: list[int | None] = []
+    context, fresh, compacted = static - separator, True, False
+    for i, t in enumerate(tokens):
+        # a new process reads nothing preloaded here (no preload callback); one starting just
+        # after a compaction's check goes on from the summary, as the engine models it
+        if i in restarts and not compacted:
+            context, fresh = static - separator, True
+        compacted = False
+        context += t + separator
+        if not checks[i]:
+            continue
+        compacted = context >= trigger
+        if compacted:
+            context = static + min(summary, max(1, context - static)) + 5
+        contexts.append(context)
+        first.append(fresh)
+        kept.append(static if compacted else None)
+        fresh = False
+    reads, writes = cache_calls(contexts, first, kept, least)
+    assert outcome.total_input_tokens == sum(contexts)
+    assert (outcome.cached_tokens, outcome.cache_write_tokens) == (sum(reads), sum(writes))
+
+
+def test_the_call_rules() -> None:
+    # a process's first call reads nothing; then the previous context, if at least the minimum
+    assert cache_calls([1500, 1600, 1700], [True, False, False], [None] * 3, 1024) == (
+        [0, 1500, 1600],
+        [1500, 100, 100],
+    )
+    # after a compaction only the kept prefix (here 1100 tokens of static context) is read
+    assert cache_calls([1500, 1200, 1300], [True, False, False], [None, 1100, None], 1024) == (
+        [0, 1100, 1200],
+        [1500, 100, 100],
+    )
+    # a restart starts cold; under the minimum nothing is read or written
+    assert cache_calls([1500, 900, 1100], [True, True, False], [None] * 3, 1024) == (
+        [0, 0, 0],
+        [1500, 0, 1100],
+    )
