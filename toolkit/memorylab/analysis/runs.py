@@ -281,7 +281,7 @@ class RunSettings:
             (
                 f"tokens and prices as {self.token_model} ({self.source_of('token_model')})"
                 if self.token_model
-                else "tokens as cl100k_base, no prices (no model recorded: pass model=)"
+                else "tokens as cl100k_base, no prices (no model recorded)"
             ),
         ]
         if self.trigger is not None:
