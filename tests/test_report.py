@@ -238,3 +238,19 @@ def test_an_emoji_in_an_agent_name_is_no_warning(tmp_path: Path) -> None:
         conversation.add("User", f"hello {n}")
     html_text = build_report(tmp_path, sweep_thresholds=(0.5,))
     assert "<h2>Bot\N{ROCKET}</h2>" in html_text
+
+
+def test_the_report_says_which_facts_survive_each_summary() -> None:
+    """Issue 29: the lineage section's shares are survival_by_generation's, per category."""
+    from memorylab.analysis import fact_survival_df, memory_df, survival_by_generation
+
+    page = build_report(bundled_workspace(), sweep_thresholds=(0.85,))
+    section = page.split("<h2>Which facts survive each summary</h2>", 1)[1].split("<h2>", 1)[0]
+    assert "biased upwards" in section  # the extractive summarizer shares the extraction's rules
+    facts = fact_survival_df(memory_df(bundled_workspace()))
+    survival = survival_by_generation(facts[facts["generation"].notna()])
+    for category in ("path", "name", "all"):
+        row = survival[(survival["category"] == category) & (survival["summaries"] == 3)]
+        share = f"{float(row['survival'].iloc[0]):.0%}"
+        cells = re.search(rf"<td[^>]*>{category}</td>(.*?)</tr>", section, re.S)
+        assert cells is not None and share in cells.group(1), (category, share)

@@ -179,3 +179,22 @@ def test_summaries_are_highlighted_on_later_pages(workspace: Path) -> None:
     assert summaries and summaries[-1] >= 5
     explorer.show_page(summaries[-1] // 5)
     assert 'class="mlab-hl"' in explorer.table_view.value
+
+
+def test_each_compaction_shows_where_its_summary_came_from_and_what_it_dropped() -> None:
+    """Issue 29: the explorer shows summary_provenance and dropped_by for the chosen compaction,
+    the same rows the functions give."""
+    from memorylab.analysis import dropped_by, summary_provenance
+    from memorylab.transcripts import bundled_workspace
+
+    explorer = MemoryExplorer(bundled_workspace(), agent="BugHunter")
+    explorer.case_picker.value = 2  # the third compaction
+    view = explorer.provenance_view.value
+    origins = summary_provenance(explorer.agent_frame, "BugHunter", 3)
+    dropped = dropped_by(explorer.agent_frame, "BugHunter", 3)
+    assert len(origins) and "Where each sentence came from" in view
+    assert f"({len(dropped):,} extracted fact(s)" in view
+    first = origins["sentence"].iloc[0]
+    assert first[:40].replace("&", "&amp;").replace("<", "&lt;") in view
+    explorer.case_picker.value = 0
+    assert explorer.provenance_view.value != view  # follows the picker

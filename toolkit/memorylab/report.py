@@ -276,6 +276,8 @@ def build_report(
                 ]
             parts.append(_table(shown, text_columns=("archive", "strategy", "summarizer")))
         parts.append(_summaries_section(rows))
+    if len(compactions):
+        parts.append(_lineage_section(messages))
     if agents:
         biggest = messages.groupby("agent", observed=True).size().idxmax()
         timeline = messages[messages["agent"] == biggest]
@@ -310,6 +312,61 @@ def build_report(
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         f"<title>memorylab report</title><style>{_STYLE}</style></head><body>{body}</body></html>"
+    )
+
+
+def _lineage_section(messages: Any) -> str:
+    """Which facts each summary kept, by summaries since the fact entered, and how long each
+    summary was (:mod:`memorylab.analysis.lineage`, facts extracted from the archives)."""
+    import matplotlib.pyplot as plt
+
+    from memorylab.analysis import (
+        fact_survival_df,
+        lineage_df,
+        plot_fact_survival,
+        plot_summary_lengths,
+        survival_by_generation,
+    )
+
+    lineage = lineage_df(messages)
+    facts = fact_survival_df(messages)
+    followed = facts[facts["generation"].notna()]
+    if not len(lineage) or not len(followed):
+        return ""
+    survival = survival_by_generation(followed)
+    figure, (left, right) = plt.subplots(
+        1, 2, figsize=(10, 3.4), layout="constrained", width_ratios=(1.35, 1)
+    )
+    plot_fact_survival(survival, ax=left)
+    plot_summary_lengths(lineage, ax=right)
+    picture = _png(figure)
+    plt.close(figure)
+    steps = sorted({1, 2, 3, 5} & set(survival["summaries"].tolist()))
+    shown = survival[survival["summaries"].isin(steps)].pivot_table(
+        index="category", columns="summaries", values="survival", sort=False, observed=True
+    )
+    counts = survival[survival["summaries"] == steps[0]].set_index("category")["facts"]
+    table = shown.map(lambda v: "" if v != v else f"{v:.0%}")
+    table.columns = [f"after {n} {'summary' if n == 1 else 'summaries'}" for n in table.columns]
+    table.insert(0, "facts", [f"{int(counts.get(c, 0)):,}" for c in table.index])
+    table = table.reset_index()
+    biased = bool(followed["biased"].any())
+    note = (
+        "Facts (paths, commands, names, decisions, numbers) extracted from the archived "
+        "messages, each followed from the compaction that archived it through every later "
+        "summary: the share that every summary since still holds (a later column counts "
+        "only the facts followed that far: those that entered early). A summary re-states "
+        "what survives; the rest is only in the archives (recall finds it)."
+        + (
+            " The summaries were written by an extractive summarizer that picks sentences by "
+            "the same rules as the extraction, so these shares are biased upwards."
+            if biased
+            else ""
+        )
+    )
+    return (
+        "<h2>Which facts survive each summary</h2><p class=note>"
+        f"{html.escape(note)}</p>{picture}" + _table(table, text_columns=("category",))
     )
 
 

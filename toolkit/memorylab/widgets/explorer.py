@@ -139,6 +139,7 @@ class MemoryExplorer(View):
         self.image = widgets.Image(format="png", layout=widgets.Layout(width="100%"))
         self.archive_view = widgets.HTML(layout=widgets.Layout(width="50%"))
         self.summary_view = widgets.HTML(layout=widgets.Layout(width="50%"))
+        self.provenance_view = widgets.HTML()
         self.status = widgets.HTML()
         messages = widgets.VBox(
             [
@@ -155,7 +156,11 @@ class MemoryExplorer(View):
             ]
         )
         compaction = widgets.VBox(
-            [self.case_picker, widgets.HBox([self.archive_view, self.summary_view])]
+            [
+                self.case_picker,
+                widgets.HBox([self.archive_view, self.summary_view]),
+                self.provenance_view,
+            ]
         )
         self.tabs = widgets.Tab(children=[messages, self.image, compaction])
         for index, title in enumerate(("Messages", "Token growth", "Compactions")):
@@ -392,7 +397,7 @@ class MemoryExplorer(View):
         if index is None or index < 0 or index >= len(self.cases):
             self.case = None
             self.archive_view.value = status_html("This agent has not compacted yet.")
-            self.summary_view.value = ""
+            self.summary_view.value = self.provenance_view.value = ""
             return
         case = self.case = self.cases[index]
         try:
@@ -418,4 +423,35 @@ class MemoryExplorer(View):
             '<pre style="white-space:pre-wrap;word-break:break-word;font-size:12px;line-height:1.4;'
             "background:#fffbe6;border:1px solid #d4a72c;border-radius:6px;padding:8px;"
             f'max-height:520px;overflow:auto">{html.escape(case.summary or "")}</pre>'
+        )
+        self.provenance_view.value = self._provenance_html(index + 1)
+
+    def _provenance_html(self, generation: int) -> str:
+        """Where each sentence of the summary of compaction ``generation`` came from, and what
+        it dropped (:func:`~memorylab.analysis.summary_provenance`,
+        :func:`~memorylab.analysis.dropped_by`)."""
+        from memorylab.analysis import dropped_by, summary_provenance
+
+        try:
+            origins = summary_provenance(self.agent_frame, self.agent, generation)
+            dropped = dropped_by(self.agent_frame, self.agent, generation)
+        except MemorylabError as error:
+            return status_html(str(error), error=True)
+        if not len(origins):
+            return status_html("This compaction wrote no summary (its strategy keeps or trims).")
+        shown = origins[["sentence", "score", "carried", "role", "position", "snippet"]].rename(
+            columns={"carried": "from the previous summary", "position": "message"}
+        )
+        lost = dropped[["fact", "category", "in_previous", "role", "position"]].rename(
+            columns={"in_previous": "the previous summary held it", "position": "message"}
+        )
+        return (
+            "<b>Where each sentence came from</b> <span style='font-size:12px;color:#57606a'>"
+            "(the archived message or previous-summary sentence it best matches, lexically: "
+            "rapidfuzz, 0-100)</span>"
+            + frame_html(shown, max_rows=40, text_columns=("sentence", "snippet"), clip=160)
+            + "<b>What it dropped</b> <span style='font-size:12px;color:#57606a'>"
+            f"({len(dropped):,} extracted fact(s) that what it read held and the summary does "
+            "not)</span>"
+            + frame_html(lost, max_rows=40, text_columns=("fact",), clip=160)
         )
