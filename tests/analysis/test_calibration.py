@@ -23,8 +23,10 @@ from fakes.openai_server import FakeOpenAIServer, FakeRequest, Reply
 from memorylab.agent import Agent
 from memorylab.analysis import (
     calibration_df,
+    calibration_notes,
     calibration_summary,
     compaction_timing_df,
+    compaction_timing_table,
     plot_calibration,
     replay,
     run_settings,
@@ -231,3 +233,21 @@ def test_plot_calibration_draws_each_call_and_the_line(runs: dict[str, Path]) ->
     import matplotlib.pyplot as plt
 
     plt.close("all")
+
+
+def test_the_notes_and_table_say_it_in_words(runs: dict[str, Path]) -> None:
+    calls = calibration_df(runs["estimated"])
+    timing = compaction_timing_df(runs["estimated"])
+    model, compactions = calibration_notes(calls, timing)
+    assert model.startswith("openai/fake-model: the estimate undercounted 40 of 40 calls")
+    assert "median drift +20" in model
+    assert compactions.startswith(f"{len(timing)} compactions against the billed count: ")
+    assert f"{len(timing)} late" in compactions and "0 on time, 0 early." in compactions
+    table = compaction_timing_table(timing)
+    assert list(table.columns)[:3] == ["agent", "process", "time"]
+    assert table["timing"].tolist() == ["late"] * len(timing)
+    assert all(v.startswith("+") for v in table["calls late"])
+    assert table["trigger (tokens)"].tolist() == ["2,400"] * len(timing)
+    assert calibration_notes(calls.iloc[0:0]) == [
+        "No model call was recorded (usage.jsonl): nothing to compare."
+    ]

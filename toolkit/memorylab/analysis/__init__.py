@@ -15,8 +15,10 @@ pandas and matplotlib are imported by the functions that need them, so importing
 from memorylab.analysis.cache_costs import compaction_costs_df, compaction_costs_table
 from memorylab.analysis.calibration import (
     calibration_df,
+    calibration_notes,
     calibration_summary,
     compaction_timing_df,
+    compaction_timing_table,
 )
 from memorylab.analysis.frames import (
     ReadResult,
@@ -65,10 +67,12 @@ __all__ = [
     "SweepEstimate",
     "SweepResult",
     "calibration_df",
+    "calibration_notes",
     "calibration_summary",
     "compaction_costs_df",
     "compaction_costs_table",
     "compaction_timing_df",
+    "compaction_timing_table",
     "compactions_df",
     "documents_df",
     "dropped_by",

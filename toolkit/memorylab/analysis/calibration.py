@@ -15,7 +15,9 @@ of ``usage.jsonl`` beside ``compactions.jsonl``; a memory-only agent keeps them 
   count, and how many calls early or late it fired against the billed count (the first call
   whose billed input reached the trigger).
 
-:func:`~memorylab.analysis.plots.plot_calibration` draws the estimate against the billed input.
+:func:`~memorylab.analysis.plots.plot_calibration` draws the estimate against the billed input;
+:func:`compaction_timing_table` and :func:`calibration_notes` say it for a reader (a report's
+section, a view's caption).
 A trigger that counts the provider's reported usage instead (``Trigger(count="reported")``,
 :mod:`memorylab.compress.policy`) fires on the billed count. docs/analysis.md documents every
 column.
@@ -44,8 +46,10 @@ __all__ = [
     "CALIBRATION_SUMMARY_COLUMNS",
     "COMPACTION_TIMING_COLUMNS",
     "calibration_df",
+    "calibration_notes",
     "calibration_summary",
     "compaction_timing_df",
+    "compaction_timing_table",
 ]
 
 _NEW_DTYPES: Mapping[str, str] = {
@@ -466,3 +470,83 @@ def _timing(
     if growth > 0:
         row["calls_late"] = -math.ceil((trigger - billed) / growth)
     return row
+
+
+# --------------------------------------------------------------------------- for a reader
+
+_TIMING_HEADINGS: Mapping[str, str] = {
+    "agent": "agent",
+    "session": "process",
+    "time": "time",
+    "call": "call",
+    "count": "trigger counts",
+    "trigger_tokens": "trigger (tokens)",
+    "estimated_tokens": "estimated",
+    "billed_tokens": "billed",
+    "drift": "drift",
+    "first_billed_call": "billed crossed at call",
+    "calls_late": "calls late",
+    "timing": "timing",
+}
+
+
+def compaction_timing_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """A :func:`compaction_timing_df` frame to read (a report's table, a view's): human
+    headings, counts as ``12,345``, drift as ``+12.3%``, times to the minute, ``–`` where
+    unknown. The values are text."""
+    import pandas as pd
+
+    def text(name: str, value: Any) -> str:
+        if value is None or (not isinstance(value, str) and bool(pd.isna(value))):
+            return "–"
+        if name == "drift":
+            return f"{value:+.1%}"
+        if name == "time":
+            return str(pd.Timestamp(value).strftime("%Y-%m-%d %H:%M"))
+        if name == "calls_late":
+            return f"{int(value):+d}" if value else "0"
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return f"{value:,.0f}"
+        return str(value)
+
+    chosen = [c for c in _TIMING_HEADINGS if c in frame.columns]
+    return pd.DataFrame(
+        {_TIMING_HEADINGS[c]: [text(c, v) for v in frame[c].tolist()] for c in chosen}
+    ).reset_index(drop=True)
+
+
+def calibration_notes(calls: pd.DataFrame, timing: pd.DataFrame | None = None) -> list[str]:
+    """The lines a reader should see with a :func:`calibration_df` frame (and a
+    :func:`compaction_timing_df` one): per model, how often and how far the estimate missed the
+    billed input; how many compactions fired late, on time or early against the billed count.
+    What a report's section or a view's caption says in words."""
+    lines = []
+    if not len(calls):
+        lines.append("No model call was recorded (usage.jsonl): nothing to compare.")
+    for row in calibration_summary(calls).to_dict("records"):
+        model = row["model"] or "(no model)"
+        reported = int(row["reported_calls"])
+        if not reported:
+            lines.append(f"{model}: {int(row['calls']):,} calls, none with a reported input.")
+            continue
+        under = round(row["undercount_share"] * reported)
+        lines.append(
+            f"{model}: the estimate undercounted {under:,} of {reported:,} calls the provider "
+            f"reported (median drift {row['median_drift']:+.1%}, 90th percentile "
+            f"{row['p90_drift']:+.1%})."
+        )
+    if timing is not None and len(timing):
+        counts = {k: int((timing["timing"] == k).sum()) for k in _TIMINGS}
+        late = timing.loc[timing["timing"] == "late", "calls_late"].dropna()
+        by = f" (by {int(late.min())}-{int(late.max())} calls)" if len(late) else ""
+        if len(late) and late.min() == late.max():
+            by = f" (by {int(late.min())} call{'s' if late.min() != 1 else ''})"
+        lines.append(
+            f"{len(timing):,} compactions against the billed count: {counts['late']} late{by}, "
+            f"{counts['on time']} on time, {counts['early']} early"
+            + (f", {counts['unknown']} without recorded usage." if counts["unknown"] else ".")
+        )
+    return lines
+
+
+_TIMINGS = ("late", "on time", "early", "unknown")
