@@ -254,3 +254,18 @@ def test_the_report_says_which_facts_survive_each_summary() -> None:
         share = f"{float(row['survival'].iloc[0]):.0%}"
         cells = re.search(rf"<td[^>]*>{category}</td>(.*?)</tr>", section, re.S)
         assert cells is not None and share in cells.group(1), (category, share)
+
+
+def test_the_lineage_section_bounds_what_it_follows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Facts are matched against every later summary (messages x compactions): past its bound
+    the report follows each agent's latest files and says so."""
+    import memorylab.report as report
+
+    monkeypatch.setattr(report, "_LINEAGE_MESSAGES", 100)
+    monkeypatch.setattr(report, "_LINEAGE_FILES", 3)
+    page = build_report(bundled_workspace(), sweep_thresholds=(0.85,))
+    section = page.split("<h2>Which facts survive each summary</h2>", 1)[1].split("<h2>", 1)[0]
+    kept = re.search(r"Only each agent&#x27;s latest files are followed \(([\d,]+) of ([\d,]+)", section)
+    assert kept is not None, section[:600]
+    followed, total = (int(g.replace(",", "")) for g in kept.groups())
+    assert 0 < followed < total == 640

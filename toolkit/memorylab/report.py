@@ -328,8 +328,9 @@ def _lineage_section(messages: Any) -> str:
         survival_by_generation,
     )
 
-    lineage = lineage_df(messages)
-    facts = fact_survival_df(messages)
+    followed_rows, cut = _recent_segments(messages)
+    lineage = lineage_df(followed_rows)
+    facts = fact_survival_df(followed_rows)
     followed = facts[facts["generation"].notna()]
     if not len(lineage) or not len(followed):
         return ""
@@ -364,10 +365,44 @@ def _lineage_section(messages: Any) -> str:
             else ""
         )
     )
+    if cut:
+        note += (
+            f" Only each agent's latest files are followed ({len(followed_rows):,} of "
+            f"{len(messages):,} messages): matching every fact against every later summary grows "
+            "with both; memorylab.analysis.fact_survival_df follows them all."
+        )
     return (
         "<h2>Which facts survive each summary</h2><p class=note>"
         f"{html.escape(note)}</p>{picture}" + _table(table, text_columns=("category",))
     )
+
+
+_LINEAGE_MESSAGES = 5_000
+"""The most messages the report's lineage section follows facts in, over all agents."""
+_LINEAGE_FILES = 9
+"""The most files of one agent it follows (8 compactions and the live MEMORY.md)."""
+
+
+def _recent_segments(messages: Any) -> tuple[Any, bool]:
+    """Each agent's newest files, within :data:`_LINEAGE_MESSAGES` over all agents and
+    :data:`_LINEAGE_FILES` per agent (at least its last two, a compaction and what followed);
+    and whether anything was left out. Facts are matched against every later summary, so the
+    cost grows with messages times compactions: the report bounds both."""
+    agents = messages["agent"].nunique()
+    share = max(500, _LINEAGE_MESSAGES // max(1, agents))
+    kept = []
+    for _, rows in messages.groupby("agent", sort=False, observed=True):
+        sizes = rows.groupby("segment", sort=True).size()
+        total, first = 0, int(sizes.index[-1])
+        for count, (segment, size) in enumerate(reversed(list(sizes.items()))):
+            if count >= 2 and (count >= _LINEAGE_FILES or total + int(size) > share):
+                break
+            total, first = total + int(size), int(segment)
+        kept.append(rows[rows["segment"] >= first])
+    import pandas as pd
+
+    chosen = pd.concat(kept) if kept else messages
+    return chosen, len(chosen) < len(messages)
 
 
 def _agent_of(file: str) -> str:
