@@ -151,11 +151,12 @@ def test_many_agents_share_one_figure_of_small_multiples(tmp_path: Path) -> None
     text = _text(html)
     assert "Context tokens per message, every agent" in text
     assert all(f"Hunter{copy}" in text for copy in range(6))
-    # The compactions figure, the small multiples and the what-if: no figure per agent.
-    assert html.count("data:image/png") == 3
+    # The compactions figure, the small multiples, the facts' survival and the what-if: no
+    # figure per agent.
+    assert html.count("data:image/png") == 4
     few = build_report(bundled_workspace(), sweep_thresholds=(0.5, 0.9))
     assert "every agent" not in _text(few)
-    assert few.count("data:image/png") == 2 + 3  # compactions, what-if, one per agent
+    assert few.count("data:image/png") == 3 + 3  # compactions, survival, what-if, one per agent
 
 
 @pytest.fixture(scope="module")
