@@ -151,12 +151,12 @@ def test_many_agents_share_one_figure_of_small_multiples(tmp_path: Path) -> None
     text = _text(html)
     assert "Context tokens per message, every agent" in text
     assert all(f"Hunter{copy}" in text for copy in range(6))
-    # The compactions figure, the small multiples, the facts' survival and the what-if: no
-    # figure per agent.
-    assert html.count("data:image/png") == 4
+    # The compactions figure, the small multiples, the facts' survival, the compactions' costs
+    # and the what-if: no figure per agent.
+    assert html.count("data:image/png") == 5
     few = build_report(bundled_workspace(), sweep_thresholds=(0.5, 0.9))
     assert "every agent" not in _text(few)
-    assert few.count("data:image/png") == 3 + 3  # compactions, survival, what-if, one per agent
+    assert few.count("data:image/png") == 4 + 3  # 4 shared figures, one per agent
 
 
 @pytest.fixture(scope="module")
@@ -270,3 +270,19 @@ def test_the_lineage_section_bounds_what_it_follows(monkeypatch: pytest.MonkeyPa
     assert kept is not None, section[:600]
     followed, total = (int(g.replace(",", "")) for g in kept.groups())
     assert 0 < followed < total == 640
+
+
+def test_the_report_prices_each_compaction_with_prompt_caching(reference_report: str) -> None:
+    """Issue 29: each agent's compactions that paid for themselves, from compaction_costs_df;
+    a workspace with no recorded model says how to price it."""
+    from memorylab.analysis import compaction_costs_df
+
+    page = build_report(bundled_workspace(), sweep_thresholds=(0.85,))
+    section = _text(page.split("<h2>What each compaction cost, with prompt caching</h2>", 1)[1].split("<h2>", 1)[0])
+    costs = compaction_costs_df(bundled_workspace())
+    for agent, rows in costs.groupby("agent"):
+        paid = int((rows["net_cost_usd"] < 0).sum())
+        assert f"{agent}: {paid} of {len(rows)} paid for themselves" in section
+    assert "recorded" in section
+    reference = _text(reference_report.split("with prompt caching</h2>", 1)[1].split("<h2>", 1)[0])
+    assert "No prices" in reference and "--model" in reference

@@ -278,6 +278,7 @@ def build_report(
         parts.append(_summaries_section(rows))
     if len(compactions):
         parts.append(_lineage_section(messages))
+        parts.append(_cache_cost_section(root, model))
     if agents:
         biggest = messages.groupby("agent", observed=True).size().idxmax()
         timeline = messages[messages["agent"] == biggest]
@@ -374,6 +375,56 @@ def _lineage_section(messages: Any) -> str:
     return (
         "<h2>Which facts survive each summary</h2><p class=note>"
         f"{html.escape(note)}</p>{picture}" + _table(table, text_columns=("category",))
+    )
+
+
+def _cache_cost_section(root: Path, model: str | None) -> str:
+    """What each compaction cost once prompt caching is counted
+    (:func:`~memorylab.analysis.compaction_costs_df`): per agent the totals, the figure and
+    table of the agent with the most compactions."""
+    import matplotlib.pyplot as plt
+
+    from memorylab.analysis import (
+        compaction_costs_df,
+        compaction_costs_table,
+        plot_compaction_costs,
+    )
+
+    costs = compaction_costs_df(root, model=model)
+    priced = costs[costs["net_cost_usd"].notna()]
+    head = (
+        "<h2>What each compaction cost, with prompt caching</h2><p class=note>Per compaction: "
+        "the summary call, plus the cache it invalidated (the next calls read at the full input "
+        "price what a warm cache would have served), minus the input it saved until the next "
+        "compaction (the removed tokens, at the cached price, on every call). Below zero, the "
+        "compaction paid for itself. Usage is the provider's where usage.jsonl recorded every "
+        "call, else modelled from the files (docs/analysis.md, Cache economics)."
+    )
+    if not len(priced):
+        return (
+            f"{head} No prices: no model is recorded for these agents, or the model has no "
+            "cache prices in litellm's map; give one with <code>--model</code>.</p>"
+        )
+    totals = priced.groupby("agent", observed=True).agg(
+        compactions=("net_cost_usd", "size"),
+        paid=("net_cost_usd", lambda v: int((v < 0).sum())),
+        net=("net_cost_usd", "sum"),
+        usage=("source", lambda v: ", ".join(sorted(set(v)))),
+    )
+    summary = ", ".join(
+        f"{html.escape(str(agent))}: {row.paid} of {row.compactions} paid for themselves "
+        f"(net {'-' if row.net < 0 else ''}${abs(row.net):,.4f}; {row.usage})"
+        for agent, row in totals.iterrows()
+    )
+    largest = priced["agent"].value_counts().idxmax()
+    mine = priced[priced["agent"] == largest].tail(_MAX_COMPACTION_ROWS)
+    figure, ax = plt.subplots(figsize=(9, 3.2), layout="constrained")
+    plot_compaction_costs(mine, ax=ax)
+    picture = _png(figure)
+    plt.close(figure)
+    return (
+        f"{head} {summary}. The figure and table: {html.escape(str(largest))}.</p>{picture}"
+        + _table(compaction_costs_table(mine), text_columns=("agent", "usage"))
     )
 
 

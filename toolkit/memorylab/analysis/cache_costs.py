@@ -383,7 +383,7 @@ _HEADINGS: Mapping[str, str] = {
     "agent": "agent",
     "compaction": "#",
     "time": "time",
-    "source": "calls",
+    "source": "usage",
     "calls": "model calls",
     "tokens_removed": "tokens removed",
     "summary_cost_usd": "summary (USD)",
