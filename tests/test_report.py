@@ -151,12 +151,12 @@ def test_many_agents_share_one_figure_of_small_multiples(tmp_path: Path) -> None
     text = _text(html)
     assert "Context tokens per message, every agent" in text
     assert all(f"Hunter{copy}" in text for copy in range(6))
-    # The compactions figure, the small multiples, the facts' survival, the compactions' costs
-    # and the what-if: no figure per agent.
-    assert html.count("data:image/png") == 5
+    # The compactions figure, the small multiples, the facts' survival, the compactions' costs,
+    # the calibration and the what-if: no figure per agent.
+    assert html.count("data:image/png") == 6
     few = build_report(bundled_workspace(), sweep_thresholds=(0.5, 0.9))
     assert "every agent" not in _text(few)
-    assert few.count("data:image/png") == 4 + 3  # 4 shared figures, one per agent
+    assert few.count("data:image/png") == 5 + 3  # 5 shared figures, one per agent
 
 
 @pytest.fixture(scope="module")
@@ -286,3 +286,21 @@ def test_the_report_prices_each_compaction_with_prompt_caching(reference_report:
     assert "recorded" in section
     reference = _text(reference_report.split("with prompt caching</h2>", 1)[1].split("<h2>", 1)[0])
     assert "No prices" in reference and "--model" in reference
+
+
+def test_the_report_says_whether_compaction_fired_on_time(reference_report: str) -> None:
+    """Issue 29: the estimate against the billed input, from usage.jsonl; no section where no
+    usage was recorded."""
+    from memorylab.analysis import calibration_df, compaction_timing_df
+    from memorylab.analysis.calibration import calibration_notes
+
+    page = build_report(bundled_workspace(), sweep_thresholds=(0.85,))
+    section = page.split("<h2>Did compaction fire when it should have?</h2>", 1)[1].split("<h2>", 1)[0]
+    root = bundled_workspace()
+    for line in calibration_notes(calibration_df(root), compaction_timing_df(root)):
+        assert html.escape(line) in section
+    import memorylab.report as report
+
+    shown = min(15, report._MAX_COMPACTION_ROWS)  # the latest compactions
+    assert section.count("<tr>") == 1 + shown  # a heading row and one per compaction
+    assert "Did compaction fire" not in reference_report

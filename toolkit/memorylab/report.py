@@ -279,6 +279,7 @@ def build_report(
     if len(compactions):
         parts.append(_lineage_section(messages))
         parts.append(_cache_cost_section(root, model))
+    parts.append(_calibration_section(root))
     if agents:
         biggest = messages.groupby("agent", observed=True).size().idxmax()
         timeline = messages[messages["agent"] == biggest]
@@ -375,6 +376,37 @@ def _lineage_section(messages: Any) -> str:
     return (
         "<h2>Which facts survive each summary</h2><p class=note>"
         f"{html.escape(note)}</p>{picture}" + _table(table, text_columns=("category",))
+    )
+
+
+def _calibration_section(root: Path) -> str:
+    """Did compaction fire when it should have: memorylab's estimate against what the provider
+    billed, per call and per compaction (:mod:`memorylab.analysis.calibration`); nothing when
+    no usage was recorded (an agent of the reference, or of memorylab before usage.jsonl)."""
+    import matplotlib.pyplot as plt
+
+    from memorylab.analysis import calibration_df, compaction_timing_df, plot_calibration
+    from memorylab.analysis.calibration import calibration_notes, compaction_timing_table
+
+    calls = calibration_df(root)
+    if not len(calls) or not calls["input_tokens"].notna().any():
+        return ""
+    timing = compaction_timing_df(root)
+    figure, ax = plt.subplots(figsize=(9, 3.4), layout="constrained")
+    plot_calibration(calls, ax=ax)
+    picture = _png(figure)
+    plt.close(figure)
+    lines = " ".join(html.escape(line) for line in calibration_notes(calls, timing))
+    table = ""
+    if len(timing):
+        shown = compaction_timing_table(timing.tail(_MAX_COMPACTION_ROWS))
+        table = _table(shown, text_columns=("agent", "trigger counts", "timing"))
+    return (
+        "<h2>Did compaction fire when it should have?</h2><p class=note>Each model call's "
+        "input as memorylab estimated it (what the trigger counts) against what the provider "
+        f"billed (usage.jsonl), and each compaction against the billed count. {lines}</p>"
+        + picture
+        + table
     )
 
 
