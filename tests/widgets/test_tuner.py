@@ -282,3 +282,25 @@ def test_the_strategy_picker_replays_and_sweeps_the_strategy(
     assert set(tuner.sweep_table["strategy"]) == {"trim(keep_fraction=0.5)"}  # type: ignore[index]
     assert tuner.result.summarizer_calls == 0
     assert tuner.axes is not None and "trim(keep_fraction=0.5)" in tuner.axes.get_title()
+
+
+def test_a_run_with_recorded_usage_shows_its_calibration_and_the_cached_cost() -> None:
+    """Issue 29: beside the replay, what the recorded usage says of the trigger (the
+    calibration's lines), and the sweep's cost with and without prompt caching."""
+    from memorylab.analysis import calibration_df, compaction_timing_df
+    from memorylab.analysis.calibration import calibration_notes
+    from memorylab.transcripts import bundled_workspace
+
+    folder = bundled_workspace() / "agents" / "BugHunter"
+    tuner = ThresholdTuner(folder)
+    lines = calibration_notes(calibration_df(folder), compaction_timing_df(folder))
+    assert tuner.calibration == lines and lines
+    text = re.sub(r"<[^>]+>", " ", tuner.summary.value)
+    assert all(line in text for line in lines)
+    table = tuner.sweep_table
+    assert "without cache" in tuner.table.value
+    assert (table["estimated_cost_usd"] < table["uncached_cost_usd"]).all()  # gpt-4o-mini caches
+
+
+def test_a_source_without_recorded_usage_has_no_calibration(messages: list[dict[str, Any]]) -> None:
+    assert ThresholdTuner(messages).calibration == []

@@ -72,6 +72,7 @@ SWEEP_COLUMNS = (
     "total_input_tokens",
     "summary_tokens",
     "estimated_cost_usd",
+    "uncached_cost_usd",
     "fact_survival",
 )
 """The sweep columns the table shows (those the sweep has)."""
@@ -83,6 +84,7 @@ SWEEP_HEADERS = {
     "summarizer_calls": "summarizer calls",
     "summary_tokens": "summary tokens",
     "estimated_cost_usd": "est. cost",
+    "uncached_cost_usd": "without cache",
     "fact_survival": "facts kept",
 }
 """Short headers for the table (the DataFrame in :attr:`ThresholdTuner.sweep_table` keeps the
@@ -121,6 +123,27 @@ def _history(entries: Iterable[Any]) -> list[dict[str, Any]]:
         for e in entries
         if entry_kind(e) is EntryKind.MESSAGE
     ]
+
+
+def _calibration_lines(source: Any) -> list[str]:
+    """What the run's recorded usage says of its trigger (the estimate against the billed
+    input, and when its compactions fired against the billed count: issue 29's calibration),
+    for a source that recorded usage: an Agent, a memory path; none otherwise. The replays do
+    not use it: a line to read beside them."""
+    from memorylab.analysis import calibration_df, compaction_timing_df
+    from memorylab.analysis.calibration import calibration_notes
+
+    is_agent = hasattr(source, "usage_records")
+    if not (is_agent or isinstance(source, str | os.PathLike)):
+        return []
+    try:
+        calls = calibration_df(source)
+        if not len(calls) or not calls["input_tokens"].notna().any():
+            return []
+        timing = compaction_timing_df(source) if not is_agent else None
+    except MemorylabError:
+        return []
+    return calibration_notes(calls, timing)
 
 
 def tuner_source(source: Any) -> _Source:
@@ -225,6 +248,7 @@ class ThresholdTuner(View):
 
         widgets = import_widgets()
         self.source = tuner_source(source)
+        self.calibration = _calibration_lines(source)
         self.model = model if model is not None else self.source.model
         self.facts = list(facts) if facts is not None else self.source.facts
         self.system_prompt = system_prompt
@@ -484,6 +508,10 @@ class ThresholdTuner(View):
         labels = ["the agent's setting" if r else "" for r in table["recorded"]]
         shown = table.assign(setting=labels)
         present = [c for c in SWEEP_COLUMNS if c in shown.columns and shown[c].notna().any()]
+        if "uncached_cost_usd" in present and shown["uncached_cost_usd"].equals(
+            shown["estimated_cost_usd"]
+        ):  # a model without cache prices: the two costs are one
+            present.remove("uncached_cost_usd")
         shown = shown[present].rename(columns=SWEEP_HEADERS)
         flag_note = ""
         if over:
@@ -508,6 +536,7 @@ class ThresholdTuner(View):
                 formats={
                     "threshold": threshold_text,
                     "est. cost": lambda v: "" if v != v else f"${float(v):.4f}",
+                    "without cache": lambda v: "" if v != v else f"${float(v):.4f}",
                     "facts kept": lambda v: "" if v != v else f"{float(v):.0%}",
                 },
             )
@@ -532,6 +561,10 @@ class ThresholdTuner(View):
             '<div style="font-family:system-ui,sans-serif;font-size:13px;line-height:1.45">'
             f"<b>{result.compactions}</b> compaction(s) over {len(result.frame):,} messages · "
             f"trigger {result.trigger:,} tokens · peak {peak} · "
-            f"{result.total_input_tokens:,} input tokens read{survival}{warning}</div>"
+            f"{result.total_input_tokens:,} input tokens read{survival}{warning}"
+            + "".join(
+                f'<div style="color:#57606a">{html.escape(line)}</div>' for line in self.calibration
+            )
+            + "</div>"
         )
         self._report(None, f"updated ({self.updates})")
