@@ -29,7 +29,7 @@ def _stored(notebook: Path) -> dict[str, Any]:
 
 
 def test_there_are_notebooks() -> None:
-    assert len(NOTEBOOKS) >= 6
+    assert len(NOTEBOOKS) >= 7
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
@@ -46,9 +46,11 @@ def test_stored_outputs_hold_no_absolute_path(notebook: Path) -> None:
     assert not found, f"{notebook.name} stores paths of this machine: {found[:5]}"
 
 
-# Each notebook's widget (03 and 06 both end with the tuner: 06 with its strategy picker).
+# Each notebook's widget (03 and 06 both end with the tuner: 06 with its strategy picker; 02
+# and 07 with the explorer: 07 on its compactions' provenance).
 WIDGETS = (
     "MemoryExplorer", "ThresholdTuner", "SummarizerArena", "CompactionStepper", "ThresholdTuner",
+    "MemoryExplorer",
 )  # fmt: skip
 
 
