@@ -331,3 +331,21 @@ def test_a_sweep_of_counts_starts_at_zero() -> None:
     ax = plot_sweep(table)
     low, high = ax.get_ylim()
     assert low == 0 and high >= 104_000
+
+
+def test_one_summary_is_one_whole_tick_not_hundredths() -> None:
+    """A workspace with one compaction: the survival and length plots show generation 1 as a
+    point on a whole-number axis (the report's reference page drew 0.96 ... 1.04)."""
+    import pandas as pd
+
+    from memorylab.analysis import plot_fact_survival, plot_summary_lengths
+
+    table = pd.DataFrame({"category": ["number", "all"], "since": [0, 0], "summaries": [1, 1],
+                          "facts": [4, 4], "kept": [0, 0], "kept_rate": [0.0, 0.0],
+                          "survived": [0, 0], "survival": [0.0, 0.0]})  # fmt: skip
+    lineage = pd.DataFrame({"agent": ["R"], "generation": [1], "chars": [229]})
+    for axes in (plot_fact_survival(table), plot_summary_lengths(lineage)):
+        axes.figure.canvas.draw()
+        low, high = axes.get_xlim()
+        shown = [t for t in axes.get_xticks() if low <= t <= high]
+        assert shown == [1.0], shown

@@ -417,9 +417,13 @@ def _reference_workspace(root: Path) -> Path:
 REPORT_HEADINGS = {
     # the workspace README.md's first command reports on, and one the reference wrote
     "bundled": ["memorylab report", "Agents", "Compactions", "BugHunter", "DataEngineer",
-                "Researcher", "What-if thresholds", "Privacy"],
+                "Researcher", "Which facts survive each summary",
+                "What each compaction cost, with prompt caching",
+                "Did compaction fire when it should have?", "What-if thresholds", "Privacy"],
     "reference": ["memorylab report", "Problems found", "Agents", "Compactions", "Researcher",
-                  "What-if thresholds", "Privacy"],
+                  "Which facts survive each summary",
+                  "What each compaction cost, with prompt caching", "What-if thresholds",
+                  "Privacy"],
 }  # fmt: skip
 
 

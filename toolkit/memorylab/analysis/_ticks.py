@@ -75,5 +75,8 @@ def number_axis(axis: Axis, *, prefix: str = "", suffix: str = "") -> None:
 def count_axis(axis: Axis) -> None:
     """A count axis: ticks on whole numbers only, labelled ``12,345``."""
     # matplotlib's own choice of ticks (AutoLocator's), only never between two whole numbers.
-    axis.set_major_locator(MaxNLocator(nbins="auto", steps=[1, 2, 2.5, 5, 10], integer=True))
+    # min_n_ticks=1: a range holding one whole number gets that one tick, never fractions.
+    axis.set_major_locator(
+        MaxNLocator(nbins="auto", steps=[1, 2, 2.5, 5, 10], integer=True, min_n_ticks=1)
+    )
     number_axis(axis)

@@ -439,6 +439,9 @@ def plot_fact_survival(
             label=f"{category} ({int(part['facts'].iloc[0]):,} facts)",
             clip_on=False,
         )
+    # Whole summaries: half a step either side, so one summary is a point on an axis, not a
+    # tick range of hundredths.
+    axes.set_xlim(0.5, float(table["summaries"].max()) + 0.5 if len(table) else 1.5)
     axes.set_xlabel("summaries since the fact entered (1 = the first summary after it)")
     held = "held by every summary since" if measure == "survival" else "held by that summary"
     axes.set_ylabel(f"facts {held} (%)")
@@ -472,6 +475,7 @@ def plot_summary_lengths(
             label=label or "summaries",
             clip_on=False,
         )
+    axes.set_xlim(0.5, float(lineage["generation"].max()) + 0.5 if len(lineage) else 1.5)
     axes.set_xlabel("generation (compactions so far)")
     axes.set_ylabel({"chars": "summary length (characters)"}.get(y, f"summary length ({y})"))
     axes.set_ylim(bottom=0)

@@ -72,7 +72,6 @@ SWEEP_COLUMNS = (
     "total_input_tokens",
     "summary_tokens",
     "estimated_cost_usd",
-    "uncached_cost_usd",
     "fact_survival",
 )
 """The sweep columns the table shows (those the sweep has)."""
@@ -84,7 +83,6 @@ SWEEP_HEADERS = {
     "summarizer_calls": "summarizer calls",
     "summary_tokens": "summary tokens",
     "estimated_cost_usd": "est. cost",
-    "uncached_cost_usd": "without cache",
     "fact_survival": "facts kept",
 }
 """Short headers for the table (the DataFrame in :attr:`ThresholdTuner.sweep_table` keeps the
@@ -508,11 +506,18 @@ class ThresholdTuner(View):
         labels = ["the agent's setting" if r else "" for r in table["recorded"]]
         shown = table.assign(setting=labels)
         present = [c for c in SWEEP_COLUMNS if c in shown.columns and shown[c].notna().any()]
-        if "uncached_cost_usd" in present and shown["uncached_cost_usd"].equals(
-            shown["estimated_cost_usd"]
-        ):  # a model without cache prices: the two costs are one
-            present.remove("uncached_cost_usd")
         shown = shown[present].rename(columns=SWEEP_HEADERS)
+        cache_note = ""
+        if "uncached_cost_usd" in table.columns and not table["uncached_cost_usd"].equals(
+            table["estimated_cost_usd"]
+        ):  # the model has cache prices: say what the cache saves (a column would not fit)
+            uncached = table["uncached_cost_usd"].dropna()
+            priced = html.escape(f"{self.model}'s" if self.model else "the run's model's")
+            cache_note = (
+                f'<div class="mlab-note" style="{_NOTE_CSS};color:#57606a">The est. cost counts '
+                f"prompt caching at {priced} cache prices; without the cache: "
+                f"${uncached.min():.4f} to ${uncached.max():.4f}.</div>"
+            )
         flag_note = ""
         if over:
             highest = int(table["peak_context_tokens"].iloc[over].max())
@@ -528,6 +533,7 @@ class ThresholdTuner(View):
             f"{html.escape(sweep_note(swept))} The highlighted row is the slider's threshold, "
             "replayed exactly (the figures above the plot).</div>"
             + flag_note
+            + cache_note
             + frame_html(
                 shown,
                 highlight=current,
@@ -536,7 +542,6 @@ class ThresholdTuner(View):
                 formats={
                     "threshold": threshold_text,
                     "est. cost": lambda v: "" if v != v else f"${float(v):.4f}",
-                    "without cache": lambda v: "" if v != v else f"${float(v):.4f}",
                     "facts kept": lambda v: "" if v != v else f"{float(v):.0%}",
                 },
             )
