@@ -73,7 +73,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memorylab.analysis.frames import build_frame, columns, compactions_df, memory_df
+from memorylab.analysis.frames import build_frame, columns, compactions_df, memory_df, text_table
 from memorylab.analysis.sources import AgentFiles, Source, resolve
 
 if TYPE_CHECKING:
@@ -397,20 +397,7 @@ def compaction_costs_table(frame: pd.DataFrame) -> pd.DataFrame:
     """A :func:`compaction_costs_df` frame to read (for a report or a view): human headings,
     counts as ``12,345``, costs as ``$0.000123`` (``–`` where unknown), times to the minute.
     The values are text."""
-    import pandas as pd
+    def dollars(value: Any) -> str:
+        return f"${value:,.6f}" if value >= 0 else f"-${-value:,.6f}"
 
-    def text(name: str, value: Any) -> str:
-        if value is None or (not isinstance(value, str) and bool(pd.isna(value))):
-            return "–"
-        if name.endswith("_usd"):
-            return f"${value:,.6f}" if value >= 0 else f"-${-value:,.6f}"
-        if name == "time":
-            return str(pd.Timestamp(value).strftime("%Y-%m-%d %H:%M"))
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return f"{value:,.0f}"
-        return str(value)
-
-    chosen = [c for c in _HEADINGS if c in frame.columns]
-    return pd.DataFrame(
-        {_HEADINGS[c]: [text(c, v) for v in frame[c].tolist()] for c in chosen}
-    ).reset_index(drop=True)
+    return text_table(frame, _HEADINGS, {c: dollars for c in _HEADINGS if c.endswith("_usd")})

@@ -28,10 +28,16 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from memorylab.analysis.frames import DTYPES, _compactions, build_frame
+from memorylab.analysis.frames import (
+    DTYPES,
+    _compactions,
+    build_frame,
+    columns,
+    record_time,
+    text_table,
+)
 from memorylab.compress.policy import Trigger, validate_threshold
 from memorylab.errors import InvalidSetting
 from memorylab.memory.records import UsageRecord
@@ -81,12 +87,11 @@ _NEW_DTYPES: Mapping[str, str] = {
     "timing": "category",
 }
 """The dtypes of this module's own column names; a name :data:`~memorylab.analysis.frames.DTYPES`
-declares keeps its dtype there."""
-_DTYPES: Mapping[str, str] = {**_NEW_DTYPES, **DTYPES}
+declares keeps its dtype there (:func:`~memorylab.analysis.frames.columns`)."""
 
 
 def _columns(*names: str) -> tuple[tuple[str, str], ...]:
-    return tuple((name, _DTYPES[name]) for name in names)
+    return columns(*names, own=_NEW_DTYPES)
 
 
 CALIBRATION_COLUMNS = _columns(
@@ -227,17 +232,9 @@ def _sessions(usage: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str,
     return dict(sorted(by_session.items(), key=lambda item: _order(item[1][0].get("time"))))
 
 
-def _time(value: Any) -> datetime | None:
-    try:
-        when = datetime.fromisoformat(str(value))
-    except ValueError:
-        return None
-    return when if when.tzinfo is not None else when.astimezone()
-
-
 def _order(value: Any) -> float:
     """A recorded time as a number to sort by (unreadable times last)."""
-    when = _time(value)
+    when = record_time(value)
     return math.inf if when is None else when.timestamp()
 
 
@@ -427,14 +424,15 @@ def _timing(
         "counted_tokens": counted if counted is not None else estimated,
         "timing": "unknown",
     }
-    when = _time(record.get("time"))
+    when = record_time(record.get("time"))
     at = next(
         (
             i
             for i, call in enumerate(calls)
             if call.get("compacted")
             and (session, i) not in used
-            and (when is None or (_time(call.get("time")) or when) >= when)  # replied after it
+            # replied after it
+            and (when is None or (record_time(call.get("time")) or when) >= when)
         ),
         None,
     )
@@ -494,25 +492,14 @@ def compaction_timing_table(frame: pd.DataFrame) -> pd.DataFrame:
     """A :func:`compaction_timing_df` frame to read (a report's table, a view's): human
     headings, counts as ``12,345``, drift as ``+12.3%``, times to the minute, ``–`` where
     unknown. The values are text."""
-    import pandas as pd
-
-    def text(name: str, value: Any) -> str:
-        if value is None or (not isinstance(value, str) and bool(pd.isna(value))):
-            return "–"
-        if name == "drift":
-            return f"{value:+.1%}"
-        if name == "time":
-            return str(pd.Timestamp(value).strftime("%Y-%m-%d %H:%M"))
-        if name == "calls_late":
-            return f"{int(value):+d}" if value else "0"
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return f"{value:,.0f}"
-        return str(value)
-
-    chosen = [c for c in _TIMING_HEADINGS if c in frame.columns]
-    return pd.DataFrame(
-        {_TIMING_HEADINGS[c]: [text(c, v) for v in frame[c].tolist()] for c in chosen}
-    ).reset_index(drop=True)
+    return text_table(
+        frame,
+        _TIMING_HEADINGS,
+        {
+            "drift": lambda v: f"{v:+.1%}",
+            "calls_late": lambda v: f"{int(v):+d}" if v else "0",
+        },
+    )
 
 
 def calibration_notes(calls: pd.DataFrame, timing: pd.DataFrame | None = None) -> list[str]:

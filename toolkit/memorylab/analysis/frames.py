@@ -42,7 +42,7 @@ import os
 import re
 import warnings
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from pathlib import Path
@@ -87,6 +87,8 @@ __all__ = [
     "memory_df",
     "memory_df_with_problems",
     "problems_df",
+    "record_time",
+    "text_table",
 ]
 
 _Columns = tuple[tuple[str, str], ...]
@@ -138,9 +140,12 @@ DTYPES: Mapping[str, str] = {
 """The dtype of every column of the package's frames, one per name whatever the frame."""
 
 
-def columns(*names: str) -> _Columns:
-    """``(name, dtype)`` of each named column (:data:`DTYPES`), in order: a frame's declaration."""
-    return tuple((name, DTYPES[name]) for name in names)
+def columns(*names: str, own: Mapping[str, str] | None = None) -> _Columns:
+    """``(name, dtype)`` of each named column (:data:`DTYPES`), in order: a frame's declaration.
+    ``own``: the dtypes of an analysis module's own new names (a name :data:`DTYPES` declares
+    keeps its dtype there: one dtype per name across the frames)."""
+    extra = own or {}
+    return tuple((name, DTYPES[name] if name in DTYPES else extra[name]) for name in names)
 
 
 MEMORY_COLUMNS = columns(
@@ -182,6 +187,46 @@ COMPACTION_COLUMNS = columns(
     "source",
 )
 """The columns of :func:`compactions_df`, in order."""
+
+
+def record_time(value: Any) -> datetime | None:
+    """A record's ``time`` (ISO 8601) as an aware datetime (a naive one is this machine's local
+    time); ``None`` when it is not one."""
+    try:
+        when = datetime.fromisoformat(str(value))
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else when.astimezone()
+
+
+def text_table(
+    frame: pd.DataFrame,
+    headings: Mapping[str, str],
+    formats: Mapping[str, Callable[[Any], str]] | None = None,
+) -> pd.DataFrame:
+    """``frame``'s columns named in ``headings`` (in that order) as text to read, under their
+    headings: ``–`` where a value is missing, times to the minute, numbers as ``12,345``, the
+    rest as they are; ``formats`` gives a column a format of its own (given a present value).
+    What an analysis module's ``*_table`` shows in a report or a view."""
+    import pandas as pd
+
+    own = formats or {}
+
+    def text(name: str, value: Any) -> str:
+        if value is None or (not isinstance(value, str) and bool(pd.isna(value))):
+            return "–"
+        if name in own:
+            return own[name](value)
+        if name == "time":
+            return str(pd.Timestamp(value).strftime("%Y-%m-%d %H:%M"))
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return f"{value:,.0f}"
+        return str(value)
+
+    chosen = [c for c in headings if c in frame.columns]
+    return pd.DataFrame(
+        {headings[c]: [text(c, v) for v in frame[c].tolist()] for c in chosen}
+    ).reset_index(drop=True)
 
 
 def build_frame(declared: Sequence[tuple[str, str]], data: Mapping[str, Any]) -> pd.DataFrame:

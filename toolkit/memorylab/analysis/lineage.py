@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memorylab.analysis.frames import DTYPES, build_frame, compactions_df, memory_df
+from memorylab.analysis.frames import build_frame, columns, compactions_df, memory_df
 from memorylab.errors import InvalidSetting
 from memorylab.memory.records import SUMMARY_PREFIX
 from memorylab.transcripts import FACT_CATEGORIES, Fact, Probe
@@ -88,12 +88,11 @@ _NEW_DTYPES: Mapping[str, str] = {
     "in_messages": "bool",
 }
 """The dtypes of this module's own column names; a name :data:`~memorylab.analysis.frames.DTYPES`
-declares keeps its dtype there."""
-_DTYPES: Mapping[str, str] = {**_NEW_DTYPES, **DTYPES}
+declares keeps its dtype there (:func:`~memorylab.analysis.frames.columns`)."""
 
 
 def _columns(*names: str) -> tuple[tuple[str, str], ...]:
-    return tuple((name, _DTYPES[name]) for name in names)
+    return columns(*names, own=_NEW_DTYPES)
 
 
 LINEAGE_COLUMNS = _columns(

@@ -37,7 +37,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypedDict
 
-from memorylab.analysis.frames import _compactions, _count, memory_df
+from memorylab.analysis.frames import _compactions, _count, memory_df, record_time
 from memorylab.compress.policy import (
     DEFAULT_THRESHOLD,
     Threshold,
@@ -404,7 +404,7 @@ def _from_records(
         None if r.get("archive") is None else str(r["archive"]) for r in records
     )
     values["recorded_tokens"] = tuple(_count(r.get("tokens_before")) for r in records)
-    values["recorded_times"] = tuple(_time(r.get("time")) for r in records)
+    values["recorded_times"] = tuple(record_time(r.get("time")) for r in records)
     budget = ContextCompressor(
         values["threshold"], summarizer_max_tokens=values["summarizer_max_tokens"]
     ).summary_budget(values["context_length"])
@@ -441,14 +441,6 @@ def _agent_of(frame: Any, records: Sequence[Mapping[str, Any]]) -> str | None:
         return str(frame["agent"].iloc[0])
     names = [r.get("agent") for r in records if r.get("agent")]
     return str(names[0]) if names else None
-
-
-def _time(value: Any) -> datetime | None:
-    try:
-        when = datetime.fromisoformat(str(value))
-    except ValueError:
-        return None
-    return when if when.tzinfo is not None else when.astimezone()
 
 
 def _threshold(value: Any) -> Threshold | None:
