@@ -38,8 +38,6 @@ import random
 import re
 import runpy
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -48,6 +46,7 @@ from pathlib import Path
 
 import pytest
 
+from fakes.processes import kill_while_working
 from memorylab import Conversation, MemoryDocument, read_memory
 from memorylab.memory import format as fmt
 from memorylab.memory.paths import MemoryPaths, agent_paths
@@ -138,22 +137,9 @@ def _run_child(workspace: Path, ack_file: Path, start: int, rng: random.Random) 
         str(rng.randrange(2**32)),
     ]
     ack_file.write_bytes(b"")
-    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
-        assert proc.stdout is not None and proc.stderr is not None
-        ready = proc.stdout.readline()
-        if ready.strip() != b"ready":
-            proc.kill()
-            proc.wait()
-            raise AssertionError(f"child did not start: {proc.stderr.read().decode()}")
-        time.sleep(_kill_delay(rng, int(os.environ.get("MEMORYLAB_CRASH_FILL", "0") or 0)))
-        if proc.poll() is not None:
-            raise AssertionError(
-                f"child exited by itself (rc={proc.returncode}) before the kill:\n"
-                f"{proc.stderr.read().decode()}"
-            )
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-        assert proc.returncode == -signal.SIGKILL
+    kill_while_working(
+        cmd, _kill_delay(rng, int(os.environ.get("MEMORYLAB_CRASH_FILL", "0") or 0))
+    )
     raw = ack_file.read_bytes().decode()
     assert raw == "" or raw.endswith("\n"), "an acknowledgement was torn"
     return [int(line) for line in raw.splitlines()]
@@ -311,16 +297,7 @@ def _usage_child(workspace: Path, ack_file: Path, rng: random.Random) -> list[tu
     cmd = [sys.executable, str(WORKERS), "usage", str(workspace), AGENT, str(ack_file),
            str(rng.randrange(2**32))]  # fmt: skip
     ack_file.write_bytes(b"")
-    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
-        assert proc.stdout is not None and proc.stderr is not None
-        if proc.stdout.readline().strip() != b"ready":
-            proc.kill()
-            proc.wait()
-            raise AssertionError(f"child did not start: {proc.stderr.read().decode()}")
-        time.sleep(rng.uniform(0.0, rng.choice((0.02, 0.1, 0.3))))
-        assert proc.poll() is None, f"child exited by itself: {proc.stderr.read().decode()}"
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
+    kill_while_working(cmd, rng.uniform(0.0, rng.choice((0.02, 0.1, 0.3))))
     raw = ack_file.read_bytes().decode()
     assert raw == "" or raw.endswith("\n"), "an acknowledgement was torn"
     return [(line.split()[0], int(line.split()[1])) for line in raw.splitlines()]

@@ -11,16 +11,15 @@ import json
 import os
 import random
 import re
-import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from fakes.processes import kill_while_working
 from memorylab import Conversation, MemoryDocument, read_memory
 from memorylab.compress import (
     ClearToolResults,
@@ -164,16 +163,7 @@ def _kill_one(
         json.dumps(strategy.record()),
     ]  # fmt: skip
     ack.write_bytes(b"")
-    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
-        assert proc.stdout is not None and proc.stderr is not None
-        if proc.stdout.readline().strip() != b"ready":
-            proc.kill()
-            proc.wait()
-            raise AssertionError(f"child did not start: {proc.stderr.read().decode()}")
-        time.sleep(rng.uniform(0.0, rng.choice((0.01, 0.05, 0.3))))
-        assert proc.poll() is None, f"child exited by itself: {proc.stderr.read().decode()}"
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
+    kill_while_working(cmd, rng.uniform(0.0, rng.choice((0.01, 0.05, 0.3))))
     return [int(line) for line in ack.read_text().splitlines()]
 
 
