@@ -460,7 +460,7 @@ def _cache_cost_section(root: Path, model: str | None) -> str:
     )
 
 
-_LINEAGE_MESSAGES = 5_000
+_LINEAGE_MESSAGES = 2_000
 """The most messages the report's lineage section follows facts in, over all agents."""
 _LINEAGE_FILES = 9
 """The most files of one agent it follows (8 compactions and the live MEMORY.md)."""

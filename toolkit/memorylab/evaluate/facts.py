@@ -56,6 +56,7 @@ dashes unified, thousands separators dropped, whitespace collapsed). Then:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 import unicodedata
@@ -448,19 +449,37 @@ _NEGATIONS = frozenset(
 )  # fmt: skip
 
 
-def _coverage(words: list[str], piece: list[str]) -> float:
-    """Share of ``words`` found in ``piece`` (exactly, or rapidfuzz ``ratio`` >= 85)."""
+def _coverage(words: list[str], stems: list[str]) -> float:
+    """Share of ``words`` found among a piece's ``stems`` (exactly, or rapidfuzz ``ratio``
+    >= 85)."""
     from rapidfuzz import fuzz, process
 
     if not words:
         return 0.0
-    stems = [_stem(w) for w in piece]
     have = set(stems)
     hits = 0
     for word in map(_stem, words):
         if word in have or process.extractOne(word, stems, scorer=fuzz.ratio, score_cutoff=85):
             hits += 1
     return 100.0 * hits / len(words)
+
+
+@functools.lru_cache(maxsize=256)
+def _decision_pieces(
+    summary: str,
+) -> tuple[tuple[str, str, frozenset[str], list[str]], ...]:
+    """A summary cut for the decision matcher: each sentence and each pair of neighbours, with
+    its normalized text, its content words and their stems. Made once per summary: the facts of
+    a workspace are matched against the same few summaries again and again (a lineage matches
+    every fact against every later summary)."""
+    pieces = sentences(summary)
+    pieces += [f"{a} {b}" for a, b in itertools.pairwise(pieces)]
+    out = []
+    for piece in pieces:
+        norm = normalize(piece)
+        words = _content(norm).split()
+        out.append((piece, norm, frozenset(words), [_stem(w) for w in words]))
+    return tuple(out)
 
 
 def _match_decision(fact_text: str, summary: str) -> FactMatch:
@@ -470,15 +489,11 @@ def _match_decision(fact_text: str, summary: str) -> FactMatch:
     words = _content(fact_norm).split()
     negations = _NEGATIONS & set(words)
     best, best_piece = 0.0, ""
-    pieces = sentences(summary)
-    pieces += [f"{a} {b}" for a, b in itertools.pairwise(pieces)]
     wanted = set(words)
-    for piece in pieces:
-        norm = normalize(piece)
-        piece_words = _content(norm).split()
-        if not wanted & set(piece_words) or not negations <= set(piece_words):  # cheap filter
+    for piece, norm, piece_words, stems in _decision_pieces(summary):
+        if not wanted & piece_words or not negations <= piece_words:  # cheap filter
             continue
-        score = _coverage(words, piece_words)
+        score = _coverage(words, stems)
         if len(norm) >= len(fact_norm):
             score = max(score, float(fuzz.partial_ratio(fact_norm, norm)))
         if score > best and _numbers_ok(fact_text, norm):
