@@ -326,3 +326,17 @@ def test_plots(planted: Path) -> None:
     assert ax.get_xlabel() == "generation (compactions so far)"
     with pytest.raises(InvalidSetting):
         plot_fact_survival(frame, measure="other")
+
+
+def test_max_summaries_follows_each_fact_that_far_and_no_further() -> None:
+    """The bound the report uses: the rows are the unbounded frame's first summaries after each
+    fact entered, the same values; a bound below one is refused."""
+    from memorylab.transcripts import bundled_workspace
+
+    whole = fact_survival_df(bundled_workspace())
+    bounded = fact_survival_df(bundled_workspace(), max_summaries=2)
+    expected = whole[whole["since"].isna() | (whole["since"] < 2)].reset_index(drop=True)
+    pd.testing.assert_frame_equal(bounded, expected)
+    assert len(bounded) < len(whole)
+    with pytest.raises(InvalidSetting, match="max_summaries"):
+        fact_survival_df(bundled_workspace(), max_summaries=0)

@@ -332,7 +332,7 @@ def _lineage_section(messages: Any) -> str:
 
     followed_rows, cut = _recent_segments(messages)
     lineage = lineage_df(followed_rows)
-    facts = fact_survival_df(followed_rows)
+    facts = fact_survival_df(followed_rows, max_summaries=5)
     followed = facts[facts["generation"].notna()]
     if not len(lineage) or not len(followed):
         return ""

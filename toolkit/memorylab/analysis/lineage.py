@@ -44,6 +44,7 @@ from memorylab.analysis.frames import build_frame, columns, compactions_df, memo
 from memorylab.errors import InvalidSetting
 from memorylab.memory.records import SUMMARY_PREFIX
 from memorylab.transcripts import FACT_CATEGORIES, Fact, Probe
+from memorylab.validation import check_int
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -465,8 +466,14 @@ def _joined(lineage: _Lineage, rows: Iterable[int]) -> str:
     return "\n\n".join(lineage.text(r) for r in rows)
 
 
-def fact_survival_df(source: Source | pd.DataFrame, facts: _FactSpec = None) -> pd.DataFrame:
+def fact_survival_df(
+    source: Source | pd.DataFrame, facts: _FactSpec = None, *, max_summaries: int | None = None
+) -> pd.DataFrame:
     """Each fact followed through every summary after it entered (see docs/analysis.md).
+
+    ``max_summaries``: follow each fact through at most this many summaries (``None``: to the
+    agent's last). Every fact is matched against every later summary, so the work grows with
+    facts times compactions; a bound makes it grow with the facts only (the report follows 5).
 
     ``facts``: strings (category ``"other"``), ``(text, category)`` pairs, :class:`Fact` or
     :class:`Probe` records (a probe's ``answer`` is followed), a
@@ -488,15 +495,19 @@ def fact_survival_df(source: Source | pd.DataFrame, facts: _FactSpec = None) -> 
     summary holds it), ``biased`` (an extracted fact in a summary written by a summarizer with
     the extraction's rules). A compaction that wrote no summary holds no fact.
     """
+    if max_summaries is not None:
+        check_int("max_summaries", max_summaries, 1)
     given = _given(facts)
     rows: list[dict[str, Any]] = []
     for lineage in _read(source):
-        rows += _followed(lineage, given)
+        rows += _followed(lineage, given, max_summaries)
     data = {name: [row[name] for row in rows] for name, _ in FACT_SURVIVAL_COLUMNS}
     return build_frame(FACT_SURVIVAL_COLUMNS, data)
 
 
-def _followed(lineage: _Lineage, given: list[_Tracked] | None) -> list[dict[str, Any]]:
+def _followed(
+    lineage: _Lineage, given: list[_Tracked] | None, max_summaries: int | None = None
+) -> list[dict[str, Any]]:
     from memorylab.evaluate.facts import SHARES_EXTRACTION_RULES
 
     gens = lineage.generations
@@ -532,7 +543,8 @@ def _followed(lineage: _Lineage, given: list[_Tracked] | None) -> list[dict[str,
             )
             continue
         survived = True
-        for gen, summary in zip(gens[first - 1 :], summaries[first - 1 :], strict=True):
+        end = None if max_summaries is None else first - 1 + max_summaries
+        for gen, summary in zip(gens[first - 1 : end], summaries[first - 1 : end], strict=True):
             found = fact.match(summary) if summary else None
             kept = found is not None and found.kept
             survived = survived and kept
@@ -695,8 +707,6 @@ def summary_provenance(
     Empty when the compaction wrote no summary.
     """
     import numpy as np
-
-    from memorylab.validation import check_int
 
     top = check_int("top", top, minimum=1)
     lineage = _one(source, agent)
