@@ -266,6 +266,9 @@ def run_agent(spec: RunSpec, workspace: Path, threshold: Threshold | None = None
             clock=clock,
             max_loops=1,
             strategy=spec.strategy,
+            # each process's id (the header names it), drawn from the seed: the same run, to
+            # the token, every time (a fresh random id tokenizes to a few tokens more or less)
+            id=f"agent-{random.Random(f'{spec.seed}:{session}:id').getrandbits(128):032x}",
         )
         agent.context_compressor.summarizer_max_tokens = spec.summarizer_max_tokens
         for _ in range(spec.tasks):
