@@ -208,12 +208,10 @@ class Agent:
             token_counter=self.token_counter,
             clock=clock,
         )
-        named = summarizer_model is not None and summarizer_model.strip() in summarizer_names()
-        model_options = {"llm_args": self.llm_args, "timeout": self.retry.timeout}
         self.context_compressor = ContextCompressor(
             threshold=threshold,
             summarizer_model=summarizer_model,
-            summarizer_args={} if named else model_options,
+            summarizer_args=self._summarizer_options(summarizer_model),
             strategy=strategy,
         )
         self._session: dict[str, Any] | None = None
@@ -232,14 +230,19 @@ class Agent:
     @_context_compressor.setter
     def _context_compressor(self, value: ContextCompressor) -> None:
         # The seed's own snippet gives the new compressor a model name only: it calls that
-        # model as the agent calls its own (its llm_args: api_base, keys, mock_response; its
-        # timeout) unless it was given options of its own or a summarizer object.
-        spec = value.summarizer_model
-        if not value.summarizer_args and not value.has_summarizer and (
-            spec is None or spec.strip() not in summarizer_names()
-        ):
-            value.summarizer_args = {"llm_args": self.llm_args, "timeout": self.retry.timeout}
+        # model as the agent calls its own, unless it was given options of its own or a
+        # summarizer object.
+        if not value.summarizer_args and not value.has_summarizer:
+            value.summarizer_args = self._summarizer_options(value.summarizer_model)
         self.context_compressor = value
+
+    def _summarizer_options(self, summarizer_model: str | None) -> dict[str, Any]:
+        """What the compressor's summarizer is given: a model (``None``: the agent's) is called
+        as the agent calls its own (its llm_args: api_base, keys, mock_response; its timeout);
+        a registered summarizer (``memorylab/extractive``) takes none of them."""
+        if summarizer_model is not None and summarizer_model.strip() in summarizer_names():
+            return {}
+        return {"llm_args": self.llm_args, "timeout": self.retry.timeout}
 
     @property
     def compaction_events(self) -> list[CompactionEvent]:
