@@ -47,7 +47,7 @@ def plan_preload(
     is needed; messages are counted newest first, so the cost follows the budget, not the file.
     The latest summary is kept first: a marked one, or the unmarked one the reference's plain
     ``compact()`` opens the file with (``last_archive()``: the name of the agent's newest
-    archive, asked for only when the file exceeds the budget;
+    archive, asked for only when the file exceeds the budget and holds no marked summary;
     :func:`~memorylab.memory.format.opens_with_plain_summary`).
 
     >>> plan = plan_preload("# Agent Memory\\n", max_tokens=100)
@@ -62,10 +62,9 @@ def plan_preload(
     marker = text.find("\n## Interaction Log\n")
     header = text[: marker + len("\n## Interaction Log\n")] + "\n" if marker >= 0 else ""
     messages = list(parsed.blocks.messages())
-    plain = fmt.opens_with_plain_summary(parsed, last_archive())
-    summary_index = max(
-        (i for i, m in enumerate(messages) if m.is_summary), default=0 if plain else None
-    )
+    summary_index = max((i for i, m in enumerate(messages) if m.is_summary), default=None)
+    if summary_index is None and fmt.opens_with_plain_summary(parsed, last_archive()):
+        summary_index = 0  # the archive folder is listed only for a file with no marked one
     budget = max_tokens - count(header) - count(OMITTED_NOTE.format(omitted=0, chars=0, budget=0))
     kept: list[tuple[int, str]] = []
     if summary_index is not None:  # the latest summary stands for everything before it: keep it
