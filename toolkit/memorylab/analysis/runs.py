@@ -687,15 +687,15 @@ def _recorded_drift(
     import bisect
 
     from memorylab.analysis._transcript import to_micros
+    from memorylab.analysis.calibration import _drift
 
     calls: list[tuple[int, float]] = []
     for record in usage:
-        billed = _count(record.get("input_tokens"))
-        estimated = _count(record.get("estimated_tokens"))
-        if billed is None or not estimated:
+        drift = _drift(record)  # the calibration's one rule of a call's drift
+        if drift is None:
             continue
         try:
-            calls.append((to_micros(str(record.get("time"))), billed / estimated))
+            calls.append((to_micros(str(record.get("time"))), 1.0 + drift))
         except ValueError:
             continue
     calls.sort()
