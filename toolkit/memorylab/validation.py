@@ -1,5 +1,5 @@
-"""PURE: the checks of a setting's value that every floor shares (a count, a number): one
-implementation each, so every setting says the same thing when it is wrong.
+"""PURE: the checks of a setting's value that every floor shares (a count, a number, a frame's
+columns): one implementation each, so every setting says the same thing when it is wrong.
 
 >>> check_int("retries", 2, 0), check_number("base", 0.5, 0.0, strict=True)
 (2, 0.5)
@@ -9,17 +9,35 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Iterable
+from typing import TypeVar
 
 from memorylab.errors import InvalidSetting
 
-__all__ = ["check_int", "check_number"]
+__all__ = ["LARGEST_COUNT", "check_columns", "check_int", "check_number"]
+
+LARGEST_COUNT = 2**63 - 1
+"""The largest count :func:`check_int` accepts by default: the largest a frame's or an array's
+integer column holds (int64); a larger one could only overflow there."""
+
+_Frame = TypeVar("_Frame")
 
 
-def check_int(label: str, value: object, minimum: int) -> int:
-    """``value`` as an ``int`` if it is an integral number (not a ``bool``) >= ``minimum``, else
-    :class:`~memorylab.errors.InvalidSetting`."""
+def check_int(label: str, value: object, minimum: int, maximum: int = LARGEST_COUNT) -> int:
+    """``value`` as an ``int`` if it is an integral number (not a ``bool``) from ``minimum`` to
+    ``maximum`` (default :data:`LARGEST_COUNT`), else :class:`~memorylab.errors.InvalidSetting`.
+
+    >>> check_int("k", 2**63, 1)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    memorylab.errors.InvalidSetting: k must be an int >= 1 and <= 9,223,372,036,854,775,807, ...
+    """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
         raise InvalidSetting(f"{label} must be an int >= {minimum}, not {value!r}")
+    if value > maximum:
+        raise InvalidSetting(
+            f"{label} must be an int >= {minimum} and <= {maximum:,}, not {value!r}"
+        )
     return int(value)
 
 
@@ -36,3 +54,25 @@ def check_number(
         bound = f"{'>' if strict else '>='} {minimum:g}"
         raise InvalidSetting(f"{label} must be {kind} {bound}, not {value!r}")
     return number
+
+
+def check_columns(label: str, frame: _Frame, needed: Iterable[str], *, made_by: str) -> _Frame:
+    """``frame`` if it is a table (a pandas DataFrame: it has ``columns``) holding the columns
+    ``needed``, else :class:`~memorylab.errors.InvalidSetting` saying to pass what ``made_by``
+    (the function whose frame it should be) returns.
+
+    >>> check_columns("frame", 5, ["model"], made_by="calibration_df")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    memorylab.errors.InvalidSetting: frame must be a DataFrame as calibration_df returns, not int
+    """
+    present = getattr(frame, "columns", None)
+    if present is None or isinstance(frame, type):
+        kind = type(frame).__name__
+        raise InvalidSetting(f"{label} must be a DataFrame as {made_by} returns, not {kind}")
+    missing = [name for name in needed if name not in present]
+    if missing:
+        raise InvalidSetting(
+            f"{label} must be a DataFrame as {made_by} returns: it has no {missing} column(s)"
+        )
+    return frame
