@@ -256,7 +256,7 @@ def test_bad_sources(tmp_path: Path) -> None:
     (tmp_path / "plain").mkdir()
     with pytest.raises(StoreError, match="not a workspace"):
         memory_df(tmp_path / "plain")
-    with pytest.raises(TypeError):
+    with pytest.raises(InvalidSetting, match="source must be a path"):
         memory_df(42)  # type: ignore[arg-type]
 
 

@@ -1,5 +1,6 @@
-"""PURE: the checks of a setting's value that every floor shares (a count, a number, a frame's
-columns): one implementation each, so every setting says the same thing when it is wrong.
+"""PURE: the checks of a setting's value that every floor shares (a count, a number, a name, a
+frame's columns): one implementation each, so every setting says the same thing when it is
+wrong.
 
 >>> check_int("retries", 2, 0), check_number("base", 0.5, 0.0, strict=True)
 (2, 0.5)
@@ -14,7 +15,7 @@ from typing import TypeVar
 
 from memorylab.errors import InvalidSetting
 
-__all__ = ["LARGEST_COUNT", "check_columns", "check_int", "check_number"]
+__all__ = ["LARGEST_COUNT", "check_columns", "check_int", "check_name", "check_number"]
 
 LARGEST_COUNT = 2**63 - 1
 """The largest count :func:`check_int` accepts by default: the largest a frame's or an array's
@@ -34,11 +35,12 @@ def check_int(label: str, value: object, minimum: int, maximum: int = LARGEST_CO
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
         raise InvalidSetting(f"{label} must be an int >= {minimum}, not {value!r}")
-    if value > maximum:
+    count = int(value)
+    if count > maximum:
         raise InvalidSetting(
             f"{label} must be an int >= {minimum} and <= {maximum:,}, not {value!r}"
         )
-    return int(value)
+    return count
 
 
 def check_number(
@@ -54,6 +56,20 @@ def check_number(
         bound = f"{'>' if strict else '>='} {minimum:g}"
         raise InvalidSetting(f"{label} must be {kind} {bound}, not {value!r}")
     return number
+
+
+def check_name(label: str, value: object, *, what: str) -> str:
+    """``value`` if it is a ``str`` that is not blank (a model's, a summarizer's name), else
+    :class:`~memorylab.errors.InvalidSetting` ("a non-empty ``what``").
+
+    >>> check_name("model", 5, what="model name or None")
+    Traceback (most recent call last):
+    ...
+    memorylab.errors.InvalidSetting: model must be a non-empty model name or None, not 5
+    """
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidSetting(f"{label} must be a non-empty {what}, not {value!r}")
+    return value
 
 
 def check_columns(label: str, frame: _Frame, needed: Iterable[str], *, made_by: str) -> _Frame:

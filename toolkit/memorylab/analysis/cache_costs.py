@@ -75,6 +75,8 @@ from typing import TYPE_CHECKING, Any
 
 from memorylab.analysis.frames import build_frame, columns, compactions_df, memory_df, text_table
 from memorylab.analysis.sources import AgentFiles, Source, resolve
+from memorylab.errors import InvalidSetting
+from memorylab.validation import check_columns, check_name
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -146,6 +148,8 @@ def compaction_costs_df(source: Source, *, model: str | None = None) -> pd.DataF
     """
     import pandas as pd
 
+    if model is not None:
+        check_name("model", model, what="model name or None")
     agent_files, _ = resolve(source)
     recorded = compactions_df(source)
     rows: list[dict[str, Any]] = []
@@ -340,6 +344,11 @@ def recorded_calls(files: AgentFiles | str | os.PathLike[str]) -> list[dict[str,
     of :func:`~memorylab.analysis.sources.resolve`'s)."""
     from memorylab.memory.store import MemoryStore
 
+    if not isinstance(files, AgentFiles | str | os.PathLike):
+        raise InvalidSetting(
+            "files must be an agent folder (a str or os.PathLike) or resolve()'s AgentFiles, "
+            f"not {type(files).__name__}"
+        )
     memory_md = files.memory_md if isinstance(files, AgentFiles) else Path(files) / "MEMORY.md"
     records = MemoryStore(memory_md).usage_records()
     return [r for r in records if isinstance(r, dict) and r.get("kind") == "model_call"]
@@ -397,6 +406,8 @@ def compaction_costs_table(frame: pd.DataFrame) -> pd.DataFrame:
     """A :func:`compaction_costs_df` frame to read (for a report or a view): human headings,
     counts as ``12,345``, costs as ``$0.000123`` (``–`` where unknown), times to the minute.
     The values are text."""
+    check_columns("frame", frame, (), made_by="compaction_costs_df")
+
     def dollars(value: Any) -> str:
         return f"${value:,.6f}" if value >= 0 else f"-${-value:,.6f}"
 

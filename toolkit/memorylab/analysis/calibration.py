@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +42,7 @@ from memorylab.analysis.frames import (
 from memorylab.compress.policy import Trigger, validate_threshold
 from memorylab.errors import InvalidSetting
 from memorylab.memory.records import UsageRecord
+from memorylab.validation import LARGEST_COUNT, check_columns
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -164,12 +165,17 @@ def _is_path(value: object) -> bool:
 
 
 def _agents(source: Any) -> list[_Agent]:
-    """The agents a source names with their records: paths (read through the store), an
-    Agent (its records in memory), or usage records (grouped by their ``agent``)."""
-    if _is_path(source) or (
-        isinstance(source, Sequence) and source and all(_is_path(s) for s in source)
+    """The agents a source names with their records: paths (read through the store; what a
+    path source is: :func:`~memorylab.analysis.sources.source_paths`), an Agent (its records in
+    memory), or usage records (grouped by their ``agent``)."""
+    from memorylab.analysis.sources import source_paths
+
+    if isinstance(source, str | os.PathLike | bytes) or (
+        isinstance(source, Collection)
+        and not isinstance(source, Mapping)
+        and any(_is_path(s) for s in source)
     ):
-        return _read_files(source)
+        return _read_files(source_paths(source))
     records = getattr(source, "usage_records", None)
     if isinstance(records, list) and isinstance(getattr(source, "agent_name", None), str):
         events = getattr(source, "compaction_events", [])
@@ -190,13 +196,14 @@ def _agents(source: Any) -> list[_Agent]:
                 data = dict(item)
             else:
                 raise InvalidSetting(
-                    f"calibration reads UsageRecords or their dicts, not {type(item).__name__}"
+                    "source must be usage records (UsageRecords or their dicts), or paths; an "
+                    f"item is {type(item).__name__}"
                 )
             grouped.setdefault(str(data.get("agent") or ""), []).append(data)
         return [_Agent(None, name, rows, []) for name, rows in grouped.items()]
     raise InvalidSetting(
-        "give a workspace, an agent folder or a memory file (or a list of them), an Agent, or "
-        f"its usage records; not {type(source).__name__}"
+        "source must be a workspace, an agent folder or a memory file (or a list of them), an "
+        f"Agent, or its usage records; not {type(source).__name__}"
     )
 
 
@@ -216,9 +223,13 @@ def _read_files(source: Source) -> list[_Agent]:
 
 
 def _count(value: Any) -> int | None:
+    """A record's count, ``None`` where it holds none: a count is a number no frame's int64
+    column overflows on (1e308 is no count of tokens)."""
     if value is None or isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return int(value) if math.isfinite(value) else None
+    if not math.isfinite(value) or abs(value) > LARGEST_COUNT:
+        return None
+    return int(value)
 
 
 def _sessions(usage: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
@@ -306,11 +317,7 @@ def calibration_summary(frame: pd.DataFrame) -> pd.DataFrame:
     percentile) over them, and the ``undercount_share``: the share whose billed input exceeded
     the estimate (drift above 0). NaN for a model with no reported call. Columns:
     :data:`CALIBRATION_SUMMARY_COLUMNS`, one row per model in order of appearance."""
-    missing = [c for c in ("model", "drift") if c not in frame.columns]
-    if missing:
-        raise InvalidSetting(
-            f"calibration_summary needs calibration_df's columns; {missing} missing"
-        )
+    check_columns("frame", frame, ("model", "drift"), made_by="calibration_df")
     rows = []
     for model, part in frame.groupby(frame["model"].astype(object), sort=False, dropna=False):
         drift = part["drift"].astype(float).dropna()
@@ -500,6 +507,7 @@ def compaction_timing_table(frame: pd.DataFrame) -> pd.DataFrame:
     """A :func:`compaction_timing_df` frame to read (a report's table, a view's): human
     headings, counts as ``12,345``, drift as ``+12.3%``, times to the minute, ``–`` where
     unknown. The values are text."""
+    check_columns("frame", frame, (), made_by="compaction_timing_df")
     return text_table(
         frame,
         _TIMING_HEADINGS,
@@ -515,6 +523,9 @@ def calibration_notes(calls: pd.DataFrame, timing: pd.DataFrame | None = None) -
     :func:`compaction_timing_df` one): per model, how often and how far the estimate missed the
     billed input; how many compactions fired late, on time or early against the billed count.
     What a report's section or a view's caption says in words."""
+    check_columns("calls", calls, ("model", "drift"), made_by="calibration_df")
+    if timing is not None:
+        check_columns("timing", timing, ("timing", "calls_late"), made_by="compaction_timing_df")
     lines = []
     if not len(calls):
         lines.append("No model call was recorded (usage.jsonl): nothing to compare.")

@@ -41,10 +41,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memorylab.analysis.frames import build_frame, columns, compactions_df, memory_df
+from memorylab.analysis.sources import source_paths
 from memorylab.errors import InvalidSetting
 from memorylab.memory.records import SUMMARY_PREFIX
 from memorylab.transcripts import FACT_CATEGORIES, Fact, Probe
-from memorylab.validation import check_int
+from memorylab.validation import check_columns, check_int
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -210,12 +211,19 @@ class _Lineage:
         )
 
 
+_FRAME_COLUMNS = (
+    "workspace", "agent", "file", "kind", "segment", "position", "role", "timestamp", "content",
+    "is_summary",
+)  # fmt: skip
+"""The columns of :func:`~memorylab.analysis.memory_df` a frame given as the source must hold."""
+
+
 def _read(source: Source | pd.DataFrame) -> list[_Lineage]:
     """Each agent's rows and compactions, in order."""
     import pandas as pd
 
     if isinstance(source, pd.DataFrame):  # memory_df's rows, read already
-        messages = source
+        messages = check_columns("source", source, _FRAME_COLUMNS, made_by="memory_df")
         folders = []
         for workspace, agent in (
             messages[["workspace", "agent"]].drop_duplicates().itertuples(index=False)
@@ -225,6 +233,7 @@ def _read(source: Source | pd.DataFrame) -> list[_Lineage]:
                 folders.append(folder)
         compactions = compactions_df(folders) if folders else None
     else:
+        source_paths(source, also="memory_df's frame")  # what to pass, in this caller's words
         messages = memory_df(source)
         compactions = compactions_df(source)
     lineages = []
@@ -407,6 +416,11 @@ def _given(facts: _FactSpec) -> list[_Tracked] | None:
         return [_of_probe(probe) for probe in answered] or None
     if isinstance(facts, str | Fact | Probe):
         facts = [facts]
+    if not isinstance(facts, Iterable) or isinstance(facts, bytes | Mapping):
+        raise InvalidSetting(
+            "facts= takes strings, (fact, category) pairs, Fact or Probe records (one or a list), "
+            f"a Transcript or a Case, or None to extract them; got {type(facts).__name__}"
+        )
     tracked: list[_Tracked] = []
     for number, item in enumerate(facts, 1):
         if isinstance(item, Fact):
@@ -575,12 +589,14 @@ def survival_by_generation(
     """
     import pandas as pd
 
-    keys = [by] if isinstance(by, str) else list(by)
-    missing = [c for c in [*keys, "since", "kept", "survived"] if c not in frame.columns]
-    if missing:
-        raise InvalidSetting(
-            f"survival_by_generation needs fact_survival_df's columns; {missing} missing"
-        )
+    if isinstance(by, str):
+        keys = [by]
+    elif isinstance(by, Sequence) and by and all(isinstance(key, str) for key in by):
+        keys = list(by)
+    else:
+        raise InvalidSetting(f"by must be a column name or a list of them, not {by!r}")
+    needed = [*keys, "since", "kept", "survived"]
+    check_columns("frame", frame, needed, made_by="fact_survival_df")
     followed = frame[frame["since"].notna()].copy()
     for key in keys:
         followed[key] = followed[key].astype(str)
@@ -709,6 +725,7 @@ def summary_provenance(
     import numpy as np
 
     top = check_int("top", top, minimum=1)
+    generation = check_int("generation", generation, minimum=1)
     lineage = _one(source, agent)
     gen = lineage.generation(generation)
     sentences = _summary_sentences(lineage.text(gen.summary)) if gen.summary is not None else []
@@ -762,6 +779,7 @@ def dropped_by(
     ``file``, ``position``, ``role``, ``timestamp`` of the first archived message holding it, or
     of the previous summary when no message does.
     """
+    generation = check_int("generation", generation, minimum=1)
     lineage = _one(source, agent)
     gen = lineage.generation(generation)
     summary = _body(lineage.text(gen.summary))

@@ -44,13 +44,13 @@ import itertools
 import logging
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from memorylab.errors import MemoryFormatError, PrerequisiteError, StoreError
+from memorylab.errors import InvalidSetting, MemoryFormatError, PrerequisiteError, StoreError
 from memorylab.memory import format as fmt
 from memorylab.memory.paths import MemoryPaths, agent_folders
 from memorylab.memory.permissions import warn_permissions
@@ -361,7 +361,15 @@ def _is_agent_folder(path: Path) -> bool:
 
 
 def _one(path: Path, notes: list[Note]) -> list[AgentFiles]:
-    if not path.exists():
+    try:
+        exists = path.exists()
+    except OSError as exc:  # a name too long, a path the system refuses to look up
+        shown = str(path) if len(str(path)) <= 200 else f"{str(path)[:200]}…"
+        raise StoreError(
+            f"{shown} cannot be looked up ({exc.strerror or exc}); give a MEMORY.md, an archive "
+            "file, an agent folder or a workspace (the folder that holds agents/)"
+        ) from exc
+    if not exists:
         raise StoreError(
             f"{path} does not exist; give a MEMORY.md, an archive file, an agent folder or a "
             "workspace (the folder that holds agents/)"
@@ -411,22 +419,11 @@ def resolve(source: Source) -> tuple[list[AgentFiles], list[Note]]:
     (:func:`~memorylab.memory.permissions.warn_permissions`: one logged warning per path, once
     per process for the same files and modes).
     """
-    items: Sequence[SourceLike]
-    if isinstance(source, str | os.PathLike):
-        items = [source]
-    elif isinstance(source, Sequence):
-        items = list(source)
-    else:
-        raise TypeError(
-            "source must be a path (str or os.PathLike) or a list of paths, not "
-            f"{type(source).__name__}"
-        )
+    items = source_paths(source)
     notes: list[Note] = []
     merged: dict[Path, AgentFiles] = {}
     roots: dict[Path, None] = {}
     for item in items:
-        if not isinstance(item, str | os.PathLike):
-            raise TypeError(f"every source must be a path, not {type(item).__name__}")
         root = Path(item).expanduser()
         roots[root] = None
         for found in _one(root, notes):
@@ -444,6 +441,34 @@ def resolve(source: Source) -> tuple[list[AgentFiles], list[Note]]:
         if not _is_bundled_sample(root):
             warn_permissions(root)
     return list(merged.values()), notes
+
+
+_WHAT_A_SOURCE_IS = (
+    "a path (a str or os.PathLike: a workspace, an agent folder, a MEMORY.md or an archive "
+    "file) or a list of paths"
+)
+
+
+def source_paths(source: object, label: str = "source", *, also: str = "") -> list[SourceLike]:
+    """The paths a source names, in order: the one rule of what a source is (a path, or a list
+    or tuple of paths), else :class:`~memorylab.errors.InvalidSetting` naming ``label`` (the
+    caller's parameter) and what to pass instead (``also``: what else the caller takes, such as
+    ``"memory_df's frame"``)."""
+    if isinstance(source, str | os.PathLike):
+        return [source]
+    what = f"{_WHAT_A_SOURCE_IS}{f', or {also}' if also else ''}"
+    if isinstance(source, bytes):  # a Sequence of ints
+        raise InvalidSetting(f"{label} must be {what}, not bytes: decode it (os.fsdecode({label}))")
+    if not isinstance(source, Sequence):
+        listable = isinstance(source, Iterable) and not isinstance(source, Mapping)
+        hint = f" (pass list({label}))" if listable else ""
+        raise InvalidSetting(f"{label} must be {what}, not {type(source).__name__}{hint}")
+    for index, item in enumerate(source):
+        if not isinstance(item, str | os.PathLike):
+            raise InvalidSetting(
+                f"{label}[{index}] must be a path (a str or os.PathLike), not {type(item).__name__}"
+            )
+    return list(source)
 
 
 def _is_bundled_sample(root: Path) -> bool:
@@ -741,6 +766,7 @@ __all__ = [
     "read_consistent",
     "read_segments",
     "resolve",
+    "source_paths",
     "summary_flags",
     "timeline",
 ]

@@ -178,6 +178,11 @@ def _resolve_scorers(scorers: ScorerSpec | Sequence[ScorerSpec]) -> list[Scorer]
 
 
 def _resolve_cases(cases: Case | Iterable[Case]) -> list[Case]:
+    if not isinstance(cases, Case | Iterable) or isinstance(cases, str | bytes | Mapping):
+        raise InvalidSetting(
+            f"cases must be a Case or a list of Cases (from cases_from_*), not "
+            f"{type(cases).__name__}"
+        )
     items = [cases] if isinstance(cases, Case) else list(cases)
     if not items:
         raise InvalidSetting("no cases to compare on")

@@ -20,6 +20,7 @@ read at every check, the summarizer's calls, tokens and cost.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -28,7 +29,12 @@ from typing import TYPE_CHECKING, Any
 
 from memorylab.compress.base import BaseSummarizer, Summary
 from memorylab.compress.baselines import CEILING, FLOOR
-from memorylab.compress.policy import DEFAULT_THRESHOLD, Threshold
+from memorylab.compress.policy import (
+    DEFAULT_THRESHOLD,
+    Threshold,
+    trigger_tokens,
+    validate_threshold,
+)
 from memorylab.compress.strategies import get_strategy
 from memorylab.compress.strategy import Strategy
 from memorylab.errors import InvalidSetting
@@ -37,6 +43,7 @@ from memorylab.evaluate.compare import (
     DEFAULT_SCORERS,
     ComparisonResult,
     ScorerSpec,
+    _resolve_cases,
     compare_summarizers,
 )
 from memorylab.results import TableResult
@@ -86,7 +93,8 @@ class StrategyMemory(BaseSummarizer):
 
         self.strategy = get_strategy(strategy)
         self.context_length = check_int("context_length", context_length, 1)
-        self.threshold = threshold
+        self.threshold = validate_threshold(threshold)
+        trigger_tokens(self.context_length, self.threshold)  # validates the pair
         self.summarizer = summarizer
         inner = get_summarizer(summarizer or "memorylab/extractive")
         self.local = inner.local
@@ -150,6 +158,15 @@ class StrategyComparison(TableResult):
     runs: pd.DataFrame
 
 
+_COMPARE_OPTIONS = tuple(
+    name
+    for name, parameter in inspect.signature(compare_summarizers).parameters.items()
+    if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+)
+"""The keywords :func:`compare_strategies` passes on to
+:func:`~memorylab.evaluate.compare_summarizers` (its ``options``)."""
+
+
 def compare_strategies(
     cases: Case | Iterable[Case],
     strategies: Sequence[Strategy | str] | Mapping[str, Strategy | str],
@@ -172,6 +189,20 @@ def compare_strategies(
     """
     import pandas as pd
 
+    unknown = [name for name in options if name not in _COMPARE_OPTIONS]
+    if unknown:
+        raise InvalidSetting(
+            f"compare_strategies() got an unexpected keyword argument {unknown[0]!r}; its "
+            f"options are compare_summarizers': {', '.join(_COMPARE_OPTIONS)}"
+        )
+    items = _resolve_cases(cases)  # once: an iterator of cases is read here, not twice
+    one = isinstance(strategies, str | Strategy)
+    if one or not isinstance(strategies, Iterable):
+        raise InvalidSetting(
+            "strategies must be a list of strategies (registered names or Strategy objects) or a "
+            f"{{label: strategy}} dict, not {strategies!r}"
+            + (f"; for one, pass [{strategies!r}]" if one else "")
+        )
     labelled = dict(strategies) if isinstance(strategies, Mapping) else {
         get_strategy(s).describe(): s for s in strategies
     }  # fmt: skip
@@ -190,8 +221,7 @@ def compare_strategies(
             "compare_strategies runs the strategies in this process (their runs' figures are "
             "read from it): leave executor out"
         )
-    result = compare_summarizers(cases, compared, scorers, **options)
-    items = [cases] if isinstance(cases, Case) else list(cases)
+    result = compare_summarizers(items, compared, scorers, **options)
     rows = []
     for case in items:
         key = _history_key(case.messages)

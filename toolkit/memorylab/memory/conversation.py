@@ -28,6 +28,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from dataclasses import fields as dataclass_fields
 from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
@@ -58,6 +59,7 @@ from memorylab.memory.reference import (
 )
 from memorylab.memory.retention import RetentionPolicy
 from memorylab.memory.store import CompactionResult, MemoryStore, Snapshot, agent_paths
+from memorylab.validation import check_int, check_number
 
 logger = logging.getLogger("memorylab")
 
@@ -129,6 +131,71 @@ class CompactionTicket:
     snapshot: Snapshot | None
     history_length: int
     taken: datetime
+
+
+# The fields of a compaction's record that compact() decides itself (its time, what it archived
+# and carried over, ...); a caller describes the compaction with the others.
+_COMPACTION_DECIDES = frozenset(
+    {"time", "agent", "archive", "summary_chars", "messages_archived", "carried_over", "kind"}
+)
+_RECORDED_COUNTS = frozenset({"tokens_before", "tokens_after", "summary_tokens", "context_length"})
+
+
+def _check_compact_arguments(
+    summary_role: str, ticket: object, kept: object, event_fields: Mapping[str, object]
+) -> None:
+    """:meth:`Conversation.compact`'s arguments, checked before anything is written: each wrong
+    one is an :class:`~memorylab.errors.InvalidSetting` naming it (a record field's value as the
+    record holds it: a count, a number, a text, a mapping)."""
+    try:
+        fmt.validate_role(summary_role)
+    except ValueError as exc:
+        raise InvalidSetting(f"summary_role={summary_role!r}: {exc}") from None
+    if ticket is not None and not isinstance(ticket, CompactionTicket):
+        raise InvalidSetting(
+            "ticket must be what begin_compaction() returned (a CompactionTicket) or None, not "
+            f"{type(ticket).__name__}"
+        )
+    if kept is not None and not callable(kept):
+        _check_kept(kept)
+    recorded = sorted({f.name for f in dataclass_fields(CompactionEvent)} - _COMPACTION_DECIDES)
+    for name, value in event_fields.items():
+        if name not in recorded:
+            itself = " (compact() records it itself)" if name in _COMPACTION_DECIDES else ""
+            raise InvalidSetting(
+                f"compact() got an unexpected keyword argument {name!r}{itself}; it takes "
+                f"summary, summary_role, ticket, kept and the record's {', '.join(recorded)}"
+            )
+        if name == "extra" and not isinstance(value, Mapping):
+            raise InvalidSetting(f"extra must be a dict, not {type(value).__name__}")
+        if value is None:
+            continue
+        if name in _RECORDED_COUNTS:
+            check_int(name, value, 0)
+        elif name == "threshold":
+            check_number(name, value, 0, strict=True)
+        elif name in ("latency_s", "cost_usd"):
+            check_number(name, value, 0, strict=False)
+        elif name in ("summarizer_model", "error") and not isinstance(value, str):
+            raise InvalidSetting(f"{name} must be a str or None, not {value!r}")
+        elif name == "strategy" and not isinstance(value, Mapping):
+            raise InvalidSetting(f"strategy must be a dict or None, not {type(value).__name__}")
+
+
+def _check_kept(kept: object, made_by: str = "kept") -> None:
+    """The entries a strategy keeps (``kept``, or what its function returned): history entries,
+    each a mapping with a ``role``."""
+    if not isinstance(kept, Sequence) or isinstance(kept, str | bytes):
+        raise InvalidSetting(
+            f"{made_by} must be a list of history entries (dicts with a role and a content), a "
+            f"function of the archive's name returning them, or None; not {type(kept).__name__}"
+        )
+    for index, entry in enumerate(kept):
+        if not isinstance(entry, Mapping) or "role" not in entry:
+            raise InvalidSetting(
+                f"{made_by}[{index}] must be a history entry (a dict with a role and a content), "
+                f"not {entry!r:.80}"
+            )
 
 
 class Conversation(ReferenceMethods):
@@ -637,8 +704,11 @@ class Conversation(ReferenceMethods):
         called with the name the store chose. With ``kept`` the summary may be ``None`` (the
         file is re-seeded with the kept blocks alone); without it, today's compaction: the
         summary alone. The archive always holds the whole old file.
+
+        A wrong argument (an unknown keyword, a record field of the wrong type) is an
+        :class:`~memorylab.errors.InvalidSetting` and nothing is written.
         """
-        fmt.validate_role(summary_role)
+        _check_compact_arguments(summary_role, ticket, kept, event_fields)
         content: str | None = None
         if summary is not None and str(summary).strip():
             text = str(summary)
@@ -669,7 +739,11 @@ class Conversation(ReferenceMethods):
                 """What follows the static context: the summary, then the kept entries."""
                 if kept is None:
                     return list(head)
-                chosen = kept(archive) if callable(kept) else kept
+                if callable(kept):
+                    chosen = kept(archive)
+                    _check_kept(chosen, "what kept() returned")
+                else:
+                    chosen = kept
                 return [*head, *(dict(e) for e in chosen)]
 
             base: dict[str, Any] = {
