@@ -8,6 +8,7 @@ Layout of one agent (``<workspace>/agents/<agent_name>/``)::
     usage.jsonl               one JSON line per model call of the Agent (counts only)
     .MEMORY.md.lock           cross-process lock (a sidecar: it survives MEMORY.md being replaced)
     .MEMORY.md.intent.json    present only while a compaction is in flight (its journal)
+    .MEMORY.md.deletion.json  present only while a deletion is in flight (its journal)
 
 Appends: under the agent lock (a per-process ``threading.RLock`` plus ``flock`` on the sidecar),
 one ``os.write`` of the whole block to an ``O_APPEND`` descriptor kept open; ``durable=True`` adds
@@ -55,6 +56,17 @@ An edit of the history (a ``Conversation``'s ``update``, ``delete`` or ``clear``
 (:meth:`MemoryStore.rewrite`): the whole old file is the archive and the new MEMORY.md holds the
 edited blocks instead of a summary, so what an edit removes is archived, never destroyed.
 
+Deletion (retention, purge, :meth:`MemoryStore.delete_archives`; forget and purge of a whole
+agent, :meth:`MemoryStore.remove`), under the lock, is journalled the same way: its journal
+(``.MEMORY.md.deletion.json``: which archives and what to record of each, or "remove this
+memory"; temp file, fsync, rename) is written before its first unlink and removed after its
+last step: the archives unlinked, each deletion recorded, their rows deleted from the recall
+index (securely: ``archive/.recall.sqlite``), or every file of the memory removed, the lock
+file last. A crash before the journal deletes nothing; a crash after it is finished by
+recovery when the memory is next opened (:meth:`MemoryStore._recover_deletion`): no archive
+meant to go, and none of its text in the index or in SQLite's journal of a killed
+transaction, is left.
+
 Everything a compaction will write is checked before its first write (the summary encodes as
 UTF-8, ``compactions.jsonl`` and ``archive/`` are of the right kind); after the commit point
 nothing fails the call: a record that cannot be written is logged and written by recovery.
@@ -65,7 +77,8 @@ lock as one write of one line to an ``O_APPEND`` descriptor, on a line of its ow
 torn last line (a crash while it was written), then fsync'd; a new file is created 0o600. A
 reader skips a line that is not a JSON object (a torn one) and notes it (logged once per
 process, and in ``problems`` when asked).
-Recovery runs under the lock in :meth:`MemoryStore.ensure` and before every compaction.
+Recovery runs under the lock in :meth:`MemoryStore.ensure`, in :meth:`MemoryStore.for_agent`
+when a journal is there, and before every compaction and deletion.
 Folders are created 0o700 and files 0o600. Agent names must be one safe path component; every
 file is opened without following symlinks and refused unless it is a regular file, and the
 agent folder is checked to be a real folder inside the workspace at every compound operation
@@ -204,11 +217,30 @@ class MemoryStore:
         **options: Any,
     ) -> MemoryStore:
         paths = agent_paths(agent_name, workspace_dir)
-        return cls(paths.memory_md, agent_root=paths.folder.parent, **options)
+        store = cls(paths.memory_md, agent_root=paths.folder.parent, **options)
+        store.recover_if_interrupted()
+        return store
 
     @property
     def path(self) -> Path:
         return self.paths.memory_md
+
+    def recover_if_interrupted(self) -> None:
+        """Finish (or roll back) a compaction or a deletion that a crash interrupted, under the
+        lock, when one did: decided from their journals (``.MEMORY.md.intent.json``,
+        :func:`deletion_journal`), two ``lstat`` calls when there is none. Opening an agent
+        runs it (:meth:`for_agent`; a ``Conversation`` through :meth:`ensure`), so a deletion
+        killed half way is finished before anything reads the memory: no archive meant to go,
+        and none of its text in the recall index, is left."""
+        if not any(os.path.lexists(p) for p in (self.paths.intent, deletion_journal(self.paths))):
+            return
+        try:
+            with self.locked():
+                self._recover()
+        except OSError as exc:
+            raise store_error(exc, self.path, "recover") from exc
+        if self._lock is not None and self._lock.is_stale():
+            self._lock = None  # a removal was finished: the next use makes a new lock
 
     def __repr__(self) -> str:
         return f"MemoryStore({str(self.path)!r}, durable={self.durable})"
@@ -267,29 +299,45 @@ class MemoryStore:
 
     def ensure(self, conversation_name: str, created: datetime) -> bool:
         """Create MEMORY.md with a fresh header if it does not exist (or is empty); finish or
-        roll back a compaction a crash interrupted. Returns True if the header was written now."""
+        roll back a compaction or a deletion a crash interrupted (:meth:`_recover`). Returns
+        True if the header was written now."""
         self._conversation_name = conversation_name
         try:
-            self._prepare_folders()  # the folder may have been removed since the last call
-            if self._lock is not None and self._lock.is_stale():
-                self._lock = None  # deleted (forget): the re-created memory gets a new lock
-            with self.locked():
-                self._held_lock().check()
-                self._recover()
-                try:
-                    info = os.lstat(self.path)
-                except FileNotFoundError:
-                    info = None
-                if info is not None and not stat.S_ISREG(info.st_mode):
-                    raise UnsafePath(
-                        f"{self.path} is not a regular file (a symlink, folder or FIFO?): move "
-                        "it aside; memorylab never writes through one"
-                    )
-                if info is None or info.st_size == 0:
-                    return self._write_header(info, conversation_name, created)
-                return False
+            for _ in range(3):
+                written = self._ensure_once(conversation_name, created)
+                if written is not None:
+                    return written
         except OSError as exc:
             raise store_error(exc, self.path, "prepare") from exc
+        raise StoreError(
+            f"{self.path} was removed again and again while it was being opened (memorylab "
+            "forget or purge in another process?); open it again once they are done"
+        )
+
+    def _ensure_once(self, conversation_name: str, created: datetime) -> bool | None:
+        """:meth:`ensure` once; ``None`` when its recovery finished a removal that a crash had
+        interrupted (forget, purge): the memory and its lock file are gone, so it starts again
+        with a new lock, the folder made again and a fresh MEMORY.md."""
+        self._prepare_folders()  # the folder may have been removed since the last call
+        if self._lock is not None and self._lock.is_stale():
+            self._lock = None  # deleted (forget): the re-created memory gets a new lock
+        with self.locked():
+            self._held_lock().check()
+            self._recover()
+            if self._held_lock().is_stale():
+                return None
+            try:
+                info = os.lstat(self.path)
+            except FileNotFoundError:
+                info = None
+            if info is not None and not stat.S_ISREG(info.st_mode):
+                raise UnsafePath(
+                    f"{self.path} is not a regular file (a symlink, folder or FIFO?): move "
+                    "it aside; memorylab never writes through one"
+                )
+            if info is None or info.st_size == 0:
+                return self._write_header(info, conversation_name, created)
+            return False
 
     def _write_header(
         self, info: os.stat_result | None, conversation_name: str, created: datetime
@@ -821,8 +869,47 @@ class MemoryStore:
     def _recover(self) -> None:
         """Finish or roll back a compaction that a crash interrupted, and cut a torn block off
         the end of MEMORY.md (:meth:`_close_torn_tail`); the caller holds the lock."""
+        self._recover_deletion()
         self._recover_compaction()
         self._close_torn_tail()
+
+    def _recover_deletion(self) -> None:
+        """Finish a deletion that a crash interrupted, from its journal
+        (:func:`deletion_journal`, written before the deletion's first unlink), the lock held:
+        an archive deletion (:meth:`delete_archives`, retention, purge) is carried out again
+        for the archives it names (:meth:`_finish_deletion`: what is left unlinked, each
+        deletion recorded once, their rows deleted from the recall index, securely, after
+        SQLite rolls back the hot journal a killed transaction left), a removal
+        (:meth:`remove`: forget, purge) is done again (the lock file goes with it: this
+        process's lock and every other process's that still holds it are stale, so none of
+        them writes into the removed memory). Decided from the journal alone: no journal,
+        nothing is read. A journal that is not one memorylab writes (a hand edit) is logged
+        and removed."""
+        journal_path = deletion_journal(self.paths)
+        if self.paths.folder.is_dir():  # a journal's temp file: the deletion never began
+            for leftover in self.paths.folder.glob(f".{journal_path.name}.tmp-*"):
+                with contextlib.suppress(FileNotFoundError):
+                    leftover.unlink()
+        try:
+            journal = json.loads(read_bytes(journal_path))
+        except FileNotFoundError:
+            return
+        except ValueError:
+            journal = None
+        if isinstance(journal, dict) and journal.get("remove") is True:
+            logger.warning("memorylab: %s: finishing a removal (forget, purge) that a crash "
+                           "interrupted", self.paths.folder)  # fmt: skip
+            self.remove(whole_folder=bool(journal.get("whole_folder")))
+            return
+        if not isinstance(journal, dict) or not isinstance(journal.get("archives"), list):
+            logger.warning("memorylab: %s is not a deletion journal memorylab writes; removed",
+                           journal_path)  # fmt: skip
+            os.unlink(journal_path)
+            return
+        _, failed = self._finish_deletion(journal, recovering=True)
+        for problem in failed:
+            logger.warning("memorylab: %s: an interrupted deletion could not delete %s",
+                           self.paths.folder, problem)  # fmt: skip
 
     def _recover_compaction(self) -> None:
         # Temp files only exist while someone holds the lock, so any found now are leftovers.
@@ -891,42 +978,117 @@ class MemoryStore:
         self,
         names: Iterable[str],
         *,
-        reason: str,
+        reason: str | Mapping[str, str],
         kind: str = "retention",
         now: datetime | None = None,
         agent: str | None = None,
     ) -> list[str]:
         """Delete the named archives for good and record each deletion in ``compactions.jsonl``
         (``kind``, ``archive``, ``time``, ``reason``, ``agent``: never content), under the lock.
+        ``reason``: why, one text for all, or each archive's own (a mapping by name).
 
         Only archive names (``history_<ts>[_n].md``) are accepted; archives already gone are
-        skipped. Returns the names deleted. The record is written after the unlink, so it
-        states a fact (a crash in between leaves a deletion without its record).
+        skipped. Returns the names deleted. In this order, journalled as a compaction is
+        (:meth:`_finish_deletion`): the deletion's journal (``.MEMORY.md.deletion.json``: the
+        archives and what to record of each; private, fsync'd) is written before the first
+        unlink; the archives are unlinked, their deletions recorded, their rows deleted from
+        the recall index (securely), and the journal removed last. A crash after the journal is
+        written is finished when the memory is next opened (:meth:`_recover_deletion`): no
+        archive meant to go stays, nor its text in the index or its journal; a crash before
+        it deletes nothing. An archive that cannot be unlinked (permissions) is
+        ``StoreError``, after the others are deleted.
         """
         wanted = list(dict.fromkeys(names))
         for name in wanted:
             if fmt.parse_archive_name(name) is None:
                 raise InvalidSetting(f"{name!r} is not an archive name (history_<time>.md)")
+        why = {name: reason if isinstance(reason, str) else reason.get(name) for name in wanted}
+        missing = [name for name, text in why.items() if not isinstance(text, str)]
+        if missing:
+            raise InvalidSetting(
+                f"reason names no reason for {', '.join(missing[:3])}: give one text for all "
+                "the archives, or a mapping from each archive's name to its reason"
+            )
         when = (now or datetime.now(UTC)).isoformat(timespec="microseconds")
-        deleted: list[str] = []
         with self.locked():
             self._recover()  # an interrupted compaction is settled before anything goes
-            for name in wanted:
-                try:
-                    os.unlink(self.paths.archive_dir / name)
-                except FileNotFoundError:
-                    continue
-                except OSError as exc:
-                    raise StoreError(f"cannot delete archive {name}: {exc.strerror}") from exc
-                deleted.append(name)
-            if deleted:
-                fsync_dir(self.paths.archive_dir)
-            for name in deleted:
-                record = {"kind": kind, "time": when, "archive": name, "reason": reason}
-                self.append_record({**record, "agent": agent})
-            # Their messages leave the recall index too, securely (or the index goes).
-            _recall_index.drop_archives(self.paths, deleted, timeout=self.lock_timeout)
+            present = [name for name in wanted if os.path.lexists(self.paths.archive_dir / name)]
+            if not present:
+                return []
+            journal = {
+                "kind": kind,
+                "time": when,
+                "agent": agent,
+                "archives": [{"archive": name, "reason": why[name]} for name in present],
+            }
+            atomic_replace(deletion_journal(self.paths), json.dumps(journal).encode())
+            deleted, failed = self._finish_deletion(journal, recovering=False)
+        if failed:
+            raise StoreError(
+                f"cannot delete archive {'; '.join(failed[:3])} (the others were deleted): "
+                "check who owns it and its mode, then delete it again"
+            )
         return deleted
+
+    def _finish_deletion(
+        self, journal: Mapping[str, Any], *, recovering: bool
+    ) -> tuple[list[str], list[str]]:
+        """Carry out the deletion of archives ``journal`` describes (written by
+        :meth:`delete_archives`), the lock held: unlink each archive still there, record each
+        one gone (those recorded already aside, when ``recovering``), delete their rows from
+        the recall index (:func:`memorylab.memory._recall_index.drop_archives`: securely, a
+        hot journal SQLite left rolled back first, or the index file deleted), then remove the
+        journal. Returns the names unlinked now and ``"<name>: <why>"`` of each that could not
+        be (it stays, and so does its row: the index follows the archives).
+
+        A ``StoreError`` from the index (neither updated nor deleted) leaves the journal: the
+        next opening tries again."""
+        entries = [
+            entry
+            for entry in journal.get("archives") or ()
+            if isinstance(entry, Mapping)
+            and isinstance(entry.get("archive"), str)
+            and fmt.parse_archive_name(entry["archive"]) is not None  # never another file
+        ]
+        deleted: list[str] = []
+        failed: list[str] = []
+        for entry in entries:
+            try:
+                os.unlink(self.paths.archive_dir / entry["archive"])
+            except FileNotFoundError:
+                continue  # unlinked before a crash (or by hand)
+            except OSError as exc:
+                failed.append(f"{entry['archive']}: {exc.strerror or exc}")
+                continue
+            deleted.append(entry["archive"])
+        if deleted:
+            fsync_dir(self.paths.archive_dir)
+        gone = [
+            entry
+            for entry in entries
+            if not os.path.lexists(self.paths.archive_dir / entry["archive"])
+        ]
+        kind, when = str(journal.get("kind") or "retention"), journal.get("time")
+        recorded: set[str] = set()
+        if recovering:  # a crash may have come after some of the records
+            recorded = {
+                str(r.get("archive"))
+                for r in self.records()
+                if r.get("kind") == kind and r.get("time") == when
+            }
+        for entry in gone:
+            if entry["archive"] not in recorded:
+                record = {"kind": kind, "time": when, "archive": entry["archive"]}
+                self.append_record(
+                    {**record, "reason": entry.get("reason"), "agent": journal.get("agent")}
+                )
+        # Their messages leave the recall index too, securely (or the index goes).
+        _recall_index.drop_archives(
+            self.paths, [entry["archive"] for entry in gone], timeout=self.lock_timeout
+        )
+        os.unlink(deletion_journal(self.paths))
+        fsync_dir(self.paths.folder)
+        return deleted, failed
 
     def apply_retention(
         self,
@@ -935,16 +1097,21 @@ class MemoryStore:
         now: datetime | None = None,
         agent: str | None = None,
     ) -> list[str]:
-        """Delete (and record) the archives ``policy`` does not keep at ``now``; their names."""
+        """Delete (and record) the archives ``policy`` does not keep at ``now``; their names.
+        One deletion (:meth:`delete_archives`): a crash in the middle of it is finished at the
+        next opening, every archive the policy named gone."""
         when = now or datetime.now(UTC)
-        deleted: list[str] = []
         with self.locked():
             self._recover()
-            for doomed in policy.select([p.name for p in self.archives_oldest_first()], when):
-                deleted += self.delete_archives(
-                    [doomed.name], reason=doomed.reason, now=when, agent=agent
-                )
-        return deleted
+            doomed = policy.select([p.name for p in self.archives_oldest_first()], when)
+            if not doomed:
+                return []
+            return self.delete_archives(
+                [d.name for d in doomed],
+                reason={d.name: d.reason for d in doomed},
+                now=when,
+                agent=agent,
+            )
 
     def forget(self, *, whole_folder: bool | None = None) -> list[tuple[str, int]]:
         """Deprecated (0.1's name): :meth:`remove`."""
@@ -979,16 +1146,21 @@ class MemoryStore:
             held = self._held_lock()
             held.close_append()
             before = _forget_inventory(paths, whole)
+            journal = deletion_journal(paths)
+            # Journalled first: a crash from here on is finished at the next opening (the
+            # removal done again, :meth:`_recover_deletion`), the journal removed last.
+            atomic_replace(journal, json.dumps({"remove": True, "whole_folder": whole}).encode())
             problems: list[str] = []
             targets = [paths.memory_md]
             targets += _forget_archive_targets(paths, whole)
             targets += [paths.compactions, paths.usage, paths.intent]
             targets += [*folder.glob(f".{paths.memory_md.name}.tmp-*")]
             targets += [*folder.glob(f"..{paths.memory_md.name}.intent.json.tmp-*")]
+            targets += [*folder.glob(f".{journal.name}.tmp-*")]
             targets += [*folder.glob(f"{paths.memory_md.name}.torn-*")]  # recovery's
             if whole:
-                targets += sorted(p for p in folder.iterdir() if p != paths.lock)
-            for target in [*targets, paths.lock]:
+                targets += sorted(p for p in folder.iterdir() if p not in (paths.lock, journal))
+            for target in [*targets, paths.lock, journal]:
                 _forget_remove(target, problems)
             if not whole:
                 with contextlib.suppress(OSError):  # only if empty: it may hold other files
@@ -1208,6 +1380,13 @@ def _continues_of(data: bytes) -> str | None:
     return None
 
 
+def deletion_journal(paths: MemoryPaths) -> Path:
+    """The journal of a deletion in flight (``.MEMORY.md.deletion.json`` beside MEMORY.md):
+    written before its first unlink, removed after its last step, read by recovery
+    (:meth:`MemoryStore._recover_deletion`)."""
+    return paths.folder / f".{paths.memory_md.name}.deletion.json"
+
+
 def _forget_archive_targets(paths: MemoryPaths, whole: bool) -> list[Path]:
     archive_dir = paths.archive_dir
     if not archive_dir.is_dir() or archive_dir.is_symlink():
@@ -1237,6 +1416,7 @@ def _forget_inventory(paths: MemoryPaths, whole: bool) -> list[tuple[str, int]]:
     own = [paths.memory_md, paths.compactions, paths.usage, paths.intent, paths.lock]
     own += [*folder.glob(f".{paths.memory_md.name}.tmp-*")]
     own += [*folder.glob(f"..{paths.memory_md.name}.intent.json.tmp-*")]
+    own += [deletion_journal(paths), *folder.glob(f".{deletion_journal(paths).name}.tmp-*")]
     own += [*folder.glob(f"{paths.memory_md.name}.torn-*")]
     own += [p for p in _forget_archive_targets(paths, False) if p != paths.archive_dir]
     for path in own:

@@ -337,13 +337,15 @@ def purge(
             store = MemoryStore(
                 paths.memory_md, agent_root=paths.folder.parent, lock_timeout=lock_timeout
             )
-            gone = set()
-            for deletion in doomed:
-                gone.update(
-                    store.delete_archives(
-                        [deletion.name], reason=deletion.reason, kind="purge", agent=agent
-                    )
+            # One deletion of them all: a crash in the middle is finished at the next opening.
+            gone = set(
+                store.delete_archives(
+                    [d.name for d in doomed],
+                    reason={d.name: d.reason for d in doomed},
+                    kind="purge",
+                    agent=agent,
                 )
+            )
             doomed = [d for d in doomed if d.name in gone]
         items += [
             PurgeItem(agent, "archive", paths.archive_dir / d.name, d.created, d.reason)
