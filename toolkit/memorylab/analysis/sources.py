@@ -489,7 +489,8 @@ def files_of(files: AgentFiles, notes: list[Note]) -> list[tuple[Path, str]]:
     file."""
     pending = None
     paths = MemoryPaths(files.memory_md)
-    edits: set[str] = set()
+    # an edit's archive says so in its name; older ones are named by their records (rule 5)
+    edits = edit_archives((), [path.name for path in files.archives])
     if paths.intent.exists():
         with contextlib.suppress(OSError):
             pending = MemoryStore(files.memory_md).pending_archive()  # reads, never writes

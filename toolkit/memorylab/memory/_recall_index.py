@@ -156,21 +156,27 @@ def _archives_on_disk(paths: MemoryPaths, skip: Collection[str]) -> dict[str, tu
 
 
 def _edit_archives_of(paths: MemoryPaths) -> set[str]:
-    """The archives ``compactions.jsonl`` records an edit made
-    (:func:`memorylab.memory.records.edit_archives`, the loaders' rule): recall leaves them
-    out (an archive recorded as an edit's later, after a crash, leaves the index at the next
-    update)."""
+    """The archives an edit made (:func:`memorylab.memory.records.edit_archives`, the loaders'
+    rule): recall leaves them out. Each archive's own word first (an edit's name ends
+    ``_edit.md``), so a ``compactions.jsonl`` lost or cut makes none of them recalled; then,
+    for the archives edits wrote before their names said so, the records of kind ``"edit"``
+    (one recorded as an edit's later, after a crash, leaves the index at the next update).
+    A line that does not read (cut off, a hand edit nested past reading) names none."""
+    try:
+        names = os.listdir(paths.archive_dir)
+    except (FileNotFoundError, NotADirectoryError):
+        names = []
     try:
         data = read_bytes(paths.compactions)
     except (FileNotFoundError, NotADirectoryError, UnsafePath):
-        return set()
+        data = b""
     records = []
     for line in data.splitlines():
         if b'"edit"' not in line:  # most lines are compactions: parsed only when they may not be
             continue
-        with contextlib.suppress(ValueError):
+        with contextlib.suppress(ValueError, RecursionError):
             records.append(json.loads(line))
-    return edit_archives(records)
+    return edit_archives(records, names)
 
 
 @functools.lru_cache(maxsize=1 << 16)

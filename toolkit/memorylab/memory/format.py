@@ -39,7 +39,7 @@ from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal, overload
 
 from memorylab.errors import MemoryFormatError
-from memorylab.memory.records import SUMMARY_PREFIX, MemoryDocument, Message
+from memorylab.memory.records import EDIT_ARCHIVE_SUFFIX, SUMMARY_PREFIX, MemoryDocument, Message
 from memorylab.results import FormerPair, Result
 
 FORMAT_VERSION = 1
@@ -1314,29 +1314,39 @@ def _head(text: str) -> tuple[_Split, int, _Header, _Problems]:
 
 
 # ---------------------------------------------------------------------------------------------
-# Archive names: archive/history_<YYYY-MM-DD_HH-MM-SS>[_<n>].md
+# Archive names: archive/history_<YYYY-MM-DD_HH-MM-SS>[Z][_<n>][_edit].md
 
-_ARCHIVE_RE = re.compile(r"history_(\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2})(Z?)(?:_(\d+))?\.md\Z")
+_ARCHIVE_RE = re.compile(
+    r"history_(\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2})(Z?)(?:_(\d+))?(?:_edit)?\.md\Z"
+)
 ARCHIVE_TIME_FORMAT = "%Y-%m-%d_%H-%M-%S"
 
 
-def archive_name(when: datetime, attempt: int = 1) -> str:
+def archive_name(when: datetime, attempt: int = 1, *, edit: bool = False) -> str:
     """memorylab's archive file name for a compaction at ``when``:
-    ``history_<YYYY-MM-DD_HH-MM-SS>Z[_<n>].md``, in UTC (a naive ``when`` is taken as UTC).
+    ``history_<YYYY-MM-DD_HH-MM-SS>Z[_<n>].md``, in UTC (a naive ``when`` is taken as UTC);
+    for an edit of the history (``edit=True``) it ends ``_edit.md``
+    (:data:`~memorylab.memory.records.EDIT_ARCHIVE_SUFFIX`): the archive says itself that its
+    messages were edited away (:func:`~memorylab.memory.records.edit_archives`).
 
     The ``Z`` keeps it apart from the reference framework's names (local time, no ``Z``), which
     that framework opens for writing without checking: a name it can never choose is a name it
     can never overwrite. ``attempt`` > 1 adds a suffix so a taken name is never reused.
+
+    >>> archive_name(datetime(2026, 5, 1, 10, tzinfo=UTC), 2, edit=True)
+    'history_2026-05-01_10-00-00Z_2_edit.md'
     """
     utc = when if when.tzinfo is None else when.astimezone(UTC).replace(tzinfo=None)
     base = f"history_{utc.strftime(ARCHIVE_TIME_FORMAT)}Z"
-    return f"{base}.md" if attempt <= 1 else f"{base}_{attempt}.md"
+    if attempt > 1:
+        base = f"{base}_{attempt}"
+    return base + (EDIT_ARCHIVE_SUFFIX if edit else ".md")
 
 
 def parse_archive_name(name: str) -> tuple[datetime, int] | None:
-    """``(time, attempt)`` of an archive file name (memorylab's or the reference's), or
-    ``None`` if it is not one. The time is as written: UTC in memorylab's names, the writer's
-    local time in the reference's."""
+    """``(time, attempt)`` of an archive file name (memorylab's, an edit's among them, or the
+    reference's), or ``None`` if it is not one. The time is as written: UTC in memorylab's
+    names, the writer's local time in the reference's."""
     match = _ARCHIVE_RE.match(name)
     if match is None:
         return None

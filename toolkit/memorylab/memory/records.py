@@ -309,12 +309,36 @@ class UsageRecord:
         return cls(time=time, **values)
 
 
-def edit_archives(records: Iterable[Mapping[str, object]]) -> set[str]:
-    """The archive names that ``compactions.jsonl``'s records say an edit of the history made
-    (``Conversation.update``, ``delete``, ``clear``: kind ``"edit"``): the file as it was
-    before the edit, kept for recovery. The loaders read no message from it (what it holds is
-    in the edited file, changed or removed on purpose) and recall indexes none."""
-    return {
+EDIT_ARCHIVE_SUFFIX = "_edit.md"
+"""How the name of an archive an edit of the history made ends: memorylab names it
+``history_<UTC time>Z[_<n>]_edit.md`` (:func:`memorylab.memory.format.archive_name`), so the
+archive itself says what it is, whatever becomes of ``compactions.jsonl``."""
+
+
+def is_edit_archive(name: str) -> bool:
+    """Whether an archive's name says an edit made it (:data:`EDIT_ARCHIVE_SUFFIX`).
+
+    >>> [is_edit_archive(f"history_2026-05-01_10-00-00Z{end}") for end in ("_edit.md", ".md")]
+    [True, False]
+    """
+    return name.endswith(EDIT_ARCHIVE_SUFFIX)
+
+
+def edit_archives(records: Iterable[Mapping[str, object]], names: Iterable[str] = ()) -> set[str]:
+    """The archives an edit of the history made (``Conversation.update``, ``delete``,
+    ``clear``): the file as it was before the edit, kept for recovery. The loaders read no
+    message from them (what they hold is in the edited file, changed or removed on purpose)
+    and recall indexes none.
+
+    The archive's own word first: each of ``names`` (the archives there are) whose name says so
+    (:func:`is_edit_archive`); a ``compactions.jsonl`` that was lost or cut cannot make one
+    read. Then, for the archives edits wrote before their names said so, the ``records`` of
+    kind ``"edit"``: the names they give.
+
+    >>> edit_archives([], ["history_2026-05-01_10-00-00Z_edit.md", "history_2026-05-01.md"])
+    {'history_2026-05-01_10-00-00Z_edit.md'}
+    """
+    return {name for name in names if is_edit_archive(name)} | {
         str(record["archive"])
         for record in records
         if isinstance(record, Mapping) and record.get("kind") == "edit" and record.get("archive")
@@ -324,6 +348,7 @@ def edit_archives(records: Iterable[Mapping[str, object]]) -> set[str]:
 __all__ = [
     "ArchiveRef",
     "CompactionEvent",
+    "EDIT_ARCHIVE_SUFFIX",
     "EntryKind",
     "MemoryDocument",
     "Message",
@@ -334,5 +359,6 @@ __all__ = [
     "edit_archives",
     "entry_kind",
     "html_view",
+    "is_edit_archive",
     "is_tool_result",
 ]

@@ -129,7 +129,7 @@ from memorylab.memory._fsutil import (
 )
 from memorylab.memory._locking import AgentLock, Mark, drop_lock, lock_for
 from memorylab.memory.paths import MemoryPaths, agent_folders, agent_paths, validate_agent_name
-from memorylab.memory.records import MemoryDocument, Message
+from memorylab.memory.records import MemoryDocument, Message, is_edit_archive
 from memorylab.memory.retention import RetentionPolicy
 
 logger = logging.getLogger("memorylab")
@@ -156,6 +156,7 @@ __all__ = [
     "Snapshot",
     "agent_paths",
     "committed_record",
+    "deletion_journal",
     "read_generation",
     "read_header",
     "read_memory",
@@ -711,8 +712,9 @@ class MemoryStore:
                     ) from None
                 try:
                     return self._compact_locked(
-                        snapshot, body, conversation_name, now, record, current_fd
-                    )
+                        snapshot, body, conversation_name, now, record, current_fd,
+                        edit=action == "edit",
+                    )  # fmt: skip
                 finally:
                     os.close(current_fd)
         except OSError as exc:
@@ -726,6 +728,8 @@ class MemoryStore:
         now: datetime,
         record: Callable[[CompactionResult], dict[str, Any]] | None,
         current_fd: int,
+        *,
+        edit: bool = False,
     ) -> CompactionResult:
         current = read_fd(current_fd)
         if not current.startswith(snapshot.data) or not snapshot.data:
@@ -742,7 +746,7 @@ class MemoryStore:
         name: str | None = None
         if archived_doc.messages:
             safe_mkdir(self.paths.archive_dir, parents_ok=False)
-            name = self._free_archive_name(now)
+            name = self._free_archive_name(now, edit=edit)  # an edit's says so in its name
         result = CompactionResult(name, len(archived_doc.messages), len(carried_doc.messages),
                                   tail.decode())  # fmt: skip
         body = render(name) if callable(render) else render
@@ -845,23 +849,27 @@ class MemoryStore:
             os.close(old_fd)
             lock.late = None
 
-    def _free_archive_name(self, now: datetime) -> str:
-        # Never a name in use, nor one an earlier, since deleted archive had: lineage lines and
-        # records keep naming that one.
+    def _free_archive_name(self, now: datetime, *, edit: bool = False) -> str:
+        """The archive's name (:func:`memorylab.memory.format.archive_name`; an edit's ends
+        ``_edit.md``). Never a name in use, nor one an earlier, since deleted archive had:
+        lineage lines and records keep naming that one; an edit's and a compaction's name never
+        share their time and number (one archive each)."""
         taken = {p.name for p in self.paths.archive_dir.iterdir()}
         taken |= {str(r["archive"]) for r in self.records() if r.get("archive")}
+        keys = {fmt.parse_archive_name(name) for name in taken}
         attempt = 1
-        while fmt.archive_name(now, attempt) in taken:
+        while fmt.parse_archive_name(fmt.archive_name(now, attempt)) in keys:
             attempt += 1
-        return fmt.archive_name(now, attempt)
+        return fmt.archive_name(now, attempt, edit=edit)
 
     def _write_archive(self, data: bytes, now: datetime, name: str) -> str:
         """Write ``data`` as ``archive/name``, or under the next free name when another writer
-        took it meanwhile; returns the name used."""
+        took it meanwhile (an edit's still marked so); returns the name used."""
         attempt = fmt.parse_archive_name(name)[1]  # type: ignore[index]
+        edit = is_edit_archive(name)
         while not create_new_file(self.paths.archive_dir / name, data):
             attempt += 1
-            name = fmt.archive_name(now, attempt)
+            name = fmt.archive_name(now, attempt, edit=edit)
         return name
 
     # -- recovery -----------------------------------------------------------------------------

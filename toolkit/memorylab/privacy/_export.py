@@ -266,7 +266,8 @@ def load_export(
             f"{source}: a segment of the export is not readable ({exc}); export the agent again"
         ) from None
     records = doc.get("records")
-    edits = edit_archives(records if isinstance(records, list) else [])
+    names = [Path(str(seg.get("file", ""))).name for seg in doc["segments"]]
+    edits = edit_archives(records if isinstance(records, list) else [], names)
     return documents_df(documents, model=model, naive_tz=naive_tz, edits=edits)
 
 
