@@ -10,18 +10,26 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TypeVar
 
 from memorylab.errors import InvalidSetting
 
-__all__ = ["LARGEST_COUNT", "check_columns", "check_int", "check_name", "check_number"]
+__all__ = [
+    "LARGEST_COUNT",
+    "check_columns",
+    "check_int",
+    "check_list",
+    "check_name",
+    "check_number",
+]
 
 LARGEST_COUNT = 2**63 - 1
 """The largest count :func:`check_int` accepts by default: the largest a frame's or an array's
 integer column holds (int64); a larger one could only overflow there."""
 
 _Frame = TypeVar("_Frame")
+_Item = TypeVar("_Item")
 
 
 def check_int(label: str, value: object, minimum: int, maximum: int = LARGEST_COUNT) -> int:
@@ -56,6 +64,23 @@ def check_number(
         bound = f"{'>' if strict else '>='} {minimum:g}"
         raise InvalidSetting(f"{label} must be {kind} {bound}, not {value!r}")
     return number
+
+
+def check_list(label: str, value: Iterable[_Item], *, of: str) -> list[_Item]:
+    """``value`` as a list if it is a collection of settings (a list, a tuple, a range, any
+    iterable but a text or a mapping), else :class:`~memorylab.errors.InvalidSetting` saying to
+    pass a list ``of`` them (each item is checked where it is used).
+
+    >>> check_list("thresholds", 0.5, of="thresholds")
+    Traceback (most recent call last):
+    ...
+    memorylab.errors.InvalidSetting: thresholds must be a list of thresholds, not float: pass [0.5]
+    """
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise InvalidSetting(
+            f"{label} must be a list of {of}, not {type(value).__name__}: pass [{value!r}]"
+        )
+    return list(value)
 
 
 def check_name(label: str, value: object, *, what: str) -> str:

@@ -14,6 +14,7 @@ from memorylab.analysis.runs import RunOverrides, _Run
 from memorylab.compress.policy import trigger_tokens
 from memorylab.memory import format as fmt
 from memorylab.memory.records import Message
+from memorylab.validation import check_columns
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -47,6 +48,7 @@ def token_growth(df: pd.DataFrame, **overrides: Unpack[RunOverrides]) -> pd.Data
     import numpy as np
     import pandas as pd
 
+    check_columns("df", df, ("role", "content"), made_by="memory_df")
     keys = [c for c in ("workspace", "agent") if c in df.columns]
     frame = df.sort_values([*keys, "timeline"], kind="stable") if "timeline" in df else df
     frame = frame.reset_index(drop=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memorylab.errors import InvalidSetting
+from memorylab.validation import check_columns
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -51,10 +52,10 @@ def _axes(ax: Axes | None, size: tuple[float, float] = (8.0, 4.0)) -> Axes:
     return new
 
 
-def _require(frame: pd.DataFrame, columns: tuple[str, ...], what: str) -> None:
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise InvalidSetting(f"{what} needs the column(s) {missing}; got {list(frame.columns)}")
+def _require(frame: pd.DataFrame, columns: tuple[str, ...], label: str, made_by: str) -> None:
+    """The one check of a plot's table (:func:`memorylab.validation.check_columns`): ``label``
+    is the plot's parameter, ``made_by`` what makes such a table."""
+    check_columns(label, frame, columns, made_by=made_by)
 
 
 def _groups(frame: pd.DataFrame) -> list[tuple[str | None, pd.DataFrame]]:
@@ -103,7 +104,7 @@ def plot_token_growth(
     """
     import numpy as np
 
-    _require(growth, ("timeline", "context_tokens", "compaction"), "plot_token_growth")
+    _require(growth, ("timeline", "context_tokens", "compaction"), "growth", "token_growth")
     axes = _axes(ax)
     limit = (
         int(growth["context_length"].iloc[0])
@@ -204,6 +205,10 @@ def plot_token_growth_grid(
     """
     import matplotlib.pyplot as plt
 
+    if not isinstance(growths, Mapping):
+        raise InvalidSetting(
+            f"growths must be a mapping {{agent: token_growth frame}}, not {type(growths).__name__}"
+        )
     if not growths:
         raise InvalidSetting("plot_token_growth_grid needs at least one agent's growth frame")
     columns = max(1, min(int(columns), len(growths)))
@@ -251,10 +256,11 @@ def plot_sweep(
     """``y`` against ``x`` for a :func:`sweep` frame, one line per value of ``hue``; the setting
     the agent ran at (the ``recorded`` row) is ringed and named in the legend."""
     import numpy as np
-    import pandas as pd
 
-    sweep = sweep if isinstance(sweep, pd.DataFrame) else sweep.frame  # a SweepResult's table
-    _require(sweep, (x, y), "plot_sweep")
+    from memorylab.analysis.sweep import SweepResult
+
+    sweep = sweep.frame if isinstance(sweep, SweepResult) else sweep  # else checked by _require
+    _require(sweep, (x, y), "sweep", "sweep")
     axes = _axes(ax)
     if hue is not None and hue in sweep.columns:
         groups = [
@@ -299,7 +305,6 @@ def plot_sweep(
 def _dodged(times: list[Any], gap: Any) -> Any:
     """``times`` with each one at least ``gap`` after the one before it (none hidden behind
     another); missing times are kept."""
-    import numpy as np
     import pandas as pd
 
     out: list[Any] = []
@@ -307,7 +312,7 @@ def _dodged(times: list[Any], gap: Any) -> Any:
         if pd.notna(when) and out and pd.notna(out[-1]) and when - out[-1] < gap:
             when = out[-1] + gap
         out.append(when)
-    return np.array(out, dtype="datetime64[us]")
+    return pd.DatetimeIndex(out).to_numpy(dtype="datetime64[us]")  # NaT: numpy refuses it
 
 
 def _setting(row: Any) -> str:
@@ -367,7 +372,7 @@ def plot_compactions(
     import numpy as np
     import pandas as pd
 
-    _require(compactions, ("time", "agent", "messages_archived"), "plot_compactions")
+    _require(compactions, ("time", "agent", "messages_archived"), "compactions", "compactions_df")
     axes = _axes(ax)
     known = "tokens_before" in compactions.columns and compactions["tokens_before"].notna().any()
     groups = _groups(compactions)
@@ -424,8 +429,14 @@ def plot_fact_survival(
 
     if measure not in ("survival", "kept_rate"):
         raise InvalidSetting(f"measure must be 'survival' or 'kept_rate', not {measure!r}")
-    table = survival if "survival" in survival.columns else survival_by_generation(survival)
-    _require(table, ("category", "summaries", "facts", measure), "plot_fact_survival")
+    table = (
+        survival
+        if "survival" in getattr(survival, "columns", ())
+        else survival_by_generation(survival)
+    )
+    _require(
+        table, ("category", "summaries", "facts", measure), "survival", "survival_by_generation"
+    )
     axes = _axes(ax)
     for category, part in table.groupby("category", sort=False, observed=True):
         overall = category == "all"
@@ -465,7 +476,7 @@ def plot_summary_lengths(
     """Each summary's length by generation, one line per agent
     (:func:`~memorylab.analysis.lineage.lineage_df`'s frame); ``y``: ``"chars"``, ``"tokens"``
     (a frame made with ``model=``) or ``"summary_tokens"`` (the records' counts)."""
-    _require(lineage, ("generation", y), "plot_summary_lengths")
+    _require(lineage, ("generation", y), "lineage", "lineage_df")
     axes = _axes(ax)
     for label, part in _groups(lineage):
         axes.plot(
@@ -523,7 +534,7 @@ def plot_compaction_costs(
     import numpy as np
 
     parts = ("summary_cost_usd", "rebuild_cost_usd", "saved_cost_usd", "net_cost_usd")
-    _require(costs, ("agent", "compaction", *parts), "plot_compaction_costs")
+    _require(costs, ("agent", "compaction", *parts), "costs", "compaction_costs_df")
     axes = _axes(ax)
     x = np.arange(len(costs), dtype=float)
 
@@ -559,7 +570,7 @@ def plot_calibration(
     provider reported no input for are left out."""
     import numpy as np
 
-    _require(calls, ("estimated_tokens", "input_tokens", "model"), "plot_calibration")
+    _require(calls, ("estimated_tokens", "input_tokens", "model"), "calls", "calibration_df")
     axes = _axes(ax, (6.5, 5.0))
     estimated = calls["estimated_tokens"].to_numpy(dtype=float, na_value=np.nan)
     billed = calls["input_tokens"].to_numpy(dtype=float, na_value=np.nan)

@@ -23,6 +23,7 @@ from memorylab.errors import InvalidSetting
 from memorylab.memory import format as fmt
 from memorylab.memory.records import SUMMARY_PREFIX, Message
 from memorylab.results import FormerFrame, TableResult
+from memorylab.validation import check_columns, check_list
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -344,13 +345,19 @@ def _plan(
     run = _prepare(transcript, settings, overrides, "sweep")
     at = run.settings.context_length, run.settings.threshold
     recorded = at if run.settings.source_of("threshold") == "recorded" else None
-    lengths = [run.settings.context_length] if context_lengths is None else list(context_lengths)
-    grid = _settings(list(thresholds or DEFAULT_THRESHOLDS), lengths, recorded)
+    lengths = (
+        [run.settings.context_length]
+        if context_lengths is None
+        else check_list("context_lengths", context_lengths, of="context lengths")
+    )
+    tried = DEFAULT_THRESHOLDS if thresholds is None else thresholds
+    grid = _settings(check_list("thresholds", tried, of="thresholds"), lengths, recorded)
     chosen = choose(summarizer, run, None)
     size = summary_size or run.settings.summary_size or SummarySize()
     chosen_strategies = [run.settings.strategy]
     if strategies is not None:
-        chosen_strategies = list(dict.fromkeys(get_strategy(s) for s in strategies))
+        listed = check_list("strategies", strategies, of="strategies (names or Strategy)")
+        chosen_strategies = list(dict.fromkeys(get_strategy(s) for s in listed))
         if not chosen_strategies:
             raise InvalidSetting("strategies= names no strategy; give at least one, or None")
     return _Plan(run, grid, recorded, chosen, _FastEngine(run, size), chosen_strategies)
@@ -405,6 +412,7 @@ def sweep_table(
     import pandas as pd
 
     frame = result.frame if isinstance(result, SweepResult) else result
+    check_columns("result", frame, (), made_by="sweep")
     chosen = [c for c in (columns or SWEEP_HEADINGS) if c in frame.columns and c in SWEEP_HEADINGS]
     shown = pd.DataFrame(
         {SWEEP_HEADINGS[c][0]: [SWEEP_HEADINGS[c][1](v) for v in frame[c]] for c in chosen},
