@@ -42,7 +42,7 @@ import os
 import re
 import warnings
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from pathlib import Path
@@ -468,6 +468,29 @@ def _problems_frame(notes: Sequence[Note]) -> pd.DataFrame:
     return build_frame(PROBLEM_COLUMNS, data)  # a Note's fields, in order
 
 
+def _document_pairs(
+    documents: object,
+) -> Iterator[tuple[str | os.PathLike[str], MemoryDocument]]:
+    """``documents_df``'s ``(path, document)`` pairs, each checked before it is used."""
+    if isinstance(documents, str | bytes | os.PathLike) or not isinstance(documents, Iterable):
+        raise InvalidSetting(
+            "documents must be (path, MemoryDocument) pairs (what load_export reads back), "
+            f"not {type(documents).__name__}; for files on disk use memory_df(path)"
+        )
+    for index, pair in enumerate(documents):
+        if (
+            not isinstance(pair, tuple | list)
+            or len(pair) != 2
+            or not isinstance(pair[0], str | os.PathLike)
+            or not isinstance(pair[1], MemoryDocument)
+        ):
+            raise InvalidSetting(
+                f"documents[{index}] must be a (path, MemoryDocument) pair, "
+                f"not {type(pair).__name__}"
+            )
+        yield pair[0], pair[1]
+
+
 def documents_df(
     documents: Iterable[tuple[str | os.PathLike[str], MemoryDocument]],
     *,
@@ -488,7 +511,7 @@ def documents_df(
     """
     model = renamed_keyword("documents_df", "tokens", "model", tokens, model)
     agents: dict[Path, tuple[AgentFiles, list[Segment]]] = {}
-    for name, document in documents:
+    for name, document in _document_pairs(documents):
         path = Path(name).expanduser()
         workspace, folder, kind = locate(path)
         if kind == "archive" and path.name in edits:
