@@ -7,6 +7,8 @@ model rarely needs an old one again. Every message is kept, in order; each tool 
 newest ``keep_tool_results`` becomes a placeholder naming the archive that holds the original
 (the archive this compaction writes: the whole old MEMORY.md). A result cleared already is left
 as it is (its original is in an older archive), and so is one shorter than its placeholder.
+Once retention or purge deletes that archive, the placeholder reaches the model saying the
+original is gone (:data:`~memorylab.compress.strategy.PLACEHOLDER`).
 """
 
 from __future__ import annotations

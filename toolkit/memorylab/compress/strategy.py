@@ -53,7 +53,12 @@ PLACEHOLDER = (
     "[memorylab: tool result cleared ({chars:,} characters); the original is in archive/{archive}]"
 )
 """The default text of a cleared tool result: ``{archive}`` is the archive's file name (the one
-the store chose), ``{chars}`` the original's length and ``{role}`` its role."""
+the store chose), ``{chars}`` the original's length and ``{role}`` its role. Once that archive
+is deleted (retention, purge), what reaches the model says so: a conversation that preloads
+MEMORY.md, and the live history when retention deletes it right after the compaction, read
+``archive/<name> (deleted since: the original is gone)`` (the memory core's rule,
+``memory.conversation._note_gone_archives``, which also says why the file itself keeps the text
+as written); the note sits in the ``{archive}`` field, so :func:`is_placeholder` still holds."""
 
 NOT_ARCHIVED = "(none: this memory is not on disk)"
 """What ``{archive}`` reads when the compaction archived nothing (a memory-only conversation)."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import secrets
 import threading
 import time
@@ -78,6 +79,45 @@ DEFAULT_PATH: Final = DefaultPath.DEFAULT_PATH
 
 
 _RECORD_KEYS = frozenset({"time", "agent", "archive", "kind", "strategy"})  # never redacted
+
+_ARCHIVE_GONE = " (deleted since: the original is gone)"
+"""What follows the name of an archive that no longer exists (retention, purge) where a text
+of the memory names it as ``archive/<name>``, as a cleared tool result's placeholder does
+(:func:`memorylab.compress.strategy.render_placeholder`): :func:`_note_gone_archives`."""
+
+_ARCHIVE_REFERENCE = re.compile(
+    r"archive/(history_[\w.-]+?\.md)(?!" + re.escape(_ARCHIVE_GONE) + ")"
+)
+
+
+def _note_gone_archives(text: str, gone: Callable[[str], bool]) -> str:
+    """``text`` with :data:`_ARCHIVE_GONE` after each ``archive/<name>`` whose archive is
+    ``gone`` (a name noted already is left as it is).
+
+    Said where the text reaches the model, not in MEMORY.md: when a conversation preloads the
+    file (:meth:`Conversation._preload`: the archives there are listed only when the text names
+    one) and, in the live history, when retention deletes archives right after a compaction.
+    The file keeps what the compaction wrote, for two reasons: changing it at every deletion
+    would be an edit (the whole file archived again, for a pointer's wording), and a writer
+    that takes no lock (the reference framework) may append to it at any time. A reader of the
+    file sees the archive gone in ``archive/`` and its deletion in ``compactions.jsonl``. The
+    note goes right after the name, inside the placeholder's ``{archive}`` field, so the text
+    is still that placeholder (:func:`memorylab.compress.strategy.is_placeholder`: never
+    cleared again).
+
+    >>> _note_gone_archives("in archive/history_2026-05-01_10-00-00Z.md]", lambda name: True)
+    'in archive/history_2026-05-01_10-00-00Z.md (deleted since: the original is gone)]'
+    """
+
+    def noted(match: re.Match[str]) -> str:
+        name = match[1]
+        if fmt.parse_archive_name(name) is None or not gone(name):
+            return match[0]
+        return match[0] + _ARCHIVE_GONE
+
+    return _ARCHIVE_REFERENCE.sub(noted, text) if "archive/history_" in text else text
+
+
 _ON_DISK_KINDS = (EntryKind.MESSAGE, EntryKind.SUMMARY)  # blocks of MEMORY.md (when persisted)
 
 KeptEntries = Sequence[Mapping[str, Any]] | Callable[[str | None], Sequence[Mapping[str, Any]]]
@@ -384,6 +424,14 @@ class Conversation(ReferenceMethods):
         if not has_messages(text):
             return  # a header without messages: nothing worth loading
         paths = self._store.paths
+        present: list[set[str]] = []  # listed once, and only when the text names an archive
+
+        def gone(name: str) -> bool:
+            if not present:
+                present.append({p.name for p in paths.archives()})
+            return name not in present[0]
+
+        text = _note_gone_archives(text, gone)  # a cleared tool result's original deleted since
         plan = plan_preload(
             text,
             max_tokens=self.preload_max_tokens,
@@ -769,6 +817,7 @@ class Conversation(ReferenceMethods):
                 return CompactionEvent(**fields)
 
             archive: str | None = None
+            deleted: set[str] = set()
             if self._store is not None and ticket.snapshot is not None:
                 redactor = self.redactor
 
@@ -803,11 +852,18 @@ class Conversation(ReferenceMethods):
                 event = CompactionEvent.from_dict(record(result))
                 archive = result.archive
                 if self.retention is not None:
-                    self._apply_retention(now)
+                    deleted = self._apply_retention(now)
             else:
                 archive = None if self.archive_namer is None else self.archive_namer(now)
                 event = event_for(archive)
             self.conversation_history = [*static, *reseeded(archive), *carried]
+            if deleted:  # what the history says of the archives retention just deleted
+                for entry in self.conversation_history:
+                    if isinstance(entry.get("content"), str):
+                        entry["content"] = _note_gone_archives(
+                            entry["content"], deleted.__contains__
+                        )
+                self._forget_rendering()
             return event
 
     def _kept_block(self, entry: Mapping[str, Any], now: datetime) -> str | None:
@@ -827,7 +883,8 @@ class Conversation(ReferenceMethods):
         except ValueError:
             return None
 
-    def _apply_retention(self, now: datetime) -> None:
+    def _apply_retention(self, now: datetime) -> set[str]:
+        """Apply the retention policy after a compaction; the archives it deleted."""
         assert self._store is not None and self.retention is not None
         try:
             deleted = self._store.apply_retention(self.retention, now=now, agent=self.agent_name)
@@ -839,9 +896,10 @@ class Conversation(ReferenceMethods):
                 self._store.path,
                 exc,
             )
-            return
+            return set()
         if deleted:
             logger.info("memorylab: retention (%s) deleted %s", self.retention, ", ".join(deleted))
+        return set(deleted)
 
     # -- edits: update, delete, clear -----------------------------------------------------------
 
