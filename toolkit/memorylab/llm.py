@@ -69,6 +69,7 @@ from memorylab.errors import (
     ModelUnavailable,
 )
 from memorylab.memory.format import content_to_text
+from memorylab.memory.redact import SECRETS
 from memorylab.validation import check_int, check_number
 
 if TYPE_CHECKING:
@@ -559,6 +560,7 @@ class Caller:
         detail = str(exc).strip() or (
             "the attempt ran out of wall-clock time" if isinstance(exc, TimeoutError) else repr(exc)
         )
+        detail = SECRETS(detail)  # a provider's message may quote the key it refused
         message = rule.message.format(
             name=f"{self.model} ({what})" if what else self.model,
             timeout=self.retry.timeout,

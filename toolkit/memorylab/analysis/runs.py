@@ -28,14 +28,15 @@ of the run it replays unless told otherwise: their overrides are one declaration
 from __future__ import annotations
 
 import enum
+import logging
 import math
 import os
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypedDict
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypedDict, TypeVar
 
 from memorylab.analysis.frames import _compactions, _count, memory_df, record_time
 from memorylab.compress.policy import (
@@ -76,8 +77,13 @@ DEFAULT_RESTART_GAP = timedelta(hours=1)
 recorded about the process that wrote the second one."""
 
 DEFAULT_CONTEXT_LENGTH = 8192
+
+logger = logging.getLogger("memorylab")
+
 _REPLY_ROLES = ("assistant", "Assistant", "AI")
 _COUNTS = {"context_length": 1, "summarizer_max_tokens": 1, "static_tokens": 0}  # their minimum
+_PASSED_OVER: set[tuple[str, str]] = set()  # recorded settings refused, logged already
+_Setting = TypeVar("_Setting")
 
 TranscriptSource: TypeAlias = "pd.DataFrame | Sequence[Mapping[str, Any]] | str | os.PathLike[str]"
 """What a replay, a sweep or :func:`run_settings` runs over: a :func:`~memorylab.analysis.memory_df`
@@ -401,12 +407,14 @@ def _from_records(
             origin["preload_max_tokens"] = "recorded"  # window and threshold of a what-if
 
     values["restarts"], origin["restarts"] = _restarts(records, extras, transcript, restart_gap)
-    triggers = [e["trigger"] for e in extras if isinstance(e.get("trigger"), Mapping)]
-    if triggers:  # the latest, as the strategy: one setting of the run
-        values["trigger"], origin["trigger"] = Trigger.from_dict(dict(triggers[-1])), "recorded"
+    triggers = [dict(e["trigger"]) for e in extras if isinstance(e.get("trigger"), Mapping)]
+    trigger = _latest_rebuilt("trigger", Trigger.from_dict, triggers)
+    if trigger is not None:  # the latest, as the strategy: one setting of the run
+        values["trigger"], origin["trigger"] = trigger, "recorded"
     strategies = [r["strategy"] for r in records if r.get("strategy") is not None]
-    if strategies:  # the latest: a run's strategy is one setting, as its threshold is
-        values["strategy"], origin["strategy"] = strategy_from_record(strategies[-1]), "recorded"
+    strategy = _latest_rebuilt("strategy", strategy_from_record, strategies)
+    if strategy is not None:  # the latest: a run's strategy is one setting, as its threshold is
+        values["strategy"], origin["strategy"] = strategy, "recorded"
     values["recorded_archives"] = tuple(
         None if r.get("archive") is None else str(r["archive"]) for r in records
     )
@@ -421,6 +429,22 @@ def _from_records(
     if values["summary_size"] is not None:
         origin["summary_size"] = "recorded"
     return RunSettings(**values, origin=origin)
+
+
+def _latest_rebuilt(name: str, rebuild: Callable[[Any], _Setting], recorded: Sequence[Any]) -> (
+    _Setting | None
+):  # fmt: skip
+    """The latest of the ``recorded`` settings (of one field of ``compactions.jsonl``) that
+    ``rebuild`` accepts; one it refuses (edited by hand, or naming a strategy this process has
+    not registered) is passed over, and logged once: a record never fails a reader."""
+    for value in reversed(recorded):
+        try:
+            return rebuild(value)
+        except InvalidSetting as error:
+            if (name, str(error)) not in _PASSED_OVER:
+                _PASSED_OVER.add((name, str(error)))
+                logger.warning("memorylab: a recorded %s passed over: %s", name, error)
+    return None
 
 
 def _records_of(frame: Any) -> list[dict[str, Any]]:

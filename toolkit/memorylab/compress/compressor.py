@@ -44,6 +44,7 @@ from memorylab.errors import CompactionConflict, CompressionFailed, InvalidSetti
 from memorylab.llm import check_int
 from memorylab.memory.conversation import Conversation, register_tokenizer
 from memorylab.memory.records import SUMMARY_PREFIX, CompactionEvent, EntryKind
+from memorylab.memory.redact import SECRETS
 
 logger = logging.getLogger("memorylab")
 
@@ -304,7 +305,9 @@ class ContextCompressor:
         summarizer: Summarizer | None,
     ) -> CompactionEvent:
         self.failures += 1
-        description = f"{type(error).__name__}: {error}"
+        # A provider's message may quote the key it refused: the text is redacted before it
+        # reaches the event, the log and the error (the store's rule, memory.redact.SECRETS).
+        description = SECRETS(f"{type(error).__name__}: {error}")
         event = CompactionEvent(
             time=datetime.now(UTC),
             agent=conversation.agent_name,
@@ -417,7 +420,9 @@ class ContextCompressor:
         except (CompressionFailed, InvalidSetting):
             raise
         except Exception as error:
-            logger.error("memorylab: compression failed (%s); continuing without it", error)
+            logger.error(
+                "memorylab: compression failed (%s); continuing without it", SECRETS(str(error))
+            )
             return None
 
     def __repr__(self) -> str:

@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import functools
 import html
+import json
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
+
+from memorylab.errors import InvalidSetting
+from memorylab.validation import check_int, check_number
 
 SUMMARY_PREFIX = "[Compressed Memory Summary]"
 PRELOAD_PREFIX = "[Persistent Memory — MEMORY.md]"
@@ -309,6 +314,182 @@ class UsageRecord:
         return cls(time=time, **values)
 
 
+# -- reading a line of compactions.jsonl / usage.jsonl -----------------------------------------
+
+# The shapes of the fields (how a problem names what was expected).
+_COUNT, _NUMBER, _THRESHOLD, _TEXT = "a count", "a number >= 0", "a number > 0", "a text"
+_TIME, _FLAG, _MAPPING, _STRATEGY = "a time", "true or false", "an object", "a strategy record"
+
+# fmt: off
+RECORD_FIELDS: Mapping[str, str] = {
+    "time": _TIME,
+    **dict.fromkeys(("agent", "archive", "kind", "replaced", "reason", "error",
+                     "summarizer_model", "model", "session_start"), _TEXT),
+    **dict.fromkeys(("summary_chars", "messages_archived", "carried_over", "tokens_before",
+                     "tokens_after", "summary_tokens", "context_length", "call",
+                     "estimated_tokens", "tool_tokens", "checked_tokens", "input_tokens",
+                     "output_tokens", "cached_tokens", "cache_write_tokens",
+                     "reasoning_tokens"), _COUNT),
+    **dict.fromkeys(("latency_s", "cost_usd"), _NUMBER),
+    "threshold": _THRESHOLD,
+    "compacted": _FLAG,
+    "strategy": _STRATEGY,
+    "extra": _MAPPING,
+}
+# fmt: on
+"""What each field memorylab writes to ``compactions.jsonl`` (:class:`CompactionEvent`, and the
+store's deletion records) and ``usage.jsonl`` (:class:`UsageRecord`) holds, for
+:func:`read_record_line`; ``None`` (JSON ``null``) is always allowed: unrecorded."""
+
+# fmt: off
+EXTRA_FIELDS: Mapping[str, str] = {
+    **dict.fromkeys(("summary_input_tokens", "summary_output_tokens", "summary_calls",
+                     "summary_budget", "summarizer_max_tokens", "static_tokens",
+                     "summarized_messages", "kept_messages", "cleared_messages",
+                     "dropped_messages", "counted_tokens", "preload_tokens",
+                     "preload_max_tokens", "preload_omitted"), _COUNT),
+    **dict.fromkeys(("token_model", "checks", "session_start", "edit"), _TEXT),
+    "trigger": _MAPPING,
+}
+# fmt: on
+"""The same for the fields of a compaction record's ``extra`` that the readers use."""
+
+_LONGEST_INT = 19  # digits: an int64 (what a frame's column holds) has at most 19
+_DEEPEST = 64  # levels of nesting a field may have: memorylab's records have 3
+
+
+@dataclass(frozen=True, slots=True)
+class RecordLine:
+    """One line of a JSON Lines file of the store, read by :func:`read_record_line`.
+
+    ``record``: the JSON object, its fields of the wrong shape left out; ``None`` when the line
+    is no record at all (it is skipped). ``problems``: what was wrong, one phrase each, naming
+    fields and shapes, never quoting a value (they are logged).
+    """
+
+    record: dict[str, Any] | None
+    problems: tuple[str, ...] = ()
+
+
+def read_record_line(text: str) -> RecordLine:
+    """One line of ``compactions.jsonl`` or ``usage.jsonl`` (or the compaction journal) read the
+    way every reader reads it: never an exception, whatever the line holds.
+
+    * not JSON (a line cut off by a crash, a hand edit), nested past what the JSON reader can
+      follow, or JSON that is not an object: no record (``record`` is ``None``);
+    * NaN, Infinity, a float that overflows (``1e999``) and an integer of more than 19 digits
+      are read as ``null`` (unrecorded): the digits of a huge integer are never converted;
+    * a field of :data:`RECORD_FIELDS` (or of ``extra``, :data:`EXTRA_FIELDS`) of the wrong
+      shape (a text where a count is expected, a list where an object is, a negative count, a
+      field nested deeper than 64 levels) is left out, and a record without a ``time`` says so.
+
+    >>> line = read_record_line('{"time": "2026-05-01T10:00:00+00:00", "tokens_before": "many"}')
+    >>> line.record, line.problems
+    ({'time': '2026-05-01T10:00:00+00:00'}, ('tokens_before is not a count',))
+    >>> read_record_line('{"archive": "cut').problems
+    ('not JSON (cut off by a crash?)',)
+    """
+    read_as_null: list[str] = []
+
+    def number(text: str) -> int | float | None:
+        if text.lstrip("-").isdigit():  # an integer: never converted past 19 digits
+            if len(text.lstrip("-")) <= _LONGEST_INT:
+                return int(text)
+            read_as_null.append(f"an integer of {len(text.lstrip('-')):,} digits")
+            return None
+        value = float(text)
+        if math.isfinite(value):
+            return value
+        read_as_null.append(f"{text[:12]}{'...' if len(text) > 12 else ''}")
+        return None
+
+    try:
+        value = json.loads(text, parse_int=number, parse_float=number, parse_constant=number)
+    except RecursionError:
+        return RecordLine(None, ("nested too deeply to read",))
+    except ValueError:
+        return RecordLine(None, ("not JSON (cut off by a crash?)",))
+    if not isinstance(value, dict):
+        return RecordLine(None, (f"a JSON {_json_type(value)}, not an object",))
+    problems = [f"{n} read as null (unrecorded)" for n in dict.fromkeys(read_as_null)]
+    checked = check_record(value)
+    return RecordLine(checked.record, (*problems, *checked.problems))
+
+
+def check_record(value: object) -> RecordLine:
+    """``value`` (a record as JSON reads it) with the fields of the wrong shape left out, and
+    what was wrong (:func:`read_record_line`; the compaction journal's record is checked by it
+    too). Not a dict: no record."""
+    if not isinstance(value, dict):
+        return RecordLine(None, (f"a JSON {_json_type(value)}, not an object",))
+    record = dict(value)
+    problems = _drop_misshapen(record, RECORD_FIELDS, "")
+    extra = record.get("extra")
+    if isinstance(extra, dict):
+        extra = record["extra"] = dict(extra)
+        problems += _drop_misshapen(extra, EXTRA_FIELDS, "extra.")
+    if "time" not in value:
+        problems.append("no time")
+    return RecordLine(record, tuple(problems))
+
+
+def _drop_misshapen(record: dict[str, Any], known: Mapping[str, str], prefix: str) -> list[str]:
+    problems = []
+    for name, value in list(record.items()):
+        expected = known.get(name)
+        if expected is not None and value is not None and not _has_shape(value, expected):
+            problems.append(f"{prefix}{name} is not {expected}")
+            del record[name]
+        elif _depth(value) > _DEEPEST:
+            problems.append(f"{prefix}{name} is nested deeper than {_DEEPEST} levels")
+            del record[name]
+    return problems
+
+
+def _has_shape(value: object, expected: str) -> bool:
+    """Whether ``value`` is what a field ``expected`` to be that holds (the checks of a count
+    and a number are :mod:`memorylab.validation`'s)."""
+    try:
+        if expected == _COUNT:
+            check_int("count", value, 0)
+        elif expected in (_NUMBER, _THRESHOLD):
+            check_number("number", value, 0.0, strict=expected == _THRESHOLD)
+        elif expected == _TIME:
+            datetime.fromisoformat(value)  # type: ignore[arg-type]
+        elif expected == _TEXT:
+            return isinstance(value, str)
+        elif expected == _FLAG:
+            return isinstance(value, bool)
+        elif expected == _MAPPING:
+            return isinstance(value, dict)
+        elif expected == _STRATEGY:
+            return isinstance(value, dict) and isinstance(value.get("name"), str)
+    except (InvalidSetting, TypeError, ValueError):
+        return False
+    return True
+
+
+def _depth(value: object) -> int:
+    """How many levels of lists and objects ``value`` has (walked without recursion: a hand
+    edit may nest far deeper than Python's recursion limit)."""
+    deepest, todo = 0, [(value, 0)]
+    while todo:
+        item, level = todo.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level + 1)
+            if deepest > _DEEPEST:
+                return deepest
+            todo += [(child, level + 1) for child in (item.values() if isinstance(item, dict)
+                                                        else item)]  # fmt: skip
+    return deepest
+
+
+def _json_type(value: object) -> str:
+    return {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(value), "number"
+    )
+
+
 EDIT_ARCHIVE_SUFFIX = "_edit.md"
 """How the name of an archive an edit of the history made ends: memorylab names it
 ``history_<UTC time>Z[_<n>]_edit.md`` (:func:`memorylab.memory.format.archive_name`), so the
@@ -349,16 +530,21 @@ __all__ = [
     "ArchiveRef",
     "CompactionEvent",
     "EDIT_ARCHIVE_SUFFIX",
+    "EXTRA_FIELDS",
     "EntryKind",
     "MemoryDocument",
     "Message",
     "PRELOAD_PREFIX",
+    "RECORD_FIELDS",
+    "RecordLine",
     "SUMMARY_PREFIX",
     "TOOL_ROLES",
     "UsageRecord",
+    "check_record",
     "edit_archives",
     "entry_kind",
     "html_view",
     "is_edit_archive",
     "is_tool_result",
+    "read_record_line",
 ]

@@ -74,9 +74,11 @@ nothing fails the call: a record that cannot be written is logged and written by
 The JSON Lines files (``compactions.jsonl``, ``usage.jsonl``) follow one rule
 (:meth:`MemoryStore._append_line`, :func:`_read_lines`): a record is appended under the agent
 lock as one write of one line to an ``O_APPEND`` descriptor, on a line of its own even after a
-torn last line (a crash while it was written), then fsync'd; a new file is created 0o600. A
-reader skips a line that is not a JSON object (a torn one) and notes it (logged once per
-process, and in ``problems`` when asked).
+torn last line (a crash while it was written), then fsync'd; a new file is created 0o600; every
+text in the record is redacted first (:func:`_recordable`). A line ends at ``b"\\n"`` only. A
+reader never raises for a line: one that is no record (a torn one, a hand edit) is skipped, a
+field of the wrong shape is left out (:func:`~memorylab.memory.records.read_record_line`), and
+either is noted (logged once per process, and in ``problems`` when asked).
 Recovery runs under the lock in :meth:`MemoryStore.ensure`, in :meth:`MemoryStore.for_agent`
 when a journal is there, and before every compaction and deletion.
 Folders are created 0o700 and files 0o600. Agent names must be one safe path component; every
@@ -89,9 +91,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import stat
 import time
@@ -129,12 +133,19 @@ from memorylab.memory._fsutil import (
 )
 from memorylab.memory._locking import AgentLock, Mark, drop_lock, lock_for
 from memorylab.memory.paths import MemoryPaths, agent_folders, agent_paths, validate_agent_name
-from memorylab.memory.records import MemoryDocument, Message, is_edit_archive
+from memorylab.memory.records import (
+    MemoryDocument,
+    Message,
+    check_record,
+    is_edit_archive,
+    read_record_line,
+)
+from memorylab.memory.redact import SECRETS, redact_values
 from memorylab.memory.retention import RetentionPolicy
 
 logger = logging.getLogger("memorylab")
 
-_REPORTED: set[tuple[Path, int, str]] = set()  # bad JSON Lines lines logged already
+_REPORTED: set[tuple[Path, int, bytes]] = set()  # bad JSON Lines lines logged (their hash)
 
 LATE_WRITE_WINDOW_S = 1.0
 """For how long after a compaction appends look for late writes to the replaced file."""
@@ -568,10 +579,9 @@ class MemoryStore:
         needle = json.dumps(wanted).encode()
         for line in data.split(b"\n"):
             if needle in line:
-                with contextlib.suppress(ValueError):
-                    record = json.loads(line)
-                    if isinstance(record, dict) and record.get("replaced") == wanted:
-                        return True
+                record = read_record_line(line.decode("utf-8", errors="replace")).record
+                if record is not None and record.get("replaced") == wanted:
+                    return True
         return False
 
     def append_record(self, record: Mapping[str, Any]) -> None:
@@ -587,8 +597,8 @@ class MemoryStore:
         """Append ``record`` as one JSON line to ``path``, one of this memory's JSON Lines
         files (the module docstring): under the agent lock, one write, on a line of its own
         even when the last line was cut off (a crash while it was written), fsync'd; a new
-        file is private (0o600)."""
-        line = json.dumps(record, ensure_ascii=False, sort_keys=True, default=str) + "\n"
+        file is private (0o600). Every text in it is redacted first (:func:`_recordable`)."""
+        line = _json_line(_recordable(record))
         with self.locked():
             try:
                 fd = open_private_append(path)
@@ -597,8 +607,8 @@ class MemoryStore:
             try:
                 size = os.fstat(fd).st_size
                 if size and os.pread(fd, 1, size - 1) != b"\n":
-                    line = "\n" + line
-                write_all(fd, line.encode("utf-8"))
+                    line = b"\n" + line
+                write_all(fd, line)
                 os.fsync(fd)
             finally:
                 os.close(fd)
@@ -755,8 +765,7 @@ class MemoryStore:
         replaced = _file_id(os.fstat(current_fd))
         line = {**(record(result) if record is not None else {"archive": name}),
                 "replaced": replaced}  # fmt: skip
-        atomic_replace(self.paths.intent, json.dumps({"archive": name, "record": line},
-                                                     default=str).encode())  # fmt: skip
+        atomic_replace(self.paths.intent, _intent_bytes(name, line))
         if name is not None:
             written = self._write_archive(snapshot.data, now, name)
             if written != name:  # lost a race for the name with a foreign writer
@@ -765,8 +774,7 @@ class MemoryStore:
                 body = render(name) if callable(render) else render
                 line = {**(record(result) if record is not None else {"archive": name}),
                         "replaced": replaced}  # fmt: skip
-                atomic_replace(self.paths.intent, json.dumps({"archive": name, "record": line},
-                                                             default=str).encode())  # fmt: skip
+                atomic_replace(self.paths.intent, _intent_bytes(name, line))
         continues = name if name is not None else archived_doc.continues
         header = encode_utf8(fmt.render_header(conversation_name, now, continues=continues))
         current_info = os.fstat(current_fd)
@@ -932,20 +940,16 @@ class MemoryStore:
                     with contextlib.suppress(FileNotFoundError):
                         leftover.unlink()
         try:
-            intent = json.loads(read_bytes(self.paths.intent))
+            intent = _read_intent(self.paths.intent)
         except FileNotFoundError:
             return
-        except (OSError, ValueError):
-            intent = {}
-        if not isinstance(intent, dict):
-            intent = {}
         name = str(intent.get("archive") or "")
         archive = self.paths.archive_dir / name
         current = self.read_bytes()
         continues = _continues_of(current)
         if name and continues == name:
             if not any(r.get("archive") == name for r in self.records()[-50:]):
-                self.append_record(dict(intent.get("record") or {"archive": name}))
+                self.append_record(check_record(intent.get("record")).record or {"archive": name})
         elif (
             name
             and fmt.parse_archive_name(name)
@@ -960,10 +964,9 @@ class MemoryStore:
     def pending_archive(self) -> str | None:
         """The archive of an interrupted, uncommitted compaction (readers should skip it)."""
         try:
-            intent = json.loads(read_bytes(self.paths.intent))
-        except (OSError, ValueError):
+            name = _read_intent(self.paths.intent).get("archive")
+        except FileNotFoundError:
             return None
-        name = intent.get("archive")
         return None if not name or _continues_of(self.read_bytes()) == name else str(name)
 
     def archives_oldest_first(self) -> list[Path]:
@@ -1206,33 +1209,85 @@ class MemoryStore:
 
 def _read_lines(path: Path, problems: list[str] | None = None) -> list[dict[str, Any]]:
     """The JSON objects of a JSON Lines file of the store (none when it does not exist), one
-    per line. A line that is not one (cut off by a crash, or edited into a JSON array, a number
-    ...) is skipped and reported: logged once per process, and described in ``problems`` when a
-    list is given (``"<file> line <n>: ..."``)."""
+    per line: a line ends at ``b"\\n"`` only (a record's text may hold U+2028, U+0085 ... which
+    ``str.splitlines`` would split at). Each line is read by
+    :func:`~memorylab.memory.records.read_record_line`, which never raises: a line that is no
+    record (cut off by a crash, edited into a JSON array, a number, nested past reading ...) is
+    skipped, and a field of the wrong shape (a text where a count is expected, NaN, an integer
+    of thousands of digits ...) is left out of its record. Either is reported: logged once per
+    process, and described in ``problems`` when a list is given (``"<file> line <n>: ..."``)."""
     try:
-        raw = read_bytes(path).decode("utf-8", errors="replace")
+        raw = read_bytes(path)
     except FileNotFoundError:
         return []
     out = []
-    for number, line in enumerate(raw.splitlines(), 1):
+    for number, line in enumerate(raw.split(b"\n"), 1):
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            what = "not JSON (cut off by a crash?)"
-        else:
-            if isinstance(record, dict):
-                out.append(record)
-                continue
-            what = f"a JSON {type(record).__name__}, not an object"
-        problem = f"{path.name} line {number}: {what}; skipped"
+        read = read_record_line(line.decode("utf-8", errors="replace"))
+        if read.record is not None:
+            out.append(read.record)
+        if not read.problems:
+            continue
+        outcome = "skipped" if read.record is None else "the rest read"
+        problem = f"{path.name} line {number}: {', '.join(read.problems)}; {outcome}"
         if problems is not None:
             problems.append(problem)
-        if (path, number, line) not in _REPORTED:
-            _REPORTED.add((path, number, line))
+        reported = (path, number, hashlib.sha256(line).digest())
+        if reported not in _REPORTED:
+            _REPORTED.add(reported)
             logger.warning("memorylab: %s: %s", path.parent, problem)
     return out
+
+
+def _read_intent(path: Path) -> dict[str, Any]:
+    """The compaction journal (``{"archive": ..., "record": {...}}``), read as a line of the
+    JSON Lines files is (:func:`~memorylab.memory.records.read_record_line`: whatever a crash or
+    a hand edit left there, never an exception but ``FileNotFoundError`` when there is none);
+    ``{}`` when it is unreadable or no object."""
+    try:
+        data = read_bytes(path)
+    except FileNotFoundError:
+        raise
+    except OSError:
+        return {}
+    return read_record_line(data.decode("utf-8", errors="replace")).record or {}
+
+
+def _intent_bytes(archive: str | None, record: Mapping[str, Any]) -> bytes:
+    """The compaction journal: the archive and the record to append, redacted as the record
+    will be in ``compactions.jsonl`` (:func:`_recordable`), for the journal is on disk too."""
+    return json.dumps({"archive": archive, "record": _recordable(record)}, default=str).encode()
+
+
+_IDENTIFYING = frozenset({"time", "agent", "archive", "kind", "replaced"})
+"""The fields that identify a record (readers match on them), never redacted: memorylab writes
+them from names and times it made, which are on disk already (folder and archive names)."""
+
+_ESCAPED = re.compile("[\x85\u2028\u2029\ud800-\udfff]")
+"""What a JSON line keeps escaped though JSON need not: the line ends other readers split text
+at (``str.splitlines``, editors) and lone surrogates (no UTF-8 for them); the rest is UTF-8."""
+
+
+def _recordable(record: Mapping[str, Any]) -> dict[str, Any]:
+    """``record`` as it may reach disk: every text in it, inside objects and lists too, through
+    the redaction rules a ``Conversation`` redacts with by default (:data:`memory.redact.SECRETS
+    <memorylab.memory.redact.SECRETS>`, :func:`~memorylab.memory.redact.redact_values`: a value
+    with its key as context), so that no key reaches the file through a model string, a
+    strategy's settings or an error text; numbers and the identifying fields
+    (:data:`_IDENTIFYING`) stay as they are."""
+    return {
+        str(key): value if key in _IDENTIFYING else redact_values(value, SECRETS, str(key))
+        for key, value in record.items()
+    }
+
+
+def _json_line(record: Mapping[str, Any]) -> bytes:
+    """``record`` as one line of a JSON Lines file (:data:`_ESCAPED`), ``b"\\n"`` included;
+    a value JSON has no type for is written as its text, redacted."""
+    text = json.dumps(record, ensure_ascii=False, sort_keys=True,
+                      default=lambda value: SECRETS(str(value)))  # fmt: skip
+    return (_ESCAPED.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n").encode("utf-8")
 
 
 def _write_block(fd: int, data: bytes, path: Path) -> None:
@@ -1564,11 +1619,10 @@ def committed_record(paths: MemoryPaths) -> dict[str, Any] | None:
     journal, or while its rewrite has not committed (:meth:`MemoryStore.pending_archive`).
     Reads only, without the lock."""
     try:
-        intent = json.loads(read_bytes(paths.intent))
+        intent = _read_intent(paths.intent)
         name = intent.get("archive")
         if not name or _continues_of(read_bytes(paths.memory_md)) != name:
             return None
-    except (OSError, ValueError, AttributeError):
+    except OSError:
         return None
-    record = intent.get("record")
-    return dict(record) if isinstance(record, dict) else {"archive": str(name)}
+    return check_record(intent.get("record")).record or {"archive": str(name)}
