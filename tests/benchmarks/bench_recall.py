@@ -27,10 +27,19 @@ Rows, each the median of rounds that visit every row in turn:
 * **incremental update**: one more archive (200 messages) added to the built index by the
   next update, against the full build (an index is never built again from scratch);
 * **deletion**: that archive deleted and its rows dropped securely (``secure_delete``, the FTS5
-  ``optimize``), against the full build (no target: the privacy cost, for scale).
+  ``optimize``), against the full build (no target: the privacy cost, for scale);
+* **long questions** (issue 36): ``recall`` asked a question of 10 KB (the baseline), 100 KB and
+  700 KB, each the transcripts' text cut at a word (a pasted log, a tool's output: most of its
+  words are in the index); target: 100 KB <= 10x the 10 KB question (linear, not quadratic);
+* **archives, nothing changed** (issue 36): the same messages (``SPREAD_MESSAGES``) in 10
+  archives (the baseline) and in 1,000, indexed, their folder unchanged for more than the
+  index's ``SETTLED_NS`` (2 s: the run waits if it must); a query's median over the
+  questions; target: 1,000 archives <= 2x 10 (the up-to-date check costs the same whatever
+  the number of archives when nothing changed).
 
     python tests/benchmarks/bench_recall.py            # full run (~2 min); exit 1 if a target fails
     python tests/benchmarks/bench_recall.py --quick    # CI smoke run; always exits 0
+    python tests/benchmarks/bench_recall.py --quick --question-kb 10,100  # only these questions
 """
 
 from __future__ import annotations
@@ -63,6 +72,12 @@ QUESTIONS = 60
 SCAN_QUERIES = 3  # a scan costs the same whatever the query: a few of them are enough
 BUILD_TARGET = 2.0
 QUERY_TARGET = 1 / 20
+QUESTION_KB = (10, 100, 700)
+QUESTION_TARGET = 10.0  # the 100 KB question against the 10 KB one
+SPREAD_MESSAGES = 20_000
+SPREAD_QUICK = 3_000
+ARCHIVE_COUNTS = (10, 1_000)
+SPREAD_TARGET = 2.0  # 1,000 archives against 10, nothing changed
 WORD = re.compile(r"[^\W_]+")
 
 
@@ -101,6 +116,28 @@ def _write_workspace(folder: Path, transcripts: list[Transcript], total: int) ->
         text = fmt.render_memory(document)
         (archive / fmt.archive_name(when, 1)).write_text(text, encoding="utf-8")
     return len(os.listdir(archive))
+
+
+def _write_spread(folder: Path, messages: list[Message], archives: int) -> None:
+    """``messages`` in ``archives`` archives of equal size (as compactions write them),
+    indexed."""
+    archive = folder / "archive"
+    archive.mkdir(parents=True)
+    per = len(messages) // archives
+    start = messages[0].timestamp
+    for number in range(archives):
+        when = start + timedelta(hours=number)
+        blocks = tuple(Message(m.role.capitalize(), m.content, when + timedelta(seconds=i))
+                       for i, m in enumerate(messages[number * per : (number + 1) * per]))  # fmt: skip
+        text = fmt.render_memory(MemoryDocument("Bench_conversation", when, blocks, 1))
+        (archive / fmt.archive_name(when, 1)).write_text(text, encoding="utf-8")
+    update(MemoryPaths(folder / "MEMORY.md"))
+
+
+def _question(text: str, kilobytes: int) -> str:
+    """``text`` cut to ``kilobytes`` KB (UTF-8) at a space."""
+    cut = text.encode("utf-8")[: kilobytes * 1000].decode("utf-8", errors="ignore")
+    return cut.rsplit(" ", 1)[0]
 
 
 def _archives(folder: Path) -> list[Path]:
@@ -159,7 +196,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help="CI smoke run (a few seconds)")
     parser.add_argument("--messages", type=int, default=None, help="archived messages")
+    parser.add_argument(
+        "--question-kb",
+        default=",".join(map(str, QUESTION_KB)),
+        help="the long questions' sizes in KB, the first the baseline (default %(default)s)",
+    )
     args = parser.parse_args(argv)
+    question_kb = [int(size) for size in args.question_kb.split(",")]
     total = args.messages or (3_066 if args.quick else FULL_MESSAGES)
     rounds = 1 if args.quick else 3
     made = time.perf_counter()
@@ -170,6 +213,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         folder = root / "agents" / "Bench"
         archives = _write_workspace(folder, transcripts, total)
+        all_messages = [m for t in transcripts for m in t.messages]
+        spread = SPREAD_QUICK if args.quick else SPREAD_MESSAGES
+        for count in ARCHIVE_COUNTS:
+            _write_spread(root / "agents" / f"Spread{count}", all_messages[:spread], count)
+        long_text = " ".join(m.content for m in all_messages)
+        spread_written = time.monotonic()
         made = time.perf_counter() - made
         paths = MemoryPaths(folder / "MEMORY.md")
         extra = folder / "archive" / "history_2099-01-01_00-00-00Z.md"
@@ -193,6 +242,17 @@ def main(argv: list[str] | None = None) -> int:
             add("incremental", _timed(lambda: update(paths)))
             extra.unlink()
             add("deletion", _timed(lambda: update(paths)))
+            for size in question_kb:
+                question = _question(long_text, size)
+                add(f"question {size}", _timed(lambda q=question: recall(folder, q, k=5)))  # type: ignore[misc]
+            # An agent that has not compacted for a while: its archive folder's state is older
+            # than SETTLED_NS (until then every query compares every archive: docs/recall.md).
+            time.sleep(max(0.0, spread_written + 2.5 - time.monotonic()))
+            for count in ARCHIVE_COUNTS:
+                spread_folder = root / "agents" / f"Spread{count}"
+                for question in questions:
+                    add(f"spread {count}", _timed(
+                        lambda q=question, f=spread_folder: recall(f, q, k=5)))  # type: ignore[misc]  # fmt: skip
         med = {row: statistics.median(values) for row, values in times.items()}
         index_mb = index_path(paths).stat().st_size / 1e6
         archive_mb = sum(p.stat().st_size for p in _archives(folder)) / 1e6
@@ -208,6 +268,11 @@ def main(argv: list[str] | None = None) -> int:
 
     build_ratio = med["build"] / med["pass"]
     query_ratio = med["query"] / med["scan"]
+    base_kb = question_kb[0]
+    question_ratios = {kb: med[f"question {kb}"] / med[f"question {base_kb}"] for kb in question_kb}
+    question_met = question_ratios.get(100, 0.0) <= QUESTION_TARGET
+    few, many = ARCHIVE_COUNTS
+    spread_ratio = med[f"spread {many}"] / med[f"spread {few}"]
     rows = [
         ("read-and-tokenize pass (read, parse, split into words)", med["pass"], "", ""),
         ("index build (from nothing)", med["build"], f"{build_ratio:.2f}x the pass",
@@ -224,6 +289,15 @@ def main(argv: list[str] | None = None) -> int:
          f"{med['incremental'] / med['build']:.3f}x the build", "never a rebuild"),
         ("deletion (1 archive's rows, secure_delete + optimize)", med["deletion"],
          f"{med['deletion'] / med['build']:.2f}x the build", "(no target)"),
+        *((f"query, a {kb} KB question", med[f"question {kb}"],
+           "(baseline)" if kb == base_kb else f"{question_ratios[kb]:.1f}x the {base_kb} KB question",
+           f"<= {QUESTION_TARGET:g}x: {verdict(question_met)}" if kb == 100 and base_kb == 10 else "")
+          for kb in question_kb),
+        (f"query, {spread:,} messages in {few} archives, nothing changed", med[f"spread {few}"],
+         "(baseline)", ""),
+        (f"query, {spread:,} messages in {many:,} archives, nothing changed", med[f"spread {many}"],
+         f"{spread_ratio:.2f}x {few} archives",
+         f"<= {SPREAD_TARGET:g}x: {verdict(spread_ratio <= SPREAD_TARGET)}"),
     ]  # fmt: skip
     print(f"# recall over archives ({'quick' if args.quick else 'full'} run)")
     print(
@@ -242,7 +316,8 @@ def main(argv: list[str] | None = None) -> int:
         "ratios are of rows measured in this run; the scan counts the query's words (stop words "
         "aside) in each message, the query ranks by BM25 (SQLite FTS5)"
     )
-    failed = build_ratio > BUILD_TARGET or query_ratio > QUERY_TARGET
+    failed = (build_ratio > BUILD_TARGET or query_ratio > QUERY_TARGET or not question_met
+              or spread_ratio > SPREAD_TARGET)  # fmt: skip
     return 1 if failed and not args.quick else 0
 
 

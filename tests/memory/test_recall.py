@@ -218,7 +218,12 @@ def test_the_index_is_a_private_file_beside_the_archives(workspace: Path) -> Non
         os.umask(old)
     path = workspace / "agents" / "Alpha" / "archive" / ".recall.sqlite"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert sorted(p.name for p in path.parent.iterdir() if p.name.startswith(".")) == [path.name]
+    journal = path.with_name(path.name + "-journal")  # TRUNCATE mode: left in place, empty
+    assert sorted(p.name for p in path.parent.iterdir() if p.name.startswith(".")) == [
+        path.name,
+        journal.name,
+    ]
+    assert stat.S_IMODE(journal.stat().st_mode) == 0o600 and journal.stat().st_size == 0
 
 
 def test_no_archives_no_index(isolated_workspace: Path) -> None:

@@ -100,7 +100,9 @@ class Agent:
             summarizer name such as ``"memorylab/extractive"`` (offline) or another model.
         persistent_memory: keep MEMORY.md on disk (False: in the process only).
         workspace_dir: the workspace; ``None``: ``$WORKSPACE_DIR``, else ``./agent_workspace``.
-        tools: plain functions (or :class:`~memorylab.tools.Tool`) the model may call.
+        tools: plain functions (or :class:`~memorylab.tools.Tool`) the model may call; a
+            :func:`~memorylab.tools.recall_tool` made without a source or an agent searches
+            this agent's own archives.
         llm_args: go to ``litellm.completion`` unchanged (``mock_response``, ``api_base``,
             ``api_key`` ...) for the agent's calls, and for the summarizer's when it is a model.
         custom_rules_prompt: more static context (skills), after the rules.
@@ -208,6 +210,7 @@ class Agent:
             token_counter=self.token_counter,
             clock=clock,
         )
+        self.tools = as_tools(tools, memory=self.short_memory)  # recall_tool(): its own memory
         self.context_compressor = ContextCompressor(
             threshold=threshold,
             summarizer_model=summarizer_model,

@@ -9,6 +9,7 @@ and optional). Parameters with a default are not required.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import os
@@ -143,15 +144,27 @@ class Tool:
             return str(result)
 
 
-def as_tools(tools: Sequence[Callable[..., Any] | Tool] | None) -> dict[str, Tool]:
-    """Tools by name; duplicate names are an error."""
+def as_tools(
+    tools: Sequence[Callable[..., Any] | Tool] | None, *, memory: HasMemoryFile | None = None
+) -> dict[str, Tool]:
+    """Tools by name; duplicate names are an error. With ``memory`` (an ``Agent``'s
+    ``Conversation``), a :func:`recall_tool` made without a source or an agent recalls from
+    it: an agent's tool searches its own archives."""
     out: dict[str, Tool] = {}
     for item in tools or ():
         tool = item if isinstance(item, Tool) else Tool.from_function(item)
         if tool.name in out:
             raise InvalidSetting(f"two tools are named {tool.name!r}; names must be unique")
+        unbound_k = getattr(tool.function, _UNBOUND_RECALL, None)
+        if memory is not None and unbound_k is not None:
+            tool = dataclasses.replace(tool, function=recall_tool(memory, k=unbound_k))
         out[tool.name] = tool
     return out
+
+
+_UNBOUND_RECALL = "__memorylab_unbound_recall_k__"
+"""The attribute that marks a :func:`recall_tool` made without a source or an agent (its
+``k``): :func:`as_tools` binds it to the memory of the ``Agent`` it is given to."""
 
 
 def recall_tool(
@@ -164,15 +177,23 @@ def recall_tool(
     out of the context) and gets the best ``k`` messages back with their timestamps and the
     archives that hold them (:func:`memorylab.memory.recall.recall`).
 
-    ``source`` is what :func:`~memorylab.memory.recall.recall` takes (a workspace, an agent
-    folder, a MEMORY.md, a ``Conversation``), or an ``Agent`` (its ``short_memory``);
-    ``agent`` names the agent in a workspace. Nothing is read until the model calls the tool,
-    so an ``Agent`` can be given the tool of its own name before it exists::
+    Given to an ``Agent`` with neither ``source`` nor ``agent``, the tool searches that
+    agent's archives and no other's: ``Agent(agent_name="Researcher", tools=[recall_tool()])``.
+    Other memory is searched only when named: ``source`` is what
+    :func:`~memorylab.memory.recall.recall` takes (a workspace, whose every agent is then
+    searched, an agent folder, a MEMORY.md, a ``Conversation``) or an ``Agent`` (its
+    ``short_memory``); ``agent`` names the agent in a workspace (the default one without a
+    ``source``). Nothing is read until the model calls the tool, so an ``Agent`` can be given
+    the tool of a name before it exists::
 
         Agent(agent_name="Researcher", tools=[recall_tool(agent="Researcher")], ...)
+
+    A tool that names nothing and was given to no ``Agent`` answers its calls with an
+    ``InvalidSetting`` that says what to name.
     """
     k = check_int("k", k, 1)
     held = getattr(source, "short_memory", source)  # an Agent: its Conversation
+    unbound = held is None and agent is None
 
     def recall(query: str) -> str:
         """Search your archived messages: what earlier compactions summarized away, word for
@@ -182,11 +203,20 @@ def recall_tool(
         Args:
             query: the words to look for: a name, a path, a number, a command or a question
         """
+        if unbound:
+            raise InvalidSetting(
+                "recall_tool() names no memory to search: give it to an Agent "
+                "(Agent(..., tools=[recall_tool()]) searches that agent's own archives), or "
+                "name the memory: recall_tool(conversation), recall_tool(agent='Name') for an "
+                "agent of the workspace, recall_tool(workspace_folder) for all of its agents"
+            )
         found = recall_messages(held, query, agent=agent, k=k)
         if not found:
             return f"No archived message matches {query!r}."
         return format_recalled(found)
 
+    if unbound:
+        setattr(recall, _UNBOUND_RECALL, k)
     return recall
 
 

@@ -179,21 +179,31 @@ def _folder_of_file(path: Path) -> Path:
 # Keeping the index up to date
 
 
-def _update(name: str, paths: MemoryPaths, *, create: bool, timeout: float) -> index.Update:
-    """Bring ``paths``' index up to date, skipping an uncommitted compaction's archive."""
+def _pending(paths: MemoryPaths) -> tuple[str, ...]:
+    """The archive of an uncommitted compaction, which the index leaves out until it commits."""
     pending = MemoryStore(paths.memory_md).pending_archive()
+    return () if pending is None else (pending,)
+
+
+def _index_error(name: str, paths: MemoryPaths, error: Exception) -> StoreError:
+    """An index that could be neither used nor built again (a damaged one is built again by
+    the index itself), as the caller's error."""
+    if isinstance(error, StoreError):  # an UnsafePath: a folder in the index's way
+        return error
+    if isinstance(error, OSError):
+        return store_error(error, index.index_path(paths), "update the recall index")
+    return StoreError(
+        f"cannot use the recall index of {name!r} ({index.index_path(paths)}): {error}; recall "
+        "writes it beside the archives, so it needs write access there"
+    )
+
+
+def _update(name: str, paths: MemoryPaths, *, timeout: float) -> index.Update:
+    """Bring ``paths``' index up to date, comparing every archive."""
     try:
-        return index.update(
-            paths, skip=() if pending is None else (pending,), create=create, timeout=timeout
-        )
-    except OSError as error:
-        raise store_error(error, index.index_path(paths), "update the recall index") from error
-    except sqlite3.Error as error:
-        raise StoreError(
-            f"cannot update the recall index of {name!r} ({index.index_path(paths)}): {error}; "
-            "recall writes it beside the archives, so it needs write access there (delete the "
-            "file if it is damaged: it is built again)"
-        ) from error
+        return index.update(paths, skip=_pending(paths), timeout=timeout, check_all=True)
+    except (OSError, sqlite3.Error) as error:
+        raise _index_error(name, paths, error) from error
 
 
 def update_recall_index(
@@ -202,10 +212,12 @@ def update_recall_index(
     """Build or bring up to date the recall index of each agent ``source`` names (one per
     agent with archives), and say what was read and dropped. :func:`recall` does this itself
     before it searches; call it to build an index ahead of time, so that compactions keep it
-    up to date from then on."""
+    up to date from then on. Unlike a recall, which trusts the archive folder's recorded state
+    when it has not changed, it compares every archive, so an archive written into in place
+    (its folder unchanged) is read again too (docs/recall.md)."""
     done = []
     for name, paths in _agents(source, agent):
-        update = _update(name, paths, create=True, timeout=lock_timeout)
+        update = _update(name, paths, timeout=lock_timeout)
         done.append(IndexUpdate(name, index.index_path(paths), update.read, update.dropped,
                                 update.messages))  # fmt: skip
     return done
@@ -220,8 +232,9 @@ def _terms(query: object) -> list[tuple[str, str]]:
         raise InvalidSetting(f"query must be a string, not {type(query).__name__}")
     terms = index.query_terms(query)
     if not terms:
+        shown = repr(query) if len(query) <= 80 else f"{query[:60]!r}... ({len(query):,} chars)"
         raise InvalidSetting(
-            f"query {query!r} has no words to search for (letters or digits): give a name, a "
+            f"query {shown} has no words to search for (letters or digits): give a name, a "
             "path, a number or a question"
         )
     return terms
@@ -245,20 +258,21 @@ def recall(
     come from their own indexes. Each agent's index is brought up to date first (built on the
     first recall: see :func:`update_recall_index`).
 
-    Raises ``InvalidSetting`` for a query without words or ``k`` < 1, ``AgentNotFound`` for an
-    unknown agent, ``StoreError`` for a source that is no workspace, agent or memory file.
+    A long query is searched for its :data:`~memorylab.memory._recall_index.MAX_QUERY_TERMS`
+    rarest words (docs/recall.md). A damaged index is built again, with one logged warning.
+
+    Raises ``InvalidSetting`` for a query without words or a ``k`` that is not a count >= 1,
+    ``AgentNotFound`` for an unknown agent, ``StoreError`` for a source that is no workspace,
+    agent or memory file (``UnsafePath`` for a folder where the index keeps a file).
     """
     terms = _terms(query)
     k = check_int("k", k, 1)
     found: list[RecalledMessage] = []
     for name, paths in _agents(source, agent):
-        _update(name, paths, create=True, timeout=lock_timeout)
         try:
-            hits = index.search(paths, terms, k, timeout=lock_timeout)
-        except sqlite3.Error as error:
-            raise StoreError(
-                f"cannot search the recall index of {name!r} ({index.index_path(paths)}): {error}"
-            ) from error
+            hits = index.search(paths, terms, k, skip=_pending(paths), timeout=lock_timeout)
+        except (OSError, sqlite3.Error) as error:
+            raise _index_error(name, paths, error) from error
         found += [RecalledMessage.of(name, hit) for hit in hits]
     found.sort(key=lambda m: (-m.score, m.agent, m.archive, m.position))
     return found[:k]
@@ -289,14 +303,20 @@ def recall_messages(
     an evaluation's (each one's ``position`` is its index in ``messages``, ``archive`` is
     ``name``). A message without a timestamp is stamped at the epoch. A list of queries gets a
     list of answers, one per query, from one index of ``messages`` (an evaluation asks each
-    probe's question of the same history)."""
-    queries = [query] if isinstance(query, str) else query
+    probe's question of the same history). Raises ``InvalidSetting`` for a message that is not
+    a mapping with a ``role``, a query without words, a ``k`` that is not a count >= 1."""
+    queries = [query] if isinstance(query, str) or not isinstance(query, list | tuple) else query
     terms = [_terms(text) for text in queries]
     k = check_int("k", k, 1)
     epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    if isinstance(messages, str | bytes | Mapping):
+        raise InvalidSetting(
+            f"messages must be a list of messages ({{'role', 'content'}} mappings), not one "
+            f"{type(messages).__name__}"
+        )
     rows = [
-        (str(m["role"]), fmt.content_to_text(m.get("content")), _stamp(m.get("timestamp"), epoch))
-        for m in messages
+        (_role(i, m), fmt.content_to_text(m.get("content")), _stamp(m.get("timestamp"), epoch))
+        for i, m in enumerate(messages)
     ]
     con = index.in_memory(rows, name)
     try:
@@ -304,6 +324,21 @@ def recall_messages(
     finally:
         con.close()
     return found[0] if isinstance(query, str) else found
+
+
+def _role(position: int, message: object) -> str:
+    """The role of ``messages[position]``, or an error that says what a message must be."""
+    if not isinstance(message, Mapping):
+        raise InvalidSetting(
+            f"messages[{position}] must be a mapping with 'role' and 'content' (and "
+            f"'timestamp'), not {type(message).__name__}"
+        )
+    if "role" not in message:
+        raise InvalidSetting(
+            f"messages[{position}] has no 'role': each message needs 'role' and 'content' "
+            f"(and 'timestamp'); it has {sorted(map(str, message))}"
+        )
+    return str(message["role"])
 
 
 def _stamp(value: object, default: datetime) -> str:
