@@ -20,6 +20,7 @@ step, SIGKILLing itself right before that step. After each kill the parent opens
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import signal
@@ -32,8 +33,10 @@ import pytest
 
 import memorylab
 from memorylab import Conversation
+from memorylab.errors import InvalidSetting
 from memorylab.memory import MemoryStore, recall
 from memorylab.memory.paths import agent_paths
+from memorylab.memory.store import deletion_journal
 
 TOOLKIT = Path(memorylab.__file__).resolve().parents[1]  # the children import the same code
 WORKER = Path(__file__).with_name("_deletion_worker.py")
@@ -176,3 +179,39 @@ def test_a_kill_at_any_step_of_a_deletion_leaves_no_deleted_text(
         assert sorted(m.archive for m in found) == sorted(plan["kept"]), where
     # The kills inside the index's transaction left its journal holding the deleted text.
     assert forgotten or journals > 0, "no kill landed inside the index's transaction"
+
+
+def test_recovery_deletes_only_archives_whatever_the_journal_says(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A deletion journal is read only as memorylab writes it: a name that is not an archive's
+    deletes nothing, and a journal of another shape (a hand edit) is logged and removed."""
+    conv = Conversation(agent_name="Hand")
+    names = []
+    for word in ("kiwi", "mango"):
+        conv.add("User", word)
+        names.append(conv.compact(f"summary {word}").archive)
+    paths = agent_paths("Hand")
+    journal = deletion_journal(paths)
+    entries = [{"archive": "../MEMORY.md"}, {"archive": "compactions.jsonl"}, {"archive": names[0]}]
+    journal.write_text(json.dumps({"kind": "retention", "time": "t", "archives": entries}))
+    MemoryStore.for_agent("Hand")
+    assert not journal.exists() and paths.memory_md.is_file() and paths.compactions.is_file()
+    assert [p.name for p in paths.archives()] == [names[1]]
+    journal.write_text("[1, 2]")
+    with caplog.at_level(logging.WARNING, logger="memorylab"):
+        Conversation(agent_name="Hand")
+    assert "is not a deletion journal" in caplog.text and not journal.exists()
+    assert [p.name for p in paths.archives()] == [names[1]]
+
+
+def test_a_deletions_reasons_are_checked_before_anything_goes() -> None:
+    conv = Conversation(agent_name="Reasons")
+    conv.add("User", "kiwi")
+    name = conv.compact("summary").archive
+    assert conv.store is not None and name is not None
+    with pytest.raises(InvalidSetting, match="reason names no reason for"):
+        conv.store.delete_archives([name], reason={"history_2020-01-01_00-00-00Z.md": "old"})
+    with pytest.raises(InvalidSetting, match="reason must be a text"):
+        conv.store.delete_archives([name], reason=5)  # type: ignore[arg-type]
+    assert conv.store.delete_archives([name], reason={name: "old"}) == [name]

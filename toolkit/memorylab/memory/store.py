@@ -1013,6 +1013,11 @@ class MemoryStore:
         for name in wanted:
             if fmt.parse_archive_name(name) is None:
                 raise InvalidSetting(f"{name!r} is not an archive name (history_<time>.md)")
+        if not isinstance(reason, str | Mapping):
+            raise InvalidSetting(
+                f"reason must be a text, or a mapping from each archive's name to its reason, "
+                f"not {type(reason).__name__}"
+            )
         why = {name: reason if isinstance(reason, str) else reason.get(name) for name in wanted}
         missing = [name for name, text in why.items() if not isinstance(text, str)]
         if missing:
@@ -1139,8 +1144,10 @@ class MemoryStore:
         memory file's own files go: MEMORY.md, ``archive/``'s archives, ``compactions.jsonl``,
         ``usage.jsonl``, the journal, temp files and the lock file. The generation is bumped
         first, so a process that still appends reopens MEMORY.md, finds it gone and gets
-        ``StoreError`` instead of writing into a deleted file. Raises ``StoreError`` if
-        anything is left afterwards.
+        ``StoreError`` instead of writing into a deleted file. Journalled
+        (:func:`deletion_journal`, written first, removed last): a removal a crash interrupts
+        is done again when the memory is next opened. Raises ``StoreError`` if anything is
+        left afterwards.
         """
         whole = self.agent_root is not None if whole_folder is None else whole_folder
         folder, paths = self.paths.folder, self.paths

@@ -22,7 +22,7 @@ from memorylab.memory._recall_index import is_index_file
 from memorylab.memory.paths import MemoryPaths, agent_folders, agent_paths, validate_agent_name
 from memorylab.memory.retention import format_duration, parse_duration
 from memorylab.memory.retention import older_than as archives_older_than
-from memorylab.memory.store import MemoryStore, _require_kind, read_memory
+from memorylab.memory.store import MemoryStore, _require_kind, deletion_journal, read_memory
 
 CACHE_ENV = "MEMORYLAB_CACHE_DIR"
 """Where ``compare_summarizers`` caches model calls when set (else ``<workspace>/.cache/llm``)."""
@@ -82,11 +82,11 @@ def existing_agent(agent_name: str, workspace_dir: str | os.PathLike[str] | None
 
 def require_regular_files(paths: MemoryPaths, what: str) -> None:
     """Refuse at once (``UnsafePath``, nothing read, nothing removed) an agent whose MEMORY.md,
-    archives, ``compactions.jsonl``, ``usage.jsonl``, journal or lock is there but not a regular
+    archives, ``compactions.jsonl``, ``usage.jsonl``, journals or lock is there but not a regular
     file (a FIFO would block a read forever; a symlink may point anywhere), or whose
     ``archive/`` is not a folder: the store's own check (``memory.store._require_kind``)."""
     checks = [(paths.memory_md, "file"), (paths.compactions, "file"), (paths.usage, "file"),
-              (paths.intent, "file"), (paths.lock, "file"),
+              (paths.intent, "file"), (deletion_journal(paths), "file"), (paths.lock, "file"),
               (paths.archive_dir, "folder")]  # fmt: skip
     if paths.archive_dir.is_dir() and not paths.archive_dir.is_symlink():
         checks += [
