@@ -146,6 +146,10 @@ _DAMAGE_CODES = frozenset({
     sqlite3.SQLITE_MISMATCH, sqlite3.SQLITE_FORMAT, sqlite3.SQLITE_NOTADB,
 })  # fmt: skip
 
+# Why a write made in passing (:func:`_record_in_passing`) is not made: another process
+# writes, or the file is read-only.
+_IN_PASSING = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_READONLY})
+
 _T = TypeVar("_T")
 
 _clock = time.time_ns  # the time a folder state is compared with (tests move it)
@@ -486,6 +490,25 @@ def _record_state(con: sqlite3.Connection, state: str | None) -> None:
         con.execute("INSERT OR REPLACE INTO recall_meta VALUES ('state', ?)", (state,))
 
 
+def _record_in_passing(con: sqlite3.Connection, paths: MemoryPaths, skip: Collection[str]) -> None:
+    """Record the folder state of an index whose rows are current: a write worth making only
+    when it costs no wait, so another process's write (or a read-only file) leaves it to a
+    later query. Taken and compared again under the write lock, as :func:`update` does."""
+    (busy_ms,) = con.execute("PRAGMA busy_timeout").fetchone()
+    con.execute("PRAGMA busy_timeout = 0")
+    try:
+        with _write(con):
+            state, settled = _folder_state(paths, skip)
+            on_disk = _archives_on_disk(paths, {*skip, *_edit_archives_of(paths)})
+            if settled and _recorded(con) == on_disk:
+                _record_state(con, state)
+    except sqlite3.OperationalError as error:
+        if (getattr(error, "sqlite_errorcode", 0) & 0xFF) not in _IN_PASSING:
+            raise
+    finally:
+        con.execute(f"PRAGMA busy_timeout = {int(busy_ms)}")
+
+
 def update(
     paths: MemoryPaths,
     *,
@@ -522,8 +545,10 @@ def _bring_up_to_date(
     if settled and state == recorded_state and not check_all:
         return Update()  # nothing changed: the common case, O(1)
     on_disk = _archives_on_disk(paths, {*skip, *_edit_archives_of(paths)})
-    if _recorded(con) == on_disk and (not settled or state == recorded_state):
-        return Update()  # nothing changed, or too lately to record the state: no write lock
+    if _recorded(con) == on_disk:  # nothing changed
+        if settled and state != recorded_state:
+            _record_in_passing(con, paths, skip)
+        return Update()
     with _write(con):
         # Taken and listed again under the write lock: a deletion unlinks its archives before
         # it takes this lock to delete their rows, so rows written here are either of files
