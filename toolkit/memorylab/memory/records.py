@@ -354,7 +354,6 @@ EXTRA_FIELDS: Mapping[str, str] = {
 # fmt: on
 """The same for the fields of a compaction record's ``extra`` that the readers use."""
 
-_LONGEST_INT = 19  # digits: an int64 (what a frame's column holds) has at most 19
 _DEEPEST = 64  # levels of nesting a field may have: memorylab's records have 3
 
 
@@ -377,11 +376,12 @@ def read_record_line(text: str) -> RecordLine:
 
     * not JSON (a line cut off by a crash, a hand edit), nested past what the JSON reader can
       follow, or JSON that is not an object: no record (``record`` is ``None``);
-    * NaN, Infinity, a float that overflows (``1e999``) and an integer of more than 19 digits
-      are read as ``null`` (unrecorded): the digits of a huge integer are never converted;
+    * NaN, Infinity, a float that overflows (``1e999``) and an integer longer than Python reads
+      (4,300 digits: ``sys.get_int_max_str_digits()``) are read as ``null`` (unrecorded);
     * a field of :data:`RECORD_FIELDS` (or of ``extra``, :data:`EXTRA_FIELDS`) of the wrong
-      shape (a text where a count is expected, a list where an object is, a negative count, a
-      field nested deeper than 64 levels) is left out, and a record without a ``time`` says so.
+      shape (a text where a count is expected, a list where an object is, a negative count or
+      one past an int64, a field nested deeper than 64 levels) is left out, and a record
+      without a ``time`` says so.
 
     >>> line = read_record_line('{"time": "2026-05-01T10:00:00+00:00", "tokens_before": "many"}')
     >>> line.record, line.problems
@@ -391,12 +391,14 @@ def read_record_line(text: str) -> RecordLine:
     """
     read_as_null: list[str] = []
 
-    def number(text: str) -> int | float | None:
-        if text.lstrip("-").isdigit():  # an integer: never converted past 19 digits
-            if len(text.lstrip("-")) <= _LONGEST_INT:
-                return int(text)
+    def integer(text: str) -> int | None:
+        try:
+            return int(text)
+        except ValueError:  # past Python's limit of digits: refused before any conversion
             read_as_null.append(f"an integer of {len(text.lstrip('-')):,} digits")
             return None
+
+    def real(text: str) -> float | None:
         value = float(text)
         if math.isfinite(value):
             return value
@@ -404,7 +406,12 @@ def read_record_line(text: str) -> RecordLine:
         return None
 
     try:
-        value = json.loads(text, parse_int=number, parse_float=number, parse_constant=number)
+        try:  # integers by json's own reader (fast); only a line it refuses is read again
+            value = json.loads(text, parse_float=real, parse_constant=real)
+        except json.JSONDecodeError:
+            raise
+        except ValueError:
+            value = json.loads(text, parse_int=integer, parse_float=real, parse_constant=real)
     except RecursionError:
         return RecordLine(None, ("nested too deeply to read",))
     except ValueError:
@@ -436,11 +443,13 @@ def check_record(value: object) -> RecordLine:
 def _drop_misshapen(record: dict[str, Any], known: Mapping[str, str], prefix: str) -> list[str]:
     problems = []
     for name, value in list(record.items()):
+        if value is None:
+            continue
         expected = known.get(name)
-        if expected is not None and value is not None and not _has_shape(value, expected):
+        if expected is not None and not _has_shape(value, expected):
             problems.append(f"{prefix}{name} is not {expected}")
             del record[name]
-        elif _depth(value) > _DEEPEST:
+        elif isinstance(value, (dict, list)) and _depth(value) > _DEEPEST:
             problems.append(f"{prefix}{name} is nested deeper than {_DEEPEST} levels")
             del record[name]
     return problems
@@ -475,7 +484,7 @@ def _depth(value: object) -> int:
     deepest, todo = 0, [(value, 0)]
     while todo:
         item, level = todo.pop()
-        if isinstance(item, dict | list):
+        if isinstance(item, (dict, list)):
             deepest = max(deepest, level + 1)
             if deepest > _DEEPEST:
                 return deepest
