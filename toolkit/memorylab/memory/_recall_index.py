@@ -76,7 +76,7 @@ from memorylab.errors import StoreError, UnsafePath
 from memorylab.memory import format as fmt
 from memorylab.memory._fsutil import FILE_MODE, open_regular, read_bytes, read_fd
 from memorylab.memory.paths import MemoryPaths
-from memorylab.memory.records import edit_archives
+from memorylab.memory.records import edit_archives, read_record_line
 
 logger = logging.getLogger("memorylab")
 
@@ -227,11 +227,12 @@ def _edit_archives_of(paths: MemoryPaths) -> set[str]:
     except (FileNotFoundError, NotADirectoryError, UnsafePath):
         data = b""
     records = []
-    for line in data.splitlines():
+    for line in data.split(b"\n"):  # the JSON Lines rule: a line ends at b"\n" only
         if b'"edit"' not in line:  # most lines are compactions: parsed only when they may not be
             continue
-        with contextlib.suppress(ValueError, RecursionError):
-            records.append(json.loads(line))
+        record = read_record_line(line.decode("utf-8", errors="replace")).record
+        if record is not None:
+            records.append(record)
     return edit_archives(records, names)
 
 

@@ -43,6 +43,7 @@ from memorylab.memory.paths import validate_agent_name
 from memorylab.memory.permissions import warn_permissions
 from memorylab.memory.preload import PreloadPlan, has_messages, plan_preload
 from memorylab.memory.records import (
+    IDENTIFYING_FIELDS,
     PRELOAD_PREFIX,
     SUMMARY_PREFIX,
     TOOL_ROLES,
@@ -77,8 +78,6 @@ class DefaultPath(Enum):
 DEFAULT_PATH: Final = DefaultPath.DEFAULT_PATH
 """Sentinel: ``memory_md_path`` follows ``agent_name`` (``<ws>/agents/<agent_name>/MEMORY.md``)."""
 
-
-_RECORD_KEYS = frozenset({"time", "agent", "archive", "kind", "strategy"})  # never redacted
 
 _ARCHIVE_GONE = " (deleted since: the original is gone)"
 """What follows the name of an archive that no longer exists (retention, purge) where a text
@@ -834,7 +833,7 @@ class Conversation(ReferenceMethods):
                     ).to_dict()
                     if redactor is not None:  # error texts and extra fields may quote content
                         line = {
-                            k: v if k in _RECORD_KEYS else redact_values(v, redactor)
+                            k: v if k in IDENTIFYING_FIELDS else redact_values(v, redactor)
                             for k, v in line.items()
                         }
                     return line

@@ -321,6 +321,12 @@ _COUNT, _NUMBER, _THRESHOLD, _TEXT = "a count", "a number >= 0", "a number > 0",
 _TIME, _FLAG, _MAPPING, _STRATEGY = "a time", "true or false", "an object", "a strategy record"
 
 # fmt: off
+IDENTIFYING_FIELDS = frozenset({"time", "agent", "archive", "kind", "replaced"})
+"""The fields of a ``compactions.jsonl``/``usage.jsonl`` record that identify it (readers match
+on them): never redacted, as memorylab writes them from names and times it made, which are on
+disk already (folder and archive names). Every other text of a record is redacted before it
+reaches a file (the store's JSON Lines rule)."""
+
 RECORD_FIELDS: Mapping[str, str] = {
     "time": _TIME,
     **dict.fromkeys(("agent", "archive", "kind", "replaced", "reason", "error",
@@ -541,6 +547,7 @@ __all__ = [
     "EDIT_ARCHIVE_SUFFIX",
     "EXTRA_FIELDS",
     "EntryKind",
+    "IDENTIFYING_FIELDS",
     "MemoryDocument",
     "Message",
     "PRELOAD_PREFIX",

@@ -134,6 +134,7 @@ from memorylab.memory._fsutil import (
 from memorylab.memory._locking import AgentLock, Mark, drop_lock, lock_for
 from memorylab.memory.paths import MemoryPaths, agent_folders, agent_paths, validate_agent_name
 from memorylab.memory.records import (
+    IDENTIFYING_FIELDS,
     MemoryDocument,
     Message,
     check_record,
@@ -1267,10 +1268,6 @@ def _intent_bytes(archive: str | None, record: Mapping[str, Any]) -> bytes:
     return json.dumps({"archive": archive, "record": _recordable(record)}, default=str).encode()
 
 
-_IDENTIFYING = frozenset({"time", "agent", "archive", "kind", "replaced"})
-"""The fields that identify a record (readers match on them), never redacted: memorylab writes
-them from names and times it made, which are on disk already (folder and archive names)."""
-
 _ESCAPED = re.compile("[\x85\u2028\u2029\ud800-\udfff]")
 """What a JSON line keeps escaped though JSON need not: the line ends other readers split text
 at (``str.splitlines``, editors) and lone surrogates (no UTF-8 for them); the rest is UTF-8."""
@@ -1282,9 +1279,9 @@ def _recordable(record: Mapping[str, Any]) -> dict[str, Any]:
     <memorylab.memory.redact.SECRETS>`, :func:`~memorylab.memory.redact.redact_values`: a value
     with its key as context), so that no key reaches the file through a model string, a
     strategy's settings or an error text; numbers and the identifying fields
-    (:data:`_IDENTIFYING`) stay as they are."""
+    (:data:`~memorylab.memory.records.IDENTIFYING_FIELDS`) stay as they are."""
     return {
-        str(key): value if key in _IDENTIFYING else redact_values(value, SECRETS, str(key))
+        str(key): value if key in IDENTIFYING_FIELDS else redact_values(value, SECRETS, str(key))
         for key, value in record.items()
     }
 
