@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,7 +124,14 @@ def run(root: Path, *, count: int = 400, every: int = 20, reference_every: int =
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     )  # fmt: skip
     try:
-        _, their_err = theirs.communicate(timeout=600)
+        # The reference waits for memorylab's go: a memorylab writer that failed first (an
+        # import error) fails the run now, instead of after the reference's 600 s.
+        deadline = time.monotonic() + 600
+        while theirs.poll() is None and time.monotonic() < deadline:
+            if ours.poll() not in (None, 0):
+                raise RuntimeError(f"the memorylab writer failed:\n{ours.communicate()[1][-3000:]}")
+            time.sleep(0.05)
+        _, their_err = theirs.communicate(timeout=max(1.0, deadline - time.monotonic()))
         if theirs.returncode != 0:
             raise RuntimeError(f"the reference writer failed:\n{their_err[-3000:]}")
         done.touch()

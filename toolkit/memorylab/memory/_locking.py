@@ -61,8 +61,10 @@ class AgentLock:
         # (the records written later are the ones that can name its replacement) and the time
         # (archives written later are the ones that can hold its blocks).
         self.append_mark: Mark | None = None
-        # After a compaction: (the replaced file, bytes of it carried, until when to look).
-        self.late: tuple[int, int, float] | None = None
+        # After a compaction: until when (time.monotonic()) appends look for late writes to
+        # the file it replaced (kept by name beside MEMORY.md, so recovery finds it too), and,
+        # where it could not be named (no hard links), a descriptor of it and the bytes carried.
+        self.late: tuple[float, int | None, int] | None = None
 
     def _open(self) -> int:
         if self.fd is None:
@@ -163,12 +165,15 @@ class AgentLock:
                 os.close(self.append_fd)
         self.append_fd, self.append_id, self.appended, self.append_mark = None, None, [], None
 
+    def close_late(self) -> None:
+        if self.late is not None and self.late[1] is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.late[1])
+        self.late = None
+
     def close(self) -> None:
         self.close_append()
-        if self.late is not None:
-            with contextlib.suppress(OSError):
-                os.close(self.late[0])
-            self.late = None
+        self.close_late()
         if self.fd is not None:
             with contextlib.suppress(OSError):
                 os.close(self.fd)

@@ -9,6 +9,8 @@ Layout of one agent (``<workspace>/agents/<agent_name>/``)::
     .MEMORY.md.lock           cross-process lock (a sidecar: it survives MEMORY.md being replaced)
     .MEMORY.md.intent.json    present only while a compaction is in flight (its journal)
     .MEMORY.md.deletion.json  present only while a deletion is in flight (its journal)
+    .MEMORY.md.replaced-<ns>.<n>  the file a compaction replaced, for a second after it (or
+                              until the next open, if its process was killed): late writes
 
 Appends: under the agent lock (a per-process ``threading.RLock`` plus ``flock`` on the sidecar),
 one ``os.write`` of the whole block to an ``O_APPEND`` descriptor kept open; ``durable=True`` adds
@@ -27,14 +29,19 @@ write (disk full) is cut back before the error is raised, so the file never keep
 ``memorylab forget`` / ``purge`` delete the lock file too: a process that still writes then
 gets ``StoreError`` instead of re-creating forgotten memory.
 
-Writers that do not take the lock (the reference framework) can still lose their own appends in
-one case: an append that lands in MEMORY.md between memorylab's last read of it and the rename
-that replaces it. memorylab reads the replaced file again after the rename and carries over what
-was appended meanwhile. The new file's blocks (the summary, what was carried over) count as this
-process's appends: the descriptor appends go to is opened before the rename, so a writer that
-read the old file before the rename and removes the new one after it (the reference's
-``compact()``) is noticed at the next append, which carries them over. See
-docs/memory-format.md for what is and is not guaranteed.
+Writers that do not take the lock (the reference framework opens MEMORY.md by path for every
+message) append to the replaced file when they opened it before a rewrite's rename: between the
+rewrite's read and its rename (several fsyncs), or just after. The rewrite gives that file a
+second name before its rename (``_keep_replaced``: when, and how many bytes it read), and
+whoever holds the lock next carries over the whole blocks written there since (``_carry_late``:
+this process's appends for a second after its compaction, and recovery, should it have been
+killed first), then moves the name past them; the name goes once nothing has changed the file
+for ``LATE_WRITE_WINDOW_S`` (or at once, when a deletion runs: it holds archived text). The new
+file's blocks (the summary, what was carried over) count as this process's appends: the
+descriptor appends go to is opened before the rename, so a writer that read the old file before
+the rename and removes the new one after it (the reference's ``compact()``) is noticed at the
+next append, which carries them over. See docs/memory-format.md for what is and is not
+guaranteed.
 
 Compaction, under the same lock, in this order — and what a crash after each step leaves:
 
@@ -47,7 +54,10 @@ Compaction, under the same lock, in this order — and what a crash after each s
    intact MEMORY.md; recovery (the next open or compaction) removes that uncommitted archive;
 4. write the new MEMORY.md (header naming the archive, the summary, every block appended since
    the snapshot): temp file, fsync, ``os.replace``, fsync folder. This is the commit point —
-   a crash after it: recovery keeps the archive and finishes steps 5-6;
+   a crash after it: recovery keeps the archive and finishes steps 5-6, and carries over what
+   writers that take no lock wrote to the replaced file (its second name, made before step 2:
+   ``_keep_replaced``; a crash before the commit leaves a second name of MEMORY.md itself,
+   which recovery removes);
 5. append the compaction record to ``compactions.jsonl`` (fsync);
 6. remove the journal.
 
@@ -115,8 +125,10 @@ from memorylab.errors import (
 from memorylab.memory import _recall_index
 from memorylab.memory import format as fmt
 from memorylab.memory._fsutil import (
+    _NO_HARD_LINKS,
     DIR_MODE,
     Displaced,
+    _file_key,
     atomic_replace,
     create_new_file,
     encode_utf8,
@@ -761,6 +773,9 @@ class MemoryStore:
         result = CompactionResult(name, len(archived_doc.messages), len(carried_doc.messages),
                                   tail.decode())  # fmt: skip
         body = render(name) if callable(render) else render
+        # Named before anything is written (a failure changes nothing): after the commit, what
+        # a lock-less writer appends to the replaced file is found there (_carry_late).
+        kept = self._keep_replaced(current_fd, len(current))
         # The record names the file it replaces: a process that appended to it carries none of
         # its blocks over (this rewrite read them all, under the lock; see _carry_dropped).
         replaced = _file_id(os.fstat(current_fd))
@@ -784,13 +799,19 @@ class MemoryStore:
                                       (current_info.st_dev, current_info.st_ino))  # fmt: skip
         except Displaced as displaced:
             self._undo_archive(name)
+            if kept is not None:  # the file another writer replaced: its own business
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(kept)
             if displaced.late:  # written to the new file in its instant in place: kept
                 self._append_held(self._held_lock(), displaced.late)
             raise CompactionConflict(
                 f"{self.path} was replaced by another writer while it was being compacted; "
                 "nothing was changed — take a new snapshot and summarize again"
             ) from None
-        self._finish_compaction(line, current_fd, len(current), new_fd, body, tail)
+        # Where no second name could be made (no hard links), this process holds the replaced
+        # file open for its window instead: a kill before it looks loses what is written there.
+        unnamed = (current_fd, len(current)) if kept is None else None
+        self._finish_compaction(line, new_fd, body, tail, unnamed)
         if name is not None:  # an agent's recall index learns of the archive (never fails)
             _recall_index.after_compaction(self.paths)
         return result
@@ -804,14 +825,16 @@ class MemoryStore:
             os.unlink(self.paths.intent)
 
     def _finish_compaction(
-        self, line: dict[str, Any], old_fd: int, read: int, new_fd: int, body: bytes,
-        tail: bytes,
+        self, line: dict[str, Any], new_fd: int, body: bytes, tail: bytes,
+        unnamed: tuple[int, int] | None,
     ) -> None:  # fmt: skip
         """After the commit point: appends go to the new MEMORY.md (``new_fd``: a header,
         ``body``, then the ``tail`` carried over); record the compaction, drop the journal,
-        carry over what a lock-less writer appended to the replaced file since it was read.
-        Nothing here may fail the compaction (it happened): a failure is logged, and recovery
-        records it later."""
+        carry over what a lock-less writer appended to the replaced file since it was read
+        (kept by name: :meth:`_carry_late`, which recovery runs too, should this process die
+        first; ``unnamed``: the replaced file's descriptor and the bytes read of it, where it
+        could not be named). Nothing here may fail the compaction (it happened): a failure is
+        logged, and recovery records it later."""
         lock = self._held_lock()
         # The new file's blocks count as this process's appends: a lock-less writer that
         # removes or replaces it next (the reference's compact(), having read the old file
@@ -820,15 +843,17 @@ class MemoryStore:
         ours = [body, *(b for b in lock.appended if _block_set(b) <= in_tail)]
         lock.close_append()  # what this process wrote there is archived or carried over
         lock.append_fd, lock.appended, lock.append_mark = new_fd, ours, self._mark()
-        if lock.late is not None:  # the previous compaction's, looked at before this one read
-            os.close(lock.late[0])
-            lock.late = None
         try:
             info = os.fstat(new_fd)
             lock.append_id = (info.st_dev, info.st_ino)
             # A writer that opened the old file just before the rename may write to it a little
             # later still: every append of this process looks again, for a second.
-            lock.late = (os.dup(old_fd), read, time.monotonic() + LATE_WRITE_WINDOW_S)
+            lock.close_late()  # an earlier compaction's unnamed file: looked at before this read
+            until = time.monotonic() + LATE_WRITE_WINDOW_S
+            if unnamed is None:
+                lock.late = (until, None, 0)
+            else:
+                lock.late = (until, os.dup(unnamed[0]), unnamed[1])
             # Recorded before anything else: the record is what tells other memorylab
             # processes that this rewrite replaced the file they appended to.
             self.append_record(line)
@@ -845,18 +870,128 @@ class MemoryStore:
 
     def _check_late(self, lock: AgentLock, fd: int) -> None:
         """Append to ``fd`` (MEMORY.md, checked) what a writer that does not take the lock
-        wrote to the file the last compaction replaced since it was last read, as this
-        process's own blocks; stop looking once the window has passed."""
+        wrote to the file a compaction replaced since it was read (:meth:`_carry_late`), as
+        this process's own blocks; stop looking once the window has passed or nothing is
+        kept to look at."""
         assert lock.late is not None
-        old_fd, read, until = lock.late
-        late = read_fd(old_fd, read)
-        if late:
-            self._write_ours(lock, fd, late)
-        if time.monotonic() < until:
-            lock.late = (old_fd, read + len(late), until)
-        else:
-            os.close(old_fd)
-            lock.late = None
+        until, unnamed_fd, read = lock.late
+        kept = self._carry_late(fd)
+        if unnamed_fd is not None:  # no hard links: the file this process holds open
+            late = read_fd(unnamed_fd, read)
+            if late:
+                self._write_ours(lock, fd, late)
+            lock.late = (until, unnamed_fd, read + len(late))
+        if time.monotonic() >= until or not (kept or unnamed_fd is not None):
+            lock.close_late()
+
+    def _keep_replaced(self, current_fd: int, read: int) -> Path | None:
+        """Give MEMORY.md (``current_fd``, of which a rewrite read ``read`` bytes) a second
+        name before the rewrite renames a new file over it, ``.MEMORY.md.replaced-<time>.<read>``
+        (:func:`_replaced_name`): a writer that takes no lock and opened the path before the
+        rename writes there after it, and until nothing has for ``LATE_WRITE_WINDOW_S`` the
+        file stays findable by whoever holds the lock next (:meth:`_carry_late`), even when
+        this process is killed before it carries those writes over itself. None when the path
+        no longer names ``current_fd``'s file (replaced meanwhile: the rename will not happen),
+        or where the filesystem has no hard links."""
+        kept = self.paths.folder / _replaced_name(self.path.name, time.time_ns(), read)
+        try:
+            os.link(self.path, kept, follow_symlinks=False)
+        except OSError as exc:
+            if exc.errno in _NO_HARD_LINKS:
+                return None  # FAT, some network mounts: _finish_compaction holds it open
+            raise
+        info = os.fstat(current_fd)
+        if _file_key(kept) != (info.st_dev, info.st_ino):
+            os.unlink(kept)
+            return None
+        return kept
+
+    def _carry_late(self, fd: int | None = None, *, final: bool = False) -> bool:
+        """Carry over what writers that take no lock appended to the files that rewrites
+        replaced after reading them (kept by :meth:`_keep_replaced`), the lock held: to ``fd``
+        as this process's blocks (MEMORY.md, checked: a compactor's appends), else (recovery)
+        to MEMORY.md as it is now. A kept file's name says how much of it is accounted for; the
+        whole blocks past that go to MEMORY.md in the order written, less any already in it or
+        in an archive written since the rewrite (a carry that a kill stopped before the name
+        moved on), and the name moves past them. A kept file is removed once nothing has
+        changed it for ``LATE_WRITE_WINDOW_S`` (nor replaced it), or at once when ``final``
+        (a deletion: it holds the text archived from it); one that is still MEMORY.md (a
+        rewrite killed before its rename) is removed unread. Returns whether any is kept."""
+        lock = self._held_lock()
+        folder, own = self.paths.folder, self.path.name
+        try:
+            with os.scandir(folder) as entries:
+                found = [(at, e.name) for e in entries if (at := _parse_replaced(own, e.name))]
+        except FileNotFoundError:
+            return False
+        if fd is None and lock.append_fd is not None and lock.append_id == _file_key(self.path):
+            fd = lock.append_fd  # what recovery carries counts as this process's, as above
+        waiting = removed = False
+        for (since_ns, read), name in sorted(found):  # in the order they were replaced
+            kept = folder / name
+            try:
+                kept_fd = open_regular(kept, os.O_RDONLY)
+            except (OSError, UnsafePath):
+                continue  # gone, or not one of ours (a symlink, a FIFO): never read nor removed
+            try:
+                info = os.fstat(kept_fd)
+                if _file_key(self.path) == (info.st_dev, info.st_ino):
+                    os.unlink(kept)  # never replaced: nothing was written anywhere else
+                    continue
+                late = read_fd(kept_fd, read)
+            finally:
+                os.close(kept_fd)
+            whole = late[: late.rfind(_SEPARATOR) + len(_SEPARATOR)] if _SEPARATOR in late else b""
+            if whole and not self._write_late(lock, fd, whole, since_ns):
+                waiting = True  # MEMORY.md missing (being re-created?): the next look carries
+                continue
+            # Its last change: a write (mtime), the rename that replaced it (ctime, POSIX), or
+            # else the moment it was kept (in its name).
+            changed = max(since_ns, info.st_mtime_ns, info.st_ctime_ns)
+            if final or time.time_ns() - changed >= LATE_WRITE_WINDOW_S * 1e9:
+                os.unlink(kept)  # a torn block left past ``whole`` was never acknowledged
+                removed = True
+                continue
+            if whole:
+                os.rename(kept, folder / _replaced_name(own, since_ns, read + len(whole)))
+            waiting = True
+        if final and removed:
+            fsync_dir(folder)  # a deletion's: the archived text does not come back
+        return waiting
+
+    def _write_late(self, lock: AgentLock, fd: int | None, late: bytes, since_ns: int) -> bool:
+        """Append the blocks of ``late`` (whole blocks a lock-less writer appended to a
+        replaced file) that are in neither MEMORY.md nor an archive written since ``since_ns``,
+        in order, each once, with one write: to ``fd`` as this process's, else through a
+        descriptor of its own (:meth:`_carry_late`). False when MEMORY.md is missing or empty
+        (a writer that takes no lock re-creating it): nothing written."""
+        given = fd is not None
+        if fd is None:
+            try:
+                fd = open_regular(self.path, os.O_RDWR | os.O_APPEND)
+            except FileNotFoundError:
+                return False
+        try:
+            current = read_fd(fd)
+            if not current:
+                return False
+            kept = _block_set(current)
+            for archive in self._archives_since(Mark(None, 0, since_ns)):
+                with contextlib.suppress(OSError):
+                    kept |= _block_set(read_bytes(archive))
+            carried = []
+            for key in late.split(_SEPARATOR):
+                if key and key not in kept:
+                    carried.append(key + _SEPARATOR)
+                    kept.add(key)
+            if carried and given:
+                self._write_ours(lock, fd, b"".join(carried))
+            elif carried:
+                _write_block(fd, b"".join(carried), self.path)
+            return True
+        finally:
+            if not given:
+                os.close(fd)
 
     def _free_archive_name(self, now: datetime, *, edit: bool = False) -> str:
         """The archive's name (:func:`memorylab.memory.format.archive_name`; an edit's ends
@@ -885,10 +1020,13 @@ class MemoryStore:
 
     def _recover(self) -> None:
         """Finish or roll back a compaction that a crash interrupted, and cut a torn block off
-        the end of MEMORY.md (:meth:`_close_torn_tail`); the caller holds the lock."""
+        the end of MEMORY.md (:meth:`_close_torn_tail`); the caller holds the lock. Then carry
+        over late writes to a file a rewrite replaced (:meth:`_carry_late`): its process may
+        have been killed before it did."""
         self._recover_deletion()
         self._recover_compaction()
         self._close_torn_tail()
+        self._carry_late()
 
     def _recover_deletion(self) -> None:
         """Finish a deletion that a crash interrupted, from its journal
@@ -1029,6 +1167,7 @@ class MemoryStore:
         when = (now or datetime.now(UTC)).isoformat(timespec="microseconds")
         with self.locked():
             self._recover()  # an interrupted compaction is settled before anything goes
+            self._carry_late(final=True)  # a replaced file kept for late writes holds archived text
             present = [name for name in wanted if os.path.lexists(self.paths.archive_dir / name)]
             if not present:
                 return []
@@ -1177,6 +1316,7 @@ class MemoryStore:
             targets += [*folder.glob(f"..{paths.memory_md.name}.intent.json.tmp-*")]
             targets += [*folder.glob(f".{journal.name}.tmp-*")]
             targets += [*folder.glob(f"{paths.memory_md.name}.torn-*")]  # recovery's
+            targets += [*folder.glob(f".{paths.memory_md.name}.replaced-*")]  # _keep_replaced
             if whole:
                 targets += sorted(p for p in folder.iterdir() if p not in (paths.lock, journal))
             for target in [*targets, paths.lock, journal]:
@@ -1315,6 +1455,24 @@ def _write_block(fd: int, data: bytes, path: Path) -> None:
 def _file_id(info: os.stat_result) -> str:
     """A file's identity as a record names it (``"<st_dev>:<st_ino>"``)."""
     return f"{info.st_dev}:{info.st_ino}"
+
+
+def _replaced_name(memory_name: str, since_ns: int, read: int) -> str:
+    """The name a replaced MEMORY.md is kept under for late writes (:meth:`MemoryStore.
+    _keep_replaced`): when it was replaced and how much of it is accounted for (the rewrite
+    read it, or carried it over since)."""
+    return f".{memory_name}.replaced-{since_ns}.{read}"
+
+
+def _parse_replaced(memory_name: str, name: str) -> tuple[int, int] | None:
+    """``(since_ns, read)`` of a name :func:`_replaced_name` made; None for any other name."""
+    prefix = f".{memory_name}.replaced-"
+    if not name.startswith(prefix):
+        return None
+    since, _, read = name[len(prefix) :].partition(".")
+    if not (since.isascii() and since.isdigit() and read.isascii() and read.isdigit()):
+        return None
+    return int(since), int(read)
 
 
 def _block_set(data: bytes) -> set[bytes]:
@@ -1485,6 +1643,7 @@ def _forget_inventory(paths: MemoryPaths, whole: bool) -> list[tuple[str, int]]:
     own += [*folder.glob(f"..{paths.memory_md.name}.intent.json.tmp-*")]
     own += [deletion_journal(paths), *folder.glob(f".{deletion_journal(paths).name}.tmp-*")]
     own += [*folder.glob(f"{paths.memory_md.name}.torn-*")]
+    own += [*folder.glob(f".{paths.memory_md.name}.replaced-*")]
     own += [p for p in _forget_archive_targets(paths, False) if p != paths.archive_dir]
     for path in own:
         with contextlib.suppress(FileNotFoundError):
