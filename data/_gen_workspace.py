@@ -274,6 +274,10 @@ def build_workspace(
             out[plan.name] = run_agent(plan, workspace, clock)
     for lock in workspace.glob("agents/*/.MEMORY.md.lock"):
         lock.unlink()  # a per-machine lock file, recreated on first use: not sample data
+    for kept in workspace.glob("agents/*/.MEMORY.md.replaced-*"):
+        # the file a compaction replaced, kept by a second name for a second for the late writes
+        # of a writer that takes no lock (none here): the store's state, not sample data
+        kept.unlink()
     for records in workspace.glob("agents/*/compactions.jsonl"):
         # "replaced" names the replaced file by device and inode, for the processes that had it
         # open on this machine: not sample data (and never the same twice)

@@ -30,6 +30,7 @@ import os
 import random
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 from memorylab import Conversation
@@ -151,7 +152,10 @@ def usage_writer(workspace: str, agent: str, prefix: str, count: int) -> None:
     _wait_for_go()
     for n in range(count):
         conv.add("User", f"{prefix}-{n}")
+        # Every record the Agent writes has its time (UsageRecord.to_dict): one without is a
+        # reported problem of the file.
         store.append_usage({"agent": agent, "session_start": prefix, "call": n + 1,
+                            "time": datetime.now(UTC).isoformat(),
                             "estimated_tokens": n, "input_tokens": 2 * n})  # fmt: skip
     print("done", count, flush=True)
 
