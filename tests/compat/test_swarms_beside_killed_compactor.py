@@ -166,20 +166,7 @@ def test_late_writes_survive_a_compactor_killed_after_its_commit(
     (``renamed``, ``recorded``), and ``after-the-kill`` (the file opened before the rename,
     written after the kill) was lost at every step."""
     workspace = tmp_path / "workspace"
-    memory_md = _agent(workspace)
-    markers = tmp_path / "markers"
-    compactor = _start_compactor(workspace, step, markers)
-    try:
-        _wait_for(markers / "renaming", compactor)
-        with open(memory_md, "a", encoding="utf-8") as late:  # opened before the rename ...
-            (markers / "opened").touch()
-            _killed(compactor)
-            late.write(_block("after-the-kill"))  # ... written after the kill
-    finally:
-        if compactor.poll() is None:
-            compactor.kill()
-            compactor.wait()
-
+    memory_md = _committed_then_killed(tmp_path, step)
     conv = Conversation(agent_name=AGENT, workspace_dir=workspace, preload=False)  # recovery
     conv.add("User", "after-recovery")
     live = [m.content for m in read_memory(memory_md).messages]
@@ -205,8 +192,9 @@ def test_late_writes_survive_a_compactor_killed_after_its_commit(
 
 
 def _committed_then_killed(tmp_path: Path, step: str = "renamed") -> Path:
-    """A compaction killed at ``step``, with ``in-the-window`` and ``after-the-kill`` written
-    to the file it replaced (as in the test above); returns MEMORY.md, not yet recovered."""
+    """A compaction killed at ``step``, with ``in-the-window`` written between its read and its
+    rename and ``after-the-kill`` to the file it replaced (opened before the rename, written
+    after the kill); returns MEMORY.md, not yet recovered."""
     workspace = tmp_path / "workspace"
     memory_md = _agent(workspace)
     markers = tmp_path / "markers"
