@@ -76,6 +76,7 @@ from typing import TYPE_CHECKING, Any
 from memorylab.analysis.frames import build_frame, columns, compactions_df, memory_df, text_table
 from memorylab.analysis.sources import AgentFiles, Source, resolve
 from memorylab.errors import InvalidSetting
+from memorylab.memory.records import is_compaction, is_model_call, recorded_count
 from memorylab.validation import check_columns, check_name
 
 if TYPE_CHECKING:
@@ -176,9 +177,7 @@ def _agent_rows(
     records = {
         str(r.get("archive")): r
         for r in MemoryStore(files.memory_md).records()
-        if isinstance(r, dict)
-        and r.get("kind", "compaction") == "compaction"
-        and not r.get("error")
+        if isinstance(r, dict) and is_compaction(r)
     }
     found = recorded_calls(files)
     called = next((str(r["model"]) for r in found if r.get("model")), None)
@@ -197,7 +196,7 @@ def _agent_rows(
             span = actual.span(actual.at[archive])
             if all(actual.reported[i] for i in span):
                 calls, source = actual, "recorded"
-        before, after = _count(row.tokens_before), _count(row.tokens_after)
+        before, after = recorded_count(row.tokens_before), recorded_count(row.tokens_after)
         removed = before - after if before is not None and after is not None else None
         out: dict[str, Any] = {
             "workspace": str(files.workspace),
@@ -225,12 +224,6 @@ def _files_of(files: AgentFiles) -> list[str]:
     if files.memory is not None and Path(files.memory).is_file():
         paths.append(os.fspath(files.memory))
     return paths or [os.fspath(files.folder)]
-
-
-def _count(value: Any) -> int | None:
-    import pandas as pd
-
-    return None if value is None or bool(pd.isna(value)) else int(value)
 
 
 def _summary_cost(row: Any, record: Mapping[str, Any] | None) -> float:
@@ -312,7 +305,7 @@ def _modelled_calls(
     after = {
         str(a): int(t)
         for a, t in zip(compactions["archive"], compactions["tokens_after"], strict=True)
-        if isinstance(a, str) and _count(t) is not None
+        if isinstance(a, str) and recorded_count(t) is not None
     }
     static = run.settings.static_tokens
     kept: list[int | None] = []
@@ -351,7 +344,7 @@ def recorded_calls(files: AgentFiles | str | os.PathLike[str]) -> list[dict[str,
         )
     memory_md = files.memory_md if isinstance(files, AgentFiles) else Path(files) / "MEMORY.md"
     records = MemoryStore(memory_md).usage_records()
-    return [r for r in records if isinstance(r, dict) and r.get("kind") == "model_call"]
+    return [r for r in records if isinstance(r, dict) and is_model_call(r)]
 
 
 def _recorded(usage: Sequence[Mapping[str, Any]], records: Mapping[str, Any]) -> _Calls | None:

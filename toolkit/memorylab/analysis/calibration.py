@@ -41,8 +41,8 @@ from memorylab.analysis.frames import (
 )
 from memorylab.compress.policy import Trigger, validate_threshold
 from memorylab.errors import InvalidSetting
-from memorylab.memory.records import UsageRecord
-from memorylab.validation import LARGEST_COUNT, check_columns
+from memorylab.memory.records import UsageRecord, is_model_call, recorded_count
+from memorylab.validation import check_columns
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -222,25 +222,15 @@ def _read_files(source: Source) -> list[_Agent]:
     return found
 
 
-def _count(value: Any) -> int | None:
-    """A record's count, ``None`` where it holds none: a count is a number no frame's int64
-    column overflows on (1e308 is no count of tokens)."""
-    if value is None or isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if not math.isfinite(value) or abs(value) > LARGEST_COUNT:
-        return None
-    return int(value)
-
-
 def _sessions(usage: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
     """The calls of each process (``session_start``), each in call order; processes in the
     order of their first call."""
     by_session: dict[str, list[Mapping[str, Any]]] = {}
     for record in usage:
-        if record.get("kind", "model_call") == "model_call":
+        if is_model_call(record):
             by_session.setdefault(str(record.get("session_start")), []).append(record)
     for calls in by_session.values():
-        calls.sort(key=lambda r: _count(r.get("call")) or 0)
+        calls.sort(key=lambda r: recorded_count(r.get("call")) or 0)
     return dict(sorted(by_session.items(), key=lambda item: _order(item[1][0].get("time"))))
 
 
@@ -251,7 +241,10 @@ def _order(value: Any) -> float:
 
 
 def _drift(record: Mapping[str, Any]) -> float | None:
-    billed, estimated = _count(record.get("input_tokens")), _count(record.get("estimated_tokens"))
+    billed, estimated = (
+        recorded_count(record.get("input_tokens")),
+        recorded_count(record.get("estimated_tokens")),
+    )
     if billed is None or not estimated:
         return None
     return billed / estimated - 1.0
@@ -285,7 +278,7 @@ def calibration_df(source: Any) -> pd.DataFrame:
                 drift = _drift(record)
                 rows.append(
                     {
-                        **{name: _count(record.get(name)) for name in _COUNT_FIELDS},
+                        **{name: recorded_count(record.get(name)) for name in _COUNT_FIELDS},
                         "workspace": found.workspace,
                         "agent": found.agent,
                         "session": session,
@@ -398,7 +391,7 @@ def compaction_timing_df(source: Any) -> pd.DataFrame:
 
 def _trigger_of(record: Mapping[str, Any], extra: Mapping[str, Any]) -> tuple[int | None, str]:
     """The trigger in tokens (its smallest token condition) and what it counted."""
-    length = _count(record.get("context_length"))
+    length = recorded_count(record.get("context_length"))
     recorded = extra.get("trigger")
     trigger: Trigger | None = None
     if isinstance(recorded, Mapping):
@@ -432,8 +425,8 @@ def _timing(
     :func:`compaction_timing_df`); ``marks``: the positions of the calls that compacted, with
     their reply times."""
     trigger, count = _trigger_of(record, extra)
-    estimated = _count(record.get("tokens_before"))
-    counted = _count(extra.get("counted_tokens"))
+    estimated = recorded_count(record.get("tokens_before"))
+    counted = recorded_count(extra.get("counted_tokens"))
     row: dict[str, Any] = {
         "count": count,
         "trigger_tokens": trigger,
@@ -456,7 +449,7 @@ def _timing(
     used.add((session, at))
     start = max((i for i, _ in marks if i < at), default=0)
     segment = calls[start:at]
-    row["call"] = _count(calls[at].get("call"))
+    row["call"] = recorded_count(calls[at].get("call"))
     last = next((c for c in reversed(segment) if _drift(c) is not None), None)
     billed = None
     if last is not None and estimated is not None:
@@ -466,9 +459,11 @@ def _timing(
         row["billed_tokens"] = billed
     if trigger is None or billed is None:
         return row
-    crossed = next((c for c in segment if (_count(c.get("input_tokens")) or 0) >= trigger), None)
+    crossed = next(
+        (c for c in segment if (recorded_count(c.get("input_tokens")) or 0) >= trigger), None
+    )
     if crossed is not None:
-        first = _count(crossed.get("call"))
+        first = recorded_count(crossed.get("call"))
         row["first_billed_call"] = first
         row["calls_late"] = None if first is None or row["call"] is None else row["call"] - first
         row["timing"] = "late"
@@ -477,7 +472,7 @@ def _timing(
         row["first_billed_call"], row["calls_late"], row["timing"] = row["call"], 0, "on time"
         return row
     row["timing"] = "early"
-    inputs = [b for c in segment if (b := _count(c.get("input_tokens"))) is not None]
+    inputs = [b for c in segment if (b := recorded_count(c.get("input_tokens"))) is not None]
     steps = len(segment)
     growth = (billed - inputs[0]) / steps if inputs and steps else 0.0
     if growth > 0:

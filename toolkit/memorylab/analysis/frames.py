@@ -65,7 +65,7 @@ from memorylab.analysis.sources import (
 from memorylab.errors import InvalidSetting, MemoryFormatError, MemoryReadWarning
 from memorylab.memory import format as fmt
 from memorylab.memory.paths import MemoryPaths
-from memorylab.memory.records import MemoryDocument
+from memorylab.memory.records import MemoryDocument, is_compaction, recorded_count
 from memorylab.memory.store import MemoryStore, committed_record
 from memorylab.results import FormerPair, TableResult
 
@@ -732,21 +732,10 @@ def _number(value: Any) -> float:
         return math.nan
 
 
-def _count(value: Any) -> int | None:
-    """A recorded count or token figure as an int (None when there is none)."""
-    number = _number(value)
-    return int(number) if math.isfinite(number) else None
-
-
 def _compactions(records: Iterable[object]) -> list[dict[str, Any]]:
-    """The successful compactions among ``compactions.jsonl``'s records."""
-    return [
-        record
-        for record in records
-        if isinstance(record, dict)
-        and record.get("kind", "compaction") == "compaction"
-        and not record.get("error")
-    ]
+    """The successful compactions among ``compactions.jsonl``'s records
+    (:func:`~memorylab.memory.records.is_compaction`)."""
+    return [record for record in records if isinstance(record, dict) and is_compaction(record)]
 
 
 def _recorded(files: AgentFiles, records: Sequence[object]) -> list[dict[str, Any]]:
@@ -769,9 +758,9 @@ def _recorded(files: AgentFiles, records: Sequence[object]) -> list[dict[str, An
                 "agent": files.agent,
                 "time": time,
                 "archive": record.get("archive"),
-                "messages_archived": _count(record.get("messages_archived")) or 0,
+                "messages_archived": recorded_count(record.get("messages_archived")) or 0,
                 **{
-                    name: _count(record.get(name))
+                    name: recorded_count(record.get(name))
                     for name in (
                         "carried_over",
                         "tokens_before",

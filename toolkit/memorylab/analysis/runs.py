@@ -38,7 +38,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypedDict, TypeVar
 
-from memorylab.analysis.frames import _compactions, _count, memory_df, record_time
+from memorylab.analysis.frames import _compactions, memory_df, record_time
 from memorylab.compress.policy import (
     DEFAULT_THRESHOLD,
     Threshold,
@@ -53,6 +53,7 @@ from memorylab.compress.strategies import get_strategy, strategy_from_record
 from memorylab.compress.strategy import Strategy
 from memorylab.errors import InvalidSetting, StoreError
 from memorylab.memory import format as fmt
+from memorylab.memory.records import is_model_call, recorded_count
 from memorylab.validation import check_int
 
 if TYPE_CHECKING:
@@ -356,29 +357,29 @@ def _from_records(
 
     threshold = recorded("threshold", (_threshold(r.get("threshold")) for r in records))
     values["threshold"] = threshold if threshold is not None else DEFAULT_THRESHOLD
-    length = recorded("context_length", (_count(r.get("context_length")) for r in records))
+    length = recorded("context_length", (recorded_count(r.get("context_length")) for r in records))
     values["context_length"] = length or DEFAULT_CONTEXT_LENGTH
     values["summarizer"] = recorded("summarizer", (r.get("summarizer_model") for r in records))
     values["token_model"] = recorded("token_model", (e.get("token_model") for e in extras))
 
     maximum = recorded(
-        "summarizer_max_tokens", (_count(e.get("summarizer_max_tokens")) for e in extras)
+        "summarizer_max_tokens", (recorded_count(e.get("summarizer_max_tokens")) for e in extras)
     )
     if maximum is None:
-        outputs = [_count(e.get("summary_output_tokens")) for e in extras]
+        outputs = [recorded_count(e.get("summary_output_tokens")) for e in extras]
         capped = [o for o in outputs if o]
         if len(capped) >= 2 and max(capped) <= 1.15 * min(capped):  # summaries at a cap
             maximum, origin["summarizer_max_tokens"] = max(capped), "inferred"
     values["summarizer_max_tokens"] = maximum or ContextCompressor().summarizer_max_tokens
 
-    static = recorded("static_tokens", (_count(e.get("static_tokens")) for e in extras))
+    static = recorded("static_tokens", (recorded_count(e.get("static_tokens")) for e in extras))
     if static is None:
         gaps = [
             after - summary
             for r in records
-            if (after := _count(r.get("tokens_after"))) is not None
-            and (summary := _count(r.get("summary_tokens"))) is not None
-            and not _count(r.get("carried_over"))
+            if (after := recorded_count(r.get("tokens_after"))) is not None
+            and (summary := recorded_count(r.get("summary_tokens"))) is not None
+            and not recorded_count(r.get("carried_over"))
         ]
         if gaps:
             static, origin["static_tokens"] = max(0, int(statistics.median(gaps))), "inferred"
@@ -402,7 +403,7 @@ def _from_records(
     rule = default_preload_max_tokens(values["context_length"], values["threshold"])
     values["preload_max_tokens"] = rule
     if preloads:
-        values["preload_max_tokens"] = _count(preloads[-1])
+        values["preload_max_tokens"] = recorded_count(preloads[-1])
         if values["preload_max_tokens"] != rule:  # else: the Agent's rule, which follows the
             origin["preload_max_tokens"] = "recorded"  # window and threshold of a what-if
 
@@ -418,7 +419,7 @@ def _from_records(
     values["recorded_archives"] = tuple(
         None if r.get("archive") is None else str(r["archive"]) for r in records
     )
-    values["recorded_tokens"] = tuple(_count(r.get("tokens_before")) for r in records)
+    values["recorded_tokens"] = tuple(recorded_count(r.get("tokens_before")) for r in records)
     values["recorded_times"] = tuple(record_time(r.get("time")) for r in records)
     budget = ContextCompressor(
         values["threshold"], summarizer_max_tokens=values["summarizer_max_tokens"]
@@ -532,8 +533,11 @@ def _recorded_sizes(
     overhead = summary_overhead(memo_counter(model), "2000-01-01T00:00:00.000000+00:00")
     samples = []
     for record, extra in zip(records, extras, strict=True):
-        before, entry = _count(record.get("tokens_before")), _count(record.get("summary_tokens"))
-        asked = _count(extra.get("summary_budget")) or budget
+        before, entry = (
+            recorded_count(record.get("tokens_before")),
+            recorded_count(record.get("summary_tokens")),
+        )
+        asked = recorded_count(extra.get("summary_budget")) or budget
         if before is None or entry is None:
             continue
         samples.append((before - static, entry - overhead, asked))
@@ -681,7 +685,8 @@ def _prepare(
 
 
 def _usage_of(frame: Any) -> list[dict[str, Any]]:
-    """The usage records (``usage.jsonl``) of the agent whose files ``frame`` holds."""
+    """The model calls (``usage.jsonl``, :func:`~memorylab.memory.records.is_model_call`) of
+    the agent whose files ``frame`` holds."""
     from memorylab.analysis.sources import locate
     from memorylab.memory.paths import MemoryPaths
     from memorylab.memory.store import MemoryStore
@@ -694,7 +699,7 @@ def _usage_of(frame: Any) -> list[dict[str, Any]]:
     memory_md = next(iter(folders)) / "MEMORY.md"
     if not MemoryPaths(memory_md).usage.is_file():
         return []
-    return MemoryStore(memory_md).usage_records()
+    return [r for r in MemoryStore(memory_md).usage_records() if is_model_call(r)]
 
 
 def _recorded_drift(

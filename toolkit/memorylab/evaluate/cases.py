@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from memorylab.errors import InvalidSetting, MemoryFormatError, StoreError
 from memorylab.memory import format as fmt
-from memorylab.memory.records import SUMMARY_PREFIX
+from memorylab.memory.records import SUMMARY_PREFIX, is_compaction
 from memorylab.transcripts import FACT_CATEGORIES, Fact, Probe, Transcript, load_transcript
 from memorylab.validation import check_int
 
@@ -126,9 +126,7 @@ def cases_from_messages(
 # --------------------------------------------------------------------------- transcripts
 
 
-def _windows(
-    transcript: Transcript, split: Split, window: int
-) -> list[tuple[str, int, int]]:
+def _windows(transcript: Transcript, split: Split, window: int) -> list[tuple[str, int, int]]:
     """``(suffix, start, end)`` message ranges of one transcript."""
     count = len(transcript.messages)
     if split == "whole" or count == 0:
@@ -249,7 +247,7 @@ def _records(files: AgentFiles) -> dict[str, dict[str, Any]]:
     return {
         str(record["archive"]): record
         for record in records
-        if isinstance(record, dict) and record.get("archive") and not record.get("error")
+        if isinstance(record, dict) and record.get("archive") and is_compaction(record)
     }
 
 

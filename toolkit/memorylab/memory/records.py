@@ -12,6 +12,7 @@ import functools
 import html
 import json
 import math
+import numbers
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
@@ -19,7 +20,7 @@ from enum import StrEnum
 from typing import Any
 
 from memorylab.errors import InvalidSetting
-from memorylab.validation import check_int, check_number
+from memorylab.validation import LARGEST_COUNT, check_int, check_number
 
 SUMMARY_PREFIX = "[Compressed Memory Summary]"
 PRELOAD_PREFIX = "[Persistent Memory — MEMORY.md]"
@@ -520,6 +521,52 @@ def is_edit_archive(name: str) -> bool:
     return name.endswith(EDIT_ARCHIVE_SUFFIX)
 
 
+def is_model_call(record: Mapping[str, object]) -> bool:
+    """Whether a ``usage.jsonl`` record is a model call: every reader's one rule (calibration,
+    cache costs, replays). A record without a ``kind`` is one (the file holds one line per model
+    call; ``kind`` tags it, :class:`UsageRecord`'s default), one of another kind is not.
+
+    >>> is_model_call({"input_tokens": 12}), is_model_call({"kind": "embedding"})
+    (True, False)
+    """
+    return record.get("kind", "model_call") == "model_call"
+
+
+def is_compaction(record: Mapping[str, object]) -> bool:
+    """Whether a ``compactions.jsonl`` record is a compaction that succeeded: every reader's
+    one rule (the frames, cache costs, calibration, evaluation cases). Not an edit of the
+    history (kind ``"edit"``: its archive is the file before the edit), nor a failed compaction
+    (an ``error``: nothing was archived). A record without a ``kind`` is a compaction (the
+    kind was added later).
+
+    >>> is_compaction({"archive": "history_x.md"}), is_compaction({"kind": "edit"})
+    (True, False)
+    >>> is_compaction({"error": "timed out"})
+    False
+    """
+    return record.get("kind", "compaction") == "compaction" and not record.get("error")
+
+
+def recorded_count(value: object) -> int | None:
+    """A recorded count (tokens, messages, a call's number) as an ``int``; ``None`` where the
+    record holds none: not a real number (a text, a bool, null, pandas' NA), not finite, or
+    past what a frame's int64 column holds. Every reader's one rule: a count means the same in
+    a frame, a replay and an audit.
+
+    >>> recorded_count(12), recorded_count(12.0), recorded_count("12"), recorded_count(1e308)
+    (12, 12, None, None)
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    if isinstance(value, numbers.Integral):
+        count = int(value)
+        return count if abs(count) <= LARGEST_COUNT else None
+    number = float(value)
+    if not math.isfinite(number) or abs(number) > LARGEST_COUNT:
+        return None
+    return int(number)
+
+
 def edit_archives(records: Iterable[Mapping[str, object]], names: Iterable[str] = ()) -> set[str]:
     """The archives an edit of the history made (``Conversation.update``, ``delete``,
     ``clear``): the file as it was before the edit, kept for recovery. The loaders read no
@@ -560,7 +607,10 @@ __all__ = [
     "edit_archives",
     "entry_kind",
     "html_view",
+    "is_compaction",
     "is_edit_archive",
+    "is_model_call",
     "is_tool_result",
     "read_record_line",
+    "recorded_count",
 ]
