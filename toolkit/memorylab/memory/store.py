@@ -1311,12 +1311,7 @@ class MemoryStore:
             problems: list[str] = []
             targets = [paths.memory_md]
             targets += _forget_archive_targets(paths, whole)
-            targets += [paths.compactions, paths.usage, paths.intent]
-            targets += [*folder.glob(f".{paths.memory_md.name}.tmp-*")]
-            targets += [*folder.glob(f"..{paths.memory_md.name}.intent.json.tmp-*")]
-            targets += [*folder.glob(f".{journal.name}.tmp-*")]
-            targets += [*folder.glob(f"{paths.memory_md.name}.torn-*")]  # recovery's
-            targets += [*folder.glob(f".{paths.memory_md.name}.replaced-*")]  # _keep_replaced
+            targets += [paths.compactions, paths.usage, paths.intent, *_side_files(paths)]
             if whole:
                 targets += sorted(p for p in folder.iterdir() if p not in (paths.lock, journal))
             for target in [*targets, paths.lock, journal]:
@@ -1627,6 +1622,22 @@ def _forget_archive_targets(paths: MemoryPaths, whole: bool) -> list[Path]:
     ]
 
 
+def _side_files(paths: MemoryPaths) -> list[Path]:
+    """The store's own files beside MEMORY.md that carry a variable part in their names: the
+    temp files of its atomic writes (MEMORY.md, the compaction and deletion journals),
+    recovery's torn tails, and the files compactions replaced, kept for late writes
+    (:meth:`MemoryStore._keep_replaced`). What forget removes and lists, from one list."""
+    folder, name = paths.folder, paths.memory_md.name
+    journal = deletion_journal(paths).name
+    return [
+        *folder.glob(f".{name}.tmp-*"),
+        *folder.glob(f"..{name}.intent.json.tmp-*"),
+        *folder.glob(f".{journal}.tmp-*"),
+        *folder.glob(f"{name}.torn-*"),
+        *folder.glob(f".{name}.replaced-*"),
+    ]
+
+
 def _forget_inventory(paths: MemoryPaths, whole: bool) -> list[tuple[str, int]]:
     """``(relative path, size)`` of the files forget removes (or left behind)."""
     folder = paths.folder
@@ -1639,11 +1650,7 @@ def _forget_inventory(paths: MemoryPaths, whole: bool) -> list[tuple[str, int]]:
                     found.append((path.relative_to(folder).as_posix(), os.lstat(path).st_size))
         return found
     own = [paths.memory_md, paths.compactions, paths.usage, paths.intent, paths.lock]
-    own += [*folder.glob(f".{paths.memory_md.name}.tmp-*")]
-    own += [*folder.glob(f"..{paths.memory_md.name}.intent.json.tmp-*")]
-    own += [deletion_journal(paths), *folder.glob(f".{deletion_journal(paths).name}.tmp-*")]
-    own += [*folder.glob(f"{paths.memory_md.name}.torn-*")]
-    own += [*folder.glob(f".{paths.memory_md.name}.replaced-*")]
+    own += [deletion_journal(paths), *_side_files(paths)]
     own += [p for p in _forget_archive_targets(paths, False) if p != paths.archive_dir]
     for path in own:
         with contextlib.suppress(FileNotFoundError):
