@@ -15,7 +15,8 @@ import pytest
 
 from memorylab.analysis import memory_df, memory_df_with_problems
 from memorylab.analysis.frames import MEMORY_COLUMNS, _utc, build_frame
-from memorylab.analysis.sources import Segment, agent_timeline, resolve
+from memorylab.analysis import read_agent_records
+from memorylab.analysis.sources import Segment
 from memorylab.memory import format as fmt
 from memorylab.memory.records import Message
 from memorylab.transcripts import bundled_workspace
@@ -25,10 +26,10 @@ def _by_messages(source: Path) -> pd.DataFrame:
     """memory_df's frame built as before the columns: a Message record per row."""
     data: dict[str, list[Any]] = {name: [] for name, _ in MEMORY_COLUMNS}
     messages: list[Message] = []
-    for files in resolve(source)[0]:
+    for files in read_agent_records(source):
         start = len(messages)
         previous: Segment | None = None
-        for index, segment in enumerate(agent_timeline(files, [], strict=False)):
+        for index, segment in enumerate(files.segments):
             kept = list(segment.messages())
             marked = [m.is_summary for m in kept]
             first = segment.document.messages[0] if segment.document.messages else None

@@ -15,10 +15,9 @@ import pandas as pd
 import pytest
 
 from memorylab import Conversation
-from memorylab.analysis import calibration_df, compactions_df
+from memorylab.analysis import calibration_df, compactions_df, read_agent_records
 from memorylab.analysis.cache_costs import recorded_calls
-from memorylab.analysis.sources import resolve
-from memorylab.evaluate import cases as cases_module
+from memorylab.evaluate import cases_from_workspace
 from memorylab.memory.paths import agent_paths
 from memorylab.memory.records import is_compaction, is_model_call, recorded_count
 from memorylab.memory.store import MemoryStore
@@ -73,9 +72,11 @@ def test_an_edit_is_no_compaction_for_the_evaluation_cases_either(tmp_path: Path
     conv.delete(len(conv.conversation_history) - 1)
     records = MemoryStore(agent_paths(AGENT, workspace).memory_md).records()
     assert sorted(str(r.get("kind", "compaction")) for r in records) == ["compaction", "edit"]
-    (files,) = resolve(workspace)[0]
-    recorded = cases_module._records(files)
-    assert len(recorded) == 1 and all(is_compaction(r) for r in recorded.values())
+    (record,) = read_agent_records(workspace)  # what the cases take their compactions from
+    assert len(record.compactions) == 1 and all(is_compaction(r) for r in record.compactions)
+    assert [case.metadata["archive"] for case in cases_from_workspace(workspace)] == [
+        record.compactions[0]["archive"]
+    ]
     assert len(compactions_df(workspace)) == 1
 
 

@@ -12,6 +12,7 @@ pandas and matplotlib are imported by the functions that need them, so importing
 (or :mod:`memorylab`) stays fast. See docs/analysis.md.
 """
 
+from memorylab.analysis._record import AgentRecord, read_agent_records
 from memorylab.analysis.cache_costs import compaction_costs_df, compaction_costs_table
 from memorylab.analysis.calibration import (
     calibration_df,
@@ -59,6 +60,7 @@ from memorylab.analysis.sweep import (
 )
 
 __all__ = [
+    "AgentRecord",
     "ReadResult",
     "ReplayResult",
     "RunOverrides",
@@ -90,6 +92,7 @@ __all__ = [
     "plot_token_growth",
     "plot_token_growth_grid",
     "problems_df",
+    "read_agent_records",
     "replay",
     "run_settings",
     "save_plot",

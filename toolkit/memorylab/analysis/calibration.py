@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Any
 
 from memorylab.analysis.frames import (
     DTYPES,
-    _compactions,
     build_frame,
     columns,
     record_time,
@@ -184,7 +183,7 @@ def _agents(source: Any) -> list[_Agent]:
                 None,
                 source.agent_name,
                 [r.to_dict() for r in records],
-                _compactions(e.to_dict() for e in events if e.ok),
+                [e.to_dict() for e in events if e.ok],
             )
         ]
     if isinstance(source, Iterable) and not isinstance(source, Mapping):
@@ -208,18 +207,17 @@ def _agents(source: Any) -> list[_Agent]:
 
 
 def _read_files(source: Source) -> list[_Agent]:
-    from memorylab.analysis.sources import resolve
-    from memorylab.memory.paths import MemoryPaths
-    from memorylab.memory.store import MemoryStore
+    from memorylab.analysis._record import read_agent_records
 
-    found = []
-    for files in resolve(source)[0]:
-        paths = MemoryPaths(files.memory_md)
-        store = MemoryStore(files.memory_md)
-        usage = store.usage_records() if paths.usage.is_file() else []
-        records = store.records() if paths.compactions.is_file() else []
-        found.append(_Agent(str(files.workspace), files.agent, usage, _compactions(records)))
-    return found
+    return [
+        _Agent(
+            str(record.workspace),
+            record.agent,
+            [call.to_dict() for call in record.calls],
+            [dict(r) for r in record.compactions],
+        )
+        for record in read_agent_records(source)
+    ]
 
 
 def _sessions(usage: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:

@@ -49,24 +49,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 
 from memorylab._names import renamed_keyword
-from memorylab.analysis.sources import (
-    AgentFiles,
-    Note,
-    Segment,
-    Source,
-    agent_timeline,
-    locate,
-    read_consistent,
-    read_segments,
-    resolve,
-    summary_flags,
-    timeline,
-)
+from memorylab.analysis._record import AgentRecord, Records, read_agent_records
+from memorylab.analysis.sources import Note, Segment, Source, agent_name, locate, timeline
 from memorylab.errors import InvalidSetting, MemoryFormatError, MemoryReadWarning
 from memorylab.memory import format as fmt
-from memorylab.memory.paths import MemoryPaths
-from memorylab.memory.records import MemoryDocument, is_compaction, recorded_count
-from memorylab.memory.store import MemoryStore, committed_record
+from memorylab.memory.records import MemoryDocument, recorded_count
 from memorylab.results import FormerPair, TableResult
 
 if TYPE_CHECKING:
@@ -296,7 +283,7 @@ ON_BAD: tuple[OnBad, ...] = ("error", "warn", "skip")
 
 @overload
 def memory_df(
-    source: Source,
+    source: Source | Records,
     *,
     model: str | None = None,
     on_bad: OnBad = "warn",
@@ -308,7 +295,7 @@ def memory_df(
 
 @overload
 def memory_df(
-    source: Source,
+    source: Source | Records,
     *,
     model: str | None = None,
     on_bad: OnBad = "warn",
@@ -319,7 +306,7 @@ def memory_df(
 
 
 def memory_df(
-    source: Source,
+    source: Source | Records,
     *,
     model: str | None = None,
     on_bad: OnBad = "warn",
@@ -387,7 +374,7 @@ def memory_df(
 
 
 def memory_df_with_problems(
-    source: Source, *, model: str | None = None, naive_tz: tzinfo | None = None
+    source: Source | Records, *, model: str | None = None, naive_tz: tzinfo | None = None
 ) -> ReadResult:
     """:func:`memory_df` (``on_bad="skip"``) and :func:`problems_df` of one read of ``source``:
     a :class:`ReadResult`, ``.frame`` and ``.problems`` (what the report and the command line
@@ -395,7 +382,7 @@ def memory_df_with_problems(
     return _read(source, model, naive_tz)
 
 
-def problems_df(source: Source) -> pd.DataFrame:
+def problems_df(source: Source | Records) -> pd.DataFrame:
     """What :func:`memory_df` finds reading ``source``: one row per problem or file left
     out (:data:`PROBLEM_COLUMNS`: ``file``, ``line`` (1-based; 0: the file as a whole),
     ``kind``, ``message``). The kinds of the parser (``torn``, ``structure``, ``header``,
@@ -407,18 +394,19 @@ def problems_df(source: Source) -> pd.DataFrame:
     return _problems_frame(notes)
 
 
-def _timelines(source: Source) -> tuple[list[tuple[AgentFiles, list[Segment]]], list[Note]]:
-    """Each agent's files in timeline order, read leniently, and the notes of the read."""
-    agent_files, notes = resolve(source)
-    return [(files, agent_timeline(files, notes, strict=False)) for files in agent_files], notes
+def _timelines(source: Source | Records) -> tuple[list[AgentRecord], list[Note]]:
+    """Each agent's record (:func:`~memorylab.analysis.read_agent_records`: read leniently, or
+    given), and the notes of the source and of every agent, in that order."""
+    notes: list[Note] = []
+    records = read_agent_records(source, notes)
+    return records, notes + [note for record in records for note in record.notes]
 
 
-def _strict_timelines(source: Source) -> list[tuple[AgentFiles, list[Segment]]]:
-    """Each agent's files in timeline order, read strictly: a file that does not parse raises
+def _strict_timelines(source: Source | Records) -> list[AgentRecord]:
+    """Each agent's record, read strictly: a file that does not parse raises
     :class:`~memorylab.errors.MemoryFormatError`, whose advice names ``on_bad``."""
-    agent_files, notes = resolve(source)
     try:
-        return [(files, agent_timeline(files, notes, strict=True)) for files in agent_files]
+        return read_agent_records(source, strict=True)
     except MemoryFormatError as exc:
         # The parser's advice names its own keyword (read_memory(strict=False)).
         error = MemoryFormatError(
@@ -428,13 +416,13 @@ def _strict_timelines(source: Source) -> list[tuple[AgentFiles, list[Segment]]]:
         raise error from None
 
 
-def _read(source: Source, model: str | None, naive_tz: tzinfo | None) -> ReadResult:
+def _read(source: Source | Records, model: str | None, naive_tz: tzinfo | None) -> ReadResult:
     """The frame and the problems of one lenient read of ``source``."""
     agents, notes = _timelines(source)
     return ReadResult(_messages_frame(agents, model, naive_tz), _problems_frame(notes))
 
 
-def _warn_damaged(source: Source, notes: Sequence[Note]) -> None:
+def _warn_damaged(source: Source | Records, notes: Sequence[Note]) -> None:
     """One :class:`~memorylab.errors.MemoryReadWarning` for the files of ``source`` that did not
     read whole (none: no warning), at the line that called :func:`memory_df`."""
     damaged = [note for note in notes if note.damaged]
@@ -442,11 +430,9 @@ def _warn_damaged(source: Source, notes: Sequence[Note]) -> None:
         return
     kinds = Counter(note.kind for note in damaged)
     files = len({note.file for note in damaged})
-    shown = (
-        repr(os.fspath(source))
-        if isinstance(source, str | os.PathLike)
-        else repr([os.fspath(item) for item in source])
-    )
+    named = [source] if isinstance(source, str | os.PathLike | AgentRecord) else source
+    shown = repr([os.fspath(i.folder if isinstance(i, AgentRecord) else i) for i in named])
+    shown = shown[1:-1] if isinstance(source, str | os.PathLike) else shown
     warnings.warn(
         MemoryReadWarning(
             f"memory_df: {_counted(len(damaged), 'problem')} in {_counted(files, 'file')} "
@@ -510,25 +496,31 @@ def documents_df(
     is its deprecated name).
     """
     model = renamed_keyword("documents_df", "tokens", "model", tokens, model)
-    agents: dict[Path, tuple[AgentFiles, list[Segment]]] = {}
+    agents: dict[Path, tuple[Path, list[Segment]]] = {}
     for name, document in _document_pairs(documents):
         path = Path(name).expanduser()
         workspace, folder, kind = locate(path)
         if kind == "archive" and path.name in edits:
             kind = "edit"
-        agents.setdefault(folder, (AgentFiles(workspace, folder), []))[1].append(
+        agents.setdefault(folder, (workspace, []))[1].append(
             Segment(path, kind, fmt.ParsedFile.of(document))
         )
-    ordered = [
-        (files, timeline(segments, [], whole_folder=False)) for files, segments in agents.values()
+    records = [
+        AgentRecord(
+            agent_name(workspace, folder),
+            workspace,
+            folder,
+            tuple(timeline(segments, [], whole_folder=False)),
+            format="export",
+            whole_folder=False,
+        )
+        for folder, (workspace, segments) in agents.items()
     ]
-    return _messages_frame(ordered, model, naive_tz)
+    return _messages_frame(records, model, naive_tz)
 
 
 def _messages_frame(
-    agents: Sequence[tuple[AgentFiles, Sequence[Segment]]],
-    model: str | None,
-    naive_tz: tzinfo | None,
+    records: Sequence[AgentRecord], model: str | None, naive_tz: tzinfo | None
 ) -> pd.DataFrame:
     """The rows of :func:`memory_df` for agents' files in timeline order: the files' columns
     (:meth:`Segment.blocks`: the parser's, no :class:`Message` made) joined, and each file's
@@ -543,15 +535,15 @@ def _messages_frame(
     contents: list[str] = []
     stamps: list[datetime] = []
     summaries: list[bool] = []
-    for files, segments in agents:
+    for record in records:
         start = len(roles)
-        for flags in summary_flags(segments):
+        for flags in record.summary_flags:
             summaries += flags
-        for index, segment in enumerate(segments):
+        for index, segment in enumerate(record.segments):
             blocks = segment.blocks()  # rule 6 leaves out repeated messages
             for name, label in zip(
                 _FILE_COLUMNS,
-                (str(files.workspace), files.agent, str(segment.path), segment.kind, index),
+                (str(record.workspace), record.agent, str(segment.path), segment.kind, index),
                 strict=True,
             ):
                 labels[name].append(label)
@@ -650,7 +642,7 @@ def _local_zone() -> tzinfo:
 
 
 def compactions_df(
-    source: Source,
+    source: Source | Records,
     *,
     model: str | None = None,
     naive_tz: tzinfo | None = None,
@@ -674,14 +666,9 @@ def compactions_df(
     ``compactions.jsonl`` that is no record is skipped and logged.
     """
     model = renamed_keyword("compactions_df", "tokens", "model", tokens, model)
-    agent_files, notes = resolve(source)
     rows: list[dict[str, Any]] = []
-    for files in agent_files:
-        rows += read_consistent(
-            files,
-            notes,
-            lambda files, notes, parsed: _agent_compactions(files, notes, parsed, model, naive_tz),
-        )
+    for record in read_agent_records(source):
+        rows += _agent_compactions(record, model, naive_tz)
     frame = build_frame(
         COMPACTION_COLUMNS,
         {name: [row.get(name) for row in rows] for name, _ in COMPACTION_COLUMNS},
@@ -690,36 +677,17 @@ def compactions_df(
 
 
 def _agent_compactions(
-    files: AgentFiles,
-    notes: list[Note],
-    parsed: dict[Path, Any],
-    model: str | None,
-    naive_tz: tzinfo | None,
+    record: AgentRecord, model: str | None, naive_tz: tzinfo | None
 ) -> list[dict[str, Any]]:
-    """The rows of one agent: its records, then what its archives say nobody recorded (one
-    attempt of :func:`~memorylab.analysis.sources.read_consistent`)."""
-    paths = MemoryPaths(files.memory_md)
-    records: list[Any] = (
-        MemoryStore(files.memory_md).records() if paths.compactions.is_file() else []
-    )
-    if paths.intent.exists():  # a rewrite that has committed but not yet written its record
-        pending = committed_record(paths)
-        if pending is not None and all(
-            not isinstance(r, dict) or r.get("archive") != pending.get("archive") for r in records
-        ):
-            records.append(pending)
-    rows = _recorded(files, records)
-    named = {r.get("archive") for r in records if isinstance(r, dict)}  # any kind, edits too
-    if records and all(path.name in named for path in files.archives):
+    """The rows of one agent: its records, then what its archives say nobody recorded."""
+    rows = _recorded(record)
+    named = {r.get("archive") for r in record.records}  # any kind, edits too
+    archives = [s.path.name for s in record.segments if s.kind == "archive"]
+    if record.records and all(name in named for name in archives):
         return rows  # memorylab recorded every archive: nothing to infer
     # Compactions nobody recorded: a reference workspace, or the reference's compact()
     # writing beside memorylab (its archive and re-seeded MEMORY.md, no record).
-    segments = timeline(
-        read_segments(files, notes, False, parsed), notes, whole_folder=files.whole_folder
-    )
-    return rows + [
-        row for row in _inferred(files, segments, model, naive_tz) if row["archive"] not in named
-    ]
+    return rows + [row for row in _inferred(record, model, naive_tz) if row["archive"] not in named]
 
 
 def _number(value: Any) -> float:
@@ -732,17 +700,11 @@ def _number(value: Any) -> float:
         return math.nan
 
 
-def _compactions(records: Iterable[object]) -> list[dict[str, Any]]:
-    """The successful compactions among ``compactions.jsonl``'s records
-    (:func:`~memorylab.memory.records.is_compaction`)."""
-    return [record for record in records if isinstance(record, dict) and is_compaction(record)]
-
-
-def _recorded(files: AgentFiles, records: Sequence[object]) -> list[dict[str, Any]]:
+def _recorded(agent: AgentRecord) -> list[dict[str, Any]]:
     """The rows of the agent's ``compactions.jsonl`` records (its successful compactions)."""
     import pandas as pd
 
-    compactions = _compactions(records)
+    compactions = agent.compactions
     times = pd.to_datetime(
         [str(r.get("time") or "") for r in compactions],
         format="ISO8601",
@@ -754,8 +716,8 @@ def _recorded(files: AgentFiles, records: Sequence[object]) -> list[dict[str, An
         threshold = record.get("threshold")
         rows.append(
             {
-                "workspace": str(files.workspace),
-                "agent": files.agent,
+                "workspace": str(agent.workspace),
+                "agent": agent.agent,
                 "time": time,
                 "archive": record.get("archive"),
                 "messages_archived": recorded_count(record.get("messages_archived")) or 0,
@@ -784,23 +746,23 @@ def _recorded(files: AgentFiles, records: Sequence[object]) -> list[dict[str, An
 
 
 def _inferred(
-    files: AgentFiles, segments: list[Segment], model: str | None, naive_tz: tzinfo | None
+    record: AgentRecord, model: str | None, naive_tz: tzinfo | None
 ) -> list[dict[str, Any]]:
     """One compaction per archive that a later file follows (reference workspaces): it
     archived that file's messages, and the next file starts with its summary."""
     from memorylab.analysis._transcript import entry_tokens
 
-    frame = _messages_frame([(files, segments)], None, naive_tz)
+    frame = _messages_frame([record], None, naive_tz)
     counted = entry_tokens(frame, model) if model is not None and len(frame) else None
     rows: list[dict[str, Any]] = []
     start = 0
-    for segment, after in itertools.pairwise(segments):
+    for segment, after in itertools.pairwise(record.segments):
         count = len(segment.positions())
         following = start + count  # the first row of the next file
         after_messages = len(after.positions())
         row: dict[str, Any] = {
-            "workspace": str(files.workspace),
-            "agent": files.agent,
+            "workspace": str(record.workspace),
+            "agent": record.agent,
             "time": frame["timestamp"].iloc[following] if after_messages else None,
             "archive": segment.path.name,
             "messages_archived": count,

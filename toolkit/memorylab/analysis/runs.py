@@ -38,7 +38,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypedDict, TypeVar
 
-from memorylab.analysis.frames import _compactions, memory_df, record_time
+from memorylab.analysis._record import record_of_frame
+from memorylab.analysis.frames import memory_df, record_time
 from memorylab.compress.policy import (
     DEFAULT_THRESHOLD,
     Threshold,
@@ -450,22 +451,8 @@ def _latest_rebuilt(name: str, rebuild: Callable[[Any], _Setting], recorded: Seq
 
 def _records_of(frame: Any) -> list[dict[str, Any]]:
     """The successful compaction records of the agent whose files ``frame`` holds."""
-    from memorylab.analysis.sources import locate
-    from memorylab.memory.paths import MemoryPaths
-    from memorylab.memory.store import MemoryStore
-
-    if not (hasattr(frame, "columns") and "file" in frame.columns and len(frame)):
-        return []
-    folders = {locate(Path(str(f)))[1] for f in frame["file"].unique()}  # the agent folders
-    if len(folders) != 1:
-        raise InvalidSetting(
-            "the frame holds the files of several agent folders; give one agent's rows, e.g. "
-            "df[df.agent == 'name']"
-        )
-    memory_md = next(iter(folders)) / "MEMORY.md"
-    if not MemoryPaths(memory_md).compactions.is_file():
-        return []
-    return _compactions(MemoryStore(memory_md).records())
+    record = record_of_frame(frame)
+    return [] if record is None else [dict(r) for r in record.compactions]
 
 
 def _agent_of(frame: Any, records: Sequence[Mapping[str, Any]]) -> str | None:

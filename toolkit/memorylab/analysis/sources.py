@@ -48,7 +48,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from memorylab.errors import InvalidSetting, MemoryFormatError, PrerequisiteError, StoreError
 from memorylab.memory import format as fmt
@@ -57,7 +57,6 @@ from memorylab.memory.permissions import warn_permissions
 from memorylab.memory.records import SUMMARY_PREFIX, MemoryDocument, Message, edit_archives
 from memorylab.memory.store import (
     MemoryStore,
-    committed_record,
     read_generation,
     read_parsed,
 )
@@ -111,6 +110,8 @@ class AgentFiles:
     generation: tuple[object, ...] | None = None
     """:func:`~memorylab.memory.store.read_generation` of the folder, read before its files
     were listed (``None``: not read)."""
+    records: tuple[Mapping[str, Any], ...] = ()
+    """Its ``compactions.jsonl`` records, read in the same attempt (the edits' archives)."""
 
     @property
     def agent(self) -> str:
@@ -287,17 +288,6 @@ def _listed_again(files: AgentFiles, generation: tuple[object, ...]) -> AgentFil
         archives=_archive_files(files.folder, []),  # its notes were made by the first listing
         generation=generation,
     )
-
-
-def agent_timeline(files: AgentFiles, notes: list[Note], *, strict: bool) -> list[Segment]:
-    """The agent's files, parsed and in timeline order (:func:`timeline`), all of one
-    generation (:func:`read_consistent`)."""
-
-    def read(files: AgentFiles, notes: list[Note], parsed: _Parsed) -> list[Segment]:
-        segments = read_segments(files, notes, strict, parsed)
-        return timeline(segments, notes, whole_folder=files.whole_folder)
-
-    return read_consistent(files, notes, read)
 
 
 def summary_flags(segments: Sequence[Segment]) -> list[list[bool]]:
@@ -494,13 +484,7 @@ def files_of(files: AgentFiles, notes: list[Note]) -> list[tuple[Path, str]]:
     if paths.intent.exists():
         with contextlib.suppress(OSError):
             pending = MemoryStore(files.memory_md).pending_archive()  # reads, never writes
-        # an edit that has committed but not yet written its record (rule 5)
-        edits |= edit_archives(filter(None, [committed_record(paths)]))
-    if files.archives and paths.compactions.is_file():
-        with contextlib.suppress(OSError):
-            bad: list[str] = []  # lines of compactions.jsonl that are no record
-            edits |= edit_archives(MemoryStore(files.memory_md).records(bad))
-            notes += [Note(str(paths.compactions), 0, "records", line) for line in bad]
+    edits |= edit_archives(files.records)  # with an edit committed but not yet recorded
     found = []
     for path in files.archives:
         if path.name == pending:
@@ -761,7 +745,6 @@ __all__ = [
     "Source",
     "SourceLike",
     "agent_name",
-    "agent_timeline",
     "files_of",
     "locate",
     "read_consistent",

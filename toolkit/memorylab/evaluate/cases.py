@@ -37,12 +37,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from memorylab.errors import InvalidSetting, MemoryFormatError, StoreError
 from memorylab.memory import format as fmt
-from memorylab.memory.records import SUMMARY_PREFIX, is_compaction
+from memorylab.memory.records import SUMMARY_PREFIX
 from memorylab.transcripts import FACT_CATEGORIES, Fact, Probe, Transcript, load_transcript
 from memorylab.validation import check_int
 
 if TYPE_CHECKING:
-    from memorylab.analysis.sources import AgentFiles
+    from memorylab.analysis import AgentRecord
 
 __all__ = [
     "Case",
@@ -220,47 +220,25 @@ def cases_from_transcripts(
 # --------------------------------------------------------------------------- workspaces
 
 
-def _agent_folders(path: Path) -> list[tuple[AgentFiles, Path | None]]:
-    """The agents of a workspace, agents/, an agent folder or a file, as the loaders find them
-    (nested ones too), each with the one file given or None for the whole folder."""
+def _agent_folders(path: Path) -> list[tuple[AgentRecord, Path | None]]:
+    """The agents of a workspace, agents/, an agent folder or a file, each read once as the
+    loaders read it (nested ones too), with the one file given or None for the whole folder."""
+    from memorylab.analysis import read_agent_records
     from memorylab.analysis.sources import resolve
 
-    found: list[tuple[AgentFiles, Path | None]] = []
-    for files in resolve(path)[0]:
-        if files.whole_folder:
-            found.append((files, None))
-        else:  # one file: its compaction needs the folder's timeline
-            only = files.memory if files.memory is not None else files.archives[0]
-            found += [(whole, only) for whole in resolve(files.folder)[0]]
+    found: list[tuple[AgentRecord, Path | None]] = []
+    for files in resolve(path)[0]:  # one file: its compaction needs the folder's timeline
+        only = None if files.whole_folder else files.memory or files.archives[0]
+        found += [(record, only) for record in read_agent_records(files.folder)]
     return found
 
 
-def _records(files: AgentFiles) -> dict[str, dict[str, Any]]:
-    """The agent's successful compactions in ``compactions.jsonl``, by archive name; none when
-    it cannot be read (the store's reader: a FIFO or symlink there is refused, never waited on)."""
-    from memorylab.memory.store import MemoryStore
-
-    try:
-        records = MemoryStore(files.memory_md).records()
-    except StoreError:
-        return {}
-    return {
-        str(record["archive"]): record
-        for record in records
-        if isinstance(record, dict) and record.get("archive") and is_compaction(record)
-    }
-
-
-def _agent_cases(files: AgentFiles, only: Path | None) -> list[Case]:
+def _agent_cases(agent: AgentRecord, only: Path | None) -> list[Case]:
     """One case per compaction of the agent: an archive of its timeline (read as the loaders
     read it: lineage order, uncommitted and edits' archives aside) and the summary that the
     next file starts with, marked or the reference's plain one (``summary_flags``)."""
-    from memorylab.analysis.sources import Note, agent_timeline, summary_flags
-
-    notes: list[Note] = []
-    segments = agent_timeline(files, notes, strict=False)
-    flags = summary_flags(segments)
-    records = _records(files)
+    segments, flags = agent.segments, agent.summary_flags
+    records = {str(r.get("archive")): r for r in agent.compactions}
     cases = []
     for index, (segment, after) in enumerate(itertools.pairwise(segments)):
         doc, archive = segment.document, segment.path
@@ -282,7 +260,7 @@ def _agent_cases(files: AgentFiles, only: Path | None) -> list[Case]:
         record = records.get(archive.name, {})
         cases.append(
             Case(
-                f"{files.agent}/{archive.name}",
+                f"{agent.agent}/{archive.name}",
                 tuple(
                     {"role": m.role, "content": m.content, "timestamp": m.timestamp}
                     for m in doc.messages
@@ -290,7 +268,7 @@ def _agent_cases(files: AgentFiles, only: Path | None) -> list[Case]:
                 summary=summary,
                 source=str(archive),
                 metadata={
-                    "agent": files.agent,
+                    "agent": agent.agent,
                     "archive": archive.name,
                     "summary_file": str(after.path),
                     "summarizer_model": record.get("summarizer_model"),
@@ -326,14 +304,14 @@ def cases_from_workspace(
     sources: set[Path] = set()
     ids: set[str] = set()
     for item in items:
-        for files, only in _agent_folders(item.expanduser()):
-            for case in _agent_cases(files, only):
+        for agent, only in _agent_folders(item.expanduser()):
+            for case in _agent_cases(agent, only):
                 source = Path(case.source).resolve()
                 if source in sources:
                     continue
                 sources.add(source)
                 if case.id in ids:  # the same agent name in two workspaces
-                    base = f"{files.workspace.resolve().name}/{case.id}"
+                    base = f"{agent.workspace.resolve().name}/{case.id}"
                     new_id, n = base, 2
                     while new_id in ids:
                         new_id, n = f"{base}#{n}", n + 1

@@ -306,9 +306,11 @@ class UsageRecord:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> UsageRecord:
-        """The record :meth:`to_dict` wrote (fields it does not know are ignored)."""
+        """The record :meth:`to_dict` wrote (fields it does not know are ignored, and a field
+        recorded as ``null`` takes its default): how every reader makes a line of
+        ``usage.jsonl`` a record."""
         known = {f.name for f in fields(cls)}
-        values = {k: v for k, v in data.items() if k in known}
+        values = {k: v for k, v in data.items() if k in known and v is not None}
         time = _dt_from_str(values.pop("time", None))
         if time is None:
             raise ValueError("a UsageRecord needs a time")

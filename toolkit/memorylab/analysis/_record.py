@@ -1,0 +1,300 @@
+"""One agent's run as recorded, read once: the record every frame, audit, replay and the report
+take (:class:`AgentRecord`).
+
+:func:`read_agent_records` reads each agent a source names in one consistent read
+(:func:`~memorylab.analysis.sources.read_consistent`): its files in timeline order, its
+``compactions.jsonl`` and its ``usage.jsonl``, each through the store's readers, all of one
+generation. The record holds what every reader needs, so no reader opens a file again, and the
+rules about it are decided here once: who the agent is (:attr:`AgentRecord.agent`, its name
+below ``<workspace>/agents/``), which records are successful compactions
+(:attr:`AgentRecord.compactions`), which usage lines are model calls (:attr:`AgentRecord.calls`,
+each made by :meth:`UsageRecord.from_dict <memorylab.memory.records.UsageRecord.from_dict>`),
+the order of its processes (:attr:`AgentRecord.processes`) and a call's drift
+(:attr:`UsageRecord.drift <memorylab.memory.records.UsageRecord.drift>`).
+
+A frame finds its record without reading (:func:`record_of_frame`): each record read is kept by
+its agent folder, weakly (a caller holding its records, as the report does, always finds them)
+and, for the last :data:`_KEPT` agents read, strongly (``token_growth(memory_df(folder))`` in a
+notebook). A kept record is used only while what identified the files when they were read is
+unchanged: :func:`~memorylab.memory.store.read_generation` (a compaction, an edit, a deletion,
+a record appended) and the identity, size and modification time of MEMORY.md and
+``usage.jsonl`` (an append to either, which the generation leaves out). These are ``lstat``
+calls and one listing: a frame of an unchanged agent is never read again, one of a changed
+agent is. A frame of files the record did not read, or of files no longer there, is read from
+its ``file`` column as before. Never ``DataFrame.attrs`` (pandas drops it).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from memorylab.analysis.sources import (
+    AgentFiles,
+    Note,
+    Segment,
+    Source,
+    locate,
+    read_consistent,
+    read_segments,
+    resolve,
+    summary_flags,
+    timeline,
+)
+from memorylab.errors import InvalidSetting, StoreError
+from memorylab.memory.paths import MemoryPaths
+from memorylab.memory.records import UsageRecord, is_compaction, is_model_call
+from memorylab.memory.store import MemoryStore, committed_record, read_generation
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def to_micros(value: datetime | str) -> int:
+    """Microseconds since the epoch of a timestamp (a naive one is this machine's local time):
+    how every reader orders recorded times."""
+    when = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    if when.tzinfo is None:
+        when = when.astimezone()
+    return (when - _EPOCH) // timedelta(microseconds=1)
+
+
+@dataclass(frozen=True, eq=False)
+class AgentRecord:
+    """One agent's run as recorded, whatever wrote it (``format``: the loader's name).
+
+    ``agent`` is who the agent is: its folder's path below ``<workspace>/agents/``
+    (``team/alpha``), else the folder's name. ``segments``: its files in timeline order
+    (:class:`~memorylab.analysis.sources.Segment`; none for a format without files);
+    ``records``: every ``compactions.jsonl`` record in file order (edits and failed attempts
+    too, and the record of a rewrite that committed but has not written it yet); ``calls``: its
+    model calls (``usage.jsonl``), in file order; ``notes``: what reading it found (damaged
+    files, files left out, lines that are no record). ``whole_folder``: the source named the
+    folder (not single files). ``stamp``: what identified its files when they were read (``None``:
+    not read from disk).
+    """
+
+    agent: str
+    workspace: Path
+    folder: Path
+    segments: tuple[Segment, ...] = ()
+    records: tuple[Mapping[str, Any], ...] = ()
+    calls: tuple[UsageRecord, ...] = ()
+    notes: tuple[Note, ...] = ()
+    format: str = "memorylab"
+    whole_folder: bool = True
+    stamp: tuple[object, ...] | None = None
+
+    @functools.cached_property
+    def compactions(self) -> tuple[Mapping[str, Any], ...]:
+        """The successful compactions among :attr:`records`, in file order
+        (:func:`~memorylab.memory.records.is_compaction`)."""
+        return tuple(record for record in self.records if is_compaction(record))
+
+    @functools.cached_property
+    def summary_flags(self) -> list[list[bool]]:
+        """Per segment, which of its messages read are compaction summaries
+        (:func:`~memorylab.analysis.sources.summary_flags`)."""
+        return summary_flags(self.segments)
+
+    @functools.cached_property
+    def processes(self) -> tuple[tuple[UsageRecord, ...], ...]:
+        """The model calls of each process (one ``session_start``), in one order for every
+        reader: a process's calls by their number (``call``), then as written; the processes
+        by the time of their first call (:func:`to_micros`: a naive time is local time), then
+        as written."""
+        by_process: dict[str | None, list[UsageRecord]] = {}
+        for call in self.calls:
+            by_process.setdefault(call.session_start, []).append(call)
+        ordered = [sorted(calls, key=lambda c: c.call or 0) for calls in by_process.values()]
+        ordered.sort(key=lambda calls: to_micros(calls[0].time))
+        return tuple(tuple(calls) for calls in ordered)
+
+    @property
+    def files(self) -> AgentFiles:
+        """The files read, as :func:`~memorylab.analysis.sources.resolve` names them."""
+        return AgentFiles(self.workspace, self.folder, whole_folder=self.whole_folder)
+
+    def segment(self, path: str | os.PathLike[str]) -> Segment | None:
+        """The segment read from ``path`` (``None``: none was)."""
+        return self._by_path.get(os.fspath(path))
+
+    @functools.cached_property
+    def _by_path(self) -> dict[str, Segment]:
+        return {str(segment.path): segment for segment in self.segments}
+
+
+Records = AgentRecord | Sequence[AgentRecord]
+"""Records read already, which every reader of a source takes instead of paths."""
+
+
+def read_agent_records(
+    source: Source | Records,
+    notes: list[Note] | None = None,
+    *,
+    strict: bool = False,
+) -> list[AgentRecord]:
+    """Each agent ``source`` names, read once (the module docstring), in order of appearance.
+
+    ``source``: what :func:`~memorylab.analysis.memory_df` takes (a workspace, an agent folder,
+    a memory file, a list of them), or records already read (returned as they are). ``notes``:
+    when a list is given, what listing the source found beside the agents (files not read,
+    folders that hold no memory) is appended to it; each agent's own are its record's
+    ``notes``. ``strict``: a file that does not parse raises
+    :class:`~memorylab.errors.MemoryFormatError` instead of a note.
+    """
+    given = _given_records(source)
+    if given is not None:
+        return given
+    agent_files, found = resolve(cast(Source, source))
+    if notes is not None:
+        notes += found
+    return [_read_agent(files, strict) for files in agent_files]
+
+
+def _given_records(source: object) -> list[AgentRecord] | None:
+    """``source`` as records when it is records (``None``: it is paths)."""
+    if isinstance(source, AgentRecord):
+        return [source]
+    if (
+        isinstance(source, Sequence)
+        and source
+        and all(isinstance(item, AgentRecord) for item in source)
+    ):
+        return list(source)
+    return None
+
+
+def _read_agent(files: AgentFiles, strict: bool) -> AgentRecord:
+    """One agent, its files, compactions and model calls of one generation."""
+    stamp = _stamp(files.memory_md)
+    notes: list[Note] = []
+
+    def read(
+        files: AgentFiles, notes: list[Note], parsed: dict[Path, Any]
+    ) -> tuple[AgentFiles, list[Segment], list[dict[str, Any]], list[UsageRecord]]:
+        paths = MemoryPaths(files.memory_md)
+        store = MemoryStore(files.memory_md)
+        records = _lines(store.records, paths.compactions, notes)
+        if paths.intent.exists():  # a rewrite that has committed but not yet written its record
+            pending = committed_record(paths)
+            if pending is not None and all(r.get("archive") != pending.get("archive")
+                                           for r in records):  # fmt: skip
+                records.append(pending)
+        calls = _calls(_lines(store.usage_records, paths.usage, notes), paths.usage, notes)
+        files = replace(files, records=tuple(records))
+        segments = read_segments(files, notes, strict, parsed)
+        return files, timeline(segments, notes, whole_folder=files.whole_folder), records, calls
+
+    files, segments, records, calls = read_consistent(files, notes, read)
+    record = AgentRecord(
+        agent=files.agent,
+        workspace=files.workspace,
+        folder=files.folder,
+        segments=tuple(segments),
+        records=tuple(records),
+        calls=tuple(calls),
+        notes=tuple(notes),
+        whole_folder=files.whole_folder,
+        stamp=stamp,
+    )
+    _keep(record)
+    return record
+
+
+def _lines(
+    read: Callable[[list[str]], list[dict[str, Any]]], path: Path, notes: list[Note]
+) -> list[dict[str, Any]]:
+    """The records of one of the store's JSON Lines files (none when it does not exist); each
+    line that is no record, or has fields of the wrong shape, is a ``records`` note."""
+    bad: list[str] = []
+    try:
+        found: list[dict[str, Any]] = read(bad)
+    except StoreError as exc:  # not a regular file: refused by the store, never waited on
+        notes.append(Note(str(path), 0, "io", str(exc)))
+        return []
+    notes += [Note(str(path), 0, "records", line) for line in bad]
+    return found
+
+
+def _calls(usage: Sequence[Mapping[str, Any]], path: Path, notes: list[Note]) -> list[UsageRecord]:
+    """The model calls among ``usage.jsonl``'s records
+    (:func:`~memorylab.memory.records.is_model_call`), each a :class:`UsageRecord`; one without a
+    time is a note."""
+    calls = []
+    for number, line in enumerate(usage, 1):
+        if not is_model_call(line):
+            continue
+        try:
+            calls.append(UsageRecord.from_dict(line))
+        except (TypeError, ValueError) as exc:
+            notes.append(Note(str(path), 0, "records", f"record {number}: {exc}; skipped"))
+    return calls
+
+
+def _stamp(memory_md: Path) -> tuple[object, ...]:
+    """What identifies the agent's files now (the module docstring): metadata only."""
+    paths = MemoryPaths(memory_md)
+
+    def identity(path: Path) -> tuple[int, ...] | None:
+        try:
+            info = os.lstat(path)
+        except OSError:
+            return None
+        return (info.st_ino, info.st_size, info.st_mtime_ns)
+
+    return (read_generation(paths), identity(paths.memory_md), identity(paths.usage))
+
+
+# --------------------------------------------------------------------------- a frame's record
+
+_KEPT = 8
+"""How many of the agents read last are kept strongly (the rest while someone holds them)."""
+_HELD: weakref.WeakValueDictionary[Path, AgentRecord] = weakref.WeakValueDictionary()
+_RECENT: OrderedDict[Path, AgentRecord] = OrderedDict()
+
+
+def _keep(record: AgentRecord) -> None:
+    key = record.folder.absolute()
+    _HELD[key] = record
+    _RECENT[key] = record
+    _RECENT.move_to_end(key)
+    while len(_RECENT) > _KEPT:
+        _RECENT.popitem(last=False)
+
+
+def record_of_frame(frame: pd.DataFrame) -> AgentRecord | None:
+    """The record of the one agent whose files a :func:`~memorylab.analysis.memory_df` frame
+    holds (its ``file`` column): the one read, while its files are unchanged (the module
+    docstring), else its files read again; ``None`` for a frame without files, or of files
+    that are no longer there."""
+    if not (hasattr(frame, "columns") and "file" in frame.columns and len(frame)):
+        return None
+    files = [str(f) for f in frame["file"].unique()]
+    folders = {locate(Path(f))[1] for f in files}
+    if len(folders) != 1:
+        raise InvalidSetting(
+            "the frame holds the files of several agent folders; give one agent's rows, e.g. "
+            "df[df.agent == 'name']"
+        )
+    folder = next(iter(folders))
+    kept = _HELD.get(folder.absolute())
+    if (
+        kept is not None
+        and all(kept.segment(f) is not None for f in files)
+        and kept.stamp == _stamp(folder / "MEMORY.md")
+    ):
+        return kept
+    try:
+        return read_agent_records(files)[0]
+    except StoreError:  # an export read back: its files are not on disk
+        return None
