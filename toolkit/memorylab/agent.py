@@ -39,11 +39,11 @@ import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from memorylab._names import moved
 from memorylab.compress import policy
-from memorylab.compress.compressor import ContextCompressor
+from memorylab.compress.compressor import AgentLike, ContextCompressor
 from memorylab.compress.strategy import Strategy
 from memorylab.compress.summarizers import summarizer_names
 from memorylab.compress.tokens import get_token_counter
@@ -440,6 +440,9 @@ def _check_loops(value: object) -> int | Literal["auto"]:
         raise InvalidSetting(f"max_loops must be an int >= 1 or 'auto', not {value!r}")
     return value
 
+
+if TYPE_CHECKING:  # the Agent is what memorylab reads of an agent (mypy checks it here)
+    _AGENT_LIKE: type[AgentLike] = Agent
 
 __all__ = [
     "AUTO_LOOP_CAP",

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memorylab.compress.compressor import AgentLike
 from memorylab.errors import InvalidSetting
 from memorylab.memory.recall import HasMemoryFile, format_recalled
 from memorylab.memory.recall import recall as recall_messages
@@ -168,7 +169,7 @@ _UNBOUND_RECALL = "__memorylab_unbound_recall_k__"
 
 
 def recall_tool(
-    source: HasMemoryFile | str | os.PathLike[str] | None = None,
+    source: HasMemoryFile | AgentLike | str | os.PathLike[str] | None = None,
     *,
     agent: str | None = None,
     k: int = 5,
@@ -192,7 +193,7 @@ def recall_tool(
     ``InvalidSetting`` that says what to name.
     """
     k = check_int("k", k, 1)
-    held = getattr(source, "short_memory", source)  # an Agent: its Conversation
+    held = source.short_memory if isinstance(source, AgentLike) else source  # an Agent: its memory
     unbound = held is None and agent is None
 
     def recall(query: str) -> str:

@@ -78,7 +78,7 @@ class SizedRequest(BaseSummarizer):
         summarized = sum(self.counter(line) for line in lines)
         summarized += max(0, len(lines) - 1) * self.counter("\n\n")
         budget = max_tokens if max_tokens is not None else summarized
-        asked = max(int(getattr(self.inner, "min_tokens", 1)), self.size.tokens(summarized, budget))
+        asked = max(self.inner.min_tokens, self.size.tokens(summarized, budget))
         return self.inner.summarize(messages, max_tokens=asked)
 
 

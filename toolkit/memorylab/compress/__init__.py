@@ -12,7 +12,8 @@
   :mod:`.summary` (the default), :mod:`.keep_recent`, :mod:`.clear_tool_results`, :mod:`.trim`.
 * :mod:`~memorylab.compress.strategies` — strategies by name (:func:`get_strategy`,
   :func:`register_strategy`, :func:`strategy_from_record`).
-* :mod:`~memorylab.compress.compressor` — :class:`ContextCompressor`.
+* :mod:`~memorylab.compress.compressor` — :class:`ContextCompressor`, and :class:`AgentLike`,
+  what memorylab reads of an agent.
 
 Importing this package imports neither litellm nor tiktoken; the first model call or token
 count does.
@@ -27,7 +28,7 @@ from memorylab.compress.base import (
 )
 from memorylab.compress.baselines import OMISSION_MARKER, HeadTailSummarizer, TruncateSummarizer
 from memorylab.compress.clear_tool_results import ClearToolResults
-from memorylab.compress.compressor import MIN_SUMMARY_TOKENS, ContextCompressor
+from memorylab.compress.compressor import MIN_SUMMARY_TOKENS, AgentLike, ContextCompressor
 from memorylab.compress.extractive import ExtractiveSummarizer
 from memorylab.compress.keep_recent import KeepRecent
 from memorylab.compress.litellm_summarizer import (
@@ -69,6 +70,7 @@ from memorylab.compress.tokens import TokenCounter, count_tokens, get_token_coun
 from memorylab.compress.trim import Trim
 
 __all__ = [
+    "AgentLike",
     "Backoff",
     "BaseSummarizer",
     "BudgetedSummarizer",

@@ -14,15 +14,24 @@ Summary`` and:
 * ``estimate(messages, max_tokens)``: the model calls a summary would make, as ``(model,
   input_tokens, output_tokens)`` (none for a local one), for a comparison's cost guard;
 * ``with_caller(wrap)``: a copy whose model calls go through ``wrap(caller)`` (a comparison's
-  on-disk cache); a summarizer without model calls returns itself.
+  on-disk cache); a summarizer without model calls returns itself;
+* ``max_tokens``: its own summary budget when none is asked (``None``: it has none; a
+  comparison's cost guard then plans 1024 tokens); ``min_tokens``: the smallest budget it
+  accepts (a replay asking for a modelled size asks for no less);
+* ``bound``: ``"ceiling"`` or ``"floor"`` for the reference summarizers of a comparison
+  (``memorylab/full``, ``memorylab/none``), else ``None``;
+* ``summary_of_case(case)``: the summary an evaluation case already has, scored as it is
+  (``memorylab/existing``); ``None``, the default: summarize the case's messages.
 
 :class:`BaseSummarizer` gives the defaults of one that runs locally (``local`` True, no model).
 A summarizer users write is registered by name like the built-in ones
 (:func:`memorylab.compress.register_summarizer`). One that is only a ``name`` and a
 ``summarize`` is completed where it enters (:func:`as_summarizer`: ``get_summarizer``,
 comparisons): ``local`` False (a user's object may call a model), ``model`` None, no estimated
-calls, ``with_caller`` itself, ``asummarize`` on a thread; what it declares is kept. Everything
-here imports only the floor below it.
+calls, ``with_caller`` itself, ``asummarize`` on a thread, and :class:`BaseSummarizer`'s
+``max_tokens``, ``min_tokens``, ``bound`` and ``summary_of_case``; what it declares is kept. The
+orchestrators read these as attributes, never by ``getattr`` (``tests/test_capabilities.py``).
+Everything here imports only the floor below it.
 
 The budget rule (:func:`fit_to_budget`, one implementation): a summary is never accepted longer
 than its budget. A model's reply (each call's: summaries, chunks, merges) within ``max_tokens``
@@ -37,7 +46,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from memorylab.compress._chunking import truncate_to_tokens
 from memorylab.compress.tokens import TokenCounter, get_token_counter
@@ -77,7 +86,8 @@ class Summary:
 @runtime_checkable
 class Summarizer(Protocol):
     """What the orchestrators read of a summarizer (the module docstring): a ``name``, the
-    ``model`` it calls, whether it is ``local``, and the four methods.
+    ``model`` it calls, whether it is ``local``, its budgets (``max_tokens``, ``min_tokens``),
+    its ``bound``, and the five methods.
 
     Messages are mappings with ``"role"``, ``"content"`` (str or any object) and optionally
     ``"timestamp"``. An empty, blank or ``None`` result raises
@@ -93,6 +103,15 @@ class Summarizer(Protocol):
     @property
     def local(self) -> bool: ...
 
+    @property
+    def max_tokens(self) -> int | None: ...
+
+    @property
+    def min_tokens(self) -> int: ...
+
+    @property
+    def bound(self) -> str | None: ...
+
     def summarize(
         self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
     ) -> Summary: ...
@@ -107,6 +126,8 @@ class Summarizer(Protocol):
 
     def with_caller(self, wrap: Callable[[Caller], Caller]) -> Summarizer: ...
 
+    def summary_of_case(self, case: Any) -> Summary | None: ...
+
 
 class BaseSummarizer:
     """Base class of summarizers: implement :meth:`summarize` (see the module docstring)."""
@@ -114,6 +135,9 @@ class BaseSummarizer:
     name: str = "summarizer"
     model: str | None = None
     local: bool = True
+    max_tokens: int | None = None
+    min_tokens: int = 1
+    bound: str | None = None
 
     def summarize(
         self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
@@ -138,6 +162,10 @@ class BaseSummarizer:
         """A copy whose model calls go through ``wrap(caller)``; ``self`` when it makes none."""
         return self
 
+    def summary_of_case(self, case: Any) -> Summary | None:
+        """The summary ``case`` already has; ``None``: summarize its messages."""
+        return None
+
 
 class _Declared(BaseSummarizer):
     """A duck-typed summarizer completed with the defaults of :func:`as_summarizer`; any other
@@ -147,10 +175,10 @@ class _Declared(BaseSummarizer):
 
     def __init__(self, inner: Any) -> None:
         self.inner, self.name = inner, str(inner.name)
-        for field in ("model", "local"):  # what it declares wins over the defaults
+        for field in ("model", "local", "max_tokens", "min_tokens", "bound"):  # its own win
             if hasattr(inner, field):
                 setattr(self, field, getattr(inner, field))
-        for method in ("asummarize", "estimate"):
+        for method in ("asummarize", "estimate", "summary_of_case"):
             if callable(getattr(inner, method, None)):
                 setattr(self, method, getattr(inner, method))
 
@@ -163,7 +191,7 @@ class _Declared(BaseSummarizer):
     ) -> Summary:
         return self.inner.summarize(messages, max_tokens=max_tokens)  # type: ignore[no-any-return]
 
-    def __getattr__(self, name: str) -> Any:  # its other attributes (bound, max_tokens ...)
+    def __getattr__(self, name: str) -> Any:  # its attributes the protocol does not declare
         if name == "inner":
             raise AttributeError(name)
         return getattr(self.inner, name)
@@ -236,7 +264,7 @@ class BudgetedSummarizer(BaseSummarizer):
     the tokens counted and no cost.
     """
 
-    min_tokens: ClassVar[int] = 16
+    min_tokens = 16
     max_tokens: int
     model: str | None
 

@@ -29,8 +29,9 @@ import logging
 import math
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, overload
+from typing import Any, Protocol, overload, runtime_checkable
 
 from memorylab.compress import policy
 from memorylab.compress.base import Summarizer, Summary
@@ -39,11 +40,11 @@ from memorylab.compress.policy import Backoff, ReportedUsage, Threshold, Trigger
 from memorylab.compress.strategies import get_strategy
 from memorylab.compress.strategy import Strategy
 from memorylab.compress.summarizers import DEFAULT_SUMMARIZER, get_summarizer, summarizer_names
-from memorylab.compress.tokens import get_token_counter
+from memorylab.compress.tokens import TokenCounter, get_token_counter
 from memorylab.errors import CompactionConflict, CompressionFailed, InvalidSetting
 from memorylab.llm import check_int
 from memorylab.memory.conversation import Conversation, register_tokenizer
-from memorylab.memory.records import SUMMARY_PREFIX, CompactionEvent, EntryKind
+from memorylab.memory.records import SUMMARY_PREFIX, CompactionEvent, EntryKind, UsageRecord
 from memorylab.memory.redact import SECRETS
 
 logger = logging.getLogger("memorylab")
@@ -343,20 +344,20 @@ class ContextCompressor:
         context_length)``. It may exceed 1."""
         if context_length is not None:
             return float(agent.token_count()) / float(context_length)
-        window = getattr(agent, "context_length", None)
-        if not window:
+        call = _agent_call(agent, "usage_ratio")
+        if not call.window:
             return 0.0
-        return float(_agent_memory(agent, "usage_ratio").count_history_tokens()) / float(window)
+        return float(call.memory.count_history_tokens()) / float(call.window)
 
     def _agent_should_compress(self, agent: Any) -> bool:
         """``should_compress(agent)``: :meth:`usage_ratio` reached the threshold (False without
         a window). A history that is not memorylab's (the reference's, a stand-in) is first
         ruled out by its size, as the reference does: a token is at least one byte."""
-        window = getattr(agent, "context_length", None)
+        call = _agent_call(agent, "should_compress")
+        window, memory = call.window, call.memory
         if not window:
             return False
-        memory = _agent_memory(agent, "should_compress")
-        history = getattr(memory, "conversation_history", None)
+        history = getattr(memory, "conversation_history", None)  # the reference's, or a stand-in
         if self.trigger.messages is not None:
             if isinstance(memory, Conversation):
                 messages = len(memory.entries(EntryKind.MESSAGE))
@@ -381,7 +382,8 @@ class ContextCompressor:
         whatever its size and compact it; the summary text, or ``None`` when there was nothing
         to compress or the attempt failed (the failed event is in :attr:`events`). The
         summarizer is ``summarizer_model``, else ``agent.model_name`` (as the reference's)."""
-        memory = _agent_memory(agent, "compress")
+        call = _agent_call(agent, "compress")
+        memory = call.memory
         if not str(memory.return_history_as_string()).strip():
             return None
         if not isinstance(memory, Conversation):
@@ -389,15 +391,13 @@ class ContextCompressor:
                 "compress(agent) compacts a memorylab Conversation; agent.short_memory is a "
                 f"{type(memory).__name__}: construct it with memorylab.Conversation"
             )
-        window = getattr(agent, "context_length", None) or memory.context_length
+        window = call.window or memory.context_length
         if not window:
             raise InvalidSetting(
                 "compress(agent) needs the model's window: set agent.context_length (or the "
                 "Conversation's context_length)"
             )
-        event = self.compress(
-            memory, window, force=True, default_model=getattr(agent, "model_name", None)
-        )
+        event = self.compress(memory, window, force=True, default_model=call.model)
         if event is None or not event.ok or not event.summary_chars:
             return None  # failed, or a strategy that writes no summary (trim, tool clearing)
         summary = memory.entries(EntryKind.SUMMARY)[0]
@@ -452,21 +452,64 @@ def _entry_tokens(conversation: Conversation, entries: list[dict[str, Any]]) -> 
 
 def _context_record(conversation: Conversation) -> dict[str, Any]:
     """The static context's tokens (its entries, and the ``"\\n\\n"`` after each, as
-    :meth:`Conversation.token_count` counts them) and the tokenizer's model."""
+    :meth:`Conversation.token_count` counts them) and the model of a TokenCounter counting."""
     counter = conversation.token_counter
     if counter is None:
         return {}
     static = conversation.static_context()
     tokens = sum(counter(conversation.entry_text(e)) for e in static)
     record: dict[str, Any] = {"static_tokens": tokens + len(static) * counter("\n\n")}
-    model = getattr(counter, "model", None)
-    if isinstance(model, str):
-        record["token_model"] = model
+    if isinstance(counter, TokenCounter) and counter.model is not None:
+        record["token_model"] = counter.model
     return record
 
 
-def _agent_memory(agent: Any, method: str) -> Any:
-    """``agent.short_memory``, or the error that says how to call ``method``."""
+@runtime_checkable
+class AgentLike(Protocol):
+    """What memorylab reads of an agent (:class:`~memorylab.Agent` declares all of it): its
+    name, model and window, its memory, its model calls and compactions, and its compressor.
+
+    The reference framework's agents enter only the compressor's agent calls
+    (``should_compress(agent)``, ``compress(agent)``, ``usage_ratio(agent)``), through one
+    adapter, ``_agent_call``: of those, ``short_memory`` is required (memorylab's Conversation,
+    or the reference's for ``should_compress``), ``context_length`` and ``model_name`` optional.
+    """
+
+    @property
+    def agent_name(self) -> str: ...
+
+    @property
+    def model_name(self) -> str | None: ...
+
+    @property
+    def context_length(self) -> int: ...
+
+    @property
+    def short_memory(self) -> Conversation: ...
+
+    @property
+    def usage_records(self) -> list[UsageRecord]: ...
+
+    @property
+    def compaction_events(self) -> list[CompactionEvent]: ...
+
+    @property
+    def context_compressor(self) -> ContextCompressor: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _AgentCall:
+    """What the compressor's agent calls read of an agent (:class:`AgentLike`'s note)."""
+
+    memory: Any
+    window: int | None
+    model: str | None
+
+
+def _agent_call(agent: Any, method: str) -> _AgentCall:
+    """An agent as the compressor's agent calls read it (an :class:`AgentLike`, or the
+    reference's agent, whose shape is its own: the one place it is read), or the error that
+    says how to call ``method``."""
     if isinstance(agent, Conversation):
         raise InvalidSetting(
             f"{method}(conversation) needs the context length: {method}(conversation, "
@@ -478,7 +521,9 @@ def _agent_memory(agent: Any, method: str) -> Any:
             f"{method}() takes a Conversation and a context length, or an agent with "
             f".short_memory and .context_length; got {type(agent).__name__}"
         )
-    return memory
+    return _AgentCall(
+        memory, getattr(agent, "context_length", None), getattr(agent, "model_name", None)
+    )
 
 
 def _history_bytes(history: list[Any]) -> int:
@@ -491,6 +536,7 @@ def _history_bytes(history: list[Any]) -> int:
 
 
 __all__ = [
+    "AgentLike",
     "COMPRESSION_SYSTEM_PROMPT",
     "COMPRESSION_USER_TEMPLATE",
     "ContextCompressor",

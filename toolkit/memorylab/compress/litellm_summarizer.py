@@ -220,7 +220,7 @@ class LiteLLMSummarizer(BaseSummarizer):
         self.model = model
         self.name = model
         self.temperature = float(temperature)
-        self.max_tokens = max_tokens
+        self.max_tokens: int = max_tokens
         self.context_length = context_length
         self._resolved_length: int | None = context_length
 

@@ -94,7 +94,7 @@ def estimate_units(
              for case in items for summarizer in resolved.values()]  # fmt: skip
     replayed = _replay(units, scorer_list, cache, max_tokens)
     for (case, summarizer, made), (summary, cached) in zip(units, replayed, strict=True):
-        summary_tokens = max_tokens or int(getattr(summarizer, "max_tokens", 1024) or 1024)
+        summary_tokens = max_tokens or summarizer.max_tokens or 1024
         add_calls(made, summary is not None)
         for scorer in scorer_list:
             add_calls(scorer.estimate(case, summary_tokens), scorer.name in cached)

@@ -188,12 +188,11 @@ class Context:
 async def summarize(summarizer: Summarizer, case: Case, ctx: Context) -> tuple[Summary, bool]:
     """The summary of ``case`` and whether it came whole from the cache.
 
-    A summarizer with ``summary_of_case(case)`` (:data:`EXISTING`) gives the case's own summary.
+    A summarizer with a summary of its own (``summary_of_case``: :data:`EXISTING`) gives it.
     """
-    of_case = getattr(summarizer, "summary_of_case", None)
-    if callable(of_case):
-        summary: Summary = of_case(case)
-        return summary, False
+    existing = summarizer.summary_of_case(case)
+    if existing is not None:
+        return existing, False
     callers: list[CachingCaller] = []
 
     def through_cache(inner: Caller) -> Caller:

@@ -477,7 +477,7 @@ def compare_summarizers(
         run["estimate_usd"] = plan.usd
         run["unpriced_models"] = sorted(plan.frame.loc[~plan.frame["priced"], "model"])
         run["planned_requests"] = plan.requests
-    bounds = {label: str(b) for label, s in resolved.items() if (b := getattr(s, "bound", None))}
+    bounds = {label: s.bound for label, s in resolved.items() if s.bound}
     made = FormerComparison if with_summaries else ComparisonResult
     if with_summaries is not None:
         warnings.warn(

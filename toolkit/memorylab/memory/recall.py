@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, overload
+from typing import TYPE_CHECKING, Any, Protocol, overload, runtime_checkable
 
 from memorylab.config import resolve_workspace
 from memorylab.errors import AgentNotFound, InvalidSetting, StoreError
@@ -43,12 +43,16 @@ RECALL_HEADING = "[Recalled from archives]"
 the memory they are given with)."""
 
 
+@runtime_checkable
 class HasMemoryFile(Protocol):
     """What recall reads of a ``Conversation``: where its MEMORY.md is (``None``: in memory
-    only)."""
+    only), and its agent's name (``None``: the name of the file's folder)."""
 
     @property
     def memory_md_path(self) -> Path | None: ...
+
+    @property
+    def agent_name(self) -> str | None: ...
 
 
 Source = str | os.PathLike[str] | HasMemoryFile | None
@@ -108,7 +112,7 @@ def _agents(source: Source, agent: str | None) -> list[tuple[str, MemoryPaths]]:
     if agent is not None and not isinstance(agent, str):
         raise InvalidSetting(f"agent must be an agent's name (str), not {type(agent).__name__}")
     if source is not None and not isinstance(source, str | os.PathLike):
-        if not hasattr(source, "memory_md_path"):
+        if not isinstance(source, HasMemoryFile):
             raise InvalidSetting(
                 "source must be a workspace, an agent folder, a MEMORY.md (a path) or a "
                 f"Conversation, not {type(source).__name__}"
@@ -121,7 +125,7 @@ def _agents(source: Source, agent: str | None) -> list[tuple[str, MemoryPaths]]:
             )
         if agent is not None:
             raise InvalidSetting("agent= names an agent of a workspace; a Conversation is one")
-        name = getattr(source, "agent_name", None) or Path(memory).parent.name
+        name = source.agent_name or Path(memory).parent.name
         return [(str(name), MemoryPaths(Path(memory)))]
     root = resolve_workspace(None) if source is None else Path(source).expanduser()
     if not root.exists():

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from memorylab.compress.compressor import AgentLike
 from memorylab.compress.policy import Threshold, same_threshold, threshold_text
 from memorylab.compress.strategies import get_strategy, strategy_names
 from memorylab.compress.strategy import Strategy
@@ -131,7 +132,7 @@ def _calibration_lines(source: Any) -> list[str]:
     from memorylab.analysis import calibration_df, compaction_timing_df
     from memorylab.analysis.calibration import calibration_notes
 
-    is_agent = hasattr(source, "usage_records")
+    is_agent = isinstance(source, AgentLike)
     if not (is_agent or isinstance(source, str | os.PathLike)):
         return []
     try:
@@ -154,23 +155,21 @@ def tuner_source(source: Any) -> _Source:
         return _Source(
             source.as_messages(), facts=[f.text for f in source.facts] or None, name=source.name
         )
-    short_memory = getattr(source, "short_memory", None)
-    if short_memory is not None and hasattr(source, "context_length"):  # an Agent
-        path = short_memory.memory_md_path
+    if isinstance(source, AgentLike):
+        path = source.short_memory.memory_md_path
         transcript: TranscriptSource = (
             path.parent
             if path is not None and path.exists()
-            else _history(short_memory.conversation_history)
+            else _history(source.short_memory.conversation_history)
         )
-        compressor = getattr(source, "context_compressor", None)
-        threshold = getattr(compressor, "threshold", None)
+        threshold = source.context_compressor.threshold
         return _Source(
             transcript,
-            context_length=int(source.context_length),
+            context_length=source.context_length,
             threshold=threshold,
-            model=getattr(source, "model_name", None),
-            name=str(getattr(source, "agent_name", "agent")),
-            recorded=(int(source.context_length), threshold) if threshold is not None else None,
+            model=source.model_name,
+            name=source.agent_name,
+            recorded=(source.context_length, threshold) if threshold is not None else None,
         )
     if hasattr(source, "conversation_history") and hasattr(source, "token_count"):
         return _Source(_history(source.conversation_history), name=str(source.name))
