@@ -38,6 +38,7 @@ from memorylab.analysis.frames import (
     record_time,
     text_table,
 )
+from memorylab.compress.compressor import AgentLike
 from memorylab.compress.policy import Trigger, validate_threshold
 from memorylab.errors import InvalidSetting
 from memorylab.memory.records import UsageRecord, is_model_call, recorded_count
@@ -175,9 +176,8 @@ def _agents(source: Any) -> list[_Agent]:
         and any(_is_path(s) for s in source)
     ):
         return _read_files(source_paths(source))
-    records = getattr(source, "usage_records", None)
-    if isinstance(records, list) and isinstance(getattr(source, "agent_name", None), str):
-        events = getattr(source, "compaction_events", [])
+    if isinstance(source, AgentLike):
+        records, events = source.usage_records, source.compaction_events
         return [
             _Agent(
                 None,
