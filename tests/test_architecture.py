@@ -64,7 +64,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "memorylab.report",
         "memorylab.cli",
     ),
-    "memorylab.analysis": ("memorylab.widgets", "memorylab.report", "memorylab.cli"),
+    "memorylab.analysis": ("memorylab.evaluate", "memorylab.widgets", "memorylab.report", "memorylab.cli"),
     "memorylab.evaluate": ("memorylab.widgets", "memorylab.report", "memorylab.cli"),
     "memorylab.privacy": ("memorylab.widgets", "memorylab.report", "memorylab.cli"),
     "memorylab.widgets": ("memorylab.report", "memorylab.cli"),

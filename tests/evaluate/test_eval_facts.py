@@ -6,16 +6,16 @@ import doctest
 
 import pytest
 
+import memorylab._facts
 import memorylab.evaluate._llm_scorers
-import memorylab.evaluate.facts
 import memorylab.evaluate.plots
 from memorylab.evaluate import Fact, extract_facts, fact_kept
-from memorylab.evaluate.facts import normalize, numbers_in
+from memorylab._facts import normalize, numbers_in
 
 
 @pytest.mark.parametrize(
     "module",
-    [memorylab.evaluate.facts, memorylab.evaluate._llm_scorers, memorylab.evaluate.plots],
+    [memorylab._facts, memorylab.evaluate._llm_scorers, memorylab.evaluate.plots],
     ids=lambda m: m.__name__,
 )
 def test_docstring_examples(module: object) -> None:

@@ -15,15 +15,15 @@ Summaries of summaries lose what no summary re-states. This module follows that 
   came from (an archived message, or the previous summary: *carried*), with the alignment score;
   :func:`dropped_by`: the facts of a compaction's inputs its summary no longer holds.
 
-Facts are matched as the evaluation matches them (:mod:`memorylab.evaluate.facts`): a
-:class:`~memorylab.transcripts.Fact` of one of the five categories by
-:func:`~memorylab.evaluate.facts.fact_kept` (normalized text, whole tokens, numbers by value); a
-plain string or a benchmark's answer by :func:`~memorylab.evaluate.grading.contains_answer`
-(normalized, word-bounded substring), as ``fact_recall`` grades answers. Without facts, they
-are extracted from the archived messages by :func:`~memorylab.evaluate.facts.extract_facts`
+Facts are matched by the rules the evaluation matches them by (``memorylab._facts``, below both
+packages): a :class:`~memorylab.transcripts.Fact` of one of the five categories by
+:func:`~memorylab.evaluate.fact_kept`'s rules (normalized text, whole tokens, numbers by value); a
+plain string or a benchmark's answer by ``contains_answer`` (normalized as
+:func:`~memorylab.evaluate.normalize_answer` writes it, a word-bounded substring), as
+``fact_recall`` grades answers. Each summary and each fact is prepared for matching once. Without
+facts, they are extracted from the archived messages by :func:`~memorylab.evaluate.extract_facts`
 (``source`` ``"extracted"``); extracted facts follow rules like the extractive summarizer's, so a
-generation that summarizer wrote is flagged ``biased``, as the evaluation flags it
-(:data:`~memorylab.evaluate.facts.SHARES_EXTRACTION_RULES`).
+generation that summarizer wrote is flagged ``biased``, as the evaluation flags it.
 
 Every function takes a source as :func:`~memorylab.analysis.memory_df` does (a workspace, an
 agent folder, a file, a list), or :func:`~memorylab.analysis.memory_df`'s frame already read (an
@@ -40,6 +40,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memorylab._facts import (
+    SHARES_EXTRACTION_RULES,
+    FactMatch,
+    PreparedFact,
+    PreparedText,
+    contains_answer,
+    extract_facts,
+    normalize,
+    sentences,
+)
 from memorylab.analysis.frames import build_frame, columns, compactions_df, memory_df
 from memorylab.analysis.sources import source_paths
 from memorylab.errors import InvalidSetting
@@ -51,7 +61,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from memorylab.analysis.sources import Source
-    from memorylab.evaluate.facts import FactMatch
 
 __all__ = [
     "DROPPED_COLUMNS",
@@ -388,16 +397,13 @@ class _Tracked:
     text: str
     category: str
     source: str  # planted, given, answers, extracted
-    fact: Fact | None = None  # matched by fact_kept; None: by contains_answer
+    fact: PreparedFact | None = None  # matched by fact_kept's rules; None: by contains_answer
     message: int | None = None  # extracted: the row it was extracted from
 
-    def match(self, text: str) -> FactMatch:
-        from memorylab.evaluate.facts import FactMatch, fact_kept
-        from memorylab.evaluate.grading import contains_answer
-
+    def match(self, text: PreparedText) -> FactMatch:
         if self.fact is not None:
-            return fact_kept(self.fact, text)
-        found = contains_answer(text, self.text)
+            return self.fact.match(text)
+        found = contains_answer(text.answers, self.text, normalized=True)
         return FactMatch(found, 100.0 if found else 0.0)
 
 
@@ -450,7 +456,7 @@ def _text(value: str) -> str:
 
 
 def _of_fact(fact: Fact, source: str) -> _Tracked:
-    return _Tracked(fact.id, fact.text, fact.category, source, fact)
+    return _Tracked(fact.id, fact.text, fact.category, source, PreparedFact(fact))
 
 
 def _of_probe(probe: Probe) -> _Tracked:
@@ -459,14 +465,10 @@ def _of_probe(probe: Probe) -> _Tracked:
 
 def _extracted(lineage: _Lineage, rows: Sequence[int]) -> list[_Tracked]:
     """The facts :func:`extract_facts` finds in ``rows`` (in order), each with its row."""
-    from memorylab.evaluate.facts import extract_facts
-
-    frame = lineage.frame
-    messages = [
-        {"role": str(frame["role"].iat[r]), "content": _body(lineage.text(r))} for r in rows
-    ]
+    roles, contents = lineage.frame["role"].tolist(), lineage.frame["content"].tolist()
+    messages = [{"role": str(roles[r]), "content": _body(str(contents[r]))} for r in rows]
     return [
-        _Tracked(f.id, f.text, f.category, "extracted", f, rows[f.message_index or 0])
+        _Tracked(f.id, f.text, f.category, "extracted", PreparedFact(f), rows[f.message_index or 0])
         for f in extract_facts(messages)
     ]
 
@@ -476,8 +478,8 @@ def _body(text: str) -> str:
     return text.removeprefix(SUMMARY_PREFIX).lstrip() if text.startswith(SUMMARY_PREFIX) else text
 
 
-def _joined(lineage: _Lineage, rows: Iterable[int]) -> str:
-    return "\n\n".join(lineage.text(r) for r in rows)
+def _joined(lineage: _Lineage, rows: Iterable[int]) -> PreparedText:
+    return PreparedText("\n\n".join(lineage.text(r) for r in rows))
 
 
 def fact_survival_df(
@@ -493,10 +495,10 @@ def fact_survival_df(
     :class:`Probe` records (a probe's ``answer`` is followed), a
     :class:`~memorylab.transcripts.Transcript` or an evaluation ``Case`` (its planted facts,
     else its probes' answers: a benchmark's); ``None``: the facts
-    :func:`~memorylab.evaluate.facts.extract_facts` finds in each agent's archived messages.
-    A fact of the five categories is matched by
-    :func:`~memorylab.evaluate.facts.fact_kept`, any other by
-    :func:`~memorylab.evaluate.grading.contains_answer` (the module docstring).
+    :func:`~memorylab.evaluate.extract_facts` finds in each agent's archived messages.
+    A fact of the five categories is matched by the rules of
+    :func:`~memorylab.evaluate.fact_kept`, any other by ``contains_answer`` (the module
+    docstring).
 
     One row per agent, fact and generation from the one it ``entered`` (the first compaction
     whose archived messages hold it) to the agent's last; a fact no compaction archived has one
@@ -522,8 +524,6 @@ def fact_survival_df(
 def _followed(
     lineage: _Lineage, given: list[_Tracked] | None, max_summaries: int | None = None
 ) -> list[dict[str, Any]]:
-    from memorylab.evaluate.facts import SHARES_EXTRACTION_RULES
-
     gens = lineage.generations
     generation_of = {row: gen.generation for gen in gens for row in gen.archived}
     if given is None:
@@ -534,10 +534,10 @@ def _followed(
         archives = [_joined(lineage, gen.archived) for gen in gens]
         entered = [
             next((g.generation for g, text in zip(gens, archives, strict=True)
-                  if text and fact.match(text).kept), None)
+                  if text.text and fact.match(text).kept), None)
             for fact in tracked
         ]  # fmt: skip
-    summaries = [_body(lineage.text(gen.summary)) for gen in gens]
+    summaries = [PreparedText(_body(lineage.text(gen.summary))) for gen in gens]
     rows: list[dict[str, Any]] = []
     for fact, first in zip(tracked, entered, strict=True):
         base = {
@@ -559,7 +559,7 @@ def _followed(
         survived = True
         end = None if max_summaries is None else first - 1 + max_summaries
         for gen, summary in zip(gens[first - 1 : end], summaries[first - 1 : end], strict=True):
-            found = fact.match(summary) if summary else None
+            found = fact.match(summary) if summary.text else None
             kept = found is not None and found.kept
             survived = survived and kept
             model = _na(gen.record.get("summarizer_model"))
@@ -648,8 +648,6 @@ class _Candidate:
 
 def _summary_sentences(text: str) -> list[str]:
     """The sentences of a summary, without list markers; headings and bare markup left out."""
-    from memorylab.evaluate.facts import sentences
-
     found = (_BULLET.sub("", sentence) for sentence in sentences(_body(text)))
     return [s for s in found if not s.startswith("#") and any(ch.isalnum() for ch in s)]
 
@@ -672,8 +670,6 @@ def _alignment(sentences: Sequence[str], candidates: Sequence[str]) -> tuple[Any
     not explain a long sentence); ``closeness`` is ``ratio``, the tie-breaker."""
     import numpy as np
     from rapidfuzz import fuzz, process
-
-    from memorylab.evaluate.facts import normalize
 
     left = [normalize(s) for s in sentences]
     right = [normalize(c) for c in candidates]
@@ -771,7 +767,7 @@ def dropped_by(
 
     What the compaction read: the previous summary and the archived messages. ``facts`` as in
     :func:`fact_survival_df`; ``None``: the facts
-    :func:`~memorylab.evaluate.facts.extract_facts` finds in what it read. One row per fact
+    :func:`~memorylab.evaluate.extract_facts` finds in what it read. One row per fact
     that the previous summary or an archived message holds and the new summary does not.
     Columns (:data:`DROPPED_COLUMNS`): ``workspace``, ``agent``, ``generation``, ``fact_id``,
     ``fact``, ``category``, ``source``, ``in_previous`` (the previous summary held it: lost
@@ -782,8 +778,8 @@ def dropped_by(
     generation = check_int("generation", generation, minimum=1)
     lineage = _one(source, agent)
     gen = lineage.generation(generation)
-    summary = _body(lineage.text(gen.summary))
-    previous = _body(lineage.text(gen.previous))
+    summary = PreparedText(_body(lineage.text(gen.summary)))
+    previous = PreparedText(_body(lineage.text(gen.previous)))
     given = _given(facts)
     if given is None:
         read = ([gen.previous] if gen.previous is not None else []) + list(gen.archived)
@@ -791,19 +787,22 @@ def dropped_by(
     else:
         tracked = given
     everything = _joined(lineage, gen.archived)
+    archived = {r: PreparedText(lineage.text(r)) for r in gen.archived}
     frame = lineage.frame
     rows: list[dict[str, Any]] = []
     for fact in tracked:
-        in_previous = bool(previous) and fact.match(previous).kept
+        in_previous = bool(previous.text) and fact.match(previous).kept
         if fact.message is not None and fact.message != gen.previous:
             holder: int | None = fact.message
-        elif everything and fact.match(everything).kept:
-            holder = next((r for r in gen.archived if fact.match(lineage.text(r)).kept), None)
+        elif everything.text and fact.match(everything).kept:
+            holder = next((r for r in gen.archived if fact.match(archived[r]).kept), None)
             if holder is None:  # only the messages together (a number's context across two)
                 holder = gen.archived[0]
         else:
             holder = None
-        if not (in_previous or holder is not None) or (summary and fact.match(summary).kept):
+        if not (in_previous or holder is not None) or (
+            summary.text and fact.match(summary).kept
+        ):
             continue
         in_messages = holder is not None
         holder = gen.previous if holder is None else holder

@@ -4,7 +4,8 @@
   existing summary); :func:`cases_from_transcripts`, :func:`cases_from_workspace`, and the
   public benchmarks' files: :func:`cases_from_locomo`, :func:`cases_from_longmemeval`.
 * :mod:`~memorylab.evaluate.grading` — :func:`grade_answer` (dates, numbers, case, articles
-  and punctuation normalized), the LLM grade's prompts;
+  and punctuation normalized), the LLM grade's prompts; the fact rules (:func:`extract_facts`,
+  :func:`fact_kept`, :func:`normalize_answer`) are shared with the analysis, below both;
 * :mod:`~memorylab.evaluate.base` — :class:`Score`, :class:`Sample`, the :class:`Scorer`
   protocol and :class:`BaseScorer`; :mod:`~memorylab.evaluate.scorers` — scorers by name
   (:func:`get_scorer`, :func:`register_scorer`).
@@ -17,6 +18,7 @@
 pandas, matplotlib, litellm, rapidfuzz and the optional extras are imported only when used.
 """
 
+from memorylab._facts import extract_facts, fact_kept, normalize_answer
 from memorylab._names import moved as _moved
 from memorylab.evaluate._cache import LLMCache
 from memorylab.evaluate._extras import RougeScorer, SimilarityScorer
@@ -62,13 +64,11 @@ from memorylab.evaluate.compare import (
     plan_comparison,
     summary_table,
 )
-from memorylab.evaluate.facts import extract_facts, fact_kept
 from memorylab.evaluate.grading import (
     GRADER_PROMPT,
     GRADER_SYSTEM_PROMPT,
     answer_span,
     grade_answer,
-    normalize_answer,
     relative_date,
 )
 from memorylab.evaluate.plots import plot_cost_quality, plot_latency, plot_quality

@@ -107,7 +107,7 @@ def _check_prompt(label: str, prompt: Any, fields: tuple[str, ...]) -> str:
 
 
 def _words(text: str) -> set[str]:
-    from memorylab.evaluate.facts import _stem, normalize
+    from memorylab._facts import _stem, normalize
 
     words = {w.strip(".-/:,;!?") for w in _WORD.findall(normalize(text))} - _STOP - {""}
     return {_stem(w) for w in words}

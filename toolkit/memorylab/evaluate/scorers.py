@@ -39,6 +39,13 @@ import copy
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from memorylab._facts import (
+    SHARES_EXTRACTION_RULES,
+    contains_answer,
+    extract_facts,
+    fact_kept,
+    normalize_answer,
+)
 from memorylab._names import register
 from memorylab.compress.tokens import get_token_counter
 from memorylab.errors import InvalidSetting
@@ -54,8 +61,6 @@ from memorylab.evaluate.base import (
     as_scorer,
 )
 from memorylab.evaluate.cases import FACT_CATEGORIES, Case, Fact
-from memorylab.evaluate.facts import SHARES_EXTRACTION_RULES, extract_facts, fact_kept
-from memorylab.evaluate.grading import contains_answer, normalize_answer
 
 __all__ = [
     "CompressionScorer",
@@ -142,12 +147,12 @@ class FactRecallScorer(BaseScorer):
     """Share of the case's facts the summary kept, overall and per category.
 
     The ground truth, wherever a case has one: its reference facts (planted in the bundled
-    transcripts; matched by :func:`~memorylab.evaluate.facts.fact_kept`), else the reference
+    transcripts; matched by :func:`~memorylab.evaluate.fact_kept`), else the reference
     answers of its probes (a benchmark's; matched by
     :func:`~memorylab.evaluate.grading.grade_answer`: the summary contains the answer), counting
     only the answers the history itself contains, so the ceiling ``memorylab/full`` keeps every
     one (metric ``overall`` only). Without either, facts are extracted from the history by
-    :func:`~memorylab.evaluate.facts.extract_facts` (``source="extracted"``).
+    :func:`~memorylab.evaluate.extract_facts` (``source="extracted"``).
 
     Known failure modes: extracted facts follow rules close to the extractive summarizer's (both
     keep numbers, paths, commands, decision sentences), so ``fact_recall`` on extracted facts

@@ -120,7 +120,7 @@ def comparison_html(results: ComparisonResult | pd.DataFrame, *, max_columns: in
 def lost_facts(case: Case, summary: str) -> tuple[list[Fact], list[Fact]]:
     """``(kept, lost)``: the case's facts as the fact-recall scorer sees them (its reference
     facts, else those extracted from the history), split by :func:`fact_kept`."""
-    from memorylab.evaluate.facts import fact_kept
+    from memorylab.evaluate import fact_kept
     from memorylab.evaluate.scorers import FactRecallScorer
 
     kept: list[Fact] = []
