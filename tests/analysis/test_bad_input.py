@@ -20,7 +20,6 @@ import pytest
 from analysis_support import build_own
 
 from memorylab import Conversation, analysis
-from memorylab.analysis.cache_costs import recorded_calls
 from memorylab.errors import InvalidSetting, MemorylabError, StoreError
 from memorylab.evaluate import Case, cases_from_transcripts
 from memorylab.evaluate.strategies import StrategyMemory, compare_strategies
@@ -99,8 +98,8 @@ ANALYSIS: list[tuple[str, Call, type[MemorylabError], str]] = [
      InvalidSetting, r"^generation must be an int >= 1, not '1'"),
     ("compaction_costs_df(model=5)", lambda ws: analysis.compaction_costs_df(ws, model=5),
      InvalidSetting, r"^model must be a non-empty model name or None, not 5"),
-    ("recorded_calls(5)", lambda ws: recorded_calls(5), InvalidSetting,
-     r"^files must be an agent folder"),
+    ("read_agent_records(5)", lambda ws: analysis.read_agent_records(5), InvalidSetting,
+     r"^source must be a path"),
     ("documents_df(5)", lambda ws: analysis.documents_df(5), InvalidSetting,
      r"^documents must be \(path, MemoryDocument\) pairs"),
     ("documents_df([5])", lambda ws: analysis.documents_df([5]), InvalidSetting,
@@ -152,12 +151,13 @@ def test_analysis_bad_input(
 def test_a_count_no_frame_holds_is_no_count() -> None:
     """calibration_df given usage records with 1e308 tokens raised a raw OverflowError; a value
     that is no count is missing, as a text or a NaN there already is."""
+    time = "2026-05-01T10:00:00+00:00"  # a record without one is no usage record
     records = [
-        {"agent": "a", "session_start": "s", "call": 1, "estimated_tokens": 100,
+        {"time": time, "agent": "a", "session_start": "s", "call": 1, "estimated_tokens": 100,
          "input_tokens": 1e308},
-        {"agent": "a", "session_start": "s", "call": 2, "estimated_tokens": 1e308,
+        {"time": time, "agent": "a", "session_start": "s", "call": 2, "estimated_tokens": 1e308,
          "input_tokens": 120},
-        {"agent": "a", "session_start": "s", "call": 3, "estimated_tokens": 100,
+        {"time": time, "agent": "a", "session_start": "s", "call": 3, "estimated_tokens": 100,
          "input_tokens": -1e300},
     ]  # fmt: skip
     frame = analysis.calibration_df(records)

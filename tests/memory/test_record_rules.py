@@ -16,7 +16,6 @@ import pytest
 
 from memorylab import Conversation
 from memorylab.analysis import calibration_df, compactions_df, read_agent_records
-from memorylab.analysis.cache_costs import recorded_calls
 from memorylab.evaluate import cases_from_workspace
 from memorylab.memory.paths import agent_paths
 from memorylab.memory.records import is_compaction, is_model_call, recorded_count
@@ -44,7 +43,7 @@ def test_a_usage_line_without_a_kind_is_a_model_call_for_every_reader(tmp_path: 
     store.append_usage(call)
     store.append_usage({**call, "call": 2, "kind": "embedding"})
     folder = agent_paths(AGENT, workspace).folder
-    assert [r["call"] for r in recorded_calls(folder)] == [1]
+    assert [call.call for call in read_agent_records(folder)[0].calls] == [1]
     assert list(calibration_df(folder)["call"]) == [1]
 
 

@@ -73,8 +73,10 @@ class AgentRecord:
     """One agent's run as recorded, whatever wrote it (``format``: the loader's name).
 
     ``agent`` is who the agent is: its folder's path below ``<workspace>/agents/``
-    (``team/alpha``), else the folder's name. ``segments``: its files in timeline order
-    (:class:`~memorylab.analysis.sources.Segment`; none for a format without files);
+    (``team/alpha``), else the folder's name (``workspace`` and ``folder``: ``None`` for an
+    agent known only in memory, an :class:`~memorylab.Agent`'s own records). ``segments``: its
+    files in timeline order (:class:`~memorylab.analysis.sources.Segment`; none for a format
+    without files);
     ``records``: every ``compactions.jsonl`` record in file order (edits and failed attempts
     too, and the record of a rewrite that committed but has not written it yet); ``calls``: its
     model calls (``usage.jsonl``), in file order; ``notes``: what reading it found (damaged
@@ -84,8 +86,8 @@ class AgentRecord:
     """
 
     agent: str
-    workspace: Path
-    folder: Path
+    workspace: Path | None = None
+    folder: Path | None = None
     segments: tuple[Segment, ...] = ()
     records: tuple[Mapping[str, Any], ...] = ()
     calls: tuple[UsageRecord, ...] = ()
@@ -118,11 +120,6 @@ class AgentRecord:
         ordered = [sorted(calls, key=lambda c: c.call or 0) for calls in by_process.values()]
         ordered.sort(key=lambda calls: to_micros(calls[0].time))
         return tuple(tuple(calls) for calls in ordered)
-
-    @property
-    def files(self) -> AgentFiles:
-        """The files read, as :func:`~memorylab.analysis.sources.resolve` names them."""
-        return AgentFiles(self.workspace, self.folder, whole_folder=self.whole_folder)
 
     def segment(self, path: str | os.PathLike[str]) -> Segment | None:
         """The segment read from ``path`` (``None``: none was)."""
@@ -207,7 +204,7 @@ def _read_agent(files: AgentFiles, strict: bool) -> AgentRecord:
         whole_folder=files.whole_folder,
         stamp=stamp,
     )
-    _keep(record)
+    _keep(record, files.folder)
     return record
 
 
@@ -263,8 +260,8 @@ _HELD: weakref.WeakValueDictionary[Path, AgentRecord] = weakref.WeakValueDiction
 _RECENT: OrderedDict[Path, AgentRecord] = OrderedDict()
 
 
-def _keep(record: AgentRecord) -> None:
-    key = record.folder.absolute()
+def _keep(record: AgentRecord, folder: Path) -> None:
+    key = folder.absolute()
     _HELD[key] = record
     _RECENT[key] = record
     _RECENT.move_to_end(key)

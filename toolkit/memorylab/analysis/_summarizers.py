@@ -15,7 +15,7 @@ from memorylab.memory import format as fmt
 
 if TYPE_CHECKING:
     from memorylab.analysis._transcript import MemoCounter
-    from memorylab.analysis.runs import SummarySize, _Run
+    from memorylab.analysis.runs import PreparedRun, SummarySize
 
 EXTRACTIVE = "memorylab/extractive"
 CACHE_LIMIT = 4096
@@ -82,7 +82,7 @@ class SizedRequest(BaseSummarizer):
         return self.inner.summarize(messages, max_tokens=asked)
 
 
-def choose(spec: str | Summarizer | None, run: _Run, size: SummarySize | None) -> Summarizer:
+def choose(spec: str | Summarizer | None, run: PreparedRun, size: SummarySize | None) -> Summarizer:
     """The replay's summarizer: ``spec``, else the recorded one when it runs offline, else the
     extractive one; asked for summaries of ``size`` (default: the recorded sizes, when the
     summarizer is not the one that made them)."""

@@ -57,7 +57,8 @@ of the process, or the end of the record:
 
 ``source`` says where the calls' figures come from: ``"recorded"``, the provider-reported input
 and cached tokens of the span's calls (``usage.jsonl``, which the Agent writes beside
-``compactions.jsonl``; read by :func:`recorded_calls` only), priced at the called model's prices;
+``compactions.jsonl``; an :class:`~memorylab.analysis.AgentRecord`'s processes), priced at the
+called model's prices;
 ``"modelled"``, the rules above applied to the context read off the files at the recorded
 settings (:func:`~memorylab.analysis.token_growth`, the checks where the Agent checks): where no
 call of the span was recorded with its cached tokens, or ``model=`` names another model than the
@@ -68,15 +69,14 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memorylab.analysis._record import AgentRecord, Records, read_agent_records
 from memorylab.analysis.frames import build_frame, columns, compactions_df, memory_df, text_table
-from memorylab.analysis.sources import AgentFiles, Source, resolve
-from memorylab.errors import InvalidSetting
-from memorylab.memory.records import is_compaction, is_model_call, recorded_count
+from memorylab.analysis.sources import Source
+from memorylab.memory.records import recorded_count
 from memorylab.validation import check_columns, check_name
 
 if TYPE_CHECKING:
@@ -86,7 +86,6 @@ __all__ = [
     "CACHE_COST_COLUMNS",
     "compaction_costs_df",
     "compaction_costs_table",
-    "recorded_calls",
 ]
 
 CACHE_COST_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -130,7 +129,7 @@ class _Calls:
         return range(call, end)
 
 
-def compaction_costs_df(source: Source, *, model: str | None = None) -> pd.DataFrame:
+def compaction_costs_df(source: Source | Records, *, model: str | None = None) -> pd.DataFrame:
     """One row per compaction of the agents in ``source`` (a workspace, agent folders, memory
     files: as :func:`~memorylab.analysis.compactions_df` reads them) with what it cost once
     prompt caching is counted (the module docstring states the rules and each column).
@@ -151,16 +150,16 @@ def compaction_costs_df(source: Source, *, model: str | None = None) -> pd.DataF
 
     if model is not None:
         check_name("model", model, what="model name or None")
-    agent_files, _ = resolve(source)
-    recorded = compactions_df(source)
+    agents = read_agent_records(source)
+    recorded = compactions_df(agents)
     rows: list[dict[str, Any]] = []
-    for files in agent_files:
+    for agent in agents:
         mine = recorded[
-            (recorded["workspace"].astype(str) == str(files.workspace))
-            & (recorded["agent"].astype(str) == files.agent)
+            (recorded["workspace"].astype(str) == str(agent.workspace))
+            & (recorded["agent"].astype(str) == agent.agent)
         ]
         if len(mine):
-            rows += _agent_rows(files, mine.reset_index(drop=True), model)
+            rows += _agent_rows(agent, mine.reset_index(drop=True), model)
     data = {name: [row.get(name) for row in rows] for name, _ in CACHE_COST_COLUMNS}
     frame = build_frame(CACHE_COST_COLUMNS, data)
     if len(frame):
@@ -169,25 +168,17 @@ def compaction_costs_df(source: Source, *, model: str | None = None) -> pd.DataF
 
 
 def _agent_rows(
-    files: AgentFiles, compactions: pd.DataFrame, model: str | None
+    agent: AgentRecord, compactions: pd.DataFrame, model: str | None
 ) -> list[dict[str, Any]]:
     """The rows of one agent's compactions (``compactions``: its rows of compactions_df)."""
-    from memorylab.memory.store import MemoryStore
-
-    records = {
-        str(r.get("archive")): r
-        for r in MemoryStore(files.memory_md).records()
-        if isinstance(r, dict) and is_compaction(r)
-    }
-    found = recorded_calls(files)
-    called = next((str(r["model"]) for r in found if r.get("model")), None)
+    records = {str(r.get("archive")): r for r in agent.compactions}
+    called = next((call.model for call in agent.calls if call.model), None)
     priced = model or called
-    frame = memory_df(files.folder if files.whole_folder else _files_of(files))
-    modelled, token_model = _modelled_calls(frame, compactions, model)
+    modelled, token_model = _modelled_calls(memory_df(agent), compactions, model)
     priced = priced or token_model
     # another model's cache behaves otherwise (its minimum, its writes): its prices are asked
     # of the modelled calls, not of what the called model's provider reported
-    actual = _recorded(found, records) if found and priced == called else None
+    actual = _recorded(agent, records) if agent.calls and priced == called else None
     rows = []
     for number, row in enumerate(compactions.itertuples(index=False), start=1):
         archive = str(row.archive) if isinstance(row.archive, str) else ""
@@ -199,8 +190,8 @@ def _agent_rows(
         before, after = recorded_count(row.tokens_before), recorded_count(row.tokens_after)
         removed = before - after if before is not None and after is not None else None
         out: dict[str, Any] = {
-            "workspace": str(files.workspace),
-            "agent": files.agent,
+            "workspace": str(agent.workspace),
+            "agent": agent.agent,
             "compaction": number,
             "time": row.time,
             "archive": archive or None,
@@ -216,14 +207,6 @@ def _agent_rows(
         )
         rows.append(out)
     return rows
-
-
-def _files_of(files: AgentFiles) -> list[str]:
-    """The files of an agent a source selected (archives, then MEMORY.md), for memory_df."""
-    paths = [os.fspath(p) for p in files.archives]
-    if files.memory is not None and Path(files.memory).is_file():
-        paths.append(os.fspath(files.memory))
-    return paths or [os.fspath(files.folder)]
 
 
 def _summary_cost(row: Any, record: Mapping[str, Any] | None) -> float:
@@ -287,13 +270,13 @@ def _modelled_calls(
 
     from memorylab.analysis import _fast
     from memorylab.analysis.growth import token_growth
-    from memorylab.analysis.runs import _prepare
+    from memorylab.analysis.runs import prepare_run
 
     calls = _Calls()
     if not len(frame):
         return calls, model
     frame = frame.sort_values("timeline", kind="stable").reset_index(drop=True)
-    run = _prepare(frame, None, {}, "token_growth")
+    run = prepare_run(frame, None, {}, "token_growth")
     growth = token_growth(frame)
     summary = growth["is_summary"].to_numpy(dtype=bool)
     compaction = growth["compaction"].to_numpy(dtype=bool)
@@ -327,46 +310,23 @@ def _modelled_calls(
     return calls, run.model
 
 
-def recorded_calls(files: AgentFiles | str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """The model calls an agent recorded, as the provider reported them: the records of its
-    ``usage.jsonl`` (``memorylab.memory.records.UsageRecord.to_dict()``: ``time``,
-    ``session_start``, ``call``, ``model``, ``compacted``, ``input_tokens``, ``cached_tokens``,
-    ``cache_write_tokens`` ...), in the order written; empty when it has none. The one reader of
-    recorded usage here: :func:`compaction_costs_df` prices a compaction from them where every
-    call of its span reports its input and cached tokens. ``files``: an agent folder (or one
-    of :func:`~memorylab.analysis.sources.resolve`'s)."""
-    from memorylab.memory.store import MemoryStore
-
-    if not isinstance(files, AgentFiles | str | os.PathLike):
-        raise InvalidSetting(
-            "files must be an agent folder (a str or os.PathLike) or resolve()'s AgentFiles, "
-            f"not {type(files).__name__}"
-        )
-    memory_md = files.memory_md if isinstance(files, AgentFiles) else Path(files) / "MEMORY.md"
-    records = MemoryStore(memory_md).usage_records()
-    return [r for r in records if isinstance(r, dict) and is_model_call(r)]
-
-
-def _recorded(usage: Sequence[Mapping[str, Any]], records: Mapping[str, Any]) -> _Calls | None:
-    """The recorded calls as :class:`_Calls`, each compaction found at the call its check
-    compacted before: a process's compacting calls, in order, are its compactions in order
-    (``session_start`` names the process in both files); ``None`` when nothing lines up."""
+def _recorded(agent: AgentRecord, records: Mapping[str, Any]) -> _Calls | None:
+    """The recorded calls as :class:`_Calls` (the agent's processes, in their one order), each
+    compaction found at the call its check compacted before: a process's compacting calls, in
+    order, are its compactions in order (``session_start`` names the process in both files);
+    ``None`` when nothing lines up."""
     calls = _Calls()
-    by_session: dict[str, list[Mapping[str, Any]]] = {}
-    for record in usage:
-        by_session.setdefault(str(record.get("session_start")), []).append(record)
     compacting: dict[str, list[int]] = {}
-    for session, made in by_session.items():
-        made.sort(key=lambda r: int(r.get("call") or 0))
-        for position, record in enumerate(made):
-            if record.get("compacted"):
+    for made in agent.processes:
+        session = str(made[0].session_start)
+        for position, call in enumerate(made):
+            if call.compacted:
                 compacting.setdefault(session, []).append(len(calls.contexts))
-            reported = [record.get(k) for k in ("input_tokens", "cached_tokens")]
-            ok = all(isinstance(v, int) and not isinstance(v, bool) for v in reported)
-            calls.contexts.append(int(reported[0]) if ok else 0)  # type: ignore[arg-type]
-            calls.cached.append(int(reported[1]) if ok else 0)  # type: ignore[arg-type]
-            written = record.get("cache_write_tokens")
-            calls.written.append(written if isinstance(written, int) else 0)
+            billed, cached = call.input_tokens, call.cached_tokens
+            ok = billed is not None and cached is not None
+            calls.contexts.append((billed or 0) if ok else 0)
+            calls.cached.append((cached or 0) if ok else 0)
+            calls.written.append(call.cache_write_tokens or 0)
             calls.first.append(position == 0)
             calls.reported.append(ok)
     ordered: dict[str, list[str]] = {}

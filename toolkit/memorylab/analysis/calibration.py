@@ -31,6 +31,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from memorylab.analysis._record import AgentRecord, read_agent_records
 from memorylab.analysis.frames import (
     DTYPES,
     build_frame,
@@ -41,13 +42,12 @@ from memorylab.analysis.frames import (
 from memorylab.compress.compressor import AgentLike
 from memorylab.compress.policy import Trigger, validate_threshold
 from memorylab.errors import InvalidSetting
-from memorylab.memory.records import UsageRecord, is_model_call, recorded_count
+from memorylab.memory.records import UsageRecord, check_record, is_model_call, recorded_count
 from memorylab.validation import check_columns
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from memorylab.analysis.sources import Source
 
 __all__ = [
     "CALIBRATION_COLUMNS",
@@ -145,107 +145,67 @@ COMPACTION_TIMING_COLUMNS = _columns(
 # --------------------------------------------------------------------------- reading the records
 
 
-class _Agent:
-    """One agent's recorded calls and compactions, as plain dicts."""
-
-    def __init__(
-        self,
-        workspace: str | None,
-        agent: str,
-        usage: list[dict[str, Any]],
-        compactions: list[dict[str, Any]],
-    ) -> None:
-        self.workspace, self.agent, self.usage, self.compactions = (
-            workspace, agent, usage, compactions,
-        )  # fmt: skip
-
-
 def _is_path(value: object) -> bool:
     return isinstance(value, str | os.PathLike)
 
 
-def _agents(source: Any) -> list[_Agent]:
-    """The agents a source names with their records: paths (read through the store; what a
-    path source is: :func:`~memorylab.analysis.sources.source_paths`), an Agent (its records in
-    memory), or usage records (grouped by their ``agent``)."""
+def _agents(source: Any) -> list[AgentRecord]:
+    """The agents a source names, as records: paths (read once,
+    :func:`~memorylab.analysis.read_agent_records`; what a path source is:
+    :func:`~memorylab.analysis.sources.source_paths`), records read already, an Agent (its
+    records in memory), or usage records (grouped by their ``agent``)."""
     from memorylab.analysis.sources import source_paths
 
+    if isinstance(source, AgentRecord) or (
+        isinstance(source, list) and source and all(isinstance(s, AgentRecord) for s in source)
+    ):
+        return read_agent_records(source)
     if isinstance(source, str | os.PathLike | bytes) or (
         isinstance(source, Collection)
         and not isinstance(source, Mapping)
         and any(_is_path(s) for s in source)
     ):
-        return _read_files(source_paths(source))
+        return read_agent_records(source_paths(source))
     if isinstance(source, AgentLike):
         records, events = source.usage_records, source.compaction_events
-        return [
-            _Agent(
-                None,
-                source.agent_name,
-                [r.to_dict() for r in records],
-                [e.to_dict() for e in events if e.ok],
-            )
-        ]
+        compactions = tuple(e.to_dict() for e in events if e.ok)
+        return [AgentRecord(source.agent_name, records=compactions, calls=tuple(records))]
     if isinstance(source, Iterable) and not isinstance(source, Mapping):
-        grouped: dict[str, list[dict[str, Any]]] = {}
-        for item in source:
-            if isinstance(item, UsageRecord):
-                data = item.to_dict()
-            elif isinstance(item, Mapping):
-                data = dict(item)
-            else:
+        grouped: dict[str, list[UsageRecord]] = {}
+        for index, item in enumerate(source):
+            if not isinstance(item, UsageRecord | Mapping):
                 raise InvalidSetting(
                     "source must be usage records (UsageRecords or their dicts), or paths; an "
                     f"item is {type(item).__name__}"
                 )
-            grouped.setdefault(str(data.get("agent") or ""), []).append(data)
-        return [_Agent(None, name, rows, []) for name, rows in grouped.items()]
+            data = item.to_dict() if isinstance(item, UsageRecord) else item
+            if not is_model_call(data):
+                continue
+            try:  # a field of the wrong shape is left out, as the store's reader leaves it out
+                call = UsageRecord.from_dict(check_record(dict(data)).record or {})
+            except (TypeError, ValueError) as exc:
+                raise InvalidSetting(f"source[{index}] is no usage record: {exc}") from None
+            grouped.setdefault(call.agent or "", []).append(call)
+        return [AgentRecord(name, calls=tuple(calls)) for name, calls in grouped.items()]
     raise InvalidSetting(
         "source must be a workspace, an agent folder or a memory file (or a list of them), an "
         f"Agent, or its usage records; not {type(source).__name__}"
     )
 
 
-def _read_files(source: Source) -> list[_Agent]:
-    from memorylab.analysis._record import read_agent_records
-
-    return [
-        _Agent(
-            str(record.workspace),
-            record.agent,
-            [call.to_dict() for call in record.calls],
-            [dict(r) for r in record.compactions],
-        )
-        for record in read_agent_records(source)
-    ]
+def _workspace(agent: AgentRecord) -> str | None:
+    return None if agent.workspace is None else str(agent.workspace)
 
 
-def _sessions(usage: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
-    """The calls of each process (``session_start``), each in call order; processes in the
-    order of their first call."""
-    by_session: dict[str, list[Mapping[str, Any]]] = {}
-    for record in usage:
-        if is_model_call(record):
-            by_session.setdefault(str(record.get("session_start")), []).append(record)
-    for calls in by_session.values():
-        calls.sort(key=lambda r: recorded_count(r.get("call")) or 0)
-    return dict(sorted(by_session.items(), key=lambda item: _order(item[1][0].get("time"))))
+def _sessions(agent: AgentRecord) -> dict[str, tuple[UsageRecord, ...]]:
+    """The calls of each process by its ``session_start``, in the record's one order."""
+    return {str(calls[0].session_start): calls for calls in agent.processes}
 
 
 def _order(value: Any) -> float:
     """A recorded time as a number to sort by (unreadable times last)."""
     when = record_time(value)
     return math.inf if when is None else when.timestamp()
-
-
-def _drift(record: Mapping[str, Any]) -> float | None:
-    billed, estimated = (
-        recorded_count(record.get("input_tokens")),
-        recorded_count(record.get("estimated_tokens")),
-    )
-    if billed is None or not estimated:
-        return None
-    return billed / estimated - 1.0
 
 
 # --------------------------------------------------------------------------- the frames
@@ -271,20 +231,19 @@ def calibration_df(source: Any) -> pd.DataFrame:
 
     rows: list[dict[str, Any]] = []
     for found in _agents(source):
-        for session, calls in enumerate(_sessions(found.usage).values()):
-            for record in calls:
-                drift = _drift(record)
+        for session, calls in enumerate(found.processes):
+            for call in calls:
                 rows.append(
                     {
-                        **{name: recorded_count(record.get(name)) for name in _COUNT_FIELDS},
-                        "workspace": found.workspace,
+                        **{name: getattr(call, name) for name in _COUNT_FIELDS},
+                        "workspace": _workspace(found),
                         "agent": found.agent,
                         "session": session,
-                        "session_start": record.get("session_start"),
-                        "time": record.get("time"),
-                        "model": record.get("model"),
-                        "compacted": bool(record.get("compacted")),
-                        "drift": math.nan if drift is None else drift,
+                        "session_start": call.session_start,
+                        "time": call.time.isoformat(),
+                        "model": call.model,
+                        "compacted": call.compacted,
+                        "drift": math.nan if call.drift is None else call.drift,
                     }
                 )
     data: dict[str, Any] = {name: [row[name] for row in rows] for name, _ in CALIBRATION_COLUMNS}
@@ -353,12 +312,12 @@ def compaction_timing_df(source: Any) -> pd.DataFrame:
 
     rows: list[dict[str, Any]] = []
     for found in _agents(source):
-        sessions = _sessions(found.usage)
+        sessions = _sessions(found)
         numbers = {name: number for number, name in enumerate(sessions)}
         # Per process, its calls that compacted and when they replied, read once: each
         # compaction looks only among these (a process of 25,000 calls has ~1,000).
         marks = {
-            name: [(i, record_time(c.get("time"))) for i, c in enumerate(run) if c.get("compacted")]
+            name: [(i, record_time(c.time)) for i, c in enumerate(run) if c.compacted]
             for name, run in sessions.items()
         }
         used: set[tuple[str, int]] = set()
@@ -366,10 +325,10 @@ def compaction_timing_df(source: Any) -> pd.DataFrame:
             recorded = record.get("extra")
             extra: Mapping[str, Any] = recorded if isinstance(recorded, Mapping) else {}
             session = str(extra.get("session_start"))
-            calls = sessions.get(session, [])
+            calls = sessions.get(session, ())
             row = _timing(record, extra, calls, marks.get(session, []), used, session)
             row.update(
-                workspace=found.workspace,
+                workspace=_workspace(found),
                 agent=found.agent,
                 session=numbers.get(session),
                 time=record.get("time"),
@@ -414,7 +373,7 @@ def _trigger_of(record: Mapping[str, Any], extra: Mapping[str, Any]) -> tuple[in
 def _timing(
     record: Mapping[str, Any],
     extra: Mapping[str, Any],
-    calls: Sequence[Mapping[str, Any]],
+    calls: Sequence[UsageRecord],
     marks: Sequence[tuple[int, datetime | None]],
     used: set[tuple[str, int]],
     session: str,
@@ -447,21 +406,21 @@ def _timing(
     used.add((session, at))
     start = max((i for i, _ in marks if i < at), default=0)
     segment = calls[start:at]
-    row["call"] = recorded_count(calls[at].get("call"))
-    last = next((c for c in reversed(segment) if _drift(c) is not None), None)
+    row["call"] = calls[at].call
+    last = next((c for c in reversed(segment) if c.drift is not None), None)
     billed = None
     if last is not None and estimated is not None:
-        ratio = 1.0 + (_drift(last) or 0.0)
+        ratio = 1.0 + (last.drift or 0.0)
         row["drift"] = ratio - 1.0
         billed = round(estimated * ratio)
         row["billed_tokens"] = billed
     if trigger is None or billed is None:
         return row
     crossed = next(
-        (c for c in segment if (recorded_count(c.get("input_tokens")) or 0) >= trigger), None
+        (c for c in segment if (c.input_tokens or 0) >= trigger), None
     )
     if crossed is not None:
-        first = recorded_count(crossed.get("call"))
+        first = crossed.call
         row["first_billed_call"] = first
         row["calls_late"] = None if first is None or row["call"] is None else row["call"] - first
         row["timing"] = "late"
@@ -470,7 +429,7 @@ def _timing(
         row["first_billed_call"], row["calls_late"], row["timing"] = row["call"], 0, "on time"
         return row
     row["timing"] = "early"
-    inputs = [b for c in segment if (b := recorded_count(c.get("input_tokens"))) is not None]
+    inputs = [c.input_tokens for c in segment if c.input_tokens is not None]
     steps = len(segment)
     growth = (billed - inputs[0]) / steps if inputs and steps else 0.0
     if growth > 0:

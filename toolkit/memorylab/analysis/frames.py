@@ -431,7 +431,7 @@ def _warn_damaged(source: Source | Records, notes: Sequence[Note]) -> None:
     kinds = Counter(note.kind for note in damaged)
     files = len({note.file for note in damaged})
     named = [source] if isinstance(source, str | os.PathLike | AgentRecord) else source
-    shown = repr([os.fspath(i.folder if isinstance(i, AgentRecord) else i) for i in named])
+    shown = repr([os.fspath(str(i.folder) if isinstance(i, AgentRecord) else i) for i in named])
     shown = shown[1:-1] if isinstance(source, str | os.PathLike) else shown
     warnings.warn(
         MemoryReadWarning(

@@ -10,7 +10,7 @@ import os
 from typing import TYPE_CHECKING, Any, Unpack
 
 from memorylab._names import moved
-from memorylab.analysis.runs import RunOverrides, _Run
+from memorylab.analysis.runs import PreparedRun, RunOverrides
 from memorylab.compress.policy import trigger_tokens
 from memorylab.memory import format as fmt
 from memorylab.memory.records import Message
@@ -71,10 +71,10 @@ def _growth_of(part: pd.DataFrame, keys: list[str], overrides: RunOverrides) -> 
     import pandas as pd
 
     from memorylab.analysis._transcript import entry_tokens, from_frame, positions
-    from memorylab.analysis.runs import _prepare
+    from memorylab.analysis.runs import prepare_run
 
     count = len(part)
-    run = _prepare(part, None, overrides, "token_growth")
+    run = prepare_run(part, None, overrides, "token_growth")
     settings = run.settings
     trigger = trigger_tokens(settings.context_length, settings.threshold)
     counted = entry_tokens(part, settings.token_model)
@@ -132,23 +132,21 @@ def _growth_of(part: pd.DataFrame, keys: list[str], overrides: RunOverrides) -> 
     return pd.DataFrame(out)
 
 
-def _file_preload(part: pd.DataFrame, at: int, everything: Transcript, run: _Run) -> int:
+def _file_preload(part: pd.DataFrame, at: int, everything: Transcript, run: PreparedRun) -> int:
     """Tokens of the preload entry a process starting at row ``at`` read: MEMORY.md as it stood
-    (the row's file up to that row, read again from disk when it can be, else rendered from the
-    rows), planned as :class:`~memorylab.Conversation` plans it."""
+    (the row's file up to that row, as the record parsed it, else rendered from the rows),
+    planned as :class:`~memorylab.Conversation` plans it."""
     from dataclasses import replace
 
     from memorylab.analysis._transcript import memory_text, preload_content
-    from memorylab.memory.store import read_memory
 
     text: str | None = None
-    if "file" in part.columns and "position" in part.columns:
-        try:
-            doc = read_memory(str(part["file"].iloc[at]), strict=False).document
+    if run.record is not None and "file" in part.columns and "position" in part.columns:
+        segment = run.record.segment(str(part["file"].iloc[at]))
+        if segment is not None:
+            doc = segment.document
             position = int(part["position"].iloc[at])
             text = fmt.render_memory(replace(doc, messages=doc.messages[:position]))
-        except (OSError, ValueError):
-            text = None
     if text is None:
         segment = part["segment"].to_numpy() if "segment" in part else None
         start = at

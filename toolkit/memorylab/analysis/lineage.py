@@ -50,6 +50,7 @@ from memorylab._facts import (
     normalize,
     sentences,
 )
+from memorylab.analysis._record import Records, read_agent_records, record_of_frame
 from memorylab.analysis.frames import build_frame, columns, compactions_df, memory_df
 from memorylab.analysis.sources import source_paths
 from memorylab.errors import InvalidSetting
@@ -227,24 +228,24 @@ _FRAME_COLUMNS = (
 """The columns of :func:`~memorylab.analysis.memory_df` a frame given as the source must hold."""
 
 
-def _read(source: Source | pd.DataFrame) -> list[_Lineage]:
+def _read(source: Source | Records | pd.DataFrame) -> list[_Lineage]:
     """Each agent's rows and compactions, in order."""
     import pandas as pd
 
     if isinstance(source, pd.DataFrame):  # memory_df's rows, read already
         messages = check_columns("source", source, _FRAME_COLUMNS, made_by="memory_df")
-        folders = []
-        for workspace, agent in (
-            messages[["workspace", "agent"]].drop_duplicates().itertuples(index=False)
-        ):
-            folder = Path(str(workspace), "agents", *str(agent).split("/"))
-            if folder.is_dir():
-                folders.append(folder)
-        compactions = compactions_df(folders) if folders else None
+        groups = messages.groupby(["workspace", "agent"], sort=False, observed=True)
+        found = [record_of_frame(part) for _, part in groups]  # by the files the rows came from
+        agents = [record for record in found if record is not None]
+        compactions = compactions_df(agents) if agents else None
     else:
-        source_paths(source, also="memory_df's frame")  # what to pass, in this caller's words
-        messages = memory_df(source)
-        compactions = compactions_df(source)
+        try:
+            agents = read_agent_records(source)
+        except InvalidSetting:
+            source_paths(source, also="memory_df's frame")  # what to pass, in this caller's words
+            raise
+        messages = memory_df(agents)
+        compactions = compactions_df(agents)
     lineages = []
     for (workspace, agent), part in messages.groupby(
         ["workspace", "agent"], sort=False, observed=True

@@ -33,9 +33,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from memorylab.analysis._transcript import MemoCounter
-    from memorylab.analysis.runs import _Run
+    from memorylab.analysis.runs import PreparedRun
 
-__all__ = ["ReplayResult", "replay"]
+__all__ = ["ReplayResult", "replay", "replay_run"]
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -197,10 +197,10 @@ def replay(
     sizes when the replay's summarizer is not the recorded one). Nothing is read or written.
     """
     from memorylab.analysis._summarizers import choose
-    from memorylab.analysis.runs import _prepare
+    from memorylab.analysis.runs import prepare_run
 
-    run = _prepare(transcript, settings, overrides)
-    return _exact(run, choose(summarizer, run, summary_size), cache=cache, progress=progress)
+    run = prepare_run(transcript, settings, overrides)
+    return replay_run(run, choose(summarizer, run, summary_size), cache=cache, progress=progress)
 
 
 def _kept_prefix(conversation: Any, held: Sequence[Any], counter: Any, separator: int) -> int:
@@ -238,8 +238,8 @@ class _StaticCounter:
         return [self.tokens if t.endswith(self.placeholder) else next(found) for t in texts]
 
 
-def _exact(
-    run: _Run,
+def replay_run(
+    run: PreparedRun,
     summarizer: Summarizer,
     *,
     cache: bool | MutableMapping[str, Summary] = True,

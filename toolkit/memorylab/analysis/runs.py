@@ -22,7 +22,8 @@ field says where it came from (:attr:`RunSettings.origin`):
 :func:`~memorylab.analysis.token_growth`, :func:`~memorylab.analysis.replay` and
 :func:`~memorylab.analysis.sweep` take their defaults from here, so a replay runs at the settings
 of the run it replays unless told otherwise: their overrides are one declaration
-(:class:`RunOverrides`), made settings in one place (:func:`_prepare`, :meth:`RunSettings.given`).
+(:class:`RunOverrides`), made settings in one place (:func:`prepare_run`,
+:meth:`RunSettings.given`). :class:`PreparedRun` is the run they run over.
 """
 
 from __future__ import annotations
@@ -35,10 +36,9 @@ import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypedDict, TypeVar
 
-from memorylab.analysis._record import record_of_frame
+from memorylab.analysis._record import AgentRecord, read_agent_records, record_of_frame, to_micros
 from memorylab.analysis.frames import memory_df, record_time
 from memorylab.compress.policy import (
     DEFAULT_THRESHOLD,
@@ -52,9 +52,9 @@ from memorylab.compress.policy import (
 )
 from memorylab.compress.strategies import get_strategy, strategy_from_record
 from memorylab.compress.strategy import Strategy
-from memorylab.errors import InvalidSetting, StoreError
+from memorylab.errors import InvalidSetting
 from memorylab.memory import format as fmt
-from memorylab.memory.records import is_model_call, recorded_count
+from memorylab.memory.records import UsageRecord, recorded_count
 from memorylab.validation import check_int
 
 if TYPE_CHECKING:
@@ -65,12 +65,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_RESTART_GAP",
+    "PreparedRun",
     "RECORDED",
     "Recorded",
     "RunOverrides",
     "RunSettings",
     "SummarySize",
     "TranscriptSource",
+    "prepare_run",
     "run_settings",
 ]
 
@@ -87,10 +89,12 @@ _COUNTS = {"context_length": 1, "summarizer_max_tokens": 1, "static_tokens": 0} 
 _PASSED_OVER: set[tuple[str, str]] = set()  # recorded settings refused, logged already
 _Setting = TypeVar("_Setting")
 
-TranscriptSource: TypeAlias = "pd.DataFrame | Sequence[Mapping[str, Any]] | str | os.PathLike[str]"
+TranscriptSource: TypeAlias = (
+    "pd.DataFrame | Sequence[Mapping[str, Any]] | str | os.PathLike[str] | AgentRecord"
+)
 """What a replay, a sweep or :func:`run_settings` runs over: a :func:`~memorylab.analysis.memory_df`
-frame of one agent, a list of ``{"role", "content"[, "timestamp"]}`` messages, or the path of an
-agent folder or memory file."""
+frame of one agent, a list of ``{"role", "content"[, "timestamp"]}`` messages, the path of an
+agent folder or memory file, or an agent's record (:class:`~memorylab.analysis.AgentRecord`)."""
 
 
 class Recorded(enum.Enum):
@@ -317,18 +321,43 @@ def run_settings(
 ) -> RunSettings:
     """The :class:`RunSettings` of one agent's run (see the module docstring).
 
-    ``transcript``: an agent folder or memory file, a :func:`~memorylab.analysis.memory_df`
-    frame of one agent (its ``file`` column leads to the agent's ``compactions.jsonl``), or a
-    list of ``{"role", "content"[, "timestamp"]}`` messages (nothing recorded: only inferred).
-    ``restart_gap`` ``None`` infers no restart from gaps. ``model`` counts the summary entries'
-    fixed overhead (default: the recorded tokenizer).
+    ``transcript``: an agent folder or memory file, an agent's record, a
+    :func:`~memorylab.analysis.memory_df` frame of one agent (its record found by its ``file``
+    column, :func:`~memorylab.analysis.AgentRecord`), or a list of ``{"role", "content"[,
+    "timestamp"]}`` messages (nothing recorded: only inferred). ``restart_gap`` ``None`` infers
+    no restart from gaps. ``model`` counts the summary entries' fixed overhead (default: the
+    recorded tokenizer).
     """
+    frame, data, record = _read_run(transcript)
+    return _settings_of(frame, data, record, restart_gap, model)
+
+
+def _read_run(transcript: TranscriptSource) -> tuple[Any, Transcript, AgentRecord | None]:
+    """The frame of a transcript source, its transcript (checked: one agent, the columns) and
+    the agent's record (``None``: messages, or a frame of files no longer there)."""
     from memorylab.analysis._transcript import as_transcript
 
-    frame = memory_df(transcript) if isinstance(transcript, str | os.PathLike) else transcript
-    data = as_transcript(frame)  # checks the frame first (one agent, the columns)
-    records = _records_of(frame)
-    agent = _agent_of(frame, records)
+    record = None
+    if isinstance(transcript, str | os.PathLike | AgentRecord):
+        records = read_agent_records(transcript)
+        record = records[0] if len(records) == 1 else None
+        transcript = memory_df(records)  # several agents: as_transcript says so
+    data = as_transcript(transcript)
+    if record is None and hasattr(transcript, "columns"):
+        record = record_of_frame(transcript)
+    return transcript, data, record
+
+
+def _settings_of(
+    frame: Any,
+    data: Transcript,
+    record: AgentRecord | None,
+    restart_gap: timedelta | None,
+    model: str | None,
+) -> RunSettings:
+    """:func:`run_settings` of a run read (:func:`_read_run`)."""
+    records = [] if record is None else list(record.compactions)
+    agent = record.agent if record is not None else _agent_of(frame)
     return _from_records(records, data, agent=agent, restart_gap=restart_gap, model=model)
 
 
@@ -449,17 +478,11 @@ def _latest_rebuilt(name: str, rebuild: Callable[[Any], _Setting], recorded: Seq
     return None
 
 
-def _records_of(frame: Any) -> list[dict[str, Any]]:
-    """The successful compaction records of the agent whose files ``frame`` holds."""
-    record = record_of_frame(frame)
-    return [] if record is None else [dict(r) for r in record.compactions]
-
-
-def _agent_of(frame: Any, records: Sequence[Mapping[str, Any]]) -> str | None:
+def _agent_of(frame: Any) -> str | None:
+    """The agent of a frame whose record was not found (an export read back): its column."""
     if hasattr(frame, "columns") and "agent" in frame.columns and len(frame):
         return str(frame["agent"].iloc[0])
-    names = [r.get("agent") for r in records if r.get("agent")]
-    return str(names[0]) if names else None
+    return None
 
 
 def _threshold(value: Any) -> Threshold | None:
@@ -540,7 +563,7 @@ _NOT_TAKEN = {
 
 
 @dataclass
-class _Run:
+class PreparedRun:
     """A transcript with its settings, where its checks fall and where its processes start."""
 
     transcript: Transcript
@@ -564,6 +587,8 @@ class _Run:
     per check (after message ``i``) the ratio billed / estimated input of the last call the run
     recorded before it in the same process (``usage.jsonl``): what the replay multiplies its
     estimate by there (:func:`_recorded_drift`). ``None`` for a trigger of the estimate."""
+    record: AgentRecord | None = None
+    """The agent's record, where the run was read from one (its files, compactions, calls)."""
 
     @property
     def model(self) -> str | None:
@@ -576,7 +601,7 @@ class _Run:
         recorded = names[index] if 0 <= index < len(names) else None
         return recorded or self.name
 
-    def head(self, count: int) -> _Run:
+    def head(self, count: int) -> PreparedRun:
         """The run of the first ``count`` messages (a calibration prefix)."""
         from memorylab.analysis._transcript import Transcript
 
@@ -594,35 +619,32 @@ class _Run:
             else {i: r for i, r in self.drift.items() if i < count},
         )
 
-    def at(self, context_length: int, threshold: Threshold) -> _Run:
+    def at(self, context_length: int, threshold: Threshold) -> PreparedRun:
         """The run at another window and threshold."""
         given = self.settings.given(context_length=context_length, threshold=threshold)
         return replace(self, settings=given)
 
 
-def _prepare(
+def prepare_run(
     transcript: TranscriptSource,
     settings: RunSettings | None,
     overrides: RunOverrides,
     function: str = "replay",
-) -> _Run:
+) -> PreparedRun:
     """The run a public function runs over: ``settings`` (default: the record's) with the
     ``overrides`` of ``function``."""
     import numpy as np
 
-    from memorylab.analysis._transcript import as_transcript, memo_counter, positions
+    from memorylab.analysis._transcript import memo_counter, positions
 
     taken = set(RunOverrides.__annotations__) - set(_NOT_TAKEN.get(function, ()))
     for name in overrides:
         if name not in taken:
             raise TypeError(f"{function}() got an unexpected keyword argument {name!r}")
-    frame = memory_df(transcript) if isinstance(transcript, str | os.PathLike) else transcript
-    data = as_transcript(frame)
+    frame, data, record = _read_run(transcript)
     model, gap = overrides.get("model"), overrides.get("restart_gap", DEFAULT_RESTART_GAP)
-    if settings is None and hasattr(frame, "columns"):
-        settings = run_settings(frame, restart_gap=gap, model=model)
-    elif settings is None:
-        settings = _from_records([], data, agent=None, restart_gap=gap, model=model)
+    if settings is None:
+        settings = _settings_of(frame, data, record, gap, model)
     system_prompt, restarts = overrides.get("system_prompt"), overrides.get("restarts")
     if overrides.get("static_tokens") is not None and system_prompt is not None:
         raise InvalidSetting(
@@ -656,7 +678,7 @@ def _prepare(
     else:
         marks = [True] * len(data)
     starts = positions(data, settings.restarts)
-    run = _Run(
+    run = PreparedRun(
         data,
         settings,
         np.array(marks, dtype=bool),
@@ -664,33 +686,17 @@ def _prepare(
         counter,
         system_prompt or None,
         f"{settings.agent}_conversation" if settings.agent else "replay",
-        *_recorded_compactions(frame, settings),
+        *_recorded_compactions(frame, record, settings),
+        record=record,
     )
     if settings.trigger is not None and settings.trigger.reported:
-        run.drift = _recorded_drift(_usage_of(frame), data, starts, run.checks)
+        calls = () if record is None else record.calls
+        run.drift = _recorded_drift(calls, data, starts, run.checks)
     return run
 
 
-def _usage_of(frame: Any) -> list[dict[str, Any]]:
-    """The model calls (``usage.jsonl``, :func:`~memorylab.memory.records.is_model_call`) of
-    the agent whose files ``frame`` holds."""
-    from memorylab.analysis.sources import locate
-    from memorylab.memory.paths import MemoryPaths
-    from memorylab.memory.store import MemoryStore
-
-    if not (hasattr(frame, "columns") and "file" in frame.columns and len(frame)):
-        return []
-    folders = {locate(Path(str(f)))[1] for f in frame["file"].unique()}
-    if len(folders) != 1:
-        return []
-    memory_md = next(iter(folders)) / "MEMORY.md"
-    if not MemoryPaths(memory_md).usage.is_file():
-        return []
-    return [r for r in MemoryStore(memory_md).usage_records() if is_model_call(r)]
-
-
 def _recorded_drift(
-    usage: Sequence[Mapping[str, Any]],
+    usage: Sequence[UsageRecord],
     transcript: Transcript,
     restarts: Sequence[int],
     checks: np.ndarray[Any, np.dtype[np.bool_]],
@@ -702,19 +708,9 @@ def _recorded_drift(
     (the run counted its estimate there too: nothing was reported yet)."""
     import bisect
 
-    from memorylab.analysis._transcript import to_micros
-    from memorylab.analysis.calibration import _drift
-
-    calls: list[tuple[int, float]] = []
-    for record in usage:
-        drift = _drift(record)  # the calibration's one rule of a call's drift
-        if drift is None:
-            continue
-        try:
-            calls.append((to_micros(str(record.get("time"))), 1.0 + drift))
-        except ValueError:
-            continue
-    calls.sort()
+    calls = sorted(
+        (to_micros(call.time), 1.0 + call.drift) for call in usage if call.drift is not None
+    )
     times = [when for when, _ in calls]
     micros = transcript.utc_us
     starts = sorted(set(restarts))
@@ -729,15 +725,15 @@ def _recorded_drift(
 
 
 def _recorded_compactions(
-    frame: Any, settings: RunSettings
+    frame: Any, record: AgentRecord | None, settings: RunSettings
 ) -> tuple[dict[int, tuple[datetime, str]], datetime | None, Sequence[str | None]]:
     """Per recorded compaction, the transcript index (summaries left out) of the last message
     it archived, with its recorded time and archive; the first file's creation time; and per
-    message (summaries left out) the conversation name of its file's header."""
+    message (summaries left out) the conversation name of its file's header (the record's
+    files as parsed)."""
     import numpy as np
 
     from memorylab.analysis._transcript import summary_rows
-    from memorylab.memory.store import read_header
 
     if not (hasattr(frame, "columns") and "file" in frame.columns and len(frame)):
         return {}, None, ()
@@ -746,10 +742,8 @@ def _recorded_compactions(
     files = frame["file"].astype(str).to_numpy(dtype=object)
     headers: dict[str, fmt.ParsedFile | None] = {}
     for path in dict.fromkeys(files.tolist()):  # each file once, in timeline order
-        try:
-            headers[path] = read_header(path)
-        except (OSError, StoreError):
-            headers[path] = None
+        segment = None if record is None else record.segment(path)
+        headers[path] = None if segment is None else segment.parsed
     first = headers[files[0]]
     created = None if first is None else first.created
     summary = summary_rows(frame)

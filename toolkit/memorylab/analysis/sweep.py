@@ -14,8 +14,14 @@ from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequenc
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Unpack
 
-from memorylab.analysis.replay import _exact
-from memorylab.analysis.runs import RunOverrides, RunSettings, SummarySize, TranscriptSource, _Run
+from memorylab.analysis.replay import replay_run
+from memorylab.analysis.runs import (
+    PreparedRun,
+    RunOverrides,
+    RunSettings,
+    SummarySize,
+    TranscriptSource,
+)
 from memorylab.compress.base import Summarizer, Summary
 from memorylab.compress.policy import Threshold, same_threshold, threshold_text, trigger_tokens
 from memorylab.compress.strategy import Strategy
@@ -295,14 +301,14 @@ class _Plan:
     """A sweep's run, grid and engines, prepared once for :func:`sweep` and
     :func:`estimate_sweep`."""
 
-    run: _Run
+    run: PreparedRun
     grid: list[tuple[int, Threshold, int]]
     recorded: tuple[int, Threshold] | None
     chosen: Summarizer
     engine: _FastEngine
     strategies: list[Strategy]
 
-    def run_of(self, strategy: Strategy) -> _Run:
+    def run_of(self, strategy: Strategy) -> PreparedRun:
         """The run with ``strategy`` compacting (the run itself for its own strategy)."""
         if strategy == self.run.settings.strategy:
             return self.run
@@ -339,10 +345,10 @@ def _plan(
     strategies: Iterable[Strategy | str] | None = None,
 ) -> _Plan:
     from memorylab.analysis._summarizers import choose
-    from memorylab.analysis.runs import _prepare
+    from memorylab.analysis.runs import prepare_run
     from memorylab.compress.strategies import get_strategy
 
-    run = _prepare(transcript, settings, overrides, "sweep")
+    run = prepare_run(transcript, settings, overrides, "sweep")
     at = run.settings.context_length, run.settings.threshold
     recorded = at if run.settings.source_of("threshold") == "recorded" else None
     lengths = (
@@ -429,7 +435,7 @@ def _extent(error: Mapping[str, Any]) -> str:
 
 
 def _exact_row(
-    run: _Run,
+    run: PreparedRun,
     setting: tuple[int, Threshold, int],
     summarizer: Summarizer,
     cache: bool | MutableMapping[str, Summary],
@@ -438,7 +444,7 @@ def _exact_row(
 ) -> dict[str, Any]:
     """A sweep row from an exact replay of the setting (``bar``: the sweep's progress bar)."""
     length, threshold, trigger = setting
-    result = _exact(run.at(length, threshold), summarizer, cache=cache,
+    result = replay_run(run.at(length, threshold), summarizer, cache=cache,
                     progress=False if bar is None else bar)  # fmt: skip
     row = {"context_length": length, "threshold": threshold, "trigger": trigger, "mode": "replay"}
     row["messages"] = len(run.transcript)
@@ -453,7 +459,7 @@ def _exact_row(
 class _FastEngine:
     """The fast sweep of one run: the replay's rules on token counts, summaries of ``size``."""
 
-    def __init__(self, run: _Run, size: SummarySize) -> None:
+    def __init__(self, run: PreparedRun, size: SummarySize) -> None:
         from memorylab.analysis import _fast
         from memorylab.analysis._transcript import summary_overhead
 
@@ -468,7 +474,7 @@ class _FastEngine:
         self._preloads: dict[tuple[Any, ...], int] = {}
 
     def simulate(
-        self, run: _Run, length: int, threshold: Threshold, stop_after: int | None = None
+        self, run: PreparedRun, length: int, threshold: Threshold, stop_after: int | None = None
     ) -> _fast.Outcome:
         from memorylab.analysis import _fast
         from memorylab.compress.compressor import ContextCompressor
@@ -578,7 +584,7 @@ class _FastEngine:
 
 
 def _calibrate(
-    run: _Run,
+    run: PreparedRun,
     grid: list[tuple[int, Threshold, int]],
     recorded: tuple[int, Threshold] | None,
     summarizer: Summarizer,
@@ -604,7 +610,7 @@ def _calibrate(
     for length, threshold in chosen:
         end = _calibration_end(engine.simulate(run, length, threshold), seconds / len(chosen))
         head = run.head(min(len(run.transcript), end)).at(length, threshold)
-        result = _exact(head, summarizer, cache=cache, progress=False)
+        result = replay_run(head, summarizer, cache=cache, progress=False)
         budget = ContextCompressor(
             threshold, summarizer_max_tokens=head.settings.summarizer_max_tokens
         ).summary_budget(length)
@@ -644,7 +650,9 @@ def _calibration_end(outcome: _fast.Outcome, seconds: float) -> int:
     return max([least, *fitting])
 
 
-def _measure(run: _Run, rows: list[dict[str, Any]], engine: _FastEngine) -> list[dict[str, Any]]:
+def _measure(
+    run: PreparedRun, rows: list[dict[str, Any]], engine: _FastEngine
+) -> list[dict[str, Any]]:
     """The fast mode's figures next to the exact ones, on the same messages and settings."""
     out = []
     for row in rows:

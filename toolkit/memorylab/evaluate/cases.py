@@ -311,7 +311,7 @@ def cases_from_workspace(
                     continue
                 sources.add(source)
                 if case.id in ids:  # the same agent name in two workspaces
-                    base = f"{agent.workspace.resolve().name}/{case.id}"
+                    base = f"{Path(str(agent.workspace)).resolve().name}/{case.id}"
                     new_id, n = base, 2
                     while new_id in ids:
                         new_id, n = f"{base}#{n}", n + 1
