@@ -254,8 +254,8 @@ def test_bad_sources(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="does not exist"):
         memory_df(tmp_path / "nowhere")
     (tmp_path / "plain").mkdir()
-    with pytest.raises(StoreError, match="not a workspace"):
-        memory_df(tmp_path / "plain")
+    with pytest.raises(InvalidSetting, match=r"none of the formats registered \(memorylab, "):
+        memory_df(tmp_path / "plain")  # not a workspace, nor any other format
     with pytest.raises(InvalidSetting, match="source must be a path"):
         memory_df(42)  # type: ignore[arg-type]
 

@@ -1,8 +1,10 @@
-"""Names looked up at run time: registries of summarizers and scorers, and names that moved
-(a module's names, and keywords and attributes that were renamed).
+"""Names looked up at run time: registries of summarizers, strategies, loaders and scorers, the
+plugins of installed packages that add to them (entry points), and names that moved (a module's
+names, and keywords and attributes that were renamed).
 
-Private helpers of :mod:`memorylab.compress.summarizers`, :mod:`memorylab.evaluate.scorers` and
-the modules that keep an old import path, keyword or attribute working for a release.
+Private helpers of the registries (:mod:`memorylab.compress.summarizers`,
+:mod:`memorylab.compress.strategies`, the analysis loaders, :mod:`memorylab.evaluate.scorers`)
+and of the modules that keep an old import path, keyword or attribute working for a release.
 """
 
 from __future__ import annotations
@@ -10,9 +12,10 @@ from __future__ import annotations
 import importlib
 import warnings
 from collections.abc import Callable, Mapping, MutableMapping
+from importlib.metadata import entry_points
 from typing import Any, TypeVar
 
-from memorylab.errors import InvalidSetting
+from memorylab.errors import InvalidSetting, PrerequisiteError
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 _T = TypeVar("_T")
@@ -38,6 +41,56 @@ def register(
     if factory is not None:
         add(factory)
     return add
+
+
+_PLUGGED_GROUPS: set[str] = set()
+"""The entry-point groups whose plugins were loaded (once per process)."""
+_BROKEN_PLUGINS: dict[tuple[str, str], str] = {}
+"""(group, name) -> why that plugin could not be added: the error its lookup raises."""
+
+
+def plugged_in(
+    table: Mapping[str, _T], group: str, kind: str, add: Callable[[str, Any], object]
+) -> Mapping[str, _T]:
+    """``table`` with the plugins of installed packages added: the entry points of ``group``
+    (``[project.entry-points."memorylab.summarizers"]`` in a package's pyproject.toml), each
+    loaded and given to ``add(name, value)`` (the registry's own ``register_*``, which checks
+    it), once per process: a registry calls this when a name is not in its table, and when it
+    lists its names, so ``import memorylab`` imports no plugin. A name the table holds already
+    (built in, or registered by the user's code) is kept. A plugin that fails to import or to
+    register is skipped with a warning naming its package, and asking for its name raises
+    :class:`~memorylab.errors.PrerequisiteError` with the same words: other names still work."""
+    if group in _PLUGGED_GROUPS:
+        return table
+    _PLUGGED_GROUPS.add(group)
+    for point in entry_points(group=group):
+        if point.name in table:
+            continue
+        package = point.dist.name if point.dist is not None else "an installed package"
+        try:
+            add(point.name, point.load())
+        except Exception as exc:  # a plugin's import may raise anything; the others must load
+            why = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            message = (
+                f"the {kind} {point.name!r} of the package {package} could not be added ({why}; "
+                f"its entry point {point.value!r}, group {group!r}): fix or uninstall {package}"
+            )
+            _BROKEN_PLUGINS[(group, point.name)] = message
+            warnings.warn(f"memorylab: {message}", UserWarning, stacklevel=2)
+    return table
+
+
+def plugin_lookup(
+    table: Mapping[str, _T], group: str, kind: str, name: str, add: Callable[[str, Any], object]
+) -> _T | None:
+    """``table[name]``, else the plugin of that name (:func:`plugged_in`), else ``None``; the
+    name of a plugin that could not be added raises its error."""
+    found = table.get(name)
+    if found is None:
+        found = plugged_in(table, group, kind, add).get(name)
+        if found is None and (group, name) in _BROKEN_PLUGINS:
+            raise PrerequisiteError(_BROKEN_PLUGINS[(group, name)])
+    return found
 
 
 def moved(module: str, homes: Mapping[str, str], *, stacklevel: int = 2) -> Callable[[str], Any]:

@@ -12,6 +12,15 @@ pandas and matplotlib are imported by the functions that need them, so importing
 (or :mod:`memorylab`) stays fast. See docs/analysis.md.
 """
 
+from memorylab.analysis._loaders import (
+    Loader,
+    get_loader,
+    load_records,
+    loader_for,
+    loader_names,
+    messages_record,
+    register_loader,
+)
 from memorylab.analysis._record import AgentRecord, read_agent_records
 from memorylab.analysis.cache_costs import compaction_costs_df, compaction_costs_table
 from memorylab.analysis.calibration import (
@@ -61,6 +70,7 @@ from memorylab.analysis.sweep import (
 
 __all__ = [
     "AgentRecord",
+    "Loader",
     "ReadResult",
     "ReplayResult",
     "RunOverrides",
@@ -80,9 +90,14 @@ __all__ = [
     "dropped_by",
     "estimate_sweep",
     "fact_survival_df",
+    "get_loader",
     "lineage_df",
+    "load_records",
+    "loader_for",
+    "loader_names",
     "memory_df",
     "memory_df_with_problems",
+    "messages_record",
     "plot_calibration",
     "plot_compaction_costs",
     "plot_compactions",
@@ -93,6 +108,7 @@ __all__ = [
     "plot_token_growth_grid",
     "problems_df",
     "read_agent_records",
+    "register_loader",
     "replay",
     "run_settings",
     "save_plot",

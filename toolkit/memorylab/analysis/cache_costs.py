@@ -73,7 +73,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from memorylab.analysis._record import AgentRecord, Records, read_agent_records
+from memorylab.analysis._loaders import load_records
+from memorylab.analysis._record import AgentRecord, Records
 from memorylab.analysis.frames import build_frame, columns, compactions_df, memory_df, text_table
 from memorylab.analysis.sources import Source
 from memorylab.memory.records import recorded_count
@@ -150,7 +151,7 @@ def compaction_costs_df(source: Source | Records, *, model: str | None = None) -
 
     if model is not None:
         check_name("model", model, what="model name or None")
-    agents = read_agent_records(source)
+    agents = load_records(source)
     recorded = compactions_df(agents)
     rows: list[dict[str, Any]] = []
     for agent in agents:

@@ -31,7 +31,8 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from memorylab.analysis._record import AgentRecord, read_agent_records
+from memorylab.analysis._loaders import load_records
+from memorylab.analysis._record import AgentRecord
 from memorylab.analysis.frames import (
     DTYPES,
     build_frame,
@@ -159,13 +160,13 @@ def _agents(source: Any) -> list[AgentRecord]:
     if isinstance(source, AgentRecord) or (
         isinstance(source, list) and source and all(isinstance(s, AgentRecord) for s in source)
     ):
-        return read_agent_records(source)
+        return load_records(source)
     if isinstance(source, str | os.PathLike | bytes) or (
         isinstance(source, Collection)
         and not isinstance(source, Mapping)
         and any(_is_path(s) for s in source)
     ):
-        return read_agent_records(source_paths(source))
+        return load_records(source_paths(source))
     if isinstance(source, AgentLike):
         records, events = source.usage_records, source.compaction_events
         compactions = tuple(e.to_dict() for e in events if e.ok)

@@ -49,7 +49,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 
 from memorylab._names import renamed_keyword
-from memorylab.analysis._record import AgentRecord, Records, read_agent_records
+from memorylab.analysis._loaders import load_records
+from memorylab.analysis._record import AgentRecord, Records
 from memorylab.analysis.sources import Note, Segment, Source, agent_name, locate, timeline
 from memorylab.errors import InvalidSetting, MemoryFormatError, MemoryReadWarning
 from memorylab.memory import format as fmt
@@ -398,7 +399,7 @@ def _timelines(source: Source | Records) -> tuple[list[AgentRecord], list[Note]]
     """Each agent's record (:func:`~memorylab.analysis.read_agent_records`: read leniently, or
     given), and the notes of the source and of every agent, in that order."""
     notes: list[Note] = []
-    records = read_agent_records(source, notes)
+    records = load_records(source, notes)
     return records, notes + [note for record in records for note in record.notes]
 
 
@@ -406,7 +407,7 @@ def _strict_timelines(source: Source | Records) -> list[AgentRecord]:
     """Each agent's record, read strictly: a file that does not parse raises
     :class:`~memorylab.errors.MemoryFormatError`, whose advice names ``on_bad``."""
     try:
-        return read_agent_records(source, strict=True)
+        return load_records(source, strict=True)
     except MemoryFormatError as exc:
         # The parser's advice names its own keyword (read_memory(strict=False)).
         error = MemoryFormatError(
@@ -667,7 +668,7 @@ def compactions_df(
     """
     model = renamed_keyword("compactions_df", "tokens", "model", tokens, model)
     rows: list[dict[str, Any]] = []
-    for record in read_agent_records(source):
+    for record in load_records(source):
         rows += _agent_compactions(record, model, naive_tz)
     frame = build_frame(
         COMPACTION_COLUMNS,

@@ -50,7 +50,8 @@ from memorylab._facts import (
     normalize,
     sentences,
 )
-from memorylab.analysis._record import Records, read_agent_records, record_of_frame
+from memorylab.analysis._loaders import load_records
+from memorylab.analysis._record import Records, record_of_frame
 from memorylab.analysis.frames import build_frame, columns, compactions_df, memory_df
 from memorylab.analysis.sources import source_paths
 from memorylab.errors import InvalidSetting
@@ -240,7 +241,7 @@ def _read(source: Source | Records | pd.DataFrame) -> list[_Lineage]:
         compactions = compactions_df(agents) if agents else None
     else:
         try:
-            agents = read_agent_records(source)
+            agents = load_records(source)
         except InvalidSetting:
             source_paths(source, also="memory_df's frame")  # what to pass, in this caller's words
             raise

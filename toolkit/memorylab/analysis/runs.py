@@ -38,7 +38,8 @@ from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypedDict, TypeVar
 
-from memorylab.analysis._record import AgentRecord, read_agent_records, record_of_frame, to_micros
+from memorylab.analysis._loaders import load_records
+from memorylab.analysis._record import AgentRecord, record_of_frame, to_micros
 from memorylab.analysis.frames import memory_df, record_time
 from memorylab.compress.policy import (
     DEFAULT_THRESHOLD,
@@ -339,7 +340,7 @@ def _read_run(transcript: TranscriptSource) -> tuple[Any, Transcript, AgentRecor
 
     record = None
     if isinstance(transcript, str | os.PathLike | AgentRecord):
-        records = read_agent_records(transcript)
+        records = load_records(transcript)
         record = records[0] if len(records) == 1 else None
         transcript = memory_df(records)  # several agents: as_transcript says so
     data = as_transcript(transcript)

@@ -14,6 +14,10 @@ name                     strategy
                          newest that fit; no model
 =======================  ==================================================================
 
+An installed package adds one by the entry point group ``memorylab.strategies`` (its name, and
+the factory as ``"module:attribute"``), loaded when a name is not in the table or names are
+listed.
+
 A record's ``strategy`` field is ``{"name": ..., **settings}`` (absent: summary), and
 :func:`strategy_from_record` rebuilds the strategy from it (or from the whole record), so a
 replay runs the strategy a live run used:
@@ -30,7 +34,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import fields, is_dataclass
 from typing import Any, TypeVar
 
-from memorylab._names import register
+from memorylab._names import plugged_in, plugin_lookup, register
 from memorylab.compress.clear_tool_results import ClearToolResults
 from memorylab.compress.keep_recent import KeepRecent
 from memorylab.compress.strategy import Strategy
@@ -49,6 +53,8 @@ __all__ = [
 
 DEFAULT_STRATEGY = "summary"
 """The strategy of ``get_strategy(None)`` and of a record without a ``strategy`` field."""
+_PLUGINS = "memorylab.strategies"
+"""The entry-point group of strategies from installed packages."""
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -70,8 +76,9 @@ def register_strategy(
 
 
 def strategy_names() -> list[str]:
-    """The registered names, in the order they were added (what a CLI or a widget lists)."""
-    return list(_REGISTRY)
+    """The registered names, in the order they were added, installed packages' last (what a
+    CLI or a widget lists)."""
+    return list(plugged_in(_REGISTRY, _PLUGINS, "strategy", register_strategy))
 
 
 def get_strategy(spec: str | Strategy | None = None, **settings: Any) -> Strategy:
@@ -96,7 +103,7 @@ def get_strategy(spec: str | Strategy | None = None, **settings: Any) -> Strateg
             f"{spec!r}"
         )
     name = spec.strip()
-    factory = _REGISTRY.get(name)
+    factory = plugin_lookup(_REGISTRY, _PLUGINS, "strategy", name, register_strategy)
     if factory is None:
         raise InvalidSetting(
             f"unknown strategy {spec!r}; registered: {', '.join(strategy_names())} (add your "

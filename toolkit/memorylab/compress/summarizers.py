@@ -23,6 +23,9 @@ A summarizer of your own is added the same way as these, by name::
 
 after which ``get_summarizer("my/keywords", **options)`` (and every option that takes a
 summarizer name: ``ContextCompressor(summarizer_model=...)``, ``compare_summarizers``) builds it.
+An installed package adds one by the entry point group ``memorylab.summarizers`` (its name, and
+the factory as ``"module:attribute"``), loaded when a name is not in the table or names are
+listed (docs/analysis.md, "Loaders and plugins").
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from memorylab._names import moved, register
+from memorylab._names import moved, plugged_in, plugin_lookup, register
 from memorylab.compress.base import Summarizer, as_summarizer
 from memorylab.compress.baselines import (
     FullHistory,
@@ -52,6 +55,8 @@ __all__ = [
 
 DEFAULT_SUMMARIZER = "memorylab/extractive"
 """The summarizer of ``get_summarizer(None)``: offline, no key."""
+_PLUGINS = "memorylab.summarizers"
+"""The entry-point group of summarizers from installed packages."""
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -75,8 +80,9 @@ def register_summarizer(
 
 
 def summarizer_names() -> list[str]:
-    """The registered names, in the order they were added (litellm model names come on top)."""
-    return list(_REGISTRY)
+    """The registered names, in the order they were added, installed packages' last (litellm
+    model names come on top)."""
+    return list(plugged_in(_REGISTRY, _PLUGINS, "summarizer", register_summarizer))
 
 
 def get_summarizer(spec: str | Summarizer | None = None, **options: Any) -> Summarizer:
@@ -88,7 +94,7 @@ def get_summarizer(spec: str | Summarizer | None = None, **options: Any) -> Summ
         spec = DEFAULT_SUMMARIZER
     if isinstance(spec, str):
         name = spec.strip()
-        factory = _REGISTRY.get(name)
+        factory = plugin_lookup(_REGISTRY, _PLUGINS, "summarizer", name, register_summarizer)
         if factory is not None:
             return factory(**options)
         if name.lower().startswith("memorylab/"):

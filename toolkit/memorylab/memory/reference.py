@@ -347,20 +347,9 @@ class ReferenceMethods(ConversationCore):
         self._load(Path(filename), "yaml")
 
     def _load(self, path: Path, method: str) -> None:
-        text = _read_text(path)
-        if method == "json":
-            parse, malformed = json.loads, json.JSONDecodeError
-        else:
-            yaml = _yaml()
-            parse, malformed = yaml.safe_load, yaml.YAMLError
-        try:
-            data = parse(text)
-        except malformed as exc:
-            raise InvalidSetting(
-                f"{path} is not {method.upper()} ({str(exc).splitlines()[0]}); give a file "
-                f"written by save_as_{method}() or export()"
-            ) from None
-        self._restore(data, path)
+        restored = read_save_file(path, method)
+        with self._lock:
+            self.conversation_history = restored
 
     def load(self, filename: str | os.PathLike[str]) -> None:
         """:meth:`load_from_json` or :meth:`load_from_yaml`, by the file's extension."""
@@ -371,26 +360,44 @@ class ReferenceMethods(ConversationCore):
             )
         self._load(Path(filename), method)
 
-    def _restore(self, data: Any, path: Path) -> None:
-        if isinstance(data, Mapping):
-            data = data.get("conversation_history", [])
-        if not isinstance(data, list):
+
+def read_save_file(path: Path, method: str | None = None) -> list[dict[str, Any]]:
+    """The history a save file holds (``save_as_json``, ``save_as_yaml``, ``export``; a list
+    of entries, or the reference's ``{"conversation_history": [...]}``), each entry with a
+    ``content`` and a ``timestamp`` (``""``: saved without one). ``method``: ``"json"`` or
+    ``"yaml"``; ``None``: JSON when the text opens with ``[`` or ``{``, else YAML."""
+    text = _read_text(path)
+    if method is None:
+        method = "json" if text.lstrip()[:1] in ("[", "{") else "yaml"
+    if method == "json":
+        parse, malformed = json.loads, json.JSONDecodeError
+    else:
+        yaml = _yaml()
+        parse, malformed = yaml.safe_load, yaml.YAMLError
+    try:
+        data = parse(text)
+    except malformed as exc:
+        raise InvalidSetting(
+            f"{path} is not {method.upper()} ({str(exc).splitlines()[0]}); give a file "
+            f"written by save_as_{method}() or export()"
+        ) from None
+    if isinstance(data, Mapping):
+        data = data.get("conversation_history", [])
+    if not isinstance(data, list):
+        raise InvalidSetting(
+            f"{path} holds no conversation: expected a list of messages, got {type(data).__name__}"
+        )
+    restored: list[dict[str, Any]] = []
+    for number, item in enumerate(data):
+        if not isinstance(item, Mapping) or "role" not in item:
             raise InvalidSetting(
-                f"{path} holds no conversation: expected a list of messages, got "
-                f"{type(data).__name__}"
+                f"{path}: entry {number} is not a message (a dict with 'role' and 'content')"
             )
-        restored: list[dict[str, Any]] = []
-        for number, item in enumerate(data):
-            if not isinstance(item, Mapping) or "role" not in item:
-                raise InvalidSetting(
-                    f"{path}: entry {number} is not a message (a dict with 'role' and 'content')"
-                )
-            entry = dict(item)
-            entry.setdefault("content", None)
-            entry.setdefault("timestamp", "")  # a message saved without time reads without one
-            restored.append(entry)
-        with self._lock:
-            self.conversation_history = restored
+        entry = dict(item)
+        entry.setdefault("content", None)
+        entry.setdefault("timestamp", "")  # a message saved without time reads without one
+        restored.append(entry)
+    return restored
 
 
 def _check_flag(name: str, value: object) -> bool:
@@ -490,4 +497,5 @@ __all__ = [
     "ReferenceMethods",
     "check_keywords",
     "history_index",
+    "read_save_file",
 ]
