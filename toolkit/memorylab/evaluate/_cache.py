@@ -15,8 +15,9 @@ are private like memory: folders 0o700, files 0o600, written by
 :func:`memorylab.memory._fsutil.write_private_file` (a temp file in the same folder, fsync, then
 a rename: a reader sees a whole entry or none). Two processes racing on one key both call the
 model and the last rename wins (both entries are valid); an entry that does not parse is treated
-as missing and rewritten. :meth:`LLMCache.forget_quoting` deletes the entries that quote given
-texts: :func:`memorylab.privacy.forget` calls it with the forgotten agent's messages.
+as missing and rewritten. The cache is a holder of memory text (:mod:`memorylab.memory._holders`
+declares where it lives and which entries quote given texts): :func:`memorylab.privacy.forget`
+cleans it with the forgotten agent's messages, whether or not this module was imported.
 
 Model calls themselves go through :class:`memorylab.llm.Caller` (timeouts, retries with backoff
 on rate limits and timeouts, mapped errors): :class:`CachingCaller` is a ``Caller`` that looks in
@@ -25,7 +26,6 @@ the cache first; :class:`CachedLLM` is the reader/judge client of the scorers.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -39,6 +39,7 @@ from typing import Any, TypeVar
 from memorylab import llm
 from memorylab.errors import BudgetExceeded, InvalidSetting, ModelError
 from memorylab.memory._fsutil import write_private_file
+from memorylab.memory._holders import cache_entries, forget_quoting
 from memorylab.memory.format import content_to_text
 
 _T = TypeVar("_T")
@@ -103,132 +104,15 @@ class LLMCache:
 
     def entries(self) -> Iterator[Path]:
         """The entry files, in no particular order (none when the folder does not exist)."""
-        if self.directory.is_dir():
-            yield from self.directory.glob("??/*.json")
+        return cache_entries(self.directory)
 
     def forget_quoting(self, texts: Iterable[str]) -> list[Path]:
-        """Delete every entry that quotes one of ``texts`` (a run of :data:`QUOTE_WORDS`
-        words of one, or the whole of a shorter one, or one of its identifiers: a long word of
-        letters and digits, such as a key or a code), and then the entries that quote the replies
-        of those (a scorer's request holds the summary a summarizer's entry answered), until none
-        is left; return the files deleted.
-
-        Quoting is matched on whitespace-separated words, so a text rendered into a prompt
-        (``[time] Role: text``, chunked, wrapped) is still found. An entry that merely shares a
-        common phrase may go too: that costs one repeated call, never a kept quote.
-        """
-        quotes = _Quotes()
-        for text in texts:
-            quotes.add(text)
-        if not quotes:
-            return []
-        pending: dict[Path, tuple[list[str], list[str]]] = {}
-        for path in self.entries():
-            entry = _read_entry(path)
-            if entry is not None:
-                pending[path] = (_strings(entry), _reply_texts(entry.get("response")))
-        removed: list[Path] = []
-        while True:
-            found = [path for path, (words, _) in pending.items() if quotes.quoted_in(words)]
-            if not found:
-                return removed
-            for path in found:
-                for reply in pending.pop(path)[1]:
-                    quotes.add(reply)
-                with contextlib.suppress(FileNotFoundError):
-                    path.unlink()
-                removed.append(path)
+        """Delete every entry that quotes one of ``texts``, and the entries quoting their
+        replies; return the files deleted (the rule: :mod:`memorylab.memory._holders`)."""
+        return forget_quoting(self.directory, texts)
 
     def __len__(self) -> int:
-        if not self.directory.is_dir():
-            return 0
-        return sum(1 for _ in self.directory.glob("??/*.json"))
-
-
-QUOTE_WORDS = 6
-"""How many consecutive words of a text make a quote of it (a shorter text: all of it)."""
-
-_QUOTE_MIN_CHARS = 12
-"""A quote this short ("ok thanks") says nothing about whose text it is: not matched."""
-
-
-def _read_entry(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_bytes())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def _strings(value: Any) -> list[str]:
-    """Every string inside a JSON value (keys aside), depth first."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, Mapping):
-        return [s for item in value.values() for s in _strings(item)]
-    if isinstance(value, list | tuple):
-        return [s for item in value for s in _strings(item)]
-    return []
-
-
-def _reply_texts(response: Any) -> list[str]:
-    """The texts a model answered in a cached response (not its ids, model name, finish reason:
-    those are in every entry, and would make every entry look like a quote)."""
-    if not isinstance(response, Mapping):
-        return []
-    texts = []
-    for choice in response.get("choices") or []:
-        message = choice.get("message") if isinstance(choice, Mapping) else None
-        if isinstance(message, Mapping):
-            texts += _strings(message.get("content"))
-    return texts
-
-
-_EDGE_PUNCTUATION = "\"'.,;:!?()[]{}<>`"
-
-
-def _identifier(word: str) -> str | None:
-    """``word`` without the punctuation around it, when it looks like an identifier (a key, a
-    code, an id: long, letters and digits): quoted alone, it is still the agent's."""
-    core = word.strip(_EDGE_PUNCTUATION)
-    if len(core) >= _QUOTE_MIN_CHARS and any(c.isdigit() for c in core) and any(
-        c.isalpha() for c in core
-    ):
-        return core
-    return None
-
-
-class _Quotes:
-    """Runs of words (and identifiers) whose presence in an entry means it quotes one of the
-    added texts."""
-
-    def __init__(self) -> None:
-        self.runs: set[tuple[str, ...]] = set()
-        self.sizes: set[int] = set()
-        self.identifiers: set[str] = set()
-
-    def __bool__(self) -> bool:
-        return bool(self.runs or self.identifiers)
-
-    def add(self, text: str) -> None:
-        words = text.split()
-        size = min(QUOTE_WORDS, len(words))
-        for start in range(len(words) - size + 1):
-            run = tuple(words[start : start + size])
-            if size and sum(map(len, run)) >= _QUOTE_MIN_CHARS:
-                self.runs.add(run)
-                self.sizes.add(size)
-        self.identifiers.update(filter(None, map(_identifier, words)))
-
-    def quoted_in(self, texts: Sequence[str]) -> bool:
-        words = "\n".join(texts).split()
-        if self.identifiers and any(_identifier(word) in self.identifiers for word in words):
-            return True
-        return any(
-            tuple(words[start : start + size]) in self.runs
-            for size in self.sizes
-            for start in range(len(words) - size + 1)
-        )
+        return sum(1 for _ in self.entries())
 
 
 _COUNTERS = ("requests", "cache_hits", "spent_usd", "unpriced_calls", "failed_calls")

@@ -41,7 +41,6 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memorylab.compress.base import Summarizer, as_summarizer
@@ -72,6 +71,7 @@ from memorylab.evaluate.tables import (
     summary_table,
 )
 from memorylab.llm import ModelSpeed, start_litellm_import
+from memorylab.memory._holders import default_cache_dir
 from memorylab.results import TableResult
 from memorylab.validation import check_int, check_number
 
@@ -105,17 +105,6 @@ DEFAULT_SCORERS = ("compression", "latency", "cost", "fact_recall", "probe_qa")
 
 SummarizerSpec = str | Summarizer
 ScorerSpec = str | Scorer | Callable[..., Any]
-
-
-def default_cache_dir() -> Path:
-    """``$MEMORYLAB_CACHE_DIR``, else ``<workspace>/.cache/llm`` (the workspace as resolved by
-    :func:`memorylab.config.resolve_workspace`)."""
-    configured = os.environ.get("MEMORYLAB_CACHE_DIR")
-    if configured:
-        return Path(configured).expanduser()
-    from memorylab.config import resolve_workspace
-
-    return resolve_workspace(None) / ".cache" / "llm"
 
 
 def _resolve_one(spec: SummarizerSpec, options: Mapping[str, Any]) -> Summarizer:

@@ -18,14 +18,12 @@ from typing import Literal
 from memorylab.config import resolve_workspace
 from memorylab.errors import AgentNotFound, MemorylabError, UnsafePath
 from memorylab.memory import format as fmt
+from memorylab.memory._holders import TextHolder, holders_in
 from memorylab.memory._recall_index import is_index_file
 from memorylab.memory.paths import MemoryPaths, agent_folders, agent_paths, validate_agent_name
 from memorylab.memory.retention import format_duration, parse_duration
 from memorylab.memory.retention import older_than as archives_older_than
 from memorylab.memory.store import MemoryStore, _require_kind, deletion_journal, read_memory
-
-CACHE_ENV = "MEMORYLAB_CACHE_DIR"
-"""Where ``compare_summarizers`` caches model calls when set (else ``<workspace>/.cache/llm``)."""
 
 # ---------------------------------------------------------------------------------------------
 # Forget
@@ -149,14 +147,14 @@ def forget(
     texts = agent_texts(paths)  # read before deleting: what cache entries may quote
     removed = store.remove(whole_folder=True)
     _remove_empty_parents(paths.folder, resolve_workspace(workspace_dir) / "agents")
-    caches = evaluation_caches(workspace_dir)
+    holders = holders_in(workspace_dir)
     return ForgetReport(
         agent=agent_name,
         folder=paths.folder,
         files=tuple(name for name, _ in removed),
         bytes_removed=sum(size for _, size in removed),
-        cache_entries=forget_cached_quotes(texts, caches),
-        cache_dirs=tuple(caches),
+        cache_entries=forget_cached_quotes(texts, holders),
+        cache_dirs=tuple(folder for _, folder in holders),
     )
 
 
@@ -188,28 +186,12 @@ def agent_texts(paths: MemoryPaths) -> list[str]:
     return texts
 
 
-def evaluation_caches(workspace_dir: str | os.PathLike[str] | None) -> list[Path]:
-    """The model-call caches comparisons write that exist: the workspace's ``.cache/llm`` and
-    ``$MEMORYLAB_CACHE_DIR`` (see :func:`memorylab.evaluate.compare.default_cache_dir`)."""
-    folders = [resolve_workspace(workspace_dir) / ".cache" / "llm"]
-    configured = os.environ.get(CACHE_ENV)
-    if configured:
-        folders.append(Path(configured).expanduser())
-    unique = dict.fromkeys(folder.resolve() for folder in folders if folder.is_dir())
-    return list(unique)
-
-
-def forget_cached_quotes(texts: list[str], caches: list[Path]) -> tuple[Path, ...]:
-    """Delete the entries of ``caches`` that quote ``texts`` (and the entries quoting their
-    replies); the evaluation package is imported only when there is a cache to clean."""
-    if not texts or not caches:
-        return ()
-    from memorylab.evaluate._cache import LLMCache
-
-    removed: list[Path] = []
-    for folder in caches:
-        removed += LLMCache(folder).forget_quoting(texts)
-    return tuple(removed)
+def forget_cached_quotes(
+    texts: list[str], holders: list[tuple[TextHolder, Path]]
+) -> tuple[Path, ...]:
+    """Delete the copies that quote ``texts`` (and those quoting their replies) in the folders
+    of the holders of memory text (:func:`memorylab.memory._holders.holders_in`)."""
+    return tuple(path for holder, at in holders for path in holder.forget_quoting(at, texts))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -369,5 +351,5 @@ def _purge_agent(
             return None
         texts = agent_texts(paths)
         store.remove(whole_folder=not nested)
-    forget_cached_quotes(texts, evaluation_caches(workspace))
+    forget_cached_quotes(texts, holders_in(workspace))
     return nested
