@@ -475,26 +475,15 @@ class AgentLike(Protocol):
     or the reference's for ``should_compress``), ``context_length`` and ``model_name`` optional.
     """
 
-    @property
-    def agent_name(self) -> str: ...
-
-    @property
-    def model_name(self) -> str | None: ...
-
-    @property
-    def context_length(self) -> int: ...
-
-    @property
-    def short_memory(self) -> Conversation: ...
-
-    @property
-    def usage_records(self) -> list[UsageRecord]: ...
+    agent_name: str
+    model_name: str
+    context_length: int
+    short_memory: Conversation
+    usage_records: list[UsageRecord]
+    context_compressor: ContextCompressor
 
     @property
     def compaction_events(self) -> list[CompactionEvent]: ...
-
-    @property
-    def context_compressor(self) -> ContextCompressor: ...
 
 
 @dataclass(frozen=True, slots=True)

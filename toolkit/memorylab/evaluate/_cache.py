@@ -31,7 +31,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 from memorylab import llm
 from memorylab.errors import BudgetExceeded, InvalidSetting, ModelError
 from memorylab.memory._fsutil import write_private_file
-from memorylab.memory._holders import cache_entries, forget_quoting
+from memorylab.memory._holders import cache_entries
 from memorylab.memory.format import content_to_text
 
 _T = TypeVar("_T")
@@ -105,11 +105,6 @@ class LLMCache:
     def entries(self) -> Iterator[Path]:
         """The entry files, in no particular order (none when the folder does not exist)."""
         return cache_entries(self.directory)
-
-    def forget_quoting(self, texts: Iterable[str]) -> list[Path]:
-        """Delete every entry that quotes one of ``texts``, and the entries quoting their
-        replies; return the files deleted (the rule: :mod:`memorylab.memory._holders`)."""
-        return forget_quoting(self.directory, texts)
 
     def __len__(self) -> int:
         return sum(1 for _ in self.entries())

@@ -27,11 +27,8 @@ CACHE_ENV = "MEMORYLAB_CACHE_DIR"
 
 def default_cache_dir() -> Path:
     """``$MEMORYLAB_CACHE_DIR``, else ``<workspace>/.cache/llm`` (the workspace as resolved by
-    :func:`memorylab.config.resolve_workspace`)."""
-    configured = os.environ.get(CACHE_ENV)
-    if configured:
-        return Path(configured).expanduser()
-    return resolve_workspace(None) / ".cache" / "llm"
+    :func:`memorylab.config.resolve_workspace`): the last of the cache's folders."""
+    return _cache_folders(resolve_workspace(None))[-1]
 
 
 def cache_entries(folder: Path) -> Iterator[Path]:
