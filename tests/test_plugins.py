@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -74,7 +75,7 @@ def _plugin_venv(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     python = scripts / ("python.exe" if os.name == "nt" else "python")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     source = tmp_path / "plugin_source"  # the build writes build/ and *.egg-info beside it
-    subprocess.run(["cp", "-r", str(PLUGIN), str(source)], check=True)
+    shutil.copytree(PLUGIN, source)
     install = [sys.executable, "-m", "pip", "--python", str(python), "install", "-q",
                "--no-deps", "--no-build-isolation", "--no-index", str(source)]  # fmt: skip
     done = subprocess.run(install, capture_output=True, text=True, env=env, timeout=300)

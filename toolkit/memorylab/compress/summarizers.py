@@ -25,7 +25,7 @@ after which ``get_summarizer("my/keywords", **options)`` (and every option that 
 summarizer name: ``ContextCompressor(summarizer_model=...)``, ``compare_summarizers``) builds it.
 An installed package adds one by the entry point group ``memorylab.summarizers`` (its name, and
 the factory as ``"module:attribute"``), loaded when a name is not in the table or names are
-listed (docs/analysis.md, "Loaders and plugins").
+listed (docs/analysis.md, "Other formats: loaders and plugins").
 """
 
 from __future__ import annotations
