@@ -168,8 +168,8 @@ class BaseSummarizer:
 
 
 class _Declared(BaseSummarizer):
-    """A duck-typed summarizer completed with the defaults of :func:`as_summarizer`; any other
-    attribute is the object's own."""
+    """A duck-typed summarizer completed with the defaults of :func:`as_summarizer` (``inner``:
+    the object itself)."""
 
     local = False
 
@@ -190,11 +190,6 @@ class _Declared(BaseSummarizer):
         self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
     ) -> Summary:
         return self.inner.summarize(messages, max_tokens=max_tokens)  # type: ignore[no-any-return]
-
-    def __getattr__(self, name: str) -> Any:  # its attributes the protocol does not declare
-        if name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
 
     def __repr__(self) -> str:
         return repr(self.inner)

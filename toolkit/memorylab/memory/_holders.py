@@ -166,7 +166,6 @@ class TextHolder:
     they may be; ``forget_quoting(folder, texts)``, which deletes the copies quoting ``texts``
     and returns the files it deleted."""
 
-    name: str
     folders: Callable[[Path], list[Path]]
     forget_quoting: Callable[[Path, Iterable[str]], list[Path]]
 
@@ -179,7 +178,7 @@ def _cache_folders(workspace: Path) -> list[Path]:
 
 
 HOLDERS: tuple[TextHolder, ...] = (
-    TextHolder("the model-call cache of comparisons", _cache_folders, forget_quoting),
+    TextHolder(_cache_folders, forget_quoting),  # the model-call cache of comparisons
 )
 """Every holder of memory text outside the agents' folders (a new cache adds its row here)."""
 
