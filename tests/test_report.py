@@ -289,18 +289,50 @@ def test_the_report_prices_each_compaction_with_prompt_caching(reference_report:
 
 
 def test_the_report_says_whether_compaction_fired_on_time(reference_report: str) -> None:
-    """Issue 29: the estimate against the billed input, from usage.jsonl; no section where no
-    usage was recorded."""
-    from memorylab.analysis import calibration_df, compaction_timing_df
-    from memorylab.analysis.calibration import calibration_notes
+    """Issue 29: the estimate against the billed input, from usage.jsonl; where no usage was
+    recorded, the section says so (issue 37: every audit is rendered, its notes say why it is
+    empty)."""
+    from memorylab.analysis import calibration_audit
 
     page = build_report(bundled_workspace(), sweep_thresholds=(0.85,))
     section = page.split("<h2>Did compaction fire when it should have?</h2>", 1)[1].split("<h2>", 1)[0]
-    root = bundled_workspace()
-    for line in calibration_notes(calibration_df(root), compaction_timing_df(root)):
+    result = calibration_audit(bundled_workspace())
+    for line in result.notes():
         assert html.escape(line) in section
-    import memorylab.report as report
+    assert section.count("<tr>") == 1 + len(result.summary)  # a heading row and one per model
+    reference = reference_report.split("<h2>Did compaction fire when it should have?</h2>", 1)[1]
+    assert "No model call was recorded" in reference.split("<h2>", 1)[0]
 
-    shown = min(15, report._MAX_COMPACTION_ROWS)  # the latest compactions
-    assert section.count("<tr>") == 1 + shown  # a heading row and one per compaction
-    assert "Did compaction fire" not in reference_report
+
+def test_the_report_renders_every_audit_the_same_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 37: the report renders each audit of AUDITS through the one result type: a fourth
+    audit added to the table gets its section, notes, figure and summary like the others."""
+    import pandas as pd
+
+    from memorylab.analysis import AUDITS, AuditResult
+
+    def fake_audit(source: object) -> AuditResult:
+        summary = pd.DataFrame({"agent": ["BugHunter"], "checks": [3]})
+        return AuditResult(
+            name="fake",
+            title="Was the fake audit rendered?",
+            about="A fourth audit, added to the table by this test.",
+            frame=summary,
+            summary=summary,
+            draw=lambda ax: ax,
+            lines=("It was found 3 times.",),
+            headings={"agent": "agent", "checks": "checks made"},
+        )
+
+    monkeypatch.setitem(AUDITS, "fake", fake_audit)
+    page = build_report(bundled_workspace(), sweep_thresholds=(0.85,))
+    titles = re.findall(r"<h2>([^<]+)</h2>", page)
+    audits = [t for t in titles if t in {"Which facts survive each summary",
+                                         "What each compaction cost, with prompt caching",
+                                         "Did compaction fire when it should have?",
+                                         "Was the fake audit rendered?"}]  # fmt: skip
+    assert audits[-1] == "Was the fake audit rendered?" and len(audits) == 4
+    section = page.split("<h2>Was the fake audit rendered?</h2>", 1)[1].split("<h2>", 1)[0]
+    assert "A fourth audit, added to the table by this test. It was found 3 times." in section
+    assert section.count("data:image/png") == 1  # its figure, drawn by its plot()
+    assert "<th class=\"\">checks made</th>" in section and ">3</td>" in section

@@ -5,9 +5,82 @@ from __future__ import annotations
 
 import hashlib
 
-from memorylab.analysis import fact_survival_df
+import matplotlib
+import pytest
+
+from memorylab.analysis import (
+    AUDITS,
+    AuditResult,
+    audit,
+    calibration_df,
+    calibration_summary,
+    compaction_costs_df,
+    compaction_timing_df,
+    fact_survival_df,
+    survival_by_generation,
+)
 from memorylab.evaluate import fact_kept
 from memorylab.transcripts import bundled_transcripts, bundled_workspace, load_transcript
+
+matplotlib.use("Agg")
+
+# --------------------------------------------------------------------------- one result type
+
+
+@pytest.mark.parametrize("name", ["facts", "costs", "calibration"])
+def test_each_audit_returns_the_one_result_type(name: str) -> None:
+    workspace = bundled_workspace()
+    result = audit(workspace, name)
+    assert isinstance(result, AuditResult) and result.name == name and name in AUDITS
+    assert len(result.frame) and len(result.summary) and result.notes() and result.title
+    made = {
+        "facts": lambda: fact_survival_df(workspace),
+        "costs": lambda: compaction_costs_df(workspace),
+        "calibration": lambda: compaction_timing_df(workspace),
+    }[name]()
+    assert result.frame.equals(made)  # the audit's frame is its function's
+    text = result.text()
+    assert len(text) == len(result.frame) and set(text.columns) <= set(result.headings.values())
+    assert all(isinstance(v, str) for v in text.iloc[0])
+    shown = result.text("summary")
+    assert len(shown) == len(result.summary) and shown.columns[0] in ("category", "agent", "model")
+    axes = result.plot()
+    assert axes.has_data() and axes.get_title()
+    assert f"{len(result.frame)} rows" in repr(result)
+    assert result.notes()[0] in result._repr_html_()  # a notebook shows the table, then the notes
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+
+
+def test_the_audits_summaries_are_their_tables_per_model_agent_and_category() -> None:
+    workspace = bundled_workspace()
+    calibration = audit(workspace, "calibration")
+    assert calibration.summary.equals(calibration_summary(calibration_df(workspace)))
+    costs = audit(workspace, "costs")
+    frame = compaction_costs_df(workspace)
+    for row in costs.summary.itertuples():
+        mine = frame[frame["agent"] == row.agent]
+        assert row.compactions == len(mine)
+        assert row.paid_for_themselves == int((mine["net_cost_usd"] < 0).sum())
+        assert row.net_cost_usd == pytest.approx(mine["net_cost_usd"].sum())
+        assert f"{row.agent}: {row.paid_for_themselves} of {row.compactions} paid" in " ".join(
+            costs.notes()
+        )
+    facts = audit(workspace, "facts", max_summaries=3)
+    survival = survival_by_generation(facts.frame[facts.frame["generation"].notna()])
+    everything = facts.summary.set_index("category").loc["all"]
+    expected = survival[(survival["category"] == "all") & (survival["summaries"] == 3)]
+    assert everything["after_3"] == pytest.approx(float(expected["survival"].iloc[0]))
+    assert "after_5" not in facts.summary.columns  # followed through 3 summaries only
+    assert facts.text("summary").columns.tolist() == [
+        "category",
+        "facts",
+        "after 1 summary",
+        "after 2 summaries",
+        "after 3 summaries",
+    ]
+
 
 # --------------------------------------------------------------------------- the matching rules
 

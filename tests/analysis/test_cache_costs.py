@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from memorylab import Agent, llm
 from memorylab.analysis import (
     compaction_costs_df,
-    compaction_costs_table,
+    cost_audit,
     memory_df,
     plot_compaction_costs,
     replay,
@@ -214,7 +214,7 @@ def test_the_bundled_workspace() -> None:
     parts = frame["summary_cost_usd"] + frame["rebuild_cost_usd"] - frame["saved_cost_usd"]
     assert frame["net_cost_usd"].tolist() == pytest.approx(parts.tolist())
     assert (frame["calls"] >= 1).all() and (frame["rebuild_tokens"] > 0).all()
-    table = compaction_costs_table(frame)
+    table = cost_audit(workspace).text()  # the audit result (issue 37)
     assert table.columns[0] == "agent" and table["net (USD)"].str.startswith(("$", "-$")).all()
     axes = plot_compaction_costs(frame)
     assert len(axes.patches) == 3 * len(frame)  # summary, rebuild and saving per compaction

@@ -22,11 +22,10 @@ import pytest
 from fakes.openai_server import FakeOpenAIServer, FakeRequest, Reply
 from memorylab.agent import Agent
 from memorylab.analysis import (
+    calibration_audit,
     calibration_df,
-    calibration_notes,
     calibration_summary,
     compaction_timing_df,
-    compaction_timing_table,
     plot_calibration,
     replay,
     run_settings,
@@ -236,18 +235,21 @@ def test_plot_calibration_draws_each_call_and_the_line(runs: dict[str, Path]) ->
 
 
 def test_the_notes_and_table_say_it_in_words(runs: dict[str, Path]) -> None:
-    calls = calibration_df(runs["estimated"])
-    timing = compaction_timing_df(runs["estimated"])
-    model, compactions = calibration_notes(calls, timing)
+    audit = calibration_audit(runs["estimated"])  # the audit result (issue 37)
+    timing = audit.frame
+    assert timing.equals(compaction_timing_df(runs["estimated"]))
+    assert audit.summary.equals(calibration_summary(calibration_df(runs["estimated"])))
+    model, compactions = audit.notes()
     assert model.startswith("openai/fake-model: the estimate undercounted 40 of 40 calls")
     assert "median drift +20" in model
     assert compactions.startswith(f"{len(timing)} compactions against the billed count: ")
     assert f"{len(timing)} late" in compactions and "0 on time, 0 early." in compactions
-    table = compaction_timing_table(timing)
+    table = audit.text()
     assert list(table.columns)[:3] == ["agent", "process", "time"]
     assert table["timing"].tolist() == ["late"] * len(timing)
     assert all(v.startswith("+") for v in table["calls late"])
     assert table["trigger (tokens)"].tolist() == ["2,400"] * len(timing)
-    assert calibration_notes(calls.iloc[0:0]) == [
+    assert audit.text("summary")["median drift"].str.startswith("+20").all()
+    assert calibration_audit([]).notes() == [
         "No model call was recorded (usage.jsonl): nothing to compare."
     ]

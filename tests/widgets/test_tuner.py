@@ -287,13 +287,12 @@ def test_the_strategy_picker_replays_and_sweeps_the_strategy(
 def test_a_run_with_recorded_usage_shows_its_calibration_and_the_cached_cost() -> None:
     """Issue 29: beside the replay, what the recorded usage says of the trigger (the
     calibration's lines), and the sweep's cost with and without prompt caching."""
-    from memorylab.analysis import calibration_df, compaction_timing_df
-    from memorylab.analysis.calibration import calibration_notes
+    from memorylab.analysis import calibration_audit
     from memorylab.transcripts import bundled_workspace
 
     folder = bundled_workspace() / "agents" / "BugHunter"
     tuner = ThresholdTuner(folder)
-    lines = calibration_notes(calibration_df(folder), compaction_timing_df(folder))
+    lines = calibration_audit(folder).notes()
     assert tuner.calibration == lines and lines
     text = re.sub(r"<[^>]+>", " ", tuner.summary.value)
     assert all(line in text for line in lines)

@@ -22,10 +22,13 @@ import warnings
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memorylab._version import __version__
 from memorylab.compress.policy import Threshold, same_threshold, threshold_text
+
+if TYPE_CHECKING:
+    from memorylab.analysis import AgentRecord
 
 _STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;
@@ -171,11 +174,11 @@ def build_report(
 
     root = Path(workspace)
     counted_as = model or "gpt-4o"
-    read = memory_df_with_problems(root, model=counted_as)
-    messages, notes = read.frame, read.problems
+    read = memory_df_with_problems(root, model=counted_as)  # each agent read once: its record
+    records, messages, notes = list(read.records), read.frame, read.problems
     is_remark = notes["kind"].isin(REMARK_KINDS)
     problems, remarks = notes[~is_remark], notes[is_remark]
-    compactions = compactions_df(root)
+    compactions = compactions_df(records)
     agents = sorted(messages["agent"].unique()) if len(messages) else []
     unreadable = _unreadable_agents(problems, agents)
     overrides: dict[str, Any] = {
@@ -276,10 +279,7 @@ def build_report(
                 ]
             parts.append(_table(shown, text_columns=("archive", "strategy", "summarizer")))
         parts.append(_summaries_section(rows))
-    if len(compactions):
-        parts.append(_lineage_section(messages))
-        parts.append(_cache_cost_section(root, model))
-    parts.append(_calibration_section(root))
+    parts += _audit_sections(records, messages, model)
     if agents:
         biggest = messages.groupby("agent", observed=True).size().idxmax()
         timeline = messages[messages["agent"] == biggest]
@@ -317,153 +317,49 @@ def build_report(
     )
 
 
-def _lineage_section(messages: Any) -> str:
-    """Which facts each summary kept, by summaries since the fact entered, and how long each
-    summary was (:mod:`memorylab.analysis.lineage`, facts extracted from the archives)."""
+def _audit_sections(records: list[AgentRecord], messages: Any, model: str | None) -> list[str]:
+    """Every audit of :data:`~memorylab.analysis.AUDITS`, each rendered the same way (its
+    title; what it compares and its notes; its figure and its summary, where it found
+    something). The facts follow each agent's latest files only (:func:`_recent_segments`)."""
     import matplotlib.pyplot as plt
 
-    from memorylab.analysis import (
-        fact_survival_df,
-        lineage_df,
-        plot_fact_survival,
-        plot_summary_lengths,
-        survival_by_generation,
-    )
+    from memorylab.analysis import AUDITS
 
-    followed_rows, cut = _recent_segments(messages)
-    lineage = lineage_df(followed_rows)
-    facts = fact_survival_df(followed_rows, max_summaries=5)
-    followed = facts[facts["generation"].notna()]
-    if not len(lineage) or not len(followed):
-        return ""
-    survival = survival_by_generation(followed)
-    figure, (left, right) = plt.subplots(
-        1, 2, figsize=(10, 3.4), layout="constrained", width_ratios=(1.35, 1)
-    )
-    plot_fact_survival(survival, ax=left)
-    plot_summary_lengths(lineage, ax=right)
-    picture = _png(figure)
-    plt.close(figure)
-    steps = sorted({1, 2, 3, 5} & set(survival["summaries"].tolist()))
-    shown = survival[survival["summaries"].isin(steps)].pivot_table(
-        index="category", columns="summaries", values="survival", sort=False, observed=True
-    )
-    counts = survival[survival["summaries"] == steps[0]].set_index("category")["facts"]
-    table = shown.map(lambda v: "" if v != v else f"{v:.0%}")
-    table.columns = [f"after {n} {'summary' if n == 1 else 'summaries'}" for n in table.columns]
-    table.insert(0, "facts", [f"{int(counts.get(c, 0)):,}" for c in table.index])
-    table = table.reset_index()
-    biased = bool(followed["biased"].any())
-    note = (
-        "Facts (paths, commands, names, decisions, numbers) extracted from the archived "
-        "messages, each followed from the compaction that archived it through every later "
-        "summary: the share that every summary since still holds (a later column counts "
-        "only the facts followed that far: those that entered early). A summary re-states "
-        "what survives; the rest is only in the archives (recall finds it)."
-        + (
-            " The summaries were written by an extractive summarizer that picks sentences by "
-            "the same rules as the extraction, so these shares are biased upwards."
-            if biased
-            else ""
-        )
-    )
-    if cut:
-        note += (
-            f" Only each agent's latest files are followed ({len(followed_rows):,} of "
-            f"{len(messages):,} messages): matching every fact against every later summary grows "
-            "with both; memorylab.analysis.fact_survival_df follows them all."
-        )
-    return (
-        "<h2>Which facts survive each summary</h2><p class=note>"
-        f"{html.escape(note)}</p>{picture}" + _table(table, text_columns=("category",))
-    )
+    followed, cut = _recent_segments(messages)
+    sources: dict[str, Any] = {"facts": followed}
+    options: dict[str, dict[str, Any]] = {
+        "costs": {"model": model},
+        "facts": {"max_summaries": _FOLLOWED_SUMMARIES},
+    }
+    extra = {
+        "facts": f"Only each agent's latest files are followed ({len(followed):,} of "
+        f"{len(messages):,} messages): matching every fact against every later summary grows "
+        "with both; memorylab.analysis.fact_survival_df follows them all."
+        if cut
+        else ""
+    }
+    sections = []
+    for name, run in AUDITS.items():
+        result = run(sources.get(name, records), **options.get(name, {}))
+        words = " ".join(filter(None, (result.about, *result.notes(), extra.get(name, ""))))
+        section = f"<h2>{html.escape(result.title)}</h2><p class=note>{html.escape(words)}</p>"
+        if len(result.summary):
+            figure, ax = plt.subplots(figsize=(9, 3.4), layout="constrained")
+            result.plot(ax=ax)
+            shown = result.text("summary")
+            section += _png(figure) + _table(shown, text_columns=shown.columns[:1])
+            plt.close(figure)
+        sections.append(section)
+    return sections
 
 
-def _calibration_section(root: Path) -> str:
-    """Did compaction fire when it should have: memorylab's estimate against what the provider
-    billed, per call and per compaction (:mod:`memorylab.analysis.calibration`); nothing when
-    no usage was recorded (an agent of the reference, or of memorylab before usage.jsonl)."""
-    import matplotlib.pyplot as plt
-
-    from memorylab.analysis import calibration_df, compaction_timing_df, plot_calibration
-    from memorylab.analysis.calibration import calibration_notes, compaction_timing_table
-
-    calls = calibration_df(root)
-    if not len(calls) or not calls["input_tokens"].notna().any():
-        return ""
-    timing = compaction_timing_df(root)
-    figure, ax = plt.subplots(figsize=(9, 3.4), layout="constrained")
-    plot_calibration(calls, ax=ax)
-    picture = _png(figure)
-    plt.close(figure)
-    lines = " ".join(html.escape(line) for line in calibration_notes(calls, timing))
-    table = ""
-    if len(timing):
-        shown = compaction_timing_table(timing.tail(_MAX_COMPACTION_ROWS))
-        table = _table(shown, text_columns=("agent", "trigger counts", "timing"))
-    return (
-        "<h2>Did compaction fire when it should have?</h2><p class=note>Each model call's "
-        "input as memorylab estimated it (what the trigger counts) against what the provider "
-        f"billed (usage.jsonl), and each compaction against the billed count. {lines}</p>"
-        + picture
-        + table
-    )
-
-
-def _cache_cost_section(root: Path, model: str | None) -> str:
-    """What each compaction cost once prompt caching is counted
-    (:func:`~memorylab.analysis.compaction_costs_df`): per agent the totals, the figure and
-    table of the agent with the most compactions."""
-    import matplotlib.pyplot as plt
-
-    from memorylab.analysis import (
-        compaction_costs_df,
-        compaction_costs_table,
-        plot_compaction_costs,
-    )
-
-    costs = compaction_costs_df(root, model=model)
-    priced = costs[costs["net_cost_usd"].notna()]
-    head = (
-        "<h2>What each compaction cost, with prompt caching</h2><p class=note>Per compaction: "
-        "the summary call, plus the cache it invalidated (the next calls read at the full input "
-        "price what a warm cache would have served), minus the input it saved until the next "
-        "compaction (the removed tokens, at the cached price, on every call). Below zero, the "
-        "compaction paid for itself. Usage is the provider's where usage.jsonl recorded every "
-        "call, else modelled from the files (docs/analysis.md, Cache economics)."
-    )
-    if not len(priced):
-        return (
-            f"{head} No prices: no model is recorded for these agents, or the model has no "
-            "cache prices in litellm's map; give one with <code>--model</code>.</p>"
-        )
-    totals = priced.groupby("agent", observed=True).agg(
-        compactions=("net_cost_usd", "size"),
-        paid=("net_cost_usd", lambda v: int((v < 0).sum())),
-        net=("net_cost_usd", "sum"),
-        usage=("source", lambda v: ", ".join(sorted(set(v)))),
-    )
-    summary = ", ".join(
-        f"{html.escape(str(agent))}: {row.paid} of {row.compactions} paid for themselves "
-        f"(net {'-' if row.net < 0 else ''}${abs(row.net):,.4f}; {row.usage})"
-        for agent, row in totals.iterrows()
-    )
-    largest = priced["agent"].value_counts().idxmax()
-    mine = priced[priced["agent"] == largest].tail(_MAX_COMPACTION_ROWS)
-    figure, ax = plt.subplots(figsize=(9, 3.2), layout="constrained")
-    plot_compaction_costs(mine, ax=ax)
-    picture = _png(figure)
-    plt.close(figure)
-    return (
-        f"{head} {summary}. The figure and table: {html.escape(str(largest))}.</p>{picture}"
-        + _table(compaction_costs_table(mine), text_columns=("agent", "usage"))
-    )
-
-
-_LINEAGE_MESSAGES = 2_000
-"""The most messages the report's lineage section follows facts in, over all agents."""
-_LINEAGE_FILES = 9
-"""The most files of one agent it follows (8 compactions and the live MEMORY.md)."""
+_LINEAGE_MESSAGES = 5_000
+"""The most messages the report's facts section follows facts in, over all agents."""
+_LINEAGE_FILES = 12
+"""The most files of one agent it follows (11 compactions and the live MEMORY.md)."""
+_FOLLOWED_SUMMARIES = 10
+"""How many summaries it follows each fact through (each summary and fact prepared once for
+matching, 10 cost what 5 did before: issue 37)."""
 
 
 def _recent_segments(messages: Any) -> tuple[Any, bool]:

@@ -6,12 +6,21 @@ One concept per module: :mod:`~memorylab.analysis.frames` (the frames),
 :mod:`~memorylab.analysis.sweep` (sweeps and their table), :mod:`~memorylab.analysis.lineage`
 (compactions in order, fact survival across summaries, a summary's provenance),
 :mod:`~memorylab.analysis.calibration` (the estimate against the provider's count, and when
-each compaction fired against it), :mod:`~memorylab.analysis.plots`.
+each compaction fired against it), :mod:`~memorylab.analysis.plots`. The audits (calibration,
+costs, facts) return one result type, :class:`AuditResult` (:func:`audit`, :data:`AUDITS`).
 
 pandas and matplotlib are imported by the functions that need them, so importing this package
 (or :mod:`memorylab`) stays fast. See docs/analysis.md.
 """
 
+from memorylab.analysis._audits import (
+    AUDITS,
+    AuditResult,
+    audit,
+    calibration_audit,
+    cost_audit,
+    fact_audit,
+)
 from memorylab.analysis._loaders import (
     Loader,
     get_loader,
@@ -22,13 +31,11 @@ from memorylab.analysis._loaders import (
     register_loader,
 )
 from memorylab.analysis._record import AgentRecord, read_agent_records
-from memorylab.analysis.cache_costs import compaction_costs_df, compaction_costs_table
+from memorylab.analysis.cache_costs import compaction_costs_df
 from memorylab.analysis.calibration import (
     calibration_df,
-    calibration_notes,
     calibration_summary,
     compaction_timing_df,
-    compaction_timing_table,
 )
 from memorylab.analysis.frames import (
     ReadResult,
@@ -69,7 +76,9 @@ from memorylab.analysis.sweep import (
 )
 
 __all__ = [
+    "AUDITS",
     "AgentRecord",
+    "AuditResult",
     "Loader",
     "ReadResult",
     "ReplayResult",
@@ -78,17 +87,18 @@ __all__ = [
     "SummarySize",
     "SweepEstimate",
     "SweepResult",
+    "audit",
+    "calibration_audit",
     "calibration_df",
-    "calibration_notes",
     "calibration_summary",
     "compaction_costs_df",
-    "compaction_costs_table",
     "compaction_timing_df",
-    "compaction_timing_table",
     "compactions_df",
+    "cost_audit",
     "documents_df",
     "dropped_by",
     "estimate_sweep",
+    "fact_audit",
     "fact_survival_df",
     "get_loader",
     "lineage_df",

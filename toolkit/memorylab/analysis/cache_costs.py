@@ -75,10 +75,10 @@ from typing import TYPE_CHECKING, Any
 
 from memorylab.analysis._loaders import load_records
 from memorylab.analysis._record import AgentRecord, Records
-from memorylab.analysis.frames import build_frame, columns, compactions_df, memory_df, text_table
+from memorylab.analysis.frames import build_frame, columns, compactions_df, memory_df
 from memorylab.analysis.sources import Source
 from memorylab.memory.records import recorded_count
-from memorylab.validation import check_columns, check_name
+from memorylab.validation import check_name
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -86,7 +86,6 @@ if TYPE_CHECKING:
 __all__ = [
     "CACHE_COST_COLUMNS",
     "compaction_costs_df",
-    "compaction_costs_table",
 ]
 
 CACHE_COST_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -340,29 +339,3 @@ def _recorded(agent: AgentRecord, records: Mapping[str, Any]) -> _Calls | None:
         if len(made_at) == len(archives):
             calls.at.update(zip(archives, made_at, strict=True))
     return calls if calls.at else None
-
-
-_HEADINGS: Mapping[str, str] = {
-    "agent": "agent",
-    "compaction": "#",
-    "time": "time",
-    "source": "usage",
-    "calls": "model calls",
-    "tokens_removed": "tokens removed",
-    "summary_cost_usd": "summary (USD)",
-    "rebuild_cost_usd": "cache rebuild (USD)",
-    "saved_cost_usd": "input saved (USD)",
-    "net_cost_usd": "net (USD)",
-}
-
-
-def compaction_costs_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """A :func:`compaction_costs_df` frame to read (for a report or a view): human headings,
-    counts as ``12,345``, costs as ``$0.000123`` (``–`` where unknown), times to the minute.
-    The values are text."""
-    check_columns("frame", frame, (), made_by="compaction_costs_df")
-
-    def dollars(value: Any) -> str:
-        return f"${value:,.6f}" if value >= 0 else f"-${-value:,.6f}"
-
-    return text_table(frame, _HEADINGS, {c: dollars for c in _HEADINGS if c.endswith("_usd")})

@@ -16,8 +16,8 @@ of ``usage.jsonl`` beside ``compactions.jsonl``; a memory-only agent keeps them 
   whose billed input reached the trigger).
 
 :func:`~memorylab.analysis.plots.plot_calibration` draws the estimate against the billed input;
-:func:`compaction_timing_table` and :func:`calibration_notes` say it for a reader (a report's
-section, a view's caption).
+:func:`~memorylab.analysis.calibration_audit` gives the three with the notes a reader should
+see (the audit result every audit returns: docs/analysis.md, "Audits").
 A trigger that counts the provider's reported usage instead (``Trigger(count="reported")``,
 :mod:`memorylab.compress.policy`) fires on the billed count. docs/analysis.md documents every
 column.
@@ -38,7 +38,6 @@ from memorylab.analysis.frames import (
     build_frame,
     columns,
     record_time,
-    text_table,
 )
 from memorylab.compress.compressor import AgentLike
 from memorylab.compress.policy import Trigger, validate_threshold
@@ -55,10 +54,8 @@ __all__ = [
     "CALIBRATION_SUMMARY_COLUMNS",
     "COMPACTION_TIMING_COLUMNS",
     "calibration_df",
-    "calibration_notes",
     "calibration_summary",
     "compaction_timing_df",
-    "compaction_timing_table",
 ]
 
 _NEW_DTYPES: Mapping[str, str] = {
@@ -436,76 +433,3 @@ def _timing(
     if growth > 0:
         row["calls_late"] = -math.ceil((trigger - billed) / growth)
     return row
-
-
-# --------------------------------------------------------------------------- for a reader
-
-_TIMING_HEADINGS: Mapping[str, str] = {
-    "agent": "agent",
-    "session": "process",
-    "time": "time",
-    "call": "call",
-    "count": "trigger counts",
-    "trigger_tokens": "trigger (tokens)",
-    "estimated_tokens": "estimated",
-    "billed_tokens": "billed",
-    "drift": "drift",
-    "first_billed_call": "billed crossed at call",
-    "calls_late": "calls late",
-    "timing": "timing",
-}
-
-
-def compaction_timing_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """A :func:`compaction_timing_df` frame to read (a report's table, a view's): human
-    headings, counts as ``12,345``, drift as ``+12.3%``, times to the minute, ``–`` where
-    unknown. The values are text."""
-    check_columns("frame", frame, (), made_by="compaction_timing_df")
-    return text_table(
-        frame,
-        _TIMING_HEADINGS,
-        {
-            "drift": lambda v: f"{v:+.1%}",
-            "calls_late": lambda v: f"{int(v):+d}" if v else "0",
-        },
-    )
-
-
-def calibration_notes(calls: pd.DataFrame, timing: pd.DataFrame | None = None) -> list[str]:
-    """The lines a reader should see with a :func:`calibration_df` frame (and a
-    :func:`compaction_timing_df` one): per model, how often and how far the estimate missed the
-    billed input; how many compactions fired late, on time or early against the billed count.
-    What a report's section or a view's caption says in words."""
-    check_columns("calls", calls, ("model", "drift"), made_by="calibration_df")
-    if timing is not None:
-        check_columns("timing", timing, ("timing", "calls_late"), made_by="compaction_timing_df")
-    lines = []
-    if not len(calls):
-        lines.append("No model call was recorded (usage.jsonl): nothing to compare.")
-    for row in calibration_summary(calls).to_dict("records"):
-        model = row["model"] or "(no model)"
-        reported = int(row["reported_calls"])
-        if not reported:
-            lines.append(f"{model}: {int(row['calls']):,} calls, none with a reported input.")
-            continue
-        under = round(row["undercount_share"] * reported)
-        lines.append(
-            f"{model}: the estimate undercounted {under:,} of {reported:,} calls the provider "
-            f"reported (median drift {row['median_drift']:+.1%}, 90th percentile "
-            f"{row['p90_drift']:+.1%})."
-        )
-    if timing is not None and len(timing):
-        counts = {k: int((timing["timing"] == k).sum()) for k in _TIMINGS}
-        late = timing.loc[timing["timing"] == "late", "calls_late"].dropna()
-        by = f" (by {int(late.min())}-{int(late.max())} calls)" if len(late) else ""
-        if len(late) and late.min() == late.max():
-            by = f" (by {int(late.min())} call{'s' if late.min() != 1 else ''})"
-        lines.append(
-            f"{len(timing):,} compactions against the billed count: {counts['late']} late{by}, "
-            f"{counts['on time']} on time, {counts['early']} early"
-            + (f", {counts['unknown']} without recorded usage." if counts["unknown"] else ".")
-        )
-    return lines
-
-
-_TIMINGS = ("late", "on time", "early", "unknown")

@@ -129,20 +129,15 @@ def _calibration_lines(source: Any) -> list[str]:
     input, and when its compactions fired against the billed count: issue 29's calibration),
     for a source that recorded usage: an Agent, a memory path; none otherwise. The replays do
     not use it: a line to read beside them."""
-    from memorylab.analysis import calibration_df, compaction_timing_df
-    from memorylab.analysis.calibration import calibration_notes
+    from memorylab.analysis import calibration_audit
 
-    is_agent = isinstance(source, AgentLike)
-    if not (is_agent or isinstance(source, str | os.PathLike)):
+    if not isinstance(source, AgentLike | str | os.PathLike):
         return []
     try:
-        calls = calibration_df(source)
-        if not len(calls) or not calls["input_tokens"].notna().any():
-            return []
-        timing = compaction_timing_df(source) if not is_agent else None
+        audit = calibration_audit(source)
     except MemorylabError:
         return []
-    return calibration_notes(calls, timing)
+    return audit.notes() if audit.summary["reported_calls"].sum() else []
 
 
 def tuner_source(source: Any) -> _Source:
