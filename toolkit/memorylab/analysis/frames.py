@@ -265,6 +265,9 @@ class ReadResult(FormerPair, TableResult):
 
     frame: pd.DataFrame
     problems: pd.DataFrame
+    records: tuple[AgentRecord, ...] = ()
+    """The agents read, once each (:class:`~memorylab.analysis.AgentRecord`): what a caller hands
+    to every other reader instead of reading the files again (the report does)."""
 
     _former: ClassVar[tuple[str, str, str]] = ("memory_df_with_problems(...)", "frame", "problems")
 
@@ -420,7 +423,9 @@ def _strict_timelines(source: Source | Records) -> list[AgentRecord]:
 def _read(source: Source | Records, model: str | None, naive_tz: tzinfo | None) -> ReadResult:
     """The frame and the problems of one lenient read of ``source``."""
     agents, notes = _timelines(source)
-    return ReadResult(_messages_frame(agents, model, naive_tz), _problems_frame(notes))
+    return ReadResult(
+        _messages_frame(agents, model, naive_tz), _problems_frame(notes), tuple(agents)
+    )
 
 
 def _warn_damaged(source: Source | Records, notes: Sequence[Note]) -> None:
