@@ -491,7 +491,7 @@ def fact_survival_df(
 
     ``max_summaries``: follow each fact through at most this many summaries (``None``: to the
     agent's last). Every fact is matched against every later summary, so the work grows with
-    facts times compactions; a bound makes it grow with the facts only (the report follows 5).
+    facts times compactions; a bound makes it grow with the facts only (the report follows 10).
 
     ``facts``: strings (category ``"other"``), ``(text, category)`` pairs, :class:`Fact` or
     :class:`Probe` records (a probe's ``answer`` is followed), a
