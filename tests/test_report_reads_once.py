@@ -28,7 +28,7 @@ def counted_opens(under: Path) -> Iterator[Counter[str]]:
     """Every open of a file below ``under`` in this process (builtins.open, io.open, which
     pathlib's opens call, and os.open, the store's), by path."""
     opened: Counter[str] = Counter()
-    real_open, real_io_open, real_os_open = builtins.open, io.open, os.open
+    real_open, real_os_open = builtins.open, os.open  # io.open is builtins.open
 
     def note(path: Any) -> None:
         if isinstance(path, str | os.PathLike):

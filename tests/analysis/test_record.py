@@ -80,8 +80,8 @@ def test_who_an_agent_is_is_its_folder_for_every_reader(tmp_path: Path) -> None:
 def test_a_model_call_is_a_typed_usage_record(tmp_path: Path) -> None:
     """``UsageRecord.from_dict`` was never called: each reader read the dicts its own way. Now
     the record's calls are UsageRecords, a field recorded as null takes its default (it made a
-    call number of None), a line of another kind is no call, and a line without a time is a
-    note, not a call; the drift of every reader is the record's."""
+    call number of None), a line of another kind is no call, nor is a line without a time (the
+    store's reader logs it); the drift of every reader is the record's."""
     store = _agent(tmp_path)
     store.append_usage(_call("2026-05-01T10:00:00+00:00", "s", 1, compacted=None))
     store.append_usage({**_call("2026-05-01T10:00:01+00:00", "s", 2), "call": None})
@@ -90,10 +90,6 @@ def test_a_model_call_is_a_typed_usage_record(tmp_path: Path) -> None:
     (record,) = read_agent_records(tmp_path)
     assert all(isinstance(call, UsageRecord) for call in record.calls)
     assert [(c.call, c.compacted) for c in record.calls] == [(1, False), (0, False)]
-    assert [note.kind for note in record.notes if note.file.endswith("usage.jsonl")] == [
-        "records",
-        "records",  # the store's "no time", then the record's "needs a time; skipped"
-    ]
     drifts = calibration_df(record)["drift"].tolist()
     assert drifts == [call.drift for call in record.calls] == [pytest.approx(0.1)] * 2
 

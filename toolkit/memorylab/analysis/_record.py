@@ -2,15 +2,19 @@
 take (:class:`AgentRecord`).
 
 :func:`read_agent_records` reads each agent a source names in one consistent read
-(:func:`~memorylab.analysis.sources.read_consistent`): its files in timeline order, its
-``compactions.jsonl`` and its ``usage.jsonl``, each through the store's readers, all of one
-generation. The record holds what every reader needs, so no reader opens a file again, and the
-rules about it are decided here once: who the agent is (:attr:`AgentRecord.agent`, its name
-below ``<workspace>/agents/``), which records are successful compactions
-(:attr:`AgentRecord.compactions`), which usage lines are model calls (:attr:`AgentRecord.calls`,
-each made by :meth:`UsageRecord.from_dict <memorylab.memory.records.UsageRecord.from_dict>`),
-the order of its processes (:attr:`AgentRecord.processes`) and a call's drift
-(:attr:`UsageRecord.drift <memorylab.memory.records.UsageRecord.drift>`).
+(:func:`~memorylab.analysis.sources.read_consistent`): its files in timeline order and its
+``compactions.jsonl``, through the store's readers, all of one generation. Its ``usage.jsonl`` (by
+the store's reader too) is read when a reader first asks for the calls: the generation does not
+cover it (the Agent appends a line per call), so reading it in the same read would make it no more
+consistent, and the frames, which never use it, would pay for parsing a line per model call (twice
+the time of ``memory_df`` on the bundled workspace). The record holds what every reader needs, so no
+reader opens a file again, and the rules about it are decided here once: who the agent is
+(:attr:`AgentRecord.agent`, its name below ``<workspace>/agents/``), which records are successful
+compactions (:attr:`AgentRecord.compactions`), which usage lines are model calls
+(:attr:`AgentRecord.calls`, each made by :meth:`UsageRecord.from_dict
+<memorylab.memory.records.UsageRecord.from_dict>`), the order of its processes
+(:attr:`AgentRecord.processes`) and a call's drift (:attr:`UsageRecord.drift
+<memorylab.memory.records.UsageRecord.drift>`).
 
 A frame finds its record without reading (:func:`record_of_frame`): each record read is kept by
 its agent folder, weakly (a caller holding its records, as the report does, always finds them)
@@ -26,6 +30,7 @@ its ``file`` column as before. Never ``DataFrame.attrs`` (pandas drops it).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import weakref
@@ -34,7 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, cast, overload
 
 from memorylab.analysis.sources import (
     AgentFiles,
@@ -72,17 +77,16 @@ def to_micros(value: datetime | str) -> int:
 class AgentRecord:
     """One agent's run as recorded, whatever wrote it (``format``: the loader's name).
 
-    ``agent`` is who the agent is: its folder's path below ``<workspace>/agents/``
-    (``team/alpha``), else the folder's name (``workspace`` and ``folder``: ``None`` for an
-    agent known only in memory, an :class:`~memorylab.Agent`'s own records). ``segments``: its
-    files in timeline order (:class:`~memorylab.analysis.sources.Segment`; none for a format
-    without files);
-    ``records``: every ``compactions.jsonl`` record in file order (edits and failed attempts
-    too, and the record of a rewrite that committed but has not written it yet); ``calls``: its
-    model calls (``usage.jsonl``), in file order; ``notes``: what reading it found (damaged
-    files, files left out, lines that are no record). ``whole_folder``: the source named the
-    folder (not single files). ``stamp``: what identified its files when they were read (``None``:
-    not read from disk).
+    ``agent`` is who the agent is: its folder's path below ``<workspace>/agents/`` (``team/alpha``),
+    else the folder's name (``workspace`` and ``folder``: ``None`` for an agent known only in
+    memory, an :class:`~memorylab.Agent`'s own records). ``segments``: its files in timeline order
+    (:class:`~memorylab.analysis.sources.Segment`; none for a format without files); ``records``:
+    every ``compactions.jsonl`` record in file order (edits and failed attempts too, and the record
+    of a rewrite that committed but has not written it yet); ``calls``: its model calls
+    (``usage.jsonl``, read when first used), in file order; ``notes``: what reading it found
+    (damaged files, files left out, lines that are no record). ``whole_folder``: the source named
+    the folder (not single files). ``stamp``: what identified its files when they were read
+    (``None``: not read from disk).
     """
 
     agent: str
@@ -90,7 +94,7 @@ class AgentRecord:
     folder: Path | None = None
     segments: tuple[Segment, ...] = ()
     records: tuple[Mapping[str, Any], ...] = ()
-    calls: tuple[UsageRecord, ...] = ()
+    calls: Sequence[UsageRecord] = ()
     notes: tuple[Note, ...] = ()
     format: str = "memorylab"
     whole_folder: bool = True
@@ -173,12 +177,12 @@ def _given_records(source: object) -> list[AgentRecord] | None:
 
 def _read_agent(files: AgentFiles, strict: bool) -> AgentRecord:
     """One agent, its files, compactions and model calls of one generation."""
-    stamp = _stamp(files.memory_md)
+    appended = _appends(files.memory_md)  # before the read: a later append makes it differ
     notes: list[Note] = []
 
     def read(
         files: AgentFiles, notes: list[Note], parsed: dict[Path, Any]
-    ) -> tuple[AgentFiles, list[Segment], list[dict[str, Any]], list[UsageRecord]]:
+    ) -> tuple[AgentFiles, list[Segment], list[dict[str, Any]]]:
         paths = MemoryPaths(files.memory_md)
         store = MemoryStore(files.memory_md)
         records = _lines(store.records, paths.compactions, notes)
@@ -187,22 +191,21 @@ def _read_agent(files: AgentFiles, strict: bool) -> AgentRecord:
             if pending is not None and all(r.get("archive") != pending.get("archive")
                                            for r in records):  # fmt: skip
                 records.append(pending)
-        calls = _calls(_lines(store.usage_records, paths.usage, notes), paths.usage, notes)
         files = replace(files, records=tuple(records))
         segments = read_segments(files, notes, strict, parsed)
-        return files, timeline(segments, notes, whole_folder=files.whole_folder), records, calls
+        return files, timeline(segments, notes, whole_folder=files.whole_folder), records
 
-    files, segments, records, calls = read_consistent(files, notes, read)
+    files, segments, records = read_consistent(files, notes, read)
     record = AgentRecord(
         agent=files.agent,
         workspace=files.workspace,
         folder=files.folder,
         segments=tuple(segments),
         records=tuple(records),
-        calls=tuple(calls),
+        calls=_UsageFile(MemoryStore(files.memory_md)),
         notes=tuple(notes),
         whole_folder=files.whole_folder,
-        stamp=stamp,
+        stamp=(files.generation, *appended),  # the generation the read was checked against
     )
     _keep(record, files.folder)
     return record
@@ -223,23 +226,40 @@ def _lines(
     return found
 
 
-def _calls(usage: Sequence[Mapping[str, Any]], path: Path, notes: list[Note]) -> list[UsageRecord]:
-    """The model calls among ``usage.jsonl``'s records
-    (:func:`~memorylab.memory.records.is_model_call`), each a :class:`UsageRecord`; one without a
-    time is a note."""
-    calls = []
-    for number, line in enumerate(usage, 1):
-        if not is_model_call(line):
-            continue
-        try:
-            calls.append(UsageRecord.from_dict(line))
-        except (TypeError, ValueError) as exc:
-            notes.append(Note(str(path), 0, "records", f"record {number}: {exc}; skipped"))
-    return calls
+class _UsageFile(Sequence[UsageRecord]):
+    """An agent's model calls: the records of its ``usage.jsonl`` that are model calls
+    (:func:`~memorylab.memory.records.is_model_call`), each a :class:`UsageRecord`
+    (:meth:`~memorylab.memory.records.UsageRecord.from_dict`), read when first used (the module
+    docstring says why); a line without a time is no call (the store's reader logs it)."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+
+    @functools.cached_property
+    def calls(self) -> tuple[UsageRecord, ...]:
+        lines = _lines(self.store.usage_records, self.store.paths.usage, [])
+        calls = []
+        for line in filter(is_model_call, lines):
+            with contextlib.suppress(TypeError, ValueError):
+                calls.append(UsageRecord.from_dict(line))
+        return tuple(calls)
+
+    @overload
+    def __getitem__(self, index: int) -> UsageRecord: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[UsageRecord]: ...
+
+    def __getitem__(self, index: int | slice) -> UsageRecord | Sequence[UsageRecord]:
+        return self.calls[index]
+
+    def __len__(self) -> int:
+        return len(self.calls)
 
 
-def _stamp(memory_md: Path) -> tuple[object, ...]:
-    """What identifies the agent's files now (the module docstring): metadata only."""
+def _appends(memory_md: Path) -> tuple[tuple[int, ...] | None, ...]:
+    """What an append changes and the generation leaves out: the identity, size and
+    modification time of MEMORY.md and ``usage.jsonl`` (``lstat`` only)."""
     paths = MemoryPaths(memory_md)
 
     def identity(path: Path) -> tuple[int, ...] | None:
@@ -249,7 +269,12 @@ def _stamp(memory_md: Path) -> tuple[object, ...]:
             return None
         return (info.st_ino, info.st_size, info.st_mtime_ns)
 
-    return (read_generation(paths), identity(paths.memory_md), identity(paths.usage))
+    return identity(paths.memory_md), identity(paths.usage)
+
+
+def _stamp(memory_md: Path) -> tuple[object, ...]:
+    """What identifies the agent's files now (the module docstring): metadata only."""
+    return (read_generation(MemoryPaths(memory_md)), *_appends(memory_md))
 
 
 # --------------------------------------------------------------------------- a frame's record
