@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from memorylab.analysis._record import to_micros
 from memorylab.compress.tokens import TokenCounter, get_token_counter
 from memorylab.errors import InvalidSetting
 from memorylab.memory import format as fmt
@@ -156,14 +157,6 @@ def summary_rows(frame: pd.DataFrame) -> Any:
 def _synthetic(count: int) -> np.ndarray[Any, np.dtype[np.int64]]:
     start = (SYNTHETIC_START - _EPOCH) // timedelta(microseconds=1)
     return start + np.arange(count, dtype=np.int64) * 1_000_000
-
-
-def to_micros(value: datetime | str) -> int:
-    """Microseconds since the epoch of a timestamp (a naive one is local time)."""
-    when = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
-    if when.tzinfo is None:
-        when = when.astimezone()
-    return (when - _EPOCH) // timedelta(microseconds=1)
 
 
 def positions(transcript: Transcript, times: Sequence[datetime]) -> list[int]:

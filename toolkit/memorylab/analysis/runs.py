@@ -505,7 +505,7 @@ def _restarts(
     (outside the recorded processes' spans) the messages after a gap of ``gap`` or more."""
     import numpy as np
 
-    from memorylab.analysis._transcript import positions, to_micros
+    from memorylab.analysis._transcript import positions
 
     micros = transcript.utc_us
     spans: dict[int, int] = {}  # a recorded process: its first message -> its last compaction
@@ -767,8 +767,6 @@ def _recorded_compactions(
 
 def _restart_times(restarts: Iterable[datetime | str]) -> tuple[datetime, ...]:
     """Restart times given as datetimes or ISO-8601 strings (a naive one is local time)."""
-    from memorylab.analysis._transcript import to_micros
-
     out = []
     for value in restarts:
         try:
