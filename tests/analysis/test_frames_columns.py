@@ -13,9 +13,8 @@ from typing import Any, Literal
 import pandas as pd
 import pytest
 
-from memorylab.analysis import memory_df, memory_df_with_problems
+from memorylab.analysis import memory_df, memory_df_with_problems, read_agent_records
 from memorylab.analysis.frames import MEMORY_COLUMNS, _utc, build_frame
-from memorylab.analysis import read_agent_records
 from memorylab.analysis.sources import Segment
 from memorylab.memory import format as fmt
 from memorylab.memory.records import Message

@@ -9,8 +9,8 @@ import pytest
 import memorylab._facts
 import memorylab.evaluate._llm_scorers
 import memorylab.evaluate.plots
-from memorylab.evaluate import Fact, extract_facts, fact_kept
 from memorylab._facts import normalize, numbers_in
+from memorylab.evaluate import Fact, extract_facts, fact_kept
 
 
 @pytest.mark.parametrize(
