@@ -22,6 +22,7 @@ from memorylab.analysis import (
     memory_df_with_problems,
     messages_record,
     register_loader,
+    run_settings,
 )
 from memorylab.errors import InvalidSetting, MemoryReadWarning
 from memorylab.transcripts import bundled_transcripts, bundled_workspace
@@ -107,6 +108,13 @@ def test_memory_df_reads_a_save_file_and_a_transcript(tmp_path: Path) -> None:
     transcript = load_records(bundled_transcripts()[0])
     assert [r.format for r in transcript] == ["transcript"] and not transcript[0].compactions
     assert len(memory_df(transcript)) == len(transcript[0].segments[0].blocks())
+
+
+def test_a_frame_of_a_save_file_finds_its_record_by_its_loader(tmp_path: Path) -> None:
+    """A frame's record is read again by the loader of its file (it was read as memorylab
+    files, which named the agent after the folder)."""
+    saved = _saved(tmp_path, "json")
+    assert run_settings(memory_df(saved)).agent == run_settings(saved).agent == "alpha"
 
 
 def test_a_message_without_a_time_is_left_out_and_said(tmp_path: Path) -> None:

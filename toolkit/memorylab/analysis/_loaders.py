@@ -41,16 +41,19 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from memorylab._names import plugged_in, plugin_lookup
-from memorylab.analysis._record import AgentRecord, Records, read_agent_records
+from memorylab.analysis._record import AgentRecord, Records, kept_record, read_agent_records
 from memorylab.analysis.sources import Note, Segment, Source
-from memorylab.errors import InvalidSetting
+from memorylab.errors import InvalidSetting, StoreError
 from memorylab.memory import format as fmt
 from memorylab.memory.records import MemoryDocument, Message
 from memorylab.memory.reference import read_save_file
 from memorylab.transcripts import load_transcript
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 _PLUGINS = "memorylab.loaders"
 """The entry-point group of loaders from installed packages."""
@@ -286,3 +289,20 @@ def load_records(
         else:
             records += loader.load(Path(group[0]).expanduser())
     return records
+
+
+def record_of_frame(frame: pd.DataFrame) -> AgentRecord | None:
+    """The record of the one agent whose files a :func:`~memorylab.analysis.memory_df` frame
+    holds (its ``file`` column): the one read, while its files are unchanged
+    (:func:`~memorylab.analysis._record.kept_record`), else its files read again by their
+    loader; ``None`` for a frame without files, or of files that are no longer there."""
+    if not (hasattr(frame, "columns") and "file" in frame.columns and len(frame)):
+        return None
+    files = [str(f) for f in frame["file"].unique()]
+    kept = kept_record(files)
+    if kept is not None:
+        return kept
+    try:
+        return load_records(files)[0]
+    except (StoreError, InvalidSetting):  # an export read back: its files are not on disk
+        return None

@@ -16,16 +16,16 @@ compactions (:attr:`AgentRecord.compactions`), which usage lines are model calls
 (:attr:`AgentRecord.processes`) and a call's drift (:attr:`UsageRecord.drift
 <memorylab.memory.records.UsageRecord.drift>`).
 
-A frame finds its record without reading (:func:`record_of_frame`): each record read is kept by
-its agent folder, weakly (a caller holding its records, as the report does, always finds them)
-and, for the last :data:`_KEPT` agents read, strongly (``token_growth(memory_df(folder))`` in a
-notebook). A kept record is used only while what identified the files when they were read is
-unchanged: :func:`~memorylab.memory.store.read_generation` (a compaction, an edit, a deletion,
+A frame finds its record without reading (``record_of_frame``, through :func:`kept_record`):
+each record read is kept by its agent folder, weakly (a caller holding its records, as the
+report does, always finds them) and, for the last :data:`_KEPT` agents read, strongly
+(``token_growth(memory_df(folder))`` in a notebook). A kept record is used only while what
+identified the files when they were read is unchanged: :func:`~memorylab.memory.store.read_generation` (a compaction, an edit, a deletion,
 a record appended) and the identity, size and modification time of MEMORY.md and
 ``usage.jsonl`` (an append to either, which the generation leaves out). These are ``lstat``
 calls and one listing: a frame of an unchanged agent is never read again, one of a changed
 agent is. A frame of files the record did not read, or of files no longer there, is read from
-its ``file`` column as before. Never ``DataFrame.attrs`` (pandas drops it).
+its ``file`` column by their loader. Never ``DataFrame.attrs`` (pandas drops it).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ from memorylab.memory.records import UsageRecord, is_compaction, is_model_call
 from memorylab.memory.store import MemoryStore, committed_record, read_generation
 
 if TYPE_CHECKING:
-    import pandas as pd
+    pass
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -294,14 +294,10 @@ def _keep(record: AgentRecord, folder: Path) -> None:
         _RECENT.popitem(last=False)
 
 
-def record_of_frame(frame: pd.DataFrame) -> AgentRecord | None:
-    """The record of the one agent whose files a :func:`~memorylab.analysis.memory_df` frame
-    holds (its ``file`` column): the one read, while its files are unchanged (the module
-    docstring), else its files read again; ``None`` for a frame without files, or of files
-    that are no longer there."""
-    if not (hasattr(frame, "columns") and "file" in frame.columns and len(frame)):
-        return None
-    files = [str(f) for f in frame["file"].unique()]
+def kept_record(files: Sequence[str]) -> AgentRecord | None:
+    """The record read last of the one agent folder that holds ``files`` (a frame's ``file``
+    column), while its files are unchanged (the module docstring); ``None`` when there is none
+    to reuse."""
     folders = {locate(Path(f))[1] for f in files}
     if len(folders) != 1:
         raise InvalidSetting(
@@ -316,7 +312,4 @@ def record_of_frame(frame: pd.DataFrame) -> AgentRecord | None:
         and kept.stamp == _stamp(folder / "MEMORY.md")
     ):
         return kept
-    try:
-        return read_agent_records(files)[0]
-    except StoreError:  # an export read back: its files are not on disk
-        return None
+    return None

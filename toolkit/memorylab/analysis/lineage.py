@@ -50,8 +50,8 @@ from memorylab._facts import (
     normalize,
     sentences,
 )
-from memorylab.analysis._loaders import load_records
-from memorylab.analysis._record import Records, record_of_frame
+from memorylab.analysis._loaders import load_records, record_of_frame
+from memorylab.analysis._record import Records
 from memorylab.analysis.frames import build_frame, columns, compactions_df, memory_df
 from memorylab.analysis.sources import source_paths
 from memorylab.errors import InvalidSetting

@@ -38,8 +38,8 @@ from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypedDict, TypeVar
 
-from memorylab.analysis._loaders import load_records
-from memorylab.analysis._record import AgentRecord, record_of_frame, to_micros
+from memorylab.analysis._loaders import load_records, record_of_frame
+from memorylab.analysis._record import AgentRecord, to_micros
 from memorylab.analysis.frames import memory_df, record_time
 from memorylab.compress.policy import (
     DEFAULT_THRESHOLD,
