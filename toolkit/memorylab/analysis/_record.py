@@ -16,16 +16,17 @@ compactions (:attr:`AgentRecord.compactions`), which usage lines are model calls
 (:attr:`AgentRecord.processes`) and a call's drift (:attr:`UsageRecord.drift
 <memorylab.memory.records.UsageRecord.drift>`).
 
-A frame finds its record without reading (``record_of_frame``, through :func:`kept_record`):
-each record read is kept by its agent folder, weakly (a caller holding its records, as the
-report does, always finds them) and, for the last :data:`_KEPT` agents read, strongly
+A frame finds its record without reading (``record_of_frame``, through :func:`kept_record`): each
+record read is kept by its agent folder, weakly (a caller holding its records, as the report does,
+always finds them) and, for the last :data:`_KEPT` agents read, strongly
 (``token_growth(memory_df(folder))`` in a notebook). A kept record is used only while what
 identified the files when they were read is unchanged:
 :func:`~memorylab.memory.store.read_generation` (a compaction, an edit, a deletion, a record
-appended) and the identity, size and modification time of MEMORY.md and ``usage.jsonl`` (an append to either, which the generation leaves out). These are ``lstat``
-calls and one listing: a frame of an unchanged agent is never read again, one of a changed
-agent is. A frame of files the record did not read, or of files no longer there, is read from
-its ``file`` column by their loader. Never ``DataFrame.attrs`` (pandas drops it).
+appended) and the identity, size and modification time of MEMORY.md and ``usage.jsonl`` (an append
+to either, which the generation leaves out). These are ``lstat`` calls and one listing: a frame of
+an unchanged agent is never read again, one of a changed agent is. A frame of files the record did
+not read, or of files no longer there, is read from its ``file`` column by their loader. Never
+``DataFrame.attrs`` (pandas drops it).
 """
 
 from __future__ import annotations
