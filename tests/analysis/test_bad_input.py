@@ -94,7 +94,7 @@ ANALYSIS: list[tuple[str, Call, type[MemorylabError], str]] = [
      InvalidSetting, r"^generation must be an int >= 1, not '1'"),
     ("compaction_costs_df(model=5)", lambda ws: analysis.compaction_costs_df(ws, model=5),
      InvalidSetting, r"^model must be a non-empty model name or None, not 5"),
-    ("read_agent_records(5)", lambda ws: analysis.read_agent_records(5), InvalidSetting,
+    ("load_records(5)", lambda ws: analysis.load_records(5), InvalidSetting,
      r"^source must be a path"),
     ("documents_df(5)", lambda ws: analysis.documents_df(5), InvalidSetting,
      r"^documents must be \(path, MemoryDocument\) pairs"),

@@ -13,7 +13,7 @@ from typing import Any, Literal
 import pandas as pd
 import pytest
 
-from memorylab.analysis import memory_df, memory_df_with_problems, read_agent_records
+from memorylab.analysis import load_records, memory_df, memory_df_with_problems
 from memorylab.analysis.frames import MEMORY_COLUMNS, _utc, build_frame
 from memorylab.analysis.sources import Segment
 from memorylab.memory import format as fmt
@@ -25,7 +25,7 @@ def _by_messages(source: Path) -> pd.DataFrame:
     """memory_df's frame built as before the columns: a Message record per row."""
     data: dict[str, list[Any]] = {name: [] for name, _ in MEMORY_COLUMNS}
     messages: list[Message] = []
-    for files in read_agent_records(source):
+    for files in load_records(source):
         start = len(messages)
         previous: Segment | None = None
         for index, segment in enumerate(files.segments):

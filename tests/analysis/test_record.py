@@ -16,8 +16,8 @@ from memorylab.analysis import (
     calibration_df,
     compactions_df,
     lineage_df,
+    load_records,
     memory_df,
-    read_agent_records,
     run_settings,
 )
 from memorylab.memory.paths import agent_paths
@@ -52,7 +52,7 @@ def test_the_processes_are_in_one_order_for_every_reader(tmp_path: Path) -> None
     store.append_usage(_call("2026-05-01T12:00:00+00:00", "late", 1))  # written first
     store.append_usage(_call("2026-05-01T10:00:05+00:00", "early", 2))
     store.append_usage(_call("2026-05-01T10:00:00+00:00", "early", 1))
-    (record,) = read_agent_records(tmp_path)
+    (record,) = load_records(tmp_path)
     order = [[(c.session_start, c.call) for c in calls] for calls in record.processes]
     assert order == [[("early", 1), ("early", 2)], [("late", 1)]]
     frame = calibration_df(tmp_path)
@@ -67,7 +67,7 @@ def test_who_an_agent_is_is_its_folder_for_every_reader(tmp_path: Path) -> None:
     as a path kept them. The record names the folder its rows came from."""
     _agent(tmp_path / "ws", compactions=2)
     folder = Path(shutil.move(agent_paths(AGENT, tmp_path / "ws").folder, tmp_path / "moved"))
-    (record,) = read_agent_records(folder)
+    (record,) = load_records(folder)
     assert (record.agent, record.folder, record.workspace) == ("moved", folder, tmp_path)
     frame = memory_df(folder)
     assert set(frame["agent"]) == {record.agent} == set(compactions_df(folder)["agent"])
@@ -87,7 +87,7 @@ def test_a_model_call_is_a_typed_usage_record(tmp_path: Path) -> None:
     store.append_usage({**_call("2026-05-01T10:00:01+00:00", "s", 2), "call": None})
     store.append_usage({**_call("2026-05-01T10:00:02+00:00", "s", 3), "kind": "embedding"})
     store.append_usage({k: v for k, v in _call("", "s", 4).items() if k != "time"})
-    (record,) = read_agent_records(tmp_path)
+    (record,) = load_records(tmp_path)
     assert all(isinstance(call, UsageRecord) for call in record.calls)
     assert [(c.call, c.compacted) for c in record.calls] == [(1, False), (0, False)]
     drifts = calibration_df(record)["drift"].tolist()
@@ -97,7 +97,7 @@ def test_a_model_call_is_a_typed_usage_record(tmp_path: Path) -> None:
 def test_a_record_is_read_once_and_handed_on(tmp_path: Path) -> None:
     """The frames take records as they take paths: the same frames, no second read."""
     _agent(tmp_path, compactions=1)
-    records = read_agent_records(tmp_path)
+    records = load_records(tmp_path)
     assert isinstance(records[0], AgentRecord) and len(records[0].compactions) == 1
     pd.testing.assert_frame_equal(memory_df(records), memory_df(tmp_path))
     pd.testing.assert_frame_equal(compactions_df(records), compactions_df(tmp_path))

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from memorylab import Conversation
-from memorylab.analysis import calibration_df, compactions_df, read_agent_records
+from memorylab.analysis import calibration_df, compactions_df, load_records
 from memorylab.evaluate import cases_from_workspace
 from memorylab.memory.paths import agent_paths
 from memorylab.memory.records import is_compaction, is_model_call, recorded_count
@@ -43,7 +43,7 @@ def test_a_usage_line_without_a_kind_is_a_model_call_for_every_reader(tmp_path: 
     store.append_usage(call)
     store.append_usage({**call, "call": 2, "kind": "embedding"})
     folder = agent_paths(AGENT, workspace).folder
-    assert [call.call for call in read_agent_records(folder)[0].calls] == [1]
+    assert [call.call for call in load_records(folder)[0].calls] == [1]
     assert list(calibration_df(folder)["call"]) == [1]
 
 
@@ -71,7 +71,7 @@ def test_an_edit_is_no_compaction_for_the_evaluation_cases_either(tmp_path: Path
     conv.delete(len(conv.conversation_history) - 1)
     records = MemoryStore(agent_paths(AGENT, workspace).memory_md).records()
     assert sorted(str(r.get("kind", "compaction")) for r in records) == ["compaction", "edit"]
-    (record,) = read_agent_records(workspace)  # what the cases take their compactions from
+    (record,) = load_records(workspace)  # what the cases take their compactions from
     assert len(record.compactions) == 1 and all(is_compaction(r) for r in record.compactions)
     assert [case.metadata["archive"] for case in cases_from_workspace(workspace)] == [
         record.compactions[0]["archive"]

@@ -30,7 +30,7 @@ from memorylab.analysis._loaders import (
     messages_record,
     register_loader,
 )
-from memorylab.analysis._record import AgentRecord, read_agent_records
+from memorylab.analysis._record import AgentRecord
 from memorylab.analysis.cache_costs import compaction_costs_df
 from memorylab.analysis.calibration import (
     calibration_df,
@@ -117,7 +117,6 @@ __all__ = [
     "plot_token_growth",
     "plot_token_growth_grid",
     "problems_df",
-    "read_agent_records",
     "register_loader",
     "replay",
     "run_settings",

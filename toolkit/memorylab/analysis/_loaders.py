@@ -7,7 +7,7 @@ name                    reads
 ``memorylab``           memorylab's and the reference framework's memory files: a workspace
                         (the folder holding ``agents/``), ``agents/``, an agent folder, a
                         MEMORY.md or an archive (a file named ``*.md``, or that opens with
-                        ``# Agent Memory``), read by :func:`~memorylab.analysis.read_agent_records`
+                        ``# Agent Memory``), read by :func:`~memorylab.analysis.load_records`
 ``reference-save``      a conversation the reference framework saved (``save_as_json``,
                         ``save_as_yaml``, ``export``): JSON or YAML whose first entry is a
                         message (``role``), or ``{"conversation_history": [...]}``
@@ -267,7 +267,7 @@ def load_records(
     """Each agent ``source`` names, read by its loader (:func:`loader_for`), in order of
     appearance; records given are returned as they are. memorylab's files are read together,
     so the files of one agent named apart make one record
-    (:func:`~memorylab.analysis.read_agent_records`, whose ``notes`` and ``strict`` they
+    (:func:`~memorylab.analysis.load_records`, whose ``notes`` and ``strict`` they
     take)."""
     given = [source] if isinstance(source, str | os.PathLike) else source
     items: Sequence[object] = given if isinstance(given, Sequence) else ()

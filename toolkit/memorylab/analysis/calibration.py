@@ -149,7 +149,7 @@ def _is_path(value: object) -> bool:
 
 def _agents(source: Any) -> list[AgentRecord]:
     """The agents a source names, as records: paths (read once,
-    :func:`~memorylab.analysis.read_agent_records`; what a path source is:
+    :func:`~memorylab.analysis.load_records`; what a path source is:
     :func:`~memorylab.analysis.sources.source_paths`), records read already, an Agent (its
     records in memory), or usage records (grouped by their ``agent``)."""
     from memorylab.analysis.sources import source_paths

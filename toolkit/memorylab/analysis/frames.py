@@ -399,7 +399,7 @@ def problems_df(source: Source | Records) -> pd.DataFrame:
 
 
 def _timelines(source: Source | Records) -> tuple[list[AgentRecord], list[Note]]:
-    """Each agent's record (:func:`~memorylab.analysis.read_agent_records`: read leniently, or
+    """Each agent's record (:func:`~memorylab.analysis.load_records`: read leniently, or
     given), and the notes of the source and of every agent, in that order."""
     notes: list[Note] = []
     records = load_records(source, notes)

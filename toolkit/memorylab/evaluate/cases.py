@@ -223,13 +223,13 @@ def cases_from_transcripts(
 def _agent_folders(path: Path) -> list[tuple[AgentRecord, Path | None]]:
     """The agents of a workspace, agents/, an agent folder or a file, each read once as the
     loaders read it (nested ones too), with the one file given or None for the whole folder."""
-    from memorylab.analysis import read_agent_records
+    from memorylab.analysis import load_records
     from memorylab.analysis.sources import resolve
 
     found: list[tuple[AgentRecord, Path | None]] = []
     for files in resolve(path)[0]:  # one file: its compaction needs the folder's timeline
         only = None if files.whole_folder else files.memory or files.archives[0]
-        found += [(record, only) for record in read_agent_records(files.folder)]
+        found += [(record, only) for record in load_records(files.folder)]
     return found
 
 
