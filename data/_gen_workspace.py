@@ -30,7 +30,7 @@ from typing import Any
 from unittest import mock
 
 from memorylab import Agent, ContextCompressor
-from memorylab.compress import compressor as compressor_module
+from memorylab.compress import _compressor as compressor_module
 from memorylab.llm import ChatReply
 
 CONTEXT_LENGTH = 3000
@@ -108,7 +108,7 @@ class ProviderUsage:
     """
 
     def __init__(self) -> None:
-        from memorylab.compress.tokens import get_token_counter
+        from memorylab.compress._tokens import get_token_counter
 
         self.count = get_token_counter(PROVIDER_TOKENIZER)
         self.previous: list[str] = []

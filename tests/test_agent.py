@@ -14,11 +14,11 @@ import pytest
 from fakes.openai_server import FakeOpenAIServer, FakeRequest, HTTPError, ToolCall, ToolCallReply
 from memorylab import Conversation, read_memory
 from memorylab.agent import Agent
-from memorylab.compress.compressor import ContextCompressor
-from memorylab.compress.policy import default_preload_max_tokens
-from memorylab.compress.scripted import ScriptedSummarizer
+from memorylab.compress._compressor import ContextCompressor
+from memorylab.compress._policy import default_preload_max_tokens
+from memorylab.compress._scripted import ScriptedSummarizer
 from memorylab.errors import InvalidSetting, ModelAuthError, ModelUnavailable
-from memorylab.memory.records import PRELOAD_PREFIX, EntryKind
+from memorylab.memory._records import PRELOAD_PREFIX, EntryKind
 
 
 def _agent(server: FakeOpenAIServer, **kwargs: object) -> Agent:
@@ -220,7 +220,7 @@ _CHILD = textwrap.dedent(
     import sys
     sys.path.insert(0, {tests!r})
     from memorylab.agent import Agent
-    from memorylab.compress.compressor import ContextCompressor
+    from memorylab.compress._compressor import ContextCompressor
     agent = Agent(agent_name="Shared", model_name="openai/fake-model", context_length=1500,
                   compression_threshold=0.5, llm_args={{"api_base": {base!r}, "api_key": "x"}},
                   retries=0, timeout=10)
@@ -271,7 +271,7 @@ def test_end_to_end_across_two_processes(isolated_workspace: Path) -> None:
 
 
 def test_the_default_preload_bound_is_a_typed_sentinel_and_none_is_no_bound() -> None:
-    from memorylab.compress.policy import DEFAULT_PRELOAD
+    from memorylab.compress._policy import DEFAULT_PRELOAD
 
     conv = Conversation(agent_name="Tester")
     for i in range(400):

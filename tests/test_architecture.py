@@ -26,13 +26,13 @@ _ABOVE_THE_GROUND = (  # everything but the ground floor (errors, results, valid
     "memorylab.privacy",
     "memorylab.widgets",
     "memorylab.report",
-    "memorylab.console",
+    "memorylab._console",
     "memorylab.cli",
 )
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     "memorylab.errors": ("memorylab.",),
     "memorylab.results": _ABOVE_THE_GROUND,
-    "memorylab.validation": _ABOVE_THE_GROUND,
+    "memorylab._validation": _ABOVE_THE_GROUND,
     "memorylab.config": ("memorylab.memory", "memorylab.compress", "memorylab.analysis"),
     "memorylab.memory": (
         "memorylab.compress",
@@ -74,7 +74,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     ),
     "memorylab.widgets": ("memorylab.report", "memorylab.cli"),
     # the commands' shared plumbing: below both command modules, above nothing it serves
-    "memorylab.console": (
+    "memorylab._console": (
         "memorylab.analysis",
         "memorylab.evaluate",
         "memorylab.privacy",
@@ -88,19 +88,19 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
 # property tests). They may import only these standard-library modules and memorylab's own pure
 # modules.
 PURE = {
-    "memorylab.memory.records",
-    "memorylab.memory.format",
-    "memorylab.memory.preload",
-    "memorylab.memory.retention",
-    "memorylab.memory.redact",
-    "memorylab.compress.policy",
-    "memorylab.compress.strategy",  # the strategies decide; the compressor carries plans out
-    "memorylab.compress.summary",
-    "memorylab.compress.keep_recent",
-    "memorylab.compress.clear_tool_results",
-    "memorylab.compress.trim",
+    "memorylab.memory._records",
+    "memorylab.memory._format",
+    "memorylab.memory._preload",
+    "memorylab.memory._retention",
+    "memorylab.memory._redact",
+    "memorylab.compress._policy",
+    "memorylab.compress._strategy",  # the strategies decide; the compressor carries plans out
+    "memorylab.compress._summary",
+    "memorylab.compress._keep_recent",
+    "memorylab.compress._clear_tool_results",
+    "memorylab.compress._trim",
     "memorylab.results",  # the result convention: values and a deprecation warning
-    "memorylab.validation",
+    "memorylab._validation",
 }
 PURE_STDLIB = {
     "__future__",
@@ -215,7 +215,7 @@ def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 def test_there_are_modules_to_check() -> None:
     graph = _graph()
-    assert {"memorylab", "memorylab.memory.store", "memorylab.compress.policy"} <= set(graph)
+    assert {"memorylab", "memorylab.memory._store", "memorylab.compress._policy"} <= set(graph)
 
 
 def test_no_import_circles_lazy_and_type_checking_imports_included() -> None:
@@ -246,11 +246,11 @@ def test_no_package_imports_a_package_that_imports_it() -> None:
 
 def test_the_package_circle_finder_sees_a_lazy_circle_between_packages() -> None:
     edges = {
-        "memorylab.analysis.lineage": {"memorylab.evaluate.facts"},
+        "memorylab.analysis._lineage": {"memorylab.evaluate.facts"},
         "memorylab.evaluate.facts": set(),
-        "memorylab.evaluate.cases": {"memorylab.analysis.sources"},
-        "memorylab.analysis.sources": set(),
-        "memorylab.cli": {"memorylab.analysis.sources"},
+        "memorylab.evaluate._cases": {"memorylab.analysis._sources"},
+        "memorylab.analysis._sources": set(),
+        "memorylab.cli": {"memorylab.analysis._sources"},
     }
     assert _cycles(_package_graph(edges)) == [["memorylab.analysis", "memorylab.evaluate"]]
 

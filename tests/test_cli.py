@@ -145,7 +145,7 @@ def test_every_command_that_reads_a_workspace_takes_it_both_ways(
 def test_ls_names_the_workspace_and_the_last_message_time(
     workspace: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from memorylab.memory.store import read_memory
+    from memorylab.memory._store import read_memory
 
     assert main(["ls"]) == 0
     out = capsys.readouterr().out.splitlines()
@@ -233,7 +233,7 @@ def test_huge_numbers_and_durations_are_one_line_errors(
 def test_outputs_are_checked_before_any_work(
     workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import memorylab.evaluate.cli as compare_cli
+    import memorylab.evaluate._cli as compare_cli
 
     def no_work(*args: object, **kwargs: object) -> None:
         raise AssertionError("the work started before the outputs were checked")
@@ -295,7 +295,7 @@ def test_unknown_model_names_are_refused(
 
 
 def test_registered_and_local_names_pass_the_model_check() -> None:
-    from memorylab.console import check_model_name
+    from memorylab._console import check_model_name
 
     for name in ("memorylab/extractive", "memorylab/existing", "gpt-4o-mini", "ollama/llama3"):
         assert check_model_name(name, "-s", summarizers=True) == name
@@ -440,7 +440,7 @@ def test_ls_columns_stay_in_line_with_wide_characters(
     import unicodedata
 
     from memorylab import Conversation
-    from memorylab.console import column
+    from memorylab._console import column
 
     for name in ("研究助手", "Plain"):
         Conversation(agent_name=name, workspace_dir=tmp_path).add("User", "hello")

@@ -130,7 +130,7 @@ def test_each_documented_failure_gives_its_code_and_one_line(
 
 
 def test_the_same_codes_from_compare_on_its_own(capsys: pytest.CaptureFixture[str]) -> None:
-    from memorylab.evaluate.cli import main as compare_main
+    from memorylab.evaluate._cli import main as compare_main
 
     assert compare_main(["missing.jsonl", "--no-progress"]) == 5
     assert compare_main(["--window", "0"]) == 2

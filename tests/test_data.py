@@ -20,7 +20,7 @@ import pytest
 
 from memorylab import read_memory
 from memorylab.errors import InvalidSetting, MemoryFormatError, PrerequisiteError, StoreError
-from memorylab.memory.format import parse_archive_name
+from memorylab.memory._format import parse_archive_name
 from memorylab.transcripts import (
     FACT_CATEGORIES,
     Fact,

@@ -180,7 +180,7 @@ def test_a_missing_key_is_an_auth_error_at_once_naming_the_variable(
 ) -> None:
     from memorylab import LiteLLMSummarizer
     from memorylab.compress import ContextCompressor
-    from memorylab.memory.conversation import Conversation
+    from memorylab.memory._conversation import Conversation
 
     litellm = import_litellm()
     attempts: list[str] = []

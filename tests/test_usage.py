@@ -24,12 +24,12 @@ import pytest
 
 from fakes.openai_server import FakeOpenAIServer, FakeRequest, Reply, ToolCall, ToolCallReply
 from memorylab.agent import Agent
-from memorylab.compress.policy import ReportedUsage, Trigger
+from memorylab.compress._policy import ReportedUsage, Trigger
 from memorylab.errors import InvalidSetting
 from memorylab.llm import chat
-from memorylab.memory.paths import agent_paths
-from memorylab.memory.records import UsageRecord
-from memorylab.memory.store import MemoryStore
+from memorylab.memory._paths import agent_paths
+from memorylab.memory._records import UsageRecord
+from memorylab.memory._store import MemoryStore
 from memorylab.privacy import export_document, forget, purge
 
 SECRET = "the vault path is /srv/vault-7f3a"

@@ -26,8 +26,8 @@ from typing import Any
 from memorylab import Agent
 from memorylab.analysis import memory_df, replay
 from memorylab.compress import ClearToolResults, KeepRecent, Trim
-from memorylab.compress.policy import Threshold
-from memorylab.compress.strategy import Strategy
+from memorylab.compress._policy import Threshold
+from memorylab.compress._strategy import Strategy
 from memorylab.llm import ChatReply
 
 WORDS = tuple(

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from memorylab import Conversation
-from memorylab.memory.format import content_to_text
+from memorylab.memory._format import content_to_text
 
 START = datetime(2026, 4, 20, 12, 0, 0, tzinfo=UTC)
 

@@ -20,11 +20,11 @@ import pytest
 from analysis_support import build_own
 
 from memorylab import Conversation, analysis
+from memorylab._validation import LARGEST_COUNT, check_columns, check_int
 from memorylab.errors import InvalidSetting, MemorylabError, StoreError
 from memorylab.evaluate import Case, cases_from_transcripts
-from memorylab.evaluate.strategies import StrategyMemory, compare_strategies
+from memorylab.evaluate._strategies import StrategyMemory, compare_strategies
 from memorylab.transcripts import bundled_transcripts
-from memorylab.validation import LARGEST_COUNT, check_columns, check_int
 
 
 @pytest.fixture(scope="module")

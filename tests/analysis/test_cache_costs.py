@@ -1,4 +1,4 @@
-"""The prompt-cache cost model (memorylab.analysis.cache_costs states its rules): a hand
+"""The prompt-cache cost model (memorylab.analysis._cache_costs states its rules): a hand
 computation on a three-compaction run, the fast sweep against exact replays, a model without
 cache prices, recorded usage, and the plot."""
 
@@ -26,9 +26,9 @@ from memorylab.analysis import (
     replay,
     sweep,
 )
+from memorylab.analysis._cache_costs import CACHE_COST_COLUMNS
 from memorylab.analysis._fast import Prefix, cache_calls, simulate
-from memorylab.analysis.cache_costs import CACHE_COST_COLUMNS
-from memorylab.analysis.runs import SummarySize
+from memorylab.analysis._runs import SummarySize
 from memorylab.llm import ChatReply
 from memorylab.transcripts import bundled_workspace
 

@@ -30,13 +30,13 @@ from memorylab.analysis import (
     replay,
     run_settings,
 )
-from memorylab.analysis.calibration import (
+from memorylab.analysis._calibration import (
     CALIBRATION_COLUMNS,
     CALIBRATION_SUMMARY_COLUMNS,
     COMPACTION_TIMING_COLUMNS,
 )
-from memorylab.compress.policy import Trigger
-from memorylab.memory.store import MemoryStore
+from memorylab.compress._policy import Trigger
+from memorylab.memory._store import MemoryStore
 
 matplotlib.use("Agg")
 

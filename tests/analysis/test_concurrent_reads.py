@@ -24,8 +24,8 @@ import pytest
 
 from memorylab import Conversation
 from memorylab.analysis import compactions_df, memory_df, memory_df_with_problems
-from memorylab.analysis.sources import AgentFiles, Note
-from memorylab.memory.store import MemoryStore
+from memorylab.analysis._sources import AgentFiles, Note
+from memorylab.memory._store import MemoryStore
 
 AGENT = "Busy"
 
@@ -159,8 +159,8 @@ def test_the_generation_changes_at_every_step_of_a_compaction(
 ) -> None:
     """What the loaders compare (``read_generation``): each step of a compaction (journal,
     archive, rename, record, journal removed) changes it, and an append does not."""
-    from memorylab.memory import store as store_module
-    from memorylab.memory.store import read_generation
+    from memorylab.memory import _store as store_module
+    from memorylab.memory._store import read_generation
 
     conv = Conversation(agent_name=AGENT, workspace_dir=tmp_path)
     conv.add("User", "m0")
@@ -195,7 +195,7 @@ def test_a_read_that_never_settles_says_so(
 ) -> None:
     """A generation that changes at every attempt: the last read is returned, with an
     ``unsettled`` problem (lenient) and a logged warning (strict too)."""
-    from memorylab.analysis import sources
+    from memorylab.analysis import _sources as sources
 
     conv = Conversation(agent_name=AGENT, workspace_dir=tmp_path)
     conv.add("User", "m0")
@@ -218,7 +218,7 @@ def _between_listing_and_reading(
 ) -> None:
     """Run ``action`` once, after the loader listed the agent's files and before it reads them
     (what another process may do at that moment)."""
-    from memorylab.analysis import sources
+    from memorylab.analysis import _sources as sources
 
     real = sources.files_of
     pending = [action]
@@ -346,7 +346,7 @@ def test_a_read_between_the_steps_of_a_compaction_sees_one_generation(
     before it (its archive skipped with a ``pending`` note: its messages are still in MEMORY.md)
     or after it; every message once, in order. (The reads run while this thread holds the lock:
     a reader takes none.)"""
-    from memorylab.memory import store as store_module
+    from memorylab.memory import _store as store_module
 
     conv = _agent(tmp_path, 1)
     folder = conv.memory_md_path.parent

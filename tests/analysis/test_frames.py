@@ -18,15 +18,15 @@ import pytest
 from analysis_support import START, Built, Clock, block, build_own, reference_file
 
 from memorylab import Conversation, read_memory
+from memorylab.analysis import _sources as sources
 from memorylab.analysis import (
     compactions_df,
     documents_df,
     memory_df,
     memory_df_with_problems,
     problems_df,
-    sources,
 )
-from memorylab.analysis.frames import (
+from memorylab.analysis._frames import (
     COMPACTION_COLUMNS,
     DTYPES,
     MEMORY_COLUMNS,
@@ -36,7 +36,7 @@ from memorylab.analysis.frames import (
     build_frame,
     columns,
 )
-from memorylab.compress.tokens import get_token_counter
+from memorylab.compress._tokens import get_token_counter
 from memorylab.errors import InvalidSetting, MemoryFormatError, MemoryReadWarning, StoreError
 
 
@@ -226,9 +226,9 @@ def test_the_docs_tables_give_every_column_its_dtype(
 def test_compactions_threshold_is_a_float_fraction(tmp_path: Path) -> None:
     """``threshold`` is float64: the fraction a record holds (a trigger's fraction condition),
     NaN for a token-count threshold (an int in the record) or a trigger without a fraction."""
-    from memorylab.compress.compressor import ContextCompressor
-    from memorylab.compress.policy import Trigger
-    from memorylab.compress.scripted import ScriptedSummarizer
+    from memorylab.compress._compressor import ContextCompressor
+    from memorylab.compress._policy import Trigger
+    from memorylab.compress._scripted import ScriptedSummarizer
 
     counter = get_token_counter("gpt-4o")
     for name, threshold in (
@@ -677,8 +677,8 @@ def test_compactions_ignore_other_record_kinds(own_workspace: Built) -> None:
 
 
 def test_compactions_with_token_figures(tmp_path: Path) -> None:
-    from memorylab.compress.compressor import ContextCompressor
-    from memorylab.compress.scripted import ScriptedSummarizer
+    from memorylab.compress._compressor import ContextCompressor
+    from memorylab.compress._scripted import ScriptedSummarizer
 
     counter = get_token_counter("gpt-4o")
     conv = Conversation(agent_name="a", workspace_dir=tmp_path, token_counter=counter)

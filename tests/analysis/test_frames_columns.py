@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 
 from memorylab.analysis import load_records, memory_df, memory_df_with_problems
-from memorylab.analysis.frames import MEMORY_COLUMNS, _utc, build_frame
-from memorylab.analysis.sources import Segment
-from memorylab.memory import format as fmt
-from memorylab.memory.records import Message
+from memorylab.analysis._frames import MEMORY_COLUMNS, _utc, build_frame
+from memorylab.analysis._sources import Segment
+from memorylab.memory import _format as fmt
+from memorylab.memory._records import Message
 from memorylab.transcripts import bundled_workspace
 
 

@@ -17,13 +17,13 @@ from hypothesis import strategies as st
 
 from memorylab.analysis import memory_df, replay, sweep, token_growth
 from memorylab.analysis._fast import Prefix, simulate, unit_prices
+from memorylab.analysis._runs import SummarySize
 from memorylab.analysis._transcript import memo_counter
-from memorylab.analysis.runs import SummarySize
-from memorylab.compress.base import Summary
-from memorylab.compress.policy import trigger_tokens
-from memorylab.compress.scripted import ScriptedSummarizer
+from memorylab.compress._base import Summary
+from memorylab.compress._policy import trigger_tokens
+from memorylab.compress._scripted import ScriptedSummarizer
 from memorylab.errors import InvalidSetting
-from memorylab.memory import format as fmt
+from memorylab.memory import _format as fmt
 
 WORDS = [
     "alpha",

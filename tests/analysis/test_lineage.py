@@ -26,7 +26,7 @@ from memorylab.analysis import (
     summary_provenance,
     survival_by_generation,
 )
-from memorylab.analysis.lineage import (
+from memorylab.analysis._lineage import (
     DROPPED_COLUMNS,
     FACT_SURVIVAL_COLUMNS,
     LINEAGE_COLUMNS,

@@ -9,7 +9,7 @@ import pytest
 
 from memorylab.analysis import _transcript
 from memorylab.analysis._transcript import MemoCounter
-from memorylab.compress.tokens import get_token_counter
+from memorylab.compress._tokens import get_token_counter
 
 
 def test_a_batch_past_the_memo_limit_counts_every_text(monkeypatch: pytest.MonkeyPatch) -> None:

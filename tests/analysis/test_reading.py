@@ -1,7 +1,7 @@
 """memory_df reads every file exactly as the parser does: rows, UTC timestamps, problems.
 
 The loader has no reader of its own: each file goes through
-:func:`memorylab.memory.store.read_memory`. These tests hold it to that on golden files, on
+:func:`memorylab.memory._store.read_memory`. These tests hold it to that on golden files, on
 generated files in memorylab's and the reference's format (escapes, any stamp shape) and on
 damaged ones (cut, CRLF, BOM, inserted structure, invalid UTF-8), with the naive timestamps of
 the reference read in a given zone; and they pin what the parser does with many problems and
@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 
 from memorylab.analysis import memory_df, memory_df_with_problems
 from memorylab.errors import MemoryFormatError, MemoryReadWarning
-from memorylab.memory import format as fmt
-from memorylab.memory.records import SUMMARY_PREFIX, MemoryDocument, Message
-from memorylab.memory.store import read_memory
+from memorylab.memory import _format as fmt
+from memorylab.memory._records import SUMMARY_PREFIX, MemoryDocument, Message
+from memorylab.memory._store import read_memory
 
 GOLDEN = sorted((Path(__file__).parent.parent / "data" / "golden").glob("*.*"))
 GOLDEN = [p for p in GOLDEN if p.suffix in (".md", ".bin")]

@@ -20,9 +20,9 @@ from memorylab.analysis import (
     memory_df,
     run_settings,
 )
-from memorylab.memory.paths import agent_paths
-from memorylab.memory.records import UsageRecord
-from memorylab.memory.store import MemoryStore
+from memorylab.memory._paths import agent_paths
+from memorylab.memory._records import UsageRecord
+from memorylab.memory._store import MemoryStore
 
 AGENT = "Rules"
 

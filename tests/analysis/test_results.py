@@ -22,7 +22,7 @@ from memorylab.analysis import (
     sweep_table,
 )
 from memorylab.analysis._fast import unit_prices
-from memorylab.analysis.frames import DTYPES, PROBLEM_COLUMNS
+from memorylab.analysis._frames import DTYPES, PROBLEM_COLUMNS
 from memorylab.privacy import export_agent, load_export
 from memorylab.transcripts import bundled_workspace
 

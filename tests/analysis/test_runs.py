@@ -25,8 +25,8 @@ from memorylab.analysis import (
     sweep_note,
     token_growth,
 )
-from memorylab.analysis.sweep import EXACT_SECONDS
-from memorylab.compress.policy import check_points, default_preload_max_tokens
+from memorylab.analysis._sweep import EXACT_SECONDS
+from memorylab.compress._policy import check_points, default_preload_max_tokens
 from memorylab.errors import InvalidSetting
 from memorylab.transcripts import bundled_workspace
 
@@ -389,7 +389,7 @@ def test_given_is_the_one_way_to_change_a_setting() -> None:
     """None keeps a setting (as every keyword's None means the record's), except
     preload_max_tokens=None, which removes the bound; RECORDED keeps it; a bound that is the
     Agent's rule follows the window."""
-    from memorylab.analysis.runs import RECORDED
+    from memorylab.analysis._runs import RECORDED
 
     settings = RunSettings(context_length=4000).given(preload_max_tokens=900)
     kept = settings.given(context_length=None, preload_max_tokens=RECORDED)
@@ -441,10 +441,15 @@ def test_the_old_forms_of_replays_and_sweeps_warn_and_still_work() -> None:
     with pytest.warns(DeprecationWarning, match="use result.frame"):
         assert table.attrs["error"] == table.error and table.attrs["summarizer"] == table.summarizer
     pd.testing.assert_frame_equal(sweep_table(table.frame), sweep_table(table))
-    for name, home in [("replay", "replay"), ("ReplayResult", "replay"), ("sweep", "sweep")]:
-        with pytest.warns(DeprecationWarning, match=f"import it from memorylab.analysis.{home}"):
-            moved = getattr(__import__("memorylab.analysis.growth").analysis.growth, name)
-        assert moved is getattr(__import__(f"memorylab.analysis.{home}").analysis, name)
+    import importlib
+
+    import memorylab.analysis
+
+    old_growth = importlib.import_module("memorylab.analysis.growth")  # 0.1's module path
+    for name in ("replay", "ReplayResult", "sweep", "DEFAULT_THRESHOLDS"):
+        with pytest.warns(DeprecationWarning, match="import it from memorylab.analysis "):
+            moved = getattr(old_growth, name)
+        assert moved is getattr(memorylab.analysis, name)
 
 
 def test_replay_and_sweep_take_a_strategy(bundled: pd.DataFrame) -> None:
@@ -491,7 +496,7 @@ def test_a_run_with_a_message_count_trigger_is_replayed_by_it(tmp_path: Path) ->
     a threshold given to the replay replaces it."""
     from memorylab import Conversation
     from memorylab.compress import ContextCompressor
-    from memorylab.compress.policy import Trigger
+    from memorylab.compress._policy import Trigger
 
     conversation = Conversation(agent_name="Counter", workspace_dir=tmp_path)
     trigger = Trigger(fraction=0.8, messages=12)

@@ -61,9 +61,9 @@ import numpy as np
 import tiktoken
 
 from memorylab.analysis import _transcript, memory_df, sweep
-from memorylab.compress.tokens import get_token_counter
-from memorylab.memory import format as fmt
-from memorylab.memory.records import MemoryDocument, Message
+from memorylab.compress._tokens import get_token_counter
+from memorylab.memory import _format as fmt
+from memorylab.memory._records import MemoryDocument, Message
 
 SEED = 20260420
 MODEL = "gpt-4o"
@@ -321,7 +321,7 @@ def _plain_loop(tokens: list[int], triggers: list[int], summary: int) -> list[in
 def sweep_rows(rounds: int) -> tuple[float, float, float, float, int, float, float, str]:
     from memorylab.analysis import _summarizers, sweep_note
     from memorylab.analysis._fast import Prefix, simulate
-    from memorylab.analysis.runs import SummarySize
+    from memorylab.analysis._runs import SummarySize
 
     rng = random.Random(SEED)
     transcript = [

@@ -45,8 +45,8 @@ from datetime import datetime
 from pathlib import Path
 
 from memorylab import Conversation
-from memorylab.memory import format as fmt
-from memorylab.memory.records import Message
+from memorylab.memory import _format as fmt
+from memorylab.memory._records import Message
 
 RATIO_TARGET = 3.0
 SWARMS_SPEEDUP_TARGET = 3.0

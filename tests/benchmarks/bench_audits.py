@@ -55,7 +55,7 @@ def make_run(root: Path, messages: int, seed: int = 29) -> Path:
     """One Agent's run of ``messages`` messages in ``root``; returns its agent folder."""
     from memorylab import Agent
     from memorylab.compress import ContextCompressor
-    from memorylab.compress.tokens import count_tokens
+    from memorylab.compress._tokens import count_tokens
     from memorylab.llm import ChatReply
 
     rng = random.Random(seed)

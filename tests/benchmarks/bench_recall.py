@@ -12,7 +12,7 @@ run per production pod?"), 60 of them.
 Rows, each the median of rounds that visit every row in turn:
 
 * **read-and-tokenize pass** (the build's baseline): for every archive, read the file, decode
-  it, parse it (:func:`memorylab.memory.format.parse`, lenient) and split every message into
+  it, parse it (:func:`memorylab.memory._format.parse`, lenient) and split every message into
   lower-case words (``re.findall(r"[^\\W_]+", content.lower())``);
 * **index build**: the recall index made from nothing (the same reading and parsing, then
   SQLite FTS5's inserts and the commit); target <= 2x the pass;
@@ -59,11 +59,11 @@ from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
-from memorylab.memory import format as fmt
+from memorylab.memory import _format as fmt
 from memorylab.memory import recall
+from memorylab.memory._paths import MemoryPaths
 from memorylab.memory._recall_index import STOP_WORDS, index_path, remove_files, update
-from memorylab.memory.paths import MemoryPaths
-from memorylab.memory.records import MemoryDocument, Message
+from memorylab.memory._records import MemoryDocument, Message
 from memorylab.transcripts import Transcript, bundled_transcripts, load_transcript
 
 FULL_MESSAGES = 100_000

@@ -29,7 +29,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from memorylab.memory.redact import GITLEAKS, RULES, SECRETS, may_hold_secret
+from memorylab.memory._redact import GITLEAKS, RULES, SECRETS, may_hold_secret
 
 SEED = 25
 BASELINE = re.compile(r"(?<![\w-])sk-(?:proj-)?[A-Za-z0-9_-]{20,}(?![\w-])")

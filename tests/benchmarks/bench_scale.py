@@ -32,7 +32,7 @@ import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from memorylab.memory import format as fmt
+from memorylab.memory import _format as fmt
 
 SEED = 30
 OPERATIONS = ("memory_df", "token_growth", "sweep", "replay", "report")

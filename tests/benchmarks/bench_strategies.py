@@ -29,7 +29,7 @@ from typing import Any
 
 from memorylab.analysis import replay
 from memorylab.compress import ClearToolResults, KeepRecent, Trim
-from memorylab.compress.strategy import Strategy
+from memorylab.compress._strategy import Strategy
 from memorylab.transcripts import bundled_transcripts, load_transcript
 
 TARGET = 1.2

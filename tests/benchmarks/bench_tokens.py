@@ -45,11 +45,11 @@ from typing import Any
 import tiktoken
 
 from memorylab import Conversation
-from memorylab.compress.policy import should_compress
-from memorylab.compress.tokens import TokenCounter, get_token_counter
-from memorylab.memory import format as fmt
-from memorylab.memory.preload import PreloadPlan
-from memorylab.memory.records import Message
+from memorylab.compress._policy import should_compress
+from memorylab.compress._tokens import TokenCounter, get_token_counter
+from memorylab.memory import _format as fmt
+from memorylab.memory._preload import PreloadPlan
+from memorylab.memory._records import Message
 
 RATIO_TARGET = 1.6  # (a) add() + check
 PRELOAD_TARGET = 1.5  # (c) construct + first check after a big MEMORY.md

@@ -321,7 +321,7 @@ def test_the_tuner_reads_at_each_width(
 ) -> None:
     """Issue 28: at 1,300 px the sweep's note was cut ("The highlighte…"), the table's right
     columns were under the sweep plot, and the mode dropdown could show nothing."""
-    from memorylab.widgets.tuner import MODES
+    from memorylab.widgets._tuner import MODES
 
     page, errors = _open_layout_page(browser_context, voila_url, width)
     assert page.locator(".mlab-table").count() == 2  # both tuners of the composed VBox
@@ -341,7 +341,7 @@ def test_the_tuner_reads_in_a_jupyterlab_column(
     """JupyterLab's default layout at a 1,000 px window leaves a notebook's outputs about
     600 px beside the file browser: the notes wrap, nothing is cut; a table wider than that
     scrolls sideways inside its own box, and the page does not."""
-    from memorylab.widgets.tuner import MODES
+    from memorylab.widgets._tuner import MODES
 
     page, errors = _open_layout_page(browser_context, voila_url, 640)
     problems = page.evaluate(LAYOUT_PROBLEMS, [[label for label, _ in MODES], ".mlab-scroll"])

@@ -34,7 +34,7 @@ from pathlib import Path
 import pytest
 
 from memorylab import Conversation, read_memory
-from memorylab.memory import store as store_module
+from memorylab.memory import _store as store_module
 
 AGENT = "Beside"
 SWARMS_PYTHON = os.environ.get("MEMORYLAB_SWARMS_PYTHON")  # .ci/run sets it
@@ -66,7 +66,7 @@ _COMPACTOR = textwrap.dedent(
     import os, signal, sys, time
     from pathlib import Path
     from memorylab import Conversation
-    from memorylab.memory import store as store_module
+    from memorylab.memory import _store as store_module
 
     workspace, step, markers, in_the_window = sys.argv[1], sys.argv[2], Path(sys.argv[3]), sys.argv[4]
     conv = Conversation(agent_name="Beside", workspace_dir=workspace, preload=False)
@@ -229,7 +229,7 @@ def test_a_carry_stopped_before_its_progress_was_noted_is_not_repeated(tmp_path:
 def test_a_deletion_removes_the_kept_file_at_once(tmp_path: Path) -> None:
     """Retention within a second of a compaction: the late blocks are carried over first, then
     the replaced file (it holds the text of the archive made from it) goes with the archive."""
-    from memorylab.memory.store import MemoryStore
+    from memorylab.memory._store import MemoryStore
 
     memory_md = _committed_then_killed(tmp_path)
     assert _kept_replaced(memory_md)
@@ -244,7 +244,7 @@ def test_a_deletion_removes_the_kept_file_at_once(tmp_path: Path) -> None:
 
 
 def test_forget_removes_the_kept_file(tmp_path: Path) -> None:
-    from memorylab.memory.store import MemoryStore
+    from memorylab.memory._store import MemoryStore
 
     memory_md = _committed_then_killed(tmp_path)
     assert _kept_replaced(memory_md)
@@ -262,7 +262,7 @@ def test_a_compaction_killed_before_its_rename_leaves_no_kept_file(tmp_path: Pat
         """
         import os, signal, sys
         from memorylab import Conversation
-        from memorylab.memory import store as store_module
+        from memorylab.memory import _store as store_module
         conv = Conversation(agent_name="Beside", workspace_dir=sys.argv[1], preload=False)
         conv.add("User", "ml-0")
         store_module.replace_and_open = lambda *args: os.kill(os.getpid(), signal.SIGKILL)
@@ -344,7 +344,7 @@ def test_a_write_after_the_replaced_file_was_let_go_is_the_limit(
     that opened MEMORY.md before the rename and writes only after that has nothing left to
     write to that anyone reads. For the reference that is a process stalled between its
     ``open(path, "a")`` and its write for longer than the window."""
-    from memorylab.memory.store import MemoryStore
+    from memorylab.memory._store import MemoryStore
 
     workspace = tmp_path / "workspace"
     memory_md = _agent(workspace)
@@ -465,7 +465,7 @@ _SOAK_COMPACTOR = textwrap.dedent(
     import os, random, signal, sys, time
     from memorylab import Conversation
     from memorylab.errors import CompactionConflict
-    from memorylab.memory import store as store_module
+    from memorylab.memory import _store as store_module
 
     workspace, acks, index, step, seed = sys.argv[1:6]
     rng = random.Random(int(seed))

@@ -2,9 +2,9 @@
 
 A port of ``tests/agents/test_context_compressor.py`` of kyegomez/swarms (the version of swarms
 16.0.3, with the byte-size pre-check): the same tests, names, inputs and expectations. The shim
-is the import swap (``swarms.agents.context_compressor`` -> ``memorylab.compress.compressor``,
+is the import swap (``swarms.agents.context_compressor`` -> ``memorylab.compress._compressor``,
 ``swarms.structs.conversation.Conversation`` -> ``memorylab.Conversation``,
-``swarms.utils.litellm_tokenizer.count_tokens`` -> ``memorylab.compress.tokens.count_tokens``).
+``swarms.utils.litellm_tokenizer.count_tokens`` -> ``memorylab.compress._tokens.count_tokens``).
 The stub agents are the original's. The tests that differ on purpose, and those of the
 reference's internals (its private ``_summarize``, ``_history_bytes`` and tokenizer backend), are
 listed with the reason in ``differences.py``.
@@ -17,7 +17,7 @@ from unittest.mock import MagicMock, patch
 import pytest
 
 # The shim: ``from swarms.agents.context_compressor import ...``.
-from memorylab.compress.compressor import (
+from memorylab.compress._compressor import (
     COMPRESSION_SYSTEM_PROMPT,
     COMPRESSION_USER_TEMPLATE,
     ContextCompressor,
@@ -393,7 +393,7 @@ class TestShouldCompressSkipsTokenizing:
         agent.short_memory.count_history_tokens.assert_called_once()
 
     def test_byte_size_bounds_the_real_token_count(self):
-        from memorylab.compress.tokens import count_tokens
+        from memorylab.compress._tokens import count_tokens
 
         agent = self._agent(
             ["plain ascii text " * 50, "naïve café 東京 🚀 " * 50], context_length=1
@@ -436,7 +436,7 @@ class TestUsageRatioReusesMessageCounts:
 
     def test_ratio_never_undercounts(self, tmp_path):
         """The count is at most one token per message above the exact count."""
-        from memorylab.compress.tokens import count_tokens
+        from memorylab.compress._tokens import count_tokens
 
         agent = self._agent(tmp_path)
         conv = agent.short_memory

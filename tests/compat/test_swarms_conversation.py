@@ -24,7 +24,7 @@ import pytest
 # The shim: ``from swarms.structs import conversation as conversation_module`` and
 # ``from swarms.structs.conversation import Conversation``.
 from memorylab import Conversation
-from memorylab.memory import conversation as conversation_module
+from memorylab.memory import _conversation as conversation_module
 
 
 def setup_temp_conversations_dir():

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from memorylab.compress.compressor import ContextCompressor
-from memorylab.compress.policy import Backoff
-from memorylab.compress.scripted import ScriptedSummarizer
-from memorylab.compress.tokens import get_token_counter
+from memorylab.compress._compressor import ContextCompressor
+from memorylab.compress._policy import Backoff
+from memorylab.compress._scripted import ScriptedSummarizer
+from memorylab.compress._tokens import get_token_counter
 from memorylab.errors import CompressionFailed, InvalidSetting, ModelTimeout
-from memorylab.memory.conversation import Conversation
-from memorylab.memory.store import read_memory
+from memorylab.memory._conversation import Conversation
+from memorylab.memory._store import read_memory
 
 COUNTER = get_token_counter("gpt-4o")
 
@@ -190,7 +190,7 @@ def test_the_summary_budget_keeps_the_fresh_context_below_the_threshold() -> Non
 
 
 def test_scripted_summarizer_is_still_importable_from_its_old_module() -> None:
-    from memorylab.compress import summarizers
+    from memorylab.compress import _summarizers as summarizers
 
     assert summarizers.ScriptedSummarizer is ScriptedSummarizer
     assert type(summarizers.get_summarizer("memorylab/scripted")) is ScriptedSummarizer

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memorylab.compress import policy
-from memorylab.compress.policy import (
+from memorylab.compress import _policy as policy
+from memorylab.compress._policy import (
     DEFAULT_THRESHOLD,
     THRESHOLD_CONVENTION,
     Backoff,
@@ -332,7 +332,7 @@ def test_policy_module_is_pure() -> None:
 
 
 def test_threshold_text_and_equality() -> None:
-    from memorylab.compress.policy import same_threshold, threshold_text
+    from memorylab.compress._policy import same_threshold, threshold_text
 
     assert [threshold_text(t) for t in (0.5, 0.85, 0.875, np.float64(0.7), 3000)] == [
         "0.50",
@@ -348,7 +348,7 @@ def test_threshold_text_and_equality() -> None:
 
 def test_one_check_of_a_count_and_of_a_number() -> None:
     from memorylab import llm
-    from memorylab.validation import check_int, check_number
+    from memorylab._validation import check_int, check_number
 
     assert llm.check_int is check_int and check_int("n", np.int64(3), 1) == 3
     for bad in (True, 1.0, "2", 0):
@@ -365,8 +365,8 @@ def test_one_check_of_a_count_and_of_a_number() -> None:
 
 
 def test_the_preload_bound_moved_here() -> None:
-    from memorylab.compress.policy import default_preload_max_tokens
+    from memorylab.compress import default_preload_max_tokens
 
-    with pytest.warns(DeprecationWarning, match="from memorylab.compress.policy import"):
+    with pytest.warns(DeprecationWarning, match="from memorylab.compress import"):
         from memorylab.agent import default_preload_max_tokens as old_bound
     assert old_bound is default_preload_max_tokens

@@ -24,10 +24,10 @@ from memorylab.compress import (
     strategy_from_record,
     strategy_names,
 )
-from memorylab.compress.policy import default_preload_max_tokens
-from memorylab.compress.strategy import NOT_ARCHIVED, PLACEHOLDER, render_placeholder
+from memorylab.compress._policy import default_preload_max_tokens
+from memorylab.compress._strategy import NOT_ARCHIVED, PLACEHOLDER, render_placeholder
 from memorylab.errors import InvalidSetting
-from memorylab.memory.records import CompactionEvent, is_tool_result
+from memorylab.memory._records import CompactionEvent, is_tool_result
 
 ARCHIVE = "history_2026-05-01_10-00-00Z.md"
 BIG = "row " * 60  # a tool result longer than its placeholder

@@ -24,9 +24,9 @@ from memorylab.compress import (
     Trim,
     get_token_counter,
 )
-from memorylab.compress.strategy import Strategy
+from memorylab.compress._strategy import Strategy
 from memorylab.llm import ChatReply
-from memorylab.memory.records import SUMMARY_PREFIX, EntryKind, MemoryDocument
+from memorylab.memory._records import SUMMARY_PREFIX, EntryKind, MemoryDocument
 
 COUNTER = get_token_counter("gpt-4o")
 BIG = "row " * 60

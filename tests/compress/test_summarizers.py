@@ -53,8 +53,8 @@ from memorylab.errors import (
     ModelUnavailable,
 )
 from memorylab.llm import ChatReply, RetryPolicy, achat, chat, model_context_length
-from memorylab.memory import format as fmt
-from memorylab.memory.records import PRELOAD_PREFIX, SUMMARY_PREFIX, MemoryDocument, Message
+from memorylab.memory import _format as fmt
+from memorylab.memory._records import PRELOAD_PREFIX, SUMMARY_PREFIX, MemoryDocument, Message
 
 HISTORY = [
     {"role": "User", "content": "Write a haiku about the sea.", "timestamp": "2026-04-20T10:00:00"},
@@ -771,7 +771,7 @@ def test_get_summarizer_errors() -> None:
 @pytest.fixture
 def registry(monkeypatch: pytest.MonkeyPatch) -> None:
     """Names registered by a test are gone after it."""
-    from memorylab.compress import summarizers
+    from memorylab.compress import _summarizers as summarizers
 
     monkeypatch.setattr(summarizers, "_REGISTRY", dict(summarizers._REGISTRY))
 
@@ -779,7 +779,7 @@ def registry(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.usefixtures("registry")
 def test_a_summarizer_of_your_own_is_registered_like_the_built_in_ones(tmp_path: Any) -> None:
     from memorylab.compress import BaseSummarizer, ContextCompressor, register_summarizer
-    from memorylab.compress.summarizers import summarizer_names
+    from memorylab.compress._summarizers import summarizer_names
     from memorylab.memory import Conversation
 
     @register_summarizer("test/first-words")
@@ -813,7 +813,7 @@ def test_a_summarizer_of_your_own_is_registered_like_the_built_in_ones(tmp_path:
 
 def test_the_old_import_paths_warn_and_work() -> None:
     import memorylab.evaluate
-    from memorylab.compress import summarizers
+    from memorylab.compress import _summarizers as summarizers
     from memorylab.evaluate import baselines
 
     with pytest.warns(DeprecationWarning, match="import it from memorylab.compress"):
@@ -930,8 +930,8 @@ def test_model_context_length() -> None:
 
 def test_a_provider_that_ignores_max_tokens_has_its_summary_cut() -> None:
     from memorylab.compress import ContextCompressor, get_token_counter
-    from memorylab.compress.base import CUT_MARKER
-    from memorylab.memory.conversation import Conversation
+    from memorylab.compress._base import CUT_MARKER
+    from memorylab.memory._conversation import Conversation
 
     huge = "The deploy uses port 8443. " * 200_000  # ~5 MB, ~1.2 million tokens
     with FakeOpenAIServer(huge) as server:

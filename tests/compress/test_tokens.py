@@ -20,8 +20,8 @@ import tiktoken
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memorylab.compress import tokens
-from memorylab.compress.tokens import (
+from memorylab.compress import _tokens as tokens
+from memorylab.compress._tokens import (
     CLAUDE_LEGACY,
     PARALLEL_MIN_CHARS,
     TokenCounter,
@@ -341,7 +341,7 @@ def test_litellm_bundles_the_files_under_tiktokens_cache_keys() -> None:
 
 def test_import_loads_neither_litellm_nor_tiktoken() -> None:
     done = run_python(
-        "import os, sys, memorylab.compress.tokens\n"
+        "import os, sys, memorylab.compress._tokens\n"
         "heavy = {'litellm', 'tiktoken', 'tokenizers', 'requests', 'huggingface_hub'}\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))\n"
         "print('TIKTOKEN_CACHE_DIR' in os.environ)\n"
@@ -352,7 +352,7 @@ def test_import_loads_neither_litellm_nor_tiktoken() -> None:
 def test_works_offline_with_the_cache_dir_unset() -> None:
     done = run_python(
         "import os, sys\n"
-        "from memorylab.compress.tokens import count_tokens, TokenCounter\n"
+        "from memorylab.compress._tokens import count_tokens, TokenCounter\n"
         "print(count_tokens('hello world'), count_tokens('hello world', 'gpt-4o'),"
         " TokenCounter('o3-mini').count_batch(['a b c'] * 3),"
         " count_tokens('hello world', 'claude-sonnet-4-5'))\n"
@@ -368,7 +368,7 @@ def test_works_offline_with_the_cache_dir_unset() -> None:
 def test_llama_names_never_reach_a_hub() -> None:
     done = run_python(
         "import sys\n"
-        "from memorylab.compress.tokens import count_tokens\n"
+        "from memorylab.compress._tokens import count_tokens\n"
         "print(count_tokens('hello world', 'meta-llama/Llama-3.1-8B-Instruct'),"
         " count_tokens('hello world', 'llama-2-7b-chat'))\n"
         "hub = {'huggingface_hub', 'tokenizers', 'litellm', 'requests'}\n"
@@ -380,7 +380,7 @@ def test_llama_names_never_reach_a_hub() -> None:
 
 PROBE_ERROR = (
     "import sys\n"
-    "from memorylab.compress.tokens import count_tokens\n"
+    "from memorylab.compress._tokens import count_tokens\n"
     "from memorylab.errors import PrerequisiteError\n"
     "try:\n"
     "    count_tokens('hello', 'gpt-4')\n"
@@ -442,7 +442,7 @@ def test_claude_counts_match_litellm_for_bare_claude_4_5_names() -> None:
     texts = [t for t in SAMPLES if "<" not in t and "\ud800" not in t]
     done = run_python(
         "import json, os, litellm\n"
-        "from memorylab.compress.tokens import count_tokens\n"
+        "from memorylab.compress._tokens import count_tokens\n"
         "texts = json.loads(os.environ['PROBE_TEXTS'])\n"
         "for model in ('claude-sonnet-4-5', 'claude-haiku-4-5'):\n"
         "    ours = [count_tokens(t, model) for t in texts]\n"

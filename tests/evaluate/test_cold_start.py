@@ -14,7 +14,7 @@ import sys
 HEARTBEAT = r"""
 import asyncio, json, sys, time
 from memorylab import LiteLLMSummarizer, llm
-from memorylab.compress.base import BaseSummarizer, Summary
+from memorylab.compress._base import BaseSummarizer, Summary
 from memorylab.evaluate import Case, compare_summarizers
 
 seen = {}

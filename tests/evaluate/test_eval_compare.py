@@ -28,7 +28,7 @@ from memorylab.evaluate import (
     markdown_table,
     summary_table,
 )
-from memorylab.evaluate.compare import resolve_summarizers
+from memorylab.evaluate._compare import resolve_summarizers
 
 HISTORY = (
     {"role": "user", "content": "Deploy the API; the config lives at /srv/api/config.yaml."},
@@ -256,8 +256,10 @@ def test_summarizers_and_scorers_of_your_own_go_by_name(monkeypatch: pytest.Monk
     """A registered name works wherever a built-in one does; nothing checks built-in types."""
     import threading
 
-    from memorylab.compress import BaseSummarizer, register_summarizer, summarizers
-    from memorylab.evaluate import BaseScorer, Sample, register_scorer, scorers
+    from memorylab.compress import BaseSummarizer, register_summarizer
+    from memorylab.compress import _summarizers as summarizers
+    from memorylab.evaluate import BaseScorer, Sample, register_scorer
+    from memorylab.evaluate import _scorers as scorers
 
     monkeypatch.setattr(summarizers, "_REGISTRY", dict(summarizers._REGISTRY))
     monkeypatch.setattr(scorers, "_REGISTRY", dict(scorers._REGISTRY))

@@ -8,14 +8,14 @@ import pytest
 
 import memorylab._facts
 import memorylab.evaluate._llm_scorers
-import memorylab.evaluate.plots
+import memorylab.evaluate._plots
 from memorylab._facts import normalize, numbers_in
 from memorylab.evaluate import Fact, extract_facts, fact_kept
 
 
 @pytest.mark.parametrize(
     "module",
-    [memorylab._facts, memorylab.evaluate._llm_scorers, memorylab.evaluate.plots],
+    [memorylab._facts, memorylab.evaluate._llm_scorers, memorylab.evaluate._plots],
     ids=lambda m: m.__name__,
 )
 def test_docstring_examples(module: object) -> None:

@@ -28,9 +28,9 @@ from memorylab.evaluate import (
     plot_latency,
     plot_quality,
 )
-from memorylab.evaluate.cli import add_compare_arguments, main
-from memorylab.evaluate.compare import ComparisonResult
-from memorylab.evaluate.plots import pareto_front
+from memorylab.evaluate._cli import add_compare_arguments, main
+from memorylab.evaluate._engine import ComparisonResult
+from memorylab.evaluate._plots import pareto_front
 
 HISTORY = (
     {"role": "user", "content": "Config at /srv/api/config.yaml; run `make deploy` later."},
@@ -139,7 +139,7 @@ def test_the_local_model_s_window_is_context_length(
     from collections.abc import Iterator
 
     import memorylab.llm
-    from memorylab.compress import litellm_summarizer
+    from memorylab.compress import _litellm_summarizer as litellm_summarizer
 
     transcript = write_transcript(tmp_path / "t.jsonl", [[("user", "Port 8443.")]],
                                   [("f1", "number", "Port 8443", 0)], [])  # fmt: skip

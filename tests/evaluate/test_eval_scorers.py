@@ -23,8 +23,9 @@ from memorylab.evaluate import (
     register_scorer,
     scorer_names,
 )
-from memorylab.evaluate._llm_scorers import grade_answer, lookup_answer
-from memorylab.evaluate.scorers import FunctionScorer
+from memorylab.evaluate._base import FunctionScorer
+from memorylab.evaluate._grading import grade_answer
+from memorylab.evaluate._llm_scorers import lookup_answer
 
 HISTORY = (
     {"role": "user", "content": "Migrate billing to Postgres 16. The dump goes to /tmp/billing.sql."},
@@ -63,7 +64,7 @@ def test_score_record() -> None:
 
 
 def test_registry(monkeypatch: pytest.MonkeyPatch) -> None:
-    import memorylab.evaluate.scorers as module
+    import memorylab.evaluate._scorers as module
 
     monkeypatch.setattr(module, "_REGISTRY", dict(module._REGISTRY))  # leave no "length" behind
     assert scorer_names() == ["compression", "cost", "fact_recall", "judge", "latency",

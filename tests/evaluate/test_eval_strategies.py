@@ -13,7 +13,7 @@ from memorylab.analysis import replay
 from memorylab.compress import ClearToolResults, KeepRecent, Trim
 from memorylab.errors import InvalidSetting
 from memorylab.evaluate import Case, cases_from_transcripts, probe_table, summary_table
-from memorylab.evaluate.strategies import (
+from memorylab.evaluate._strategies import (
     RUN_COLUMNS,
     StrategyComparison,
     StrategyMemory,

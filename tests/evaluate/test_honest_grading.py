@@ -16,7 +16,7 @@ import pytest
 
 from fakes import FakeOpenAIServer, FakeRequest, Reply
 from memorylab.evaluate import ProbeQAScorer, cases_from_locomo, compare_summarizers
-from memorylab.evaluate.grading import answer_span, cut_to_tokens, relative_date
+from memorylab.evaluate._grading import answer_span, cut_to_tokens, relative_date
 from memorylab.llm import RetryPolicy
 
 LOCOMO = Path(__file__).parent / "data" / "locomo_sample.json"
@@ -214,7 +214,7 @@ def test_every_question_left_out_is_counted_by_category(
     """Before: the session split dropped questions whose evidence spans sessions (337 of
     LoCoMo's, 270 of its 282 multi-hop) without a count; only unanswered ones were counted."""
     from memorylab.evaluate import dropped_questions
-    from memorylab.evaluate.cli import main
+    from memorylab.evaluate._cli import main
 
     sessions = cases_from_locomo(LOCOMO)
     kept = sum(len(c.probes) for c in sessions)
@@ -273,7 +273,7 @@ def test_an_interrupted_run_says_one_line_and_the_rerun_repeats_no_finished_call
 
     cache = tmp_path / "cache"
     total = sum(len(c.probes) for c in cases_from_locomo(LOCOMO, split="session"))
-    command = [sys.executable, "-m", "memorylab.evaluate.cli", str(LOCOMO), "--split", "session",
+    command = [sys.executable, "-m", "memorylab.evaluate._cli", str(LOCOMO), "--split", "session",
                "--no-progress", "--cache-dir", str(cache), "-s", "memorylab/full",
                "--reader", "openai/r", "--concurrency", "1"]  # fmt: skip
     with FakeOpenAIServer(Reply("Ines Duarte", delay=0.3)) as server:
@@ -435,7 +435,7 @@ def test_the_probes_of_one_memory_read_it_once(split: str) -> None:
 def test_the_command_tables_answers_by_category_and_a_planted_facts_probe_has_its_category(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from memorylab.evaluate.cli import main
+    from memorylab.evaluate._cli import main
 
     transcript = Path(__file__).parents[2] / "data" / "transcripts" / "checkout-bug-hunt.jsonl"
     assert main([str(transcript), "--split", "session", "--scorer", "probe_qa", "-s",

@@ -14,13 +14,14 @@ import pytest
 from matplotlib.axes import Axes
 
 from memorylab.evaluate import BASELINES, Case, Fact, compare_summarizers
-from memorylab.evaluate.compare import ComparisonResult, SummaryTable, markdown_table, summary_table
-from memorylab.evaluate.plots import (
+from memorylab.evaluate._engine import ComparisonResult
+from memorylab.evaluate._plots import (
     ALL_FREE_NOTE,
     plot_cost_quality,
     plot_latency,
     plot_quality,
 )
+from memorylab.evaluate._tables import SummaryTable, markdown_table, summary_table
 
 HISTORY = (
     {"role": "user", "content": "Config at /srv/api/config.yaml; run `make deploy` later."},

@@ -70,8 +70,8 @@ def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
 sqlite3.connect = connect  # type: ignore[assignment]
 
 from memorylab.memory import _recall_index  # noqa: E402
-from memorylab.memory.retention import RetentionPolicy  # noqa: E402
-from memorylab.memory.store import MemoryStore  # noqa: E402
+from memorylab.memory._retention import RetentionPolicy  # noqa: E402
+from memorylab.memory._store import MemoryStore  # noqa: E402
 from memorylab.privacy import forget, purge  # noqa: E402
 
 _append_record = MemoryStore.append_record

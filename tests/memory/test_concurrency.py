@@ -28,7 +28,7 @@ import pytest
 
 from memorylab import Conversation, MemoryDocument, read_memory
 from memorylab.errors import CompactionConflict
-from memorylab.memory.paths import MemoryPaths, agent_paths
+from memorylab.memory._paths import MemoryPaths, agent_paths
 
 WORKERS = Path(__file__).with_name("_workers.py")
 
@@ -160,7 +160,7 @@ def test_processes_append_usage_records_while_another_compacts(tmp_path: Path) -
     ``compactions.jsonl``: 4 processes each add 300 messages, appending a usage record after
     each (as the Agent does after a call), while a 5th compacts 5 times; no record is lost,
     none is written twice, every line is whole, and no message is lost either."""
-    from memorylab.memory.store import MemoryStore
+    from memorylab.memory._store import MemoryStore
 
     workspace, agent, count = tmp_path / "ws", "metered", 300
     Conversation(agent_name=agent, workspace_dir=workspace).add("User", "pre-0")

@@ -9,7 +9,7 @@ import pytest
 
 from memorylab import Conversation, read_memory
 from memorylab.errors import EmptySummary
-from memorylab.memory.records import PRELOAD_PREFIX, SUMMARY_PREFIX
+from memorylab.memory._records import PRELOAD_PREFIX, SUMMARY_PREFIX
 
 GOLDEN = Path(__file__).parent.parent / "data" / "golden"
 
@@ -230,8 +230,8 @@ def test_messages_are_stamped_in_utc_with_microseconds() -> None:
 def test_the_default_stamp_is_format_timestamp_of_utc_now() -> None:
     from datetime import UTC, datetime, timedelta
 
-    from memorylab.memory import conversation as conversation_module
-    from memorylab.memory.format import format_timestamp
+    from memorylab.memory import _conversation as conversation_module
+    from memorylab.memory._format import format_timestamp
 
     before = datetime.now(UTC)
     stamps = [conversation_module._utc_stamp() for _ in range(2000)]  # crosses a second or not
@@ -244,7 +244,7 @@ def test_the_default_stamp_is_format_timestamp_of_utc_now() -> None:
 
 
 def test_entries_by_kind(isolated_workspace: Path) -> None:
-    from memorylab.memory.records import EntryKind
+    from memorylab.memory._records import EntryKind
 
     _conversation().add("User", "remember me")
     conv = _conversation(system_prompt="Be brief.")
@@ -263,7 +263,7 @@ def test_entries_by_kind(isolated_workspace: Path) -> None:
 
 
 def test_the_reference_keywords_are_checked_like_parameters(isolated_workspace: Path) -> None:
-    from memorylab.memory.conversation import DEFAULT_PATH, DefaultPath
+    from memorylab.memory._conversation import DEFAULT_PATH, DefaultPath
 
     with pytest.raises(TypeError, match="unexpected keyword argument 'save_path'"):
         Conversation(save_path="x.json")  # type: ignore[call-arg]

@@ -48,8 +48,8 @@ import pytest
 
 from fakes.processes import kill_while_working
 from memorylab import Conversation, MemoryDocument, read_memory
-from memorylab.memory import format as fmt
-from memorylab.memory.paths import MemoryPaths, agent_paths
+from memorylab.memory import _format as fmt
+from memorylab.memory._paths import MemoryPaths, agent_paths
 
 WORKERS = Path(__file__).with_name("_workers.py")
 AGENT = "crash"
@@ -311,7 +311,7 @@ def test_sigkill_during_usage_appends_leaves_a_readable_file(tmp_path: Path) -> 
     line (what a power loss can leave; injected here, a kill does not tear a write this small)
     is skipped and noted, never more than one per kill, and the next process's line starts on
     a line of its own."""
-    from memorylab.memory.store import MemoryStore
+    from memorylab.memory._store import MemoryStore
 
     rng = random.Random(DEFAULT_SEED + 29)
     kills = int(os.environ.get("MEMORYLAB_USAGE_CRASH_TRIALS", "6"))

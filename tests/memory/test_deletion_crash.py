@@ -35,8 +35,8 @@ import memorylab
 from memorylab import Conversation
 from memorylab.errors import InvalidSetting
 from memorylab.memory import MemoryStore, recall
-from memorylab.memory.paths import agent_paths
-from memorylab.memory.store import deletion_journal
+from memorylab.memory._paths import agent_paths
+from memorylab.memory._store import deletion_journal
 
 TOOLKIT = Path(memorylab.__file__).resolve().parents[1]  # the children import the same code
 WORKER = Path(__file__).with_name("_deletion_worker.py")

@@ -17,9 +17,9 @@ import pytest
 from memorylab import Conversation
 from memorylab.analysis import memory_df
 from memorylab.memory import MemoryDocument, Message, recall, render_memory
-from memorylab.memory import format as fmt
-from memorylab.memory.paths import MemoryPaths
-from memorylab.memory.records import edit_archives, is_edit_archive
+from memorylab.memory import _format as fmt
+from memorylab.memory._paths import MemoryPaths
+from memorylab.memory._records import edit_archives, is_edit_archive
 from memorylab.privacy import export_agent, load_export
 
 AGENT = "Editor"

@@ -16,11 +16,11 @@ import pytest
 
 from memorylab import Conversation, read_memory
 from memorylab.errors import InvalidAgentName, StoreError, UnsafePath
-from memorylab.memory import format as fmt
-from memorylab.memory import store as store_module
+from memorylab.memory import _format as fmt
+from memorylab.memory import _store as store_module
 from memorylab.memory._fsutil import store_error
-from memorylab.memory.paths import agent_paths, validate_agent_name
-from memorylab.memory.retention import RetentionPolicy
+from memorylab.memory._paths import agent_paths, validate_agent_name
+from memorylab.memory._retention import RetentionPolicy
 
 
 def _contents(path: Path) -> list[str]:

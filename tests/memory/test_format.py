@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from memorylab import MemoryDocument, Message, parse_memory, read_memory, render_memory
 from memorylab.errors import MemoryFormatError
-from memorylab.memory import format as fmt
+from memorylab.memory import _format as fmt
 
 GOLDEN = Path(__file__).parent.parent / "data" / "golden"
 GOLDEN_FILES = sorted(p.name for p in GOLDEN.iterdir() if p.suffix in (".md", ".bin"))

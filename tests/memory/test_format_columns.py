@@ -17,8 +17,8 @@ from datetime import UTC, datetime, timedelta, timezone
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from memorylab.memory import format as fmt
-from memorylab.memory.records import MemoryDocument, Message
+from memorylab.memory import _format as fmt
+from memorylab.memory._records import MemoryDocument, Message
 
 # --------------------------------------------------------------------------- the reference
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from memorylab import Conversation, read_memory
 from memorylab.compress import ClearToolResults, ContextCompressor
-from memorylab.compress.strategy import PLACEHOLDER, is_placeholder
+from memorylab.compress._strategy import PLACEHOLDER, is_placeholder
 from memorylab.memory import MemoryDocument, RetentionPolicy
-from memorylab.memory.records import EntryKind
+from memorylab.memory._records import EntryKind
 
 GONE = " (deleted since: the original is gone)"
 BIG = "row " * 60

@@ -30,8 +30,9 @@ from hypothesis import strategies as st
 
 from memorylab import Agent, Conversation
 from memorylab.llm import ChatReply
-from memorylab.memory.redact import SECRETS
-from memorylab.memory.store import MemoryStore, agent_paths
+from memorylab.memory._paths import agent_paths
+from memorylab.memory._redact import SECRETS
+from memorylab.memory._store import MemoryStore
 
 AGENT = "Lines"
 SPLITTERS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # every character str.splitlines splits on

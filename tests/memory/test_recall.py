@@ -39,9 +39,9 @@ from memorylab.memory import (
     render_memory,
     update_recall_index,
 )
+from memorylab.memory import _format as fmt
 from memorylab.memory import _recall_index as index
-from memorylab.memory import format as fmt
-from memorylab.memory.paths import MemoryPaths
+from memorylab.memory._paths import MemoryPaths
 from memorylab.privacy import forget, purge
 from memorylab.tools import Tool, recall_tool
 from memorylab.transcripts import bundled_transcripts, bundled_workspace, load_transcript

@@ -1,7 +1,7 @@
 """What a record means is decided once (issue 37, first part): a model call
-(:func:`~memorylab.memory.records.is_model_call`), a successful compaction
-(:func:`~memorylab.memory.records.is_compaction`) and a recorded count
-(:func:`~memorylab.memory.records.recorded_count`). Each test writes a line the readers used to
+(:func:`~memorylab.memory._records.is_model_call`), a successful compaction
+(:func:`~memorylab.memory._records.is_compaction`) and a recorded count
+(:func:`~memorylab.memory._records.recorded_count`). Each test writes a line the readers used to
 disagree on, and checks that every reader now reads it alike."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import pytest
 from memorylab import Conversation
 from memorylab.analysis import calibration_df, compactions_df, load_records
 from memorylab.evaluate import cases_from_workspace
-from memorylab.memory.paths import agent_paths
-from memorylab.memory.records import is_compaction, is_model_call, recorded_count
-from memorylab.memory.store import MemoryStore
+from memorylab.memory._paths import agent_paths
+from memorylab.memory._records import is_compaction, is_model_call, recorded_count
+from memorylab.memory._store import MemoryStore
 
 AGENT = "Rules"
 

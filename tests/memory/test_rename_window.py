@@ -16,7 +16,7 @@ import pytest
 from memorylab import Conversation, read_memory
 from memorylab.errors import CompactionConflict
 from memorylab.memory import _fsutil
-from memorylab.memory import store as store_module
+from memorylab.memory import _store as store_module
 
 _THEIRS = (
     "# Agent Memory\n\n**Conversation:** reference\n**Created:** 2026-01-01T00:00:00\n\n"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from memorylab import Conversation, read_memory
-from memorylab.memory import store as store_module
+from memorylab.memory import _store as store_module
 
 _HEADER = (
     "# Agent Memory\n\n**Conversation:** reference\n**Created:** 2026-01-01T00:00:00\n\n"

@@ -18,9 +18,9 @@ import pytest
 
 from memorylab import Conversation, read_memory
 from memorylab.analysis import compactions_df
-from memorylab.memory import format as fmt
-from memorylab.memory.paths import agent_paths
-from memorylab.memory.store import MemoryStore
+from memorylab.memory import _format as fmt
+from memorylab.memory._paths import agent_paths
+from memorylab.memory._store import MemoryStore
 
 AGENT = "Shared"
 
@@ -31,8 +31,8 @@ _OTHER = textwrap.dedent(
     import sys, time
     from datetime import UTC, datetime
     from memorylab import Conversation
-    from memorylab.memory.retention import RetentionPolicy
-    from memorylab.memory.store import MemoryStore
+    from memorylab.memory._retention import RetentionPolicy
+    from memorylab.memory._store import MemoryStore
     from memorylab.privacy import purge
 
     workspace, scenario = sys.argv[1:3]
@@ -209,7 +209,7 @@ _EDIT_THEN_DIE = textwrap.dedent(
     r"""
     import os, sys
     from datetime import UTC, datetime
-    from memorylab.memory.store import MemoryStore
+    from memorylab.memory._store import MemoryStore
 
     workspace = sys.argv[1]
     store = MemoryStore.for_agent("Shared", workspace)

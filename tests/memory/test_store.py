@@ -14,7 +14,7 @@ from memorylab import Message, read_memory
 from memorylab.config import resolve_workspace
 from memorylab.errors import CompactionConflict, InvalidAgentName, StoreError, UnsafePath
 from memorylab.memory import MemoryStore, agent_paths, validate_agent_name
-from memorylab.memory import format as fmt
+from memorylab.memory import _format as fmt
 
 WHEN = datetime(2026, 4, 20, 14, 30, 45, tzinfo=UTC)
 
@@ -279,7 +279,7 @@ def test_lone_surrogates_are_refused_clearly() -> None:
 def test_read_header_reads_the_header_only(tmp_path: Path) -> None:
     """The replay names each preload's header as the run's file did (issue 28: the Agent's
     conversation name carries its id): read_header gives the header without the blocks."""
-    from memorylab.memory.store import read_header
+    from memorylab.memory._store import read_header
 
     path = tmp_path / "MEMORY.md"
     body = "".join(f"### User — 2026-04-20T09:00:{i:02d}.000000+00:00\n\nmessage {i}\n\n---\n\n" for i in range(50))

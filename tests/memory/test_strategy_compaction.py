@@ -29,10 +29,10 @@ from memorylab.compress import (
     Trim,
     get_token_counter,
 )
-from memorylab.compress.strategy import Strategy
+from memorylab.compress._strategy import Strategy
 from memorylab.errors import EmptySummary
-from memorylab.memory import store as store_module
-from memorylab.memory.paths import MemoryPaths, agent_paths
+from memorylab.memory import _store as store_module
+from memorylab.memory._paths import MemoryPaths, agent_paths
 
 WORKERS = Path(__file__).with_name("_workers.py")
 STRATEGY_WORKERS = Path(__file__).with_name("_strategy_workers.py")

@@ -23,9 +23,9 @@ import pytest
 
 from memorylab import Conversation, read_memory
 from memorylab.errors import MemoryFormatError
-from memorylab.memory import format as fmt
-from memorylab.memory.paths import agent_paths
-from memorylab.memory.store import MemoryStore
+from memorylab.memory import _format as fmt
+from memorylab.memory._paths import agent_paths
+from memorylab.memory._store import MemoryStore
 
 AGENT = "torn"
 BIG = "x" * 100_000
@@ -83,7 +83,7 @@ def test_an_open_conversation_appends_after_another_process_tore_a_block(
     _in_other_process(  # opens, then its add is "killed" mid-write (written torn by hand)
         isolated_workspace,
         f"""
-        from memorylab.memory import format as fmt
+        from memorylab.memory import _format as fmt
         c = Conversation(agent_name={AGENT!r})
         block = fmt.block_text("User", "2026-05-01T10:00:00.000000+00:00", "msg" + "y" * 90000)
         with open(c.memory_md_path, "ab") as f:

@@ -4,7 +4,7 @@
 
 reads gitleaks' default configuration (https://github.com/gitleaks/gitleaks, ``config/gitleaks.toml``,
 MIT licence, Copyright (c) 2019 Zachary Rice) and writes
-``toolkit/memorylab/memory/secret_rules.json``, which ``memorylab.memory.redact`` reads once at
+``toolkit/memorylab/memory/secret_rules.json``, which ``memorylab.memory._redact`` reads once at
 import. Nothing here runs at redaction time, and nothing is downloaded: get the file with
 ``git show <commit>:config/gitleaks.toml`` from a clone. What the conversion does:
 

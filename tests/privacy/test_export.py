@@ -24,10 +24,10 @@ from memorylab import Conversation, MemoryDocument, read_memory, render_memory
 from memorylab.analysis import compactions_df, memory_df
 from memorylab.cli import main
 from memorylab.errors import AgentNotFound, InvalidSetting, PrerequisiteError, StoreError
-from memorylab.memory.paths import agent_paths
-from memorylab.memory.records import Message
-from memorylab.memory.retention import RetentionPolicy
-from memorylab.memory.store import MemoryStore
+from memorylab.memory._paths import agent_paths
+from memorylab.memory._records import Message
+from memorylab.memory._retention import RetentionPolicy
+from memorylab.memory._store import MemoryStore
 from memorylab.privacy import (
     EXPORT_VERSION,
     check_permissions,

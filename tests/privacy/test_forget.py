@@ -15,8 +15,8 @@ import pytest
 
 from memorylab import Conversation
 from memorylab.errors import AgentNotFound, InvalidAgentName, StoreError, UnsafePath
-from memorylab.memory.paths import agent_paths
-from memorylab.memory.store import MemoryStore, read_memory
+from memorylab.memory._paths import agent_paths
+from memorylab.memory._store import MemoryStore, read_memory
 from memorylab.privacy import check_permissions, forget, purge
 
 WRITER = Path(__file__).with_name("_writer.py")
@@ -120,7 +120,7 @@ def test_something_left_behind_is_an_error(
     (isolated_workspace / "agents" / "Researcher" / "cache").mkdir()
     (isolated_workspace / "agents" / "Researcher" / "cache" / "x").write_text("x")
     with monkeypatch.context() as patched:
-        patched.setattr("memorylab.memory.store.shutil.rmtree", lambda path: None)
+        patched.setattr("memorylab.memory._store.shutil.rmtree", lambda path: None)
         with pytest.raises(StoreError, match=r"left .*cache/x.*run forget again"):
             forget("Researcher")
     forget("Researcher")  # running it again finishes the job

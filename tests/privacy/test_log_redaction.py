@@ -22,12 +22,12 @@ import pytest
 from fakes.openai_server import FakeOpenAIServer, HTTPError
 from memorylab import Agent, Conversation
 from memorylab.compress import ContextCompressor, KeepRecent, Summary
-from memorylab.compress.base import BaseSummarizer
+from memorylab.compress._base import BaseSummarizer
 from memorylab.errors import CompressionFailed, ModelAuthError
 from memorylab.llm import ChatReply
-from memorylab.memory import store as store_module
-from memorylab.memory.paths import agent_paths
-from memorylab.memory.store import MemoryStore
+from memorylab.memory import _store as store_module
+from memorylab.memory._paths import agent_paths
+from memorylab.memory._store import MemoryStore
 
 OPENAI = "sk-proj-4fGh7Jk9Lm2Np5Qr8St1Uv3Wx6Yz0Ab"
 AWS = "AKIAZ3MHQ4XDRW5TPLKE"

@@ -23,7 +23,7 @@ import pytest
 from memorylab.analysis import memory_df
 from memorylab.cli import main
 from memorylab.errors import AgentNotFound, InvalidAgentName, UnsafePath
-from memorylab.memory.paths import agent_folders, validate_agent_path
+from memorylab.memory._paths import agent_folders, validate_agent_path
 from memorylab.privacy import export_agent, export_document, forget, load_export, purge
 
 SWARMS_PYTHON = os.environ.get("MEMORYLAB_SWARMS_PYTHON")
@@ -288,7 +288,7 @@ def test_the_report_ignores_save_files_in_the_current_folder(
 ) -> None:
     """``./conversations/conversation_<name>.json`` (the reference's save file of a
     conversation of that name) changed the report's figures; YAML there made it exit 2."""
-    from memorylab.memory.reference import ReferenceMethods
+    from memorylab.memory._reference import ReferenceMethods
     from memorylab.report import build_report
     from memorylab.transcripts import bundled_workspace
 

@@ -28,8 +28,8 @@ from redaction_corpus import (
 )
 
 from memorylab import Conversation, read_memory
-from memorylab.memory import format as fmt
-from memorylab.memory.redact import (
+from memorylab.memory import _format as fmt
+from memorylab.memory._redact import (
     ALL_CATEGORIES,
     MARKER,
     PII_CATEGORIES,
@@ -572,7 +572,7 @@ def test_the_fast_path_survives_lone_surrogates() -> None:
 
 @given(st.one_of(_TEXT, st.text(max_size=200)))
 def test_the_redactor_scans_exactly_when_the_fast_path_says_so(text: str) -> None:
-    with mock.patch("memorylab.memory.redact._scan", return_value=[]) as scan:
+    with mock.patch("memorylab.memory._redact._scan", return_value=[]) as scan:
         SECRETS(text)
     assert scan.called == may_hold_secret(text)
 
@@ -728,7 +728,7 @@ _LABEL_RULES = [r for r in RULES if r.lower and r.origin]  # gitleaks' keyword t
 
 def test_every_credential_word_ends_with_a_tail_the_fast_path_looks_for() -> None:
     # _keyword_before_separator finds only the tails: a keyword ending otherwise would be missed.
-    from memorylab.memory.redact import _KEY_ENDS, _KEY_TAILS, _KEY_WORDS
+    from memorylab.memory._redact import _KEY_ENDS, _KEY_TAILS, _KEY_WORDS
 
     assert all(word.endswith(_KEY_TAILS) for word in _KEY_WORDS)
     assert all(w[-1] in _KEY_ENDS and w[-1].upper() in _KEY_ENDS for w in _KEY_WORDS)
@@ -746,7 +746,7 @@ def test_every_credential_word_ends_with_a_tail_the_fast_path_looks_for() -> Non
 @pytest.mark.parametrize("rule", _KEYWORD_RULES, ids=[r.category for r in _KEYWORD_RULES])
 def test_keyword_rules_match_a_tail_right_before_a_separator(rule: object) -> None:
     # what the fast path relies on, for every match of a keyword rule in the corpus
-    from memorylab.memory.redact import _KEY_TAILS, _SEPARATOR_AFTER_KEY
+    from memorylab.memory._redact import _KEY_TAILS, _SEPARATOR_AFTER_KEY
 
     assert isinstance(rule, type(RULES[0]))
     texts = [e.text for e in CORPUS] + [t for t, _, _ in SECRET_CORPUS]
@@ -773,7 +773,7 @@ def test_the_fast_path_sees_every_rule_s_own_condition(rule: object) -> None:
     # _scan runs a rule only where its gate and one of its needles are: the fast path must say
     # yes wherever that holds (then it never skips a match), whatever stands around them.
     # (Keyword rules are seen through their keyword's tail: the two tests above.)
-    from memorylab.memory.redact import Rule
+    from memorylab.memory._redact import Rule
 
     assert isinstance(rule, Rule)
     if rule.digit or rule.lower or rule.category not in SECRET_CATEGORIES:
@@ -804,7 +804,7 @@ def _every_rule(rules: tuple[object, ...], text: str) -> list[tuple[int, int, st
     for the plan that picks the rules to run."""
     from bisect import bisect_left
 
-    from memorylab.memory.redact import Rule
+    from memorylab.memory._redact import Rule
 
     starts: list[int] = []
     taken: list[tuple[int, int, str]] = []
@@ -838,7 +838,7 @@ def test_the_plan_runs_every_rule_that_finds_something(index: int) -> None:
 
 
 def test_the_packaged_rules_say_where_they_come_from() -> None:
-    from memorylab.memory.redact import GITLEAKS
+    from memorylab.memory._redact import GITLEAKS
 
     assert GITLEAKS["source"].startswith("https://github.com/gitleaks/gitleaks/blob/")
     assert "MIT" in GITLEAKS["licence"]
@@ -846,7 +846,7 @@ def test_the_packaged_rules_say_where_they_come_from() -> None:
     assert len(ids) >= 200 and "generic-api-key" not in ids
     assert {r.category for r in RULES if r.origin == "github-pat"} == {"github_token"}
     # a keyword rule's keyword is found in a label: it must fit the reach before the separator
-    from memorylab.memory.redact import _LABEL_REACH
+    from memorylab.memory._redact import _LABEL_REACH
 
     assert max(len(n) for r in RULES if r.lower for n in r.needles) + 24 <= _LABEL_REACH
 
@@ -858,7 +858,7 @@ def test_gitleaks_tokens_are_redacted_to_their_end() -> None:
 
 
 def test_redact_content_redacts_every_shape_of_content() -> None:
-    from memorylab.memory.redact import redact_content
+    from memorylab.memory._redact import redact_content
 
     hexkey = "3f1c9a7e5b2d4f608a1c3e5b7d9f0a2c"
     assert redact_content(f"DD_API_KEY={hexkey}", SECRETS) == "DD_API_KEY=[REDACTED:api_key]"

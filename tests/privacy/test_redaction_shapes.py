@@ -21,7 +21,7 @@ import pytest
 from redaction_corpus import CORPUS, LOOKALIKES, CorpusSecret
 
 from memorylab import Conversation
-from memorylab.memory.redact import MARKED
+from memorylab.memory._redact import MARKED
 
 # the label right before a secret (``DD_API_KEY=«…»``, ``"SessionToken": "«…»``), where a
 # settings line or a call's argument starts: the dict shape writes it as a key, the way an app's

@@ -21,16 +21,16 @@ from hypothesis import strategies as st
 from memorylab import Conversation
 from memorylab.cli import main
 from memorylab.errors import InvalidSetting, StoreError
-from memorylab.memory.format import archive_name
-from memorylab.memory.paths import agent_paths
-from memorylab.memory.retention import (
+from memorylab.memory._format import archive_name
+from memorylab.memory._paths import agent_paths
+from memorylab.memory._retention import (
     RetentionPolicy,
     archive_time,
     format_duration,
     older_than,
     parse_duration,
 )
-from memorylab.memory.store import MemoryStore
+from memorylab.memory._store import MemoryStore
 
 NOW = datetime(2026, 4, 20, 12, 0, 0, tzinfo=UTC)
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from memorylab.widgets.stepper import DEMO_SCRIPT, CompactionStepper
+from memorylab.widgets._stepper import DEMO_SCRIPT, CompactionStepper
 
 
 def _run(workspace: Path, agent: str, context_length: int) -> None:

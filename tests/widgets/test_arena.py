@@ -9,7 +9,7 @@ import pytest
 from memorylab.compress import ScriptedSummarizer
 from memorylab.evaluate import Case, Fact, cases_from_messages, compare_summarizers
 from memorylab.widgets import SummarizerArena, comparison_html
-from memorylab.widgets.arena import lost_facts
+from memorylab.widgets._arena import lost_facts
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The pure rich-display functions of memorylab.memory.display."""
+"""The pure rich-display functions of memorylab.memory._display."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from memorylab import CompactionEvent, Conversation, MemoryDocument, Message
 from memorylab.compress import get_token_counter
-from memorylab.memory import display
+from memorylab.memory import _display as display
 
 WHEN = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 

@@ -8,7 +8,7 @@ import pytest
 
 from memorylab.errors import InvalidSetting
 from memorylab.widgets import MemoryExplorer
-from memorylab.widgets.explorer import ALL, MESSAGE_COLUMNS
+from memorylab.widgets._explorer import ALL, MESSAGE_COLUMNS
 
 
 def test_loads_the_workspace(workspace: Path) -> None:

@@ -9,7 +9,7 @@ import pytest
 from memorylab.compress import ScriptedSummarizer
 from memorylab.errors import InvalidSetting
 from memorylab.widgets import CompactionStepper
-from memorylab.widgets.stepper import DEMO_SCRIPT
+from memorylab.widgets._stepper import DEMO_SCRIPT
 
 
 def test_steps_one_message_at_a_time(tmp_path: Path) -> None:

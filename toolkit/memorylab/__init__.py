@@ -85,6 +85,7 @@ _RENAMED = {"render": "render_memory"}
 
 
 _moved_getattr = _names.moved(__name__, _MOVED, stacklevel=3)
+_names.keep_old_module_paths()
 
 
 def __getattr__(name: str) -> object:

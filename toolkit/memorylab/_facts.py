@@ -88,7 +88,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from memorylab.memory.format import content_to_text
+from memorylab.memory._format import content_to_text
 from memorylab.transcripts import Fact
 
 SHARES_EXTRACTION_RULES = frozenset({"memorylab/extractive"})

@@ -2,14 +2,19 @@
 plugins of installed packages that add to them (entry points), and names that moved (a module's
 names, and keywords and attributes that were renamed).
 
-Private helpers of the registries (:mod:`memorylab.compress.summarizers`,
-:mod:`memorylab.compress.strategies`, the analysis loaders, :mod:`memorylab.evaluate.scorers`)
+Private helpers of the registries (:mod:`memorylab.compress._summarizers`,
+:mod:`memorylab.compress._strategies`, the analysis loaders, :mod:`memorylab.evaluate._scorers`)
 and of the modules that keep an old import path, keyword or attribute working for a release.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+import types
 import warnings
 from collections.abc import Callable, Mapping, MutableMapping
 from importlib.metadata import entry_points
@@ -154,3 +159,80 @@ def renamed_keyword(
         stacklevel=stacklevel,
     )
     return old_value
+
+
+# The module paths 0.1 released behind what is now a package facade: since 0.2 the modules are
+# private (the facades are the only supported import paths, docs/architecture.md). Each old path
+# still imports for one release; its names are looked up in the facade, then in the module.
+_OLD_MODULES = (
+    "analysis.frames", "analysis.growth", "analysis.plots", "compress.baselines",
+    "compress.compressor", "compress.extractive", "compress.policy", "compress.scripted",
+    "compress.summarizers", "compress.tokens", "evaluate.cases", "evaluate.cli",
+    "evaluate.compare", "evaluate.facts", "evaluate.plots", "evaluate.scorers", "evaluate.tables",
+    "memory.conversation", "memory.display", "memory.format", "memory.paths",
+    "memory.permissions", "memory.preload", "memory.records", "memory.redact",
+    "memory.retention", "memory.store", "widgets.arena", "widgets.explorer", "widgets.stepper",
+    "widgets.tuner",
+)  # fmt: skip
+OLD_MODULES: dict[str, tuple[str, ...]] = {
+    **{
+        f"memorylab.{old}": (f"memorylab.{package}", f"memorylab.{package}._{module}")
+        for old in _OLD_MODULES
+        for package, module in [old.split(".")]
+    },
+    "memorylab.analysis.growth": ("memorylab.analysis", "memorylab.analysis._growth",
+                                  "memorylab.analysis._sweep"),
+    "memorylab.evaluate.facts": ("memorylab.evaluate", "memorylab._facts"),
+    "memorylab.compress.llm": ("memorylab.llm",),
+    "memorylab.evaluate.baselines": ("memorylab.compress",),
+}  # fmt: skip
+
+
+def _old_module_getattr(module: str, homes: tuple[str, ...]) -> Callable[[str], Any]:
+    def __getattr__(name: str) -> Any:
+        for home in homes:
+            found = importlib.import_module(home)
+            public = getattr(found, "__all__", None)
+            if (name in public) if public is not None else name in vars(found):
+                advice = (f"import it from {home} (from {home} import {name})" if public is not
+                          None else f"{name} is not public: it works for this release only")
+                warnings.warn(f"{module} is private since 0.2: {advice}", DeprecationWarning,
+                              stacklevel=2)  # fmt: skip
+                return getattr(found, name)
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return __getattr__
+
+
+class OldModulePaths(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """The import system's last resort for a module path of :data:`OLD_MODULES`: a module whose
+    names warn (``DeprecationWarning``, naming the facade import) and are forwarded."""
+
+    def find_spec(
+        self, fullname: str, path: object = None, target: object = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in OLD_MODULES:
+            return None
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
+        return None
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        module.__getattr__ = _old_module_getattr(module.__name__, OLD_MODULES[module.__name__])  # type: ignore[method-assign]
+
+    def get_code(self, fullname: str) -> types.CodeType:
+        """What ``python -m <old path>`` runs: the module now behind it, as ``__main__``."""
+        home = OLD_MODULES[fullname][-1]
+        source = (
+            "import runpy, sys\n"
+            f"print('note: python -m {fullname} is now python -m {home}', file=sys.stderr)\n"
+            f"runpy.run_module({home!r}, run_name='__main__', alter_sys=True)\n"
+        )
+        return compile(source, fullname, "exec")
+
+
+def keep_old_module_paths() -> None:
+    """Let the 0.1 module paths import (once per process)."""
+    if not any(isinstance(finder, OldModulePaths) for finder in sys.meta_path):
+        sys.meta_path.append(OldModulePaths())

@@ -13,21 +13,21 @@ most ``auto_loop_cap`` calls).
 
 Where the checks fall in the files: every model call's reply is recorded under ``agent_name``, so
 a check ran after message ``i`` exactly when message ``i + 1`` is one of the agent's replies
-(:func:`memorylab.compress.policy.check_points`): after the task, and after the tool results of
+(:func:`memorylab.compress._policy.check_points`): after the task, and after the tool results of
 a reply that called tools (they land in the history, and in MEMORY.md, before the next check).
 Each compaction records this (``checks: "model_call"``), the first message this process added
 (``session_start``: a new ``Agent`` on an existing MEMORY.md is a restart, with a bounded
 preload), ``preload_tokens``, ``preload_max_tokens`` and ``preload_omitted`` in its ``extra``, so
 that :mod:`memorylab.analysis` replays the run with the same check points and restarts.
 
-Every model call leaves a :class:`~memorylab.memory.records.UsageRecord` (counts only: the
+Every model call leaves a :class:`~memorylab.memory._records.UsageRecord` (counts only: the
 estimate of the input the trigger uses, what the provider reported, whether the check before it
 compacted): in :attr:`Agent.usage_records`, and with persistent memory a line of ``usage.jsonl``
 beside ``compactions.jsonl`` (written through the store, by the same rule).
 :func:`memorylab.analysis.calibration_df` compares them. A trigger with ``count="reported"``
-(:class:`~memorylab.compress.policy.Trigger`) counts the last reply's reported usage plus the
+(:class:`~memorylab.compress._policy.Trigger`) counts the last reply's reported usage plus the
 estimate of what was added since: the Agent gives the compressor that report
-(:class:`~memorylab.compress.policy.ReportedUsage`).
+(:class:`~memorylab.compress._policy.ReportedUsage`).
 """
 
 from __future__ import annotations
@@ -42,11 +42,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from memorylab._names import moved
-from memorylab.compress import policy
-from memorylab.compress.compressor import AgentLike, ContextCompressor
-from memorylab.compress.strategy import Strategy
-from memorylab.compress.summarizers import summarizer_names
-from memorylab.compress.tokens import get_token_counter
+from memorylab.compress import _policy as policy
+from memorylab.compress._compressor import AgentLike, ContextCompressor
+from memorylab.compress._strategy import Strategy
+from memorylab.compress._summarizers import summarizer_names
+from memorylab.compress._tokens import get_token_counter
 from memorylab.errors import InvalidSetting, StoreError
 from memorylab.llm import (
     ChatReply,
@@ -56,9 +56,9 @@ from memorylab.llm import (
     model_context_length,
     retry_policy,
 )
-from memorylab.memory import format as fmt
-from memorylab.memory.conversation import DEFAULT_PATH, Conversation
-from memorylab.memory.records import CompactionEvent, EntryKind, UsageRecord
+from memorylab.memory import _format as fmt
+from memorylab.memory._conversation import DEFAULT_PATH, Conversation
+from memorylab.memory._records import CompactionEvent, EntryKind, UsageRecord
 from memorylab.tools import Tool, as_tools
 
 logger = logging.getLogger("memorylab")
@@ -94,7 +94,7 @@ class Agent:
             ``max_input_tokens`` for ``model_name``, else
             :data:`memorylab.llm.DEFAULT_CONTEXT_LENGTH` (8192).
         compression_threshold: a fraction of ``context_length`` (float) or a token count (int),
-            or a :class:`~memorylab.compress.policy.Trigger` (a fraction, a token count and a
+            or a :class:`~memorylab.compress._policy.Trigger` (a fraction, a token count and a
             message count: any fires).
         summarizer_model: ``None`` summarizes with ``model_name`` (as the seed does); a
             summarizer name such as ``"memorylab/extractive"`` (offline) or another model.
@@ -108,7 +108,7 @@ class Agent:
         custom_rules_prompt: more static context (skills), after the rules.
         preload_max_tokens: the most MEMORY.md may take when preloaded; default a quarter of
             the window and at most half of the compression trigger
-            (:func:`~memorylab.compress.policy.default_preload_max_tokens`); ``None``: no bound.
+            (:func:`~memorylab.compress._policy.default_preload_max_tokens`); ``None``: no bound.
         temperature: the model's temperature (``None``: the provider's default).
         max_tokens: the most tokens of one reply (``None``: the provider's default).
         retry: timeout and retries of each model call (default ``RetryPolicy()``: 60 s, 2
@@ -125,7 +125,7 @@ class Agent:
             :class:`~memorylab.llm.ChatReply`), e.g. a scripted model for offline runs.
         clock: the time source of message timestamps (tests and generated data).
         strategy: what a compaction does with the history (docs/compression.md, Strategies):
-            a :class:`~memorylab.compress.strategy.Strategy` or its name; default
+            a :class:`~memorylab.compress._strategy.Strategy` or its name; default
             ``"summary"``, the seed's compaction. Given to the compressor.
         id: this instance's identifier, as the reference's ``Agent.id``: default a fresh
             ``agent-<32 hex digits>`` at each construction. It names the conversation
@@ -219,7 +219,7 @@ class Agent:
         )
         self._session: dict[str, Any] | None = None
         self.usage_records: list[UsageRecord] = []
-        """This process's model calls (:class:`~memorylab.memory.records.UsageRecord`), also
+        """This process's model calls (:class:`~memorylab.memory._records.UsageRecord`), also
         written to ``usage.jsonl`` with persistent memory."""
         self._reported: policy.ReportedUsage | None = None
         self._call: _Call | None = None
@@ -323,7 +323,7 @@ class Agent:
     def _record_usage(self, reply: ChatReply, entry: Mapping[str, Any]) -> None:
         """The call's :class:`UsageRecord` (``entry``: its reply in the history), kept and
         written to ``usage.jsonl``; and the report a trigger of the reported usage counts from
-        next (:class:`~memorylab.compress.policy.ReportedUsage`): the input and the visible
+        next (:class:`~memorylab.compress._policy.ReportedUsage`): the input and the visible
         output (reasoning is not sent again) against the estimate with the reply, or the input
         alone against the estimate at the call."""
         call = self._call
@@ -451,4 +451,4 @@ __all__ = [
     "STOP_TOKEN",
 ]
 
-__getattr__ = moved(__name__, {"default_preload_max_tokens": "memorylab.compress.policy"})
+__getattr__ = moved(__name__, {"default_preload_max_tokens": "memorylab.compress"})

@@ -2,7 +2,7 @@
 
 Every failure is one ``memorylab:`` line on stderr and an exit code (the table in
 ``docs/cli.md``), and outputs, numbers and model names are checked before any work starts: the
-rules of :mod:`memorylab.console`, shared with ``memorylab compare``.
+rules of :mod:`memorylab._console`, shared with ``memorylab compare``.
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memorylab._version import __version__
-from memorylab.console import (
+from memorylab._console import (
     MAX_CONTEXT_TOKENS,
     HelpFormatter,
     NothingThere,
@@ -30,19 +29,20 @@ from memorylab.console import (
     image_formats,
     run_handler,
 )
+from memorylab._version import __version__
 from memorylab.errors import AgentNotFound, InvalidSetting, MemoryFormatError
-from memorylab.evaluate.cli import add_compare_arguments, run_compare
+from memorylab.evaluate._cli import add_compare_arguments, run_compare
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from memorylab.analysis.sources import AgentFiles
+    from memorylab.analysis._sources import AgentFiles
 
 
 def _demo(args: argparse.Namespace) -> int:
     """Write a short conversation, compact it, and show what ends up on disk."""
-    from memorylab.memory.conversation import Conversation
-    from memorylab.memory.store import read_memory
+    from memorylab.memory._conversation import Conversation
+    from memorylab.memory._store import read_memory
 
     workspace = Path(args.workspace or tempfile.mkdtemp(prefix="memorylab-demo-"))
     conv = Conversation(agent_name="DemoAgent", workspace_dir=workspace, system_prompt="Be brief.")
@@ -101,7 +101,7 @@ def _existing_workspace(value: str | None, *, agent_folder_ok: bool = False) -> 
 def _with_agents(workspace: Path) -> Path:
     """``workspace`` when its agents/ holds an agent memorylab can read; else one line saying
     why not (the loaders' notes: a MEMORY.md that is a folder or a dangling link ...)."""
-    from memorylab.analysis.sources import resolve
+    from memorylab.analysis._sources import resolve
 
     found, notes = resolve(workspace)
     if found:
@@ -121,7 +121,7 @@ def _with_agents(workspace: Path) -> Path:
 def _memory_file(path: Path) -> Path:
     """``path`` when it is a memory file (it starts as one: ``# Agent Memory``); a file that
     is not is refused before any work (a report of it would be one unreadable agent)."""
-    from memorylab.memory.format import TITLE_LINE
+    from memorylab.memory._format import TITLE_LINE
 
     try:
         with open(path, "rb") as file:
@@ -151,7 +151,7 @@ def _existing_or_default_workspace(value: str | None) -> str | None:
 
 
 def _agent_folder(workspace: Path, agent: str) -> Path:
-    from memorylab.memory.paths import agent_paths
+    from memorylab.memory._paths import agent_paths
 
     # 'team/alpha': the reference framework's nested agent, read from agents/team/alpha/
     folder = agent_paths(agent, workspace, nested=True).folder
@@ -165,7 +165,7 @@ def _agent_folder(workspace: Path, agent: str) -> Path:
 
 def _agents(workspace: Path) -> list[AgentFiles]:
     """Every agent in the workspace and its files, nested ones too, as the loaders find them."""
-    from memorylab.analysis.sources import resolve
+    from memorylab.analysis._sources import resolve
 
     if not (workspace / "agents").is_dir():
         return []
@@ -175,7 +175,7 @@ def _agents(workspace: Path) -> list[AgentFiles]:
 def _last_message_time(memory_md: Path) -> str:
     """When the last message of MEMORY.md was written (its timestamp), ``-`` if none."""
     from memorylab.errors import StoreError
-    from memorylab.memory.store import read_memory
+    from memorylab.memory._store import read_memory
 
     if not memory_md.is_file():
         return "-"
@@ -320,7 +320,7 @@ def _threshold(text: str) -> float | int:
 def _duration(text: str) -> timedelta:
     """``--older-than``: a duration the clock can go back by (a huge one is refused here rather
     than overflowing in datetime)."""
-    from memorylab.memory.retention import parse_duration
+    from memorylab.memory._retention import parse_duration
 
     try:
         duration = parse_duration(text)
@@ -379,7 +379,7 @@ def _export(args: argparse.Namespace) -> int:
 
 def _purge(args: argparse.Namespace) -> int:
     from memorylab.config import resolve_workspace
-    from memorylab.memory.retention import format_duration
+    from memorylab.memory._retention import format_duration
     from memorylab.privacy import purge
     from memorylab.privacy._remove import agent_names
 

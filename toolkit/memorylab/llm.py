@@ -58,6 +58,7 @@ from dataclasses import asdict, dataclass
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from memorylab._names import renamed_keyword
+from memorylab._validation import check_int, check_number
 from memorylab.errors import (
     ContextWindowExceeded,
     InvalidSetting,
@@ -68,9 +69,8 @@ from memorylab.errors import (
     ModelTimeout,
     ModelUnavailable,
 )
-from memorylab.memory.format import content_to_text
-from memorylab.memory.redact import SECRETS
-from memorylab.validation import check_int, check_number
+from memorylab.memory._format import content_to_text
+from memorylab.memory._redact import SECRETS
 
 if TYPE_CHECKING:
     from concurrent.futures import Future

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memorylab._version import __version__
-from memorylab.compress.policy import Threshold, same_threshold, threshold_text
+from memorylab.compress._policy import Threshold, same_threshold, threshold_text
 
 if TYPE_CHECKING:
     from memorylab.analysis import AgentRecord
@@ -170,7 +170,7 @@ def build_report(
         sweep_table,
         token_growth,
     )
-    from memorylab.analysis.sources import REMARK_KINDS
+    from memorylab.analysis._sources import REMARK_KINDS
 
     root = Path(workspace)
     counted_as = model or "gpt-4o"
@@ -385,7 +385,7 @@ def _recent_segments(messages: Any) -> tuple[Any, bool]:
 
 
 def _agent_of(file: str) -> str:
-    from memorylab.analysis.sources import agent_name, locate
+    from memorylab.analysis._sources import agent_name, locate
 
     workspace, folder, _ = locate(Path(file))
     return agent_name(workspace, folder)
@@ -549,7 +549,7 @@ _AGENT_COLUMNS = (
 
 
 def _agent_table(messages: Any, compactions: Any) -> Any:
-    from memorylab.analysis.frames import build_frame, columns
+    from memorylab.analysis._frames import build_frame, columns
 
     grouped = messages.groupby("agent", observed=True)
     counts = compactions.groupby("agent", observed=True).size()

@@ -20,11 +20,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memorylab.compress.compressor import AgentLike
+from memorylab._validation import check_int
+from memorylab.compress._compressor import AgentLike
 from memorylab.errors import InvalidSetting
-from memorylab.memory.recall import HasMemoryFile, format_recalled
-from memorylab.memory.recall import recall as recall_messages
-from memorylab.validation import check_int
+from memorylab.memory._recall import HasMemoryFile, format_recalled
+from memorylab.memory._recall import recall as recall_messages
 
 _JSON_TYPES: dict[Any, str] = {
     str: "string",
@@ -176,12 +176,12 @@ def recall_tool(
 ) -> Callable[[str], str]:
     """A ``recall(query)`` tool: the agent searches its own archives (what its compactions took
     out of the context) and gets the best ``k`` messages back with their timestamps and the
-    archives that hold them (:func:`memorylab.memory.recall.recall`).
+    archives that hold them (:func:`memorylab.memory._recall.recall`).
 
     Given to an ``Agent`` with neither ``source`` nor ``agent``, the tool searches that
     agent's archives and no other's: ``Agent(agent_name="Researcher", tools=[recall_tool()])``.
     Other memory is searched only when named: ``source`` is what
-    :func:`~memorylab.memory.recall.recall` takes (a workspace, whose every agent is then
+    :func:`~memorylab.memory._recall.recall` takes (a workspace, whose every agent is then
     searched, an agent folder, a MEMORY.md, a ``Conversation``) or an ``Agent`` (its
     ``short_memory``); ``agent`` names the agent in a workspace (the default one without a
     ``source``). Nothing is read until the model calls the tool, so an ``Agent`` can be given

@@ -1,12 +1,12 @@
 """Research helpers: memory files as DataFrames, token growth, replays, sweeps and plots.
 
-One concept per module: :mod:`~memorylab.analysis.frames` (the frames),
-:mod:`~memorylab.analysis.runs` (a run's settings and their overrides),
-:mod:`~memorylab.analysis.growth` (token growth), :mod:`~memorylab.analysis.replay` (replays),
-:mod:`~memorylab.analysis.sweep` (sweeps and their table), :mod:`~memorylab.analysis.lineage`
+One concept per module: :mod:`~memorylab.analysis._frames` (the frames),
+:mod:`~memorylab.analysis._runs` (a run's settings and their overrides),
+:mod:`~memorylab.analysis._growth` (token growth), :mod:`~memorylab.analysis._replay` (replays),
+:mod:`~memorylab.analysis._sweep` (sweeps and their table), :mod:`~memorylab.analysis._lineage`
 (compactions in order, fact survival across summaries, a summary's provenance),
-:mod:`~memorylab.analysis.calibration` (the estimate against the provider's count, and when
-each compaction fired against it), :mod:`~memorylab.analysis.plots`. The audits (calibration,
+:mod:`~memorylab.analysis._calibration` (the estimate against the provider's count, and when
+each compaction fired against it), :mod:`~memorylab.analysis._plots`. The audits (calibration,
 costs, facts) return one result type, :class:`AuditResult` (:func:`audit`, :data:`AUDITS`).
 
 pandas and matplotlib are imported by the functions that need them, so importing this package
@@ -21,6 +21,29 @@ from memorylab.analysis._audits import (
     cost_audit,
     fact_audit,
 )
+from memorylab.analysis._cache_costs import compaction_costs_df
+from memorylab.analysis._calibration import (
+    calibration_df,
+    calibration_summary,
+    compaction_timing_df,
+)
+from memorylab.analysis._frames import (
+    MEMORY_COLUMNS,
+    ReadResult,
+    compactions_df,
+    documents_df,
+    memory_df,
+    memory_df_with_problems,
+    problems_df,
+)
+from memorylab.analysis._growth import token_growth
+from memorylab.analysis._lineage import (
+    dropped_by,
+    fact_survival_df,
+    lineage_df,
+    summary_provenance,
+    survival_by_generation,
+)
 from memorylab.analysis._loaders import (
     Loader,
     get_loader,
@@ -30,30 +53,7 @@ from memorylab.analysis._loaders import (
     messages_record,
     register_loader,
 )
-from memorylab.analysis._record import AgentRecord
-from memorylab.analysis.cache_costs import compaction_costs_df
-from memorylab.analysis.calibration import (
-    calibration_df,
-    calibration_summary,
-    compaction_timing_df,
-)
-from memorylab.analysis.frames import (
-    ReadResult,
-    compactions_df,
-    documents_df,
-    memory_df,
-    memory_df_with_problems,
-    problems_df,
-)
-from memorylab.analysis.growth import token_growth
-from memorylab.analysis.lineage import (
-    dropped_by,
-    fact_survival_df,
-    lineage_df,
-    summary_provenance,
-    survival_by_generation,
-)
-from memorylab.analysis.plots import (
+from memorylab.analysis._plots import (
     plot_calibration,
     plot_compaction_costs,
     plot_compactions,
@@ -64,9 +64,11 @@ from memorylab.analysis.plots import (
     plot_token_growth_grid,
     save_plot,
 )
-from memorylab.analysis.replay import ReplayResult, replay
-from memorylab.analysis.runs import RunOverrides, RunSettings, SummarySize, run_settings
-from memorylab.analysis.sweep import (
+from memorylab.analysis._record import AgentRecord
+from memorylab.analysis._replay import ReplayResult, replay
+from memorylab.analysis._runs import RunOverrides, RunSettings, SummarySize, run_settings
+from memorylab.analysis._sweep import (
+    DEFAULT_THRESHOLDS,
     SweepEstimate,
     SweepResult,
     estimate_sweep,
@@ -79,7 +81,9 @@ __all__ = [
     "AUDITS",
     "AgentRecord",
     "AuditResult",
+    "DEFAULT_THRESHOLDS",
     "Loader",
+    "MEMORY_COLUMNS",
     "ReadResult",
     "ReplayResult",
     "RunOverrides",

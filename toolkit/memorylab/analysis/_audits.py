@@ -16,10 +16,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from memorylab.analysis.frames import text_table
+from memorylab._validation import check_name
+from memorylab.analysis._frames import text_table
 from memorylab.errors import InvalidSetting
 from memorylab.results import TableResult
-from memorylab.validation import check_name
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -92,12 +92,12 @@ def calibration_audit(source: Any) -> AuditResult:
     count); ``summary``: :func:`~memorylab.analysis.calibration_summary` (per model); the plot:
     :func:`~memorylab.analysis.plot_calibration` of each call; the notes: per model how often
     and how far the estimate missed, and how many compactions fired late, on time or early."""
-    from memorylab.analysis.calibration import (
+    from memorylab.analysis._calibration import (
         calibration_df,
         calibration_summary,
         compaction_timing_df,
     )
-    from memorylab.analysis.plots import plot_calibration
+    from memorylab.analysis._plots import plot_calibration
 
     calls = calibration_df(source)
     timing = compaction_timing_df(source)
@@ -183,8 +183,8 @@ def cost_audit(source: Any, *, model: str | None = None) -> AuditResult:
     the most."""
     import pandas as pd
 
-    from memorylab.analysis.cache_costs import compaction_costs_df
-    from memorylab.analysis.plots import plot_compaction_costs
+    from memorylab.analysis._cache_costs import compaction_costs_df
+    from memorylab.analysis._plots import plot_compaction_costs
 
     costs = compaction_costs_df(source, model=model)
     priced = costs[costs["net_cost_usd"].notna()]
@@ -264,8 +264,8 @@ def fact_audit(
     :func:`~memorylab.analysis.plot_fact_survival`."""
     import pandas as pd
 
-    from memorylab.analysis.lineage import fact_survival_df, survival_by_generation
-    from memorylab.analysis.plots import plot_fact_survival
+    from memorylab.analysis._lineage import fact_survival_df, survival_by_generation
+    from memorylab.analysis._plots import plot_fact_survival
 
     frame = fact_survival_df(source, facts, max_summaries=max_summaries)
     followed = frame[frame["generation"].notna()]

@@ -1,12 +1,12 @@
 """The fast sweep: compaction simulated on prefix sums, and prices (internal).
 
-The fast sweep runs the replay's rules (:mod:`memorylab.analysis.growth`) on token counts
+The fast sweep runs the replay's rules (:mod:`memorylab.analysis._growth`) on token counts
 instead of a :class:`~memorylab.Conversation`: the trigger and the summary budget come from
-:class:`~memorylab.compress.compressor.ContextCompressor`, the checks fall where the Agent's do
+:class:`~memorylab.compress._compressor.ContextCompressor`, the checks fall where the Agent's do
 (:attr:`Prefix.checks`), a restart reloads MEMORY.md through the real bounded preload (a
 ``preload`` callback of the caller, which renders the file and plans the preload), and the only
 thing modelled is the size of each summary
-(:class:`~memorylab.analysis.runs.SummarySize`).
+(:class:`~memorylab.analysis._runs.SummarySize`).
 
 Per message ``i`` the context is ``base + P[i+1] - P[k]``, where ``P`` is the prefix sum of
 (message tokens + separator), ``k`` the first message of the current stretch (since the last
@@ -18,7 +18,7 @@ at the checks of a stretch ``[k, e]`` is ``c * (base - P[k]) + Q[e+1] - Q[k]`` (
 ``Q`` sums ``P[i+1]`` over the checks). So a setting costs one search per compaction and per
 restart, not a loop over the messages.
 
-The prompt cache (the rules: :mod:`memorylab.analysis.cache_costs`; :func:`cache_calls` applies
+The prompt cache (the rules: :mod:`memorylab.analysis._cache_costs`; :func:`cache_calls` applies
 them call by call, for the exact replay and the recorded runs) takes the same sums: within a
 stretch the contexts only grow, so the calls whose context reaches the cache's minimum prefix
 ``m`` are the checks from one binary search on, and what each reads from the cache is the
@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from memorylab.analysis.runs import SummarySize
+    from memorylab.analysis._runs import SummarySize
 
 Preload = Callable[[int | None, int, int, int], int]
 """``preload(summary_tokens, summary_at, file_start, restart) -> tokens`` of the preload entry
@@ -224,7 +224,7 @@ def cache_calls(
     min_tokens: int,
 ) -> tuple[list[int], list[int]]:
     """Per model call, the input tokens read from the prompt cache and those written to it (the
-    rules: :mod:`memorylab.analysis.cache_costs`).
+    rules: :mod:`memorylab.analysis._cache_costs`).
 
     ``contexts``: the tokens each call reads, in order; ``first``: whether it is a process's
     first call (nothing cached); ``kept``: for the call after a compaction, the tokens of the

@@ -45,11 +45,11 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from memorylab._names import plugged_in, plugin_lookup
 from memorylab.analysis._record import AgentRecord, Records, kept_record, read_agent_records
-from memorylab.analysis.sources import Note, Segment, Source
+from memorylab.analysis._sources import Note, Segment, Source
 from memorylab.errors import InvalidSetting, StoreError
-from memorylab.memory import format as fmt
-from memorylab.memory.records import MemoryDocument, Message
-from memorylab.memory.reference import read_save_file
+from memorylab.memory import _format as fmt
+from memorylab.memory._records import MemoryDocument, Message
+from memorylab.memory._reference import read_save_file
 from memorylab.transcripts import load_transcript
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ def messages_record(
 ) -> AgentRecord:
     """The record of one agent whose run a file holds as messages (``{"role", "content",
     "timestamp"}``; a timestamp a ``datetime`` or ISO-8601 text, naive as local time; content
-    as :func:`~memorylab.memory.format.content_to_text` stores it). ``agent``: default, the
+    as :func:`~memorylab.memory._format.content_to_text` stores it). ``agent``: default, the
     file's name without its extension. A message without a readable timestamp is left out,
     with a note (a frame's rows are in time; none is guessed). The record has no compactions
     and no model calls: the loader of a format that records them sets them

@@ -2,7 +2,7 @@
 take (:class:`AgentRecord`).
 
 :func:`read_agent_records` reads each agent a source names in one consistent read
-(:func:`~memorylab.analysis.sources.read_consistent`): its files in timeline order and its
+(:func:`~memorylab.analysis._sources.read_consistent`): its files in timeline order and its
 ``compactions.jsonl``, through the store's readers, all of one generation. Its ``usage.jsonl`` (by
 the store's reader too) is read when a reader first asks for the calls: the generation does not
 cover it (the Agent appends a line per call), so reading it in the same read would make it no more
@@ -12,16 +12,16 @@ reader opens a file again, and the rules about it are decided here once: who the
 (:attr:`AgentRecord.agent`, its name below ``<workspace>/agents/``), which records are successful
 compactions (:attr:`AgentRecord.compactions`), which usage lines are model calls
 (:attr:`AgentRecord.calls`, each made by :meth:`UsageRecord.from_dict
-<memorylab.memory.records.UsageRecord.from_dict>`), the order of its processes
+<memorylab.memory._records.UsageRecord.from_dict>`), the order of its processes
 (:attr:`AgentRecord.processes`) and a call's drift (:attr:`UsageRecord.drift
-<memorylab.memory.records.UsageRecord.drift>`).
+<memorylab.memory._records.UsageRecord.drift>`).
 
 A frame finds its record without reading (``record_of_frame``, through :func:`kept_record`): each
 record read is kept by its agent folder, weakly (a caller holding its records, as the report does,
 always finds them) and, for the last :data:`_KEPT` agents read, strongly
 (``token_growth(memory_df(folder))`` in a notebook). A kept record is used only while what
 identified the files when they were read is unchanged:
-:func:`~memorylab.memory.store.read_generation` (a compaction, an edit, a deletion, a record
+:func:`~memorylab.memory._store.read_generation` (a compaction, an edit, a deletion, a record
 appended) and the identity, size and modification time of MEMORY.md and ``usage.jsonl`` (an append
 to either, which the generation leaves out). These are ``lstat`` calls and one listing: a frame of
 an unchanged agent is never read again, one of a changed agent is. A frame of files the record did
@@ -42,7 +42,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast, overload
 
-from memorylab.analysis.sources import (
+from memorylab.analysis._sources import (
     AgentFiles,
     Note,
     Segment,
@@ -55,9 +55,9 @@ from memorylab.analysis.sources import (
     timeline,
 )
 from memorylab.errors import InvalidSetting, StoreError
-from memorylab.memory.paths import MemoryPaths
-from memorylab.memory.records import UsageRecord, is_compaction, is_model_call
-from memorylab.memory.store import MemoryStore, committed_record, read_generation
+from memorylab.memory._paths import MemoryPaths
+from memorylab.memory._records import UsageRecord, is_compaction, is_model_call
+from memorylab.memory._store import MemoryStore, committed_record, read_generation
 
 if TYPE_CHECKING:
     pass
@@ -81,7 +81,7 @@ class AgentRecord:
     ``agent`` is who the agent is: its folder's path below ``<workspace>/agents/`` (``team/alpha``),
     else the folder's name (``workspace`` and ``folder``: ``None`` for an agent known only in
     memory, an :class:`~memorylab.Agent`'s own records). ``segments``: its files in timeline order
-    (:class:`~memorylab.analysis.sources.Segment`; none for a format without files); ``records``:
+    (:class:`~memorylab.analysis._sources.Segment`; none for a format without files); ``records``:
     every ``compactions.jsonl`` record in file order (edits and failed attempts too, and the record
     of a rewrite that committed but has not written it yet); ``calls``: its model calls
     (``usage.jsonl``, read when first used), in file order; ``notes``: what reading it found
@@ -104,13 +104,13 @@ class AgentRecord:
     @functools.cached_property
     def compactions(self) -> tuple[Mapping[str, Any], ...]:
         """The successful compactions among :attr:`records`, in file order
-        (:func:`~memorylab.memory.records.is_compaction`)."""
+        (:func:`~memorylab.memory._records.is_compaction`)."""
         return tuple(record for record in self.records if is_compaction(record))
 
     @functools.cached_property
     def summary_flags(self) -> list[list[bool]]:
         """Per segment, which of its messages read are compaction summaries
-        (:func:`~memorylab.analysis.sources.summary_flags`)."""
+        (:func:`~memorylab.analysis._sources.summary_flags`)."""
         return summary_flags(self.segments)
 
     @functools.cached_property
@@ -229,8 +229,8 @@ def _lines(
 
 class _UsageFile(Sequence[UsageRecord]):
     """An agent's model calls: the records of its ``usage.jsonl`` that are model calls
-    (:func:`~memorylab.memory.records.is_model_call`), each a :class:`UsageRecord`
-    (:meth:`~memorylab.memory.records.UsageRecord.from_dict`), read when first used (the module
+    (:func:`~memorylab.memory._records.is_model_call`), each a :class:`UsageRecord`
+    (:meth:`~memorylab.memory._records.UsageRecord.from_dict`), read when first used (the module
     docstring says why); a line without a time is no call (the store's reader logs it)."""
 
     def __init__(self, store: MemoryStore) -> None:

@@ -10,12 +10,12 @@ from collections import OrderedDict
 from collections.abc import Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from memorylab.compress.base import BaseSummarizer, Summarizer, Summary
-from memorylab.memory import format as fmt
+from memorylab.compress._base import BaseSummarizer, Summarizer, Summary
+from memorylab.memory import _format as fmt
 
 if TYPE_CHECKING:
+    from memorylab.analysis._runs import PreparedRun, SummarySize
     from memorylab.analysis._transcript import MemoCounter
-    from memorylab.analysis.runs import PreparedRun, SummarySize
 
 EXTRACTIVE = "memorylab/extractive"
 CACHE_LIMIT = 4096
@@ -86,8 +86,8 @@ def choose(spec: str | Summarizer | None, run: PreparedRun, size: SummarySize | 
     """The replay's summarizer: ``spec``, else the recorded one when it runs offline, else the
     extractive one; asked for summaries of ``size`` (default: the recorded sizes, when the
     summarizer is not the one that made them)."""
-    from memorylab.compress.compressor import ContextCompressor
-    from memorylab.compress.summarizers import get_summarizer, summarizer_names
+    from memorylab.compress._compressor import ContextCompressor
+    from memorylab.compress._summarizers import get_summarizer, summarizer_names
 
     recorded = run.settings.summarizer
     if spec is None:  # the recorded one when it is registered and calls no model
@@ -106,7 +106,7 @@ def choose(spec: str | Summarizer | None, run: PreparedRun, size: SummarySize | 
 
 
 def _local(name: str) -> bool:
-    from memorylab.compress.summarizers import get_summarizer
+    from memorylab.compress._summarizers import get_summarizer
 
     try:
         return get_summarizer(name).local

@@ -2,7 +2,7 @@
 
 matplotlib's default formatter moves large or tiny numbers into an offset or a power of ten
 (``1e6`` at the axis' end, ``+5.6e1``) and writes ``12345`` without separators. Every plot of
-memorylab (:mod:`memorylab.analysis.plots`, :mod:`memorylab.evaluate.plots`) labels its number
+memorylab (:mod:`memorylab.analysis._plots`, :mod:`memorylab.evaluate._plots`) labels its number
 axes through :func:`number_axis` instead: whole values with thousands separators (``12,345``),
 fractions with as many decimals as the tick spacing needs, the same for every tick of the axis
 (``0.50 0.55 0.60``, ``$0.0001 $0.0002``), never an offset nor scientific notation. Count axes

@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memorylab.analysis._record import to_micros
-from memorylab.compress.tokens import TokenCounter, get_token_counter
+from memorylab.compress._tokens import TokenCounter, get_token_counter
 from memorylab.errors import InvalidSetting
-from memorylab.memory import format as fmt
-from memorylab.memory.preload import has_messages, plan_preload
-from memorylab.memory.records import PRELOAD_PREFIX, SUMMARY_PREFIX, MemoryDocument, Message
+from memorylab.memory import _format as fmt
+from memorylab.memory._preload import has_messages, plan_preload
+from memorylab.memory._records import PRELOAD_PREFIX, SUMMARY_PREFIX, MemoryDocument, Message
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -197,7 +197,7 @@ def as_transcript(
     transcript: pd.DataFrame | Sequence[Mapping[str, Any]] | Transcript,
 ) -> Transcript:
     """A :class:`Transcript` from a frame or a list of messages (summaries dropped); a path is
-    read by the caller (:data:`memorylab.analysis.runs.TranscriptSource`)."""
+    read by the caller (:data:`memorylab.analysis._runs.TranscriptSource`)."""
     if isinstance(transcript, Transcript):
         return transcript
     if hasattr(transcript, "columns") and hasattr(transcript, "iloc"):
@@ -254,7 +254,7 @@ def memory_text(
 
 def preload_content(text: str, *, max_tokens: int | None, counter: MemoCounter) -> str | None:
     """The preload entry a new process reads for a MEMORY.md of ``text`` (``None``: it holds no
-    messages, nothing is preloaded): :func:`memorylab.memory.preload.plan_preload`, the rule
+    messages, nothing is preloaded): :func:`memorylab.memory._preload.plan_preload`, the rule
     :class:`~memorylab.Conversation` follows, within ``max_tokens``."""
     if not has_messages(text):
         return None

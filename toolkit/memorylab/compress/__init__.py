@@ -1,37 +1,37 @@
 """Deciding when to compress and summarizing: tokens, thresholds, summarizers, the compressor.
 
-* :mod:`~memorylab.compress.tokens` — token counting that works offline.
-* :mod:`~memorylab.compress.policy` — the threshold convention and the back-off after failures.
-* :mod:`~memorylab.compress.base` — :class:`Summary`, the :class:`Summarizer` protocol and
+* :mod:`~memorylab.compress._tokens` — token counting that works offline.
+* :mod:`~memorylab.compress._policy` — the threshold convention and the back-off after failures.
+* :mod:`~memorylab.compress._base` — :class:`Summary`, the :class:`Summarizer` protocol and
   :class:`BaseSummarizer`; each strategy has its own module: :mod:`.litellm_summarizer`,
   :mod:`.extractive`, :mod:`.baselines`, :mod:`.scripted`.
-* :mod:`~memorylab.compress.summarizers` — summarizers by name (:func:`get_summarizer`,
+* :mod:`~memorylab.compress._summarizers` — summarizers by name (:func:`get_summarizer`,
   :func:`register_summarizer`).
-* :mod:`~memorylab.compress.strategy` — what a compaction does with the history: the
+* :mod:`~memorylab.compress._strategy` — what a compaction does with the history: the
   :class:`Strategy` base and its :class:`CompactionPlan`; each strategy has its own module:
   :mod:`.summary` (the default), :mod:`.keep_recent`, :mod:`.clear_tool_results`, :mod:`.trim`.
-* :mod:`~memorylab.compress.strategies` — strategies by name (:func:`get_strategy`,
+* :mod:`~memorylab.compress._strategies` — strategies by name (:func:`get_strategy`,
   :func:`register_strategy`, :func:`strategy_from_record`).
-* :mod:`~memorylab.compress.compressor` — :class:`ContextCompressor`, and :class:`AgentLike`,
+* :mod:`~memorylab.compress._compressor` — :class:`ContextCompressor`, and :class:`AgentLike`,
   what memorylab reads of an agent.
 
 Importing this package imports neither litellm nor tiktoken; the first model call or token
 count does.
 """
 
-from memorylab.compress.base import (
+from memorylab.compress._base import (
     BaseSummarizer,
     BudgetedSummarizer,
     Summarizer,
     Summary,
     as_summarizer,
 )
-from memorylab.compress.baselines import OMISSION_MARKER, HeadTailSummarizer, TruncateSummarizer
-from memorylab.compress.clear_tool_results import ClearToolResults
-from memorylab.compress.compressor import MIN_SUMMARY_TOKENS, AgentLike, ContextCompressor
-from memorylab.compress.extractive import ExtractiveSummarizer
-from memorylab.compress.keep_recent import KeepRecent
-from memorylab.compress.litellm_summarizer import (
+from memorylab.compress._baselines import OMISSION_MARKER, HeadTailSummarizer, TruncateSummarizer
+from memorylab.compress._clear_tool_results import ClearToolResults
+from memorylab.compress._compressor import MIN_SUMMARY_TOKENS, AgentLike, ContextCompressor
+from memorylab.compress._extractive import ExtractiveSummarizer
+from memorylab.compress._keep_recent import KeepRecent
+from memorylab.compress._litellm_summarizer import (
     CHUNK_PROMPT,
     MERGE_PROMPT,
     SUMMARIZER_RETRY,
@@ -39,35 +39,36 @@ from memorylab.compress.litellm_summarizer import (
     SUMMARY_SYSTEM_PROMPT,
     LiteLLMSummarizer,
 )
-from memorylab.compress.policy import (
+from memorylab.compress._policy import (
     DEFAULT_THRESHOLD,
     THRESHOLD_CONVENTION,
     Backoff,
     ReportedUsage,
     Threshold,
     Trigger,
+    default_preload_max_tokens,
     should_compress,
     trigger_tokens,
     validate_threshold,
 )
-from memorylab.compress.scripted import ScriptedSummarizer
-from memorylab.compress.strategies import (
+from memorylab.compress._scripted import ScriptedSummarizer
+from memorylab.compress._strategies import (
     DEFAULT_STRATEGY,
     get_strategy,
     register_strategy,
     strategy_from_record,
     strategy_names,
 )
-from memorylab.compress.strategy import CompactionPlan, Strategy
-from memorylab.compress.summarizers import (
+from memorylab.compress._strategy import CompactionPlan, Strategy
+from memorylab.compress._summarizers import (
     DEFAULT_SUMMARIZER,
     get_summarizer,
     register_summarizer,
     summarizer_names,
 )
-from memorylab.compress.summary import SummaryStrategy
-from memorylab.compress.tokens import TokenCounter, count_tokens, get_token_counter
-from memorylab.compress.trim import Trim
+from memorylab.compress._summary import SummaryStrategy
+from memorylab.compress._tokens import TokenCounter, count_tokens, get_token_counter
+from memorylab.compress._trim import Trim
 
 __all__ = [
     "AgentLike",
@@ -105,6 +106,7 @@ __all__ = [
     "TruncateSummarizer",
     "as_summarizer",
     "count_tokens",
+    "default_preload_max_tokens",
     "get_strategy",
     "get_summarizer",
     "get_token_counter",

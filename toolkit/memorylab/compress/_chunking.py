@@ -1,11 +1,11 @@
 """Chunk planning and token helpers: cut, truncate and pack text by tokens, nothing lost.
 
 Private to :mod:`memorylab.compress`. :func:`plan_calls` is the map-reduce plan of
-:class:`~memorylab.compress.litellm_summarizer.LiteLLMSummarizer` (described in that module's
+:class:`~memorylab.compress._litellm_summarizer.LiteLLMSummarizer` (described in that module's
 docstring): a generator that yields each call's prompt and receives its reply, so it makes no
 call itself. :func:`truncate_to_tokens` also serves
-:class:`~memorylab.compress.extractive.ExtractiveSummarizer`. Tokens are counted with
-:func:`memorylab.compress.tokens.get_token_counter`; no I/O beyond loading its encodings.
+:class:`~memorylab.compress._extractive.ExtractiveSummarizer`. Tokens are counted with
+:func:`memorylab.compress._tokens.get_token_counter`; no I/O beyond loading its encodings.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from memorylab.errors import EmptySummary, InvalidSetting
 
 if TYPE_CHECKING:
-    from memorylab.compress.tokens import TokenCounter
+    from memorylab.compress._tokens import TokenCounter
 
 _FRAMING_TOKENS = 16  # chat-format overhead of a system + user message, rounded up
 _LABEL_TOKENS = 24  # room for the "[... part i/n]" label of a split message

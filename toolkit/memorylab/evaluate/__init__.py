@@ -1,27 +1,55 @@
 """Summarizer comparison: which summarizer, at what cost and latency, keeps which facts.
 
-* :mod:`~memorylab.evaluate.cases` — :class:`Case` (a history, reference facts and probes, an
+* :mod:`~memorylab.evaluate._cases` — :class:`Case` (a history, reference facts and probes, an
   existing summary); :func:`cases_from_transcripts`, :func:`cases_from_workspace`, and the
   public benchmarks' files: :func:`cases_from_locomo`, :func:`cases_from_longmemeval`.
-* :mod:`~memorylab.evaluate.grading` — :func:`grade_answer` (dates, numbers, case, articles
+* :mod:`~memorylab.evaluate._grading` — :func:`grade_answer` (dates, numbers, case, articles
   and punctuation normalized), the LLM grade's prompts; the fact rules (:func:`extract_facts`,
   :func:`fact_kept`, :func:`normalize_answer`) are shared with the analysis, below both;
-* :mod:`~memorylab.evaluate.base` — :class:`Score`, :class:`Sample`, the :class:`Scorer`
-  protocol and :class:`BaseScorer`; :mod:`~memorylab.evaluate.scorers` — scorers by name
+* :mod:`~memorylab.evaluate._base` — :class:`Score`, :class:`Sample`, the :class:`Scorer`
+  protocol and :class:`BaseScorer`; :mod:`~memorylab.evaluate._scorers` — scorers by name
   (:func:`get_scorer`, :func:`register_scorer`).
-* :mod:`~memorylab.evaluate.compare` — :func:`compare_summarizers` (long-form DataFrame),
+* :mod:`~memorylab.evaluate._compare` — :func:`compare_summarizers` (long-form DataFrame),
   :func:`summary_table`, :func:`fact_survival_table`, :func:`estimate_cost`.
-* :mod:`~memorylab.evaluate.strategies` — :func:`compare_strategies`: memory strategies run
+* :mod:`~memorylab.evaluate._strategies` — :func:`compare_strategies`: memory strategies run
   through each case's whole history in a window, scored like summaries.
-* :mod:`~memorylab.evaluate.plots` — ``plot_*(df, ax=None) -> Axes``.
+* :mod:`~memorylab.evaluate._plots` — ``plot_*(df, ax=None) -> Axes``.
 
 pandas, matplotlib, litellm, rapidfuzz and the optional extras are imported only when used.
 """
 
 from memorylab._facts import extract_facts, fact_kept, normalize_answer
 from memorylab._names import moved as _moved
+from memorylab.compress._baselines import BOUNDS
+from memorylab.evaluate._base import BaseScorer, FunctionScorer, Sample, Score, Scorer
 from memorylab.evaluate._cache import LLMCache
+from memorylab.evaluate._cases import (
+    LOCOMO_CATEGORIES,
+    Case,
+    cases_from_locomo,
+    cases_from_longmemeval,
+    cases_from_messages,
+    cases_from_transcripts,
+    cases_from_workspace,
+    dropped_questions,
+)
+from memorylab.evaluate._compare import (
+    BASELINES,
+    DEFAULT_SCORERS,
+    Plan,
+    compare_summarizers,
+    estimate_cost,
+    plan_comparison,
+)
+from memorylab.evaluate._engine import EXISTING, ComparisonResult
 from memorylab.evaluate._extras import RougeScorer, SimilarityScorer
+from memorylab.evaluate._grading import (
+    GRADER_PROMPT,
+    GRADER_SYSTEM_PROMPT,
+    answer_span,
+    grade_answer,
+    relative_date,
+)
 from memorylab.evaluate._llm_scorers import (
     JUDGE_CRITERIA,
     JUDGE_PROMPT,
@@ -34,45 +62,8 @@ from memorylab.evaluate._llm_scorers import (
     lookup_answer,
     parse_judge_reply,
 )
-from memorylab.evaluate.base import BaseScorer, FunctionScorer, Sample, Score, Scorer
-from memorylab.evaluate.cases import (
-    FACT_CATEGORIES,
-    LOCOMO_CATEGORIES,
-    Case,
-    Fact,
-    Probe,
-    cases_from_locomo,
-    cases_from_longmemeval,
-    cases_from_messages,
-    cases_from_transcripts,
-    cases_from_workspace,
-    dropped_questions,
-)
-from memorylab.evaluate.compare import (
-    BASELINES,
-    BOUNDS,
-    DEFAULT_SCORERS,
-    EXISTING,
-    ComparisonResult,
-    Plan,
-    SummaryTable,
-    compare_summarizers,
-    default_cache_dir,
-    estimate_cost,
-    fact_survival_table,
-    markdown_table,
-    plan_comparison,
-    summary_table,
-)
-from memorylab.evaluate.grading import (
-    GRADER_PROMPT,
-    GRADER_SYSTEM_PROMPT,
-    answer_span,
-    grade_answer,
-    relative_date,
-)
-from memorylab.evaluate.plots import plot_cost_quality, plot_latency, plot_quality
-from memorylab.evaluate.scorers import (
+from memorylab.evaluate._plots import plot_cost_quality, plot_latency, plot_quality
+from memorylab.evaluate._scorers import (
     CompressionScorer,
     CostScorer,
     FactRecallScorer,
@@ -81,8 +72,17 @@ from memorylab.evaluate.scorers import (
     register_scorer,
     scorer_names,
 )
-from memorylab.evaluate.strategies import StrategyComparison, StrategyMemory, compare_strategies
-from memorylab.evaluate.tables import bootstrap_interval, probe_table
+from memorylab.evaluate._strategies import StrategyComparison, StrategyMemory, compare_strategies
+from memorylab.evaluate._tables import (
+    SummaryTable,
+    bootstrap_interval,
+    fact_survival_table,
+    markdown_table,
+    probe_table,
+    summary_table,
+)
+from memorylab.memory._holders import default_cache_dir
+from memorylab.transcripts import FACT_CATEGORIES, Fact, Probe
 
 # The baselines were importable from here; they are summarizers of memorylab.compress.
 __getattr__ = _moved(

@@ -14,11 +14,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from memorylab import llm
-from memorylab.compress.base import Summarizer
+from memorylab.compress._base import Summarizer
+from memorylab.evaluate._base import Sample, Scorer, run_sync
 from memorylab.evaluate._cache import LLMCache, RunStats
+from memorylab.evaluate._cases import Case
 from memorylab.evaluate._engine import Context, summarize
-from memorylab.evaluate.base import Sample, Scorer, run_sync
-from memorylab.evaluate.cases import Case
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -72,7 +72,7 @@ def estimate_units(
     max_tokens: int | None,
 ) -> pd.DataFrame:
     """The cost estimate of resolved cases, summarizers and scorers (see
-    :func:`memorylab.evaluate.compare.estimate_cost`)."""
+    :func:`memorylab.evaluate._compare.estimate_cost`)."""
     import pandas as pd
 
     totals: dict[str, list[float]] = {}

@@ -38,9 +38,9 @@ from typing import Any, TypeVar
 
 from memorylab import llm
 from memorylab.errors import BudgetExceeded, InvalidSetting, ModelError
+from memorylab.memory._format import content_to_text
 from memorylab.memory._fsutil import write_private_file
 from memorylab.memory._holders import cache_entries
-from memorylab.memory.format import content_to_text
 
 _T = TypeVar("_T")
 

@@ -26,11 +26,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from memorylab.compress.base import BaseSummarizer, Summarizer, Summary
+from memorylab.compress._base import BaseSummarizer, Summarizer, Summary
 from memorylab.errors import InvalidSetting
+from memorylab.evaluate._base import Sample, Scorer, run_sync
 from memorylab.evaluate._cache import CachedLLM, CacheMiss, CachingCaller, LLMCache, RunStats
-from memorylab.evaluate.base import Sample, Scorer, run_sync
-from memorylab.evaluate.cases import Case, probe_category
+from memorylab.evaluate._cases import Case, probe_category
 from memorylab.llm import Caller, aimport_litellm
 from memorylab.results import FormerFrame, FormerPair, TableResult
 

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from memorylab.errors import InvalidSetting, PrerequisiteError
-from memorylab.evaluate.base import NAN, BaseScorer, Sample, Score
+from memorylab.evaluate._base import NAN, BaseScorer, Sample, Score
 
 _ROUGE_TYPES = ("rouge1", "rouge2", "rougeLsum")
 

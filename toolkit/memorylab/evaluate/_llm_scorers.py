@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memorylab import llm
-from memorylab.compress.baselines import HeadTailSummarizer
-from memorylab.compress.tokens import get_token_counter
+from memorylab.compress._baselines import HeadTailSummarizer
+from memorylab.compress._tokens import get_token_counter
 from memorylab.errors import InvalidSetting, ModelError
-from memorylab.evaluate.base import NAN, BaseScorer, Sample, Score
-from memorylab.evaluate.grading import (
+from memorylab.evaluate._base import NAN, BaseScorer, Sample, Score
+from memorylab.evaluate._grading import (
     GRADER_PROMPT,
     GRADER_SYSTEM_PROMPT,
     answer_span,
@@ -33,11 +33,12 @@ from memorylab.evaluate.grading import (
     parse_grade,
     relative_date,
 )
-from memorylab.memory import format as fmt
+from memorylab.memory import _format as fmt
 
 if TYPE_CHECKING:
     from memorylab.evaluate._cache import CachedLLM
-    from memorylab.evaluate.cases import Case, Probe
+    from memorylab.evaluate._cases import Case
+    from memorylab.transcripts import Probe
 
 READER_SYSTEM_PROMPT = (
     "You answer questions about an earlier conversation using only the notes you are given. "
@@ -155,10 +156,10 @@ class ProbeQAScorer(BaseScorer):
     options ``grader_args``, as the LoCoMo and mem0 evaluations grade).
 
     Metrics, shares of the case's answered probes (NaN without any): ``exact`` and ``fuzzy``
-    (:func:`memorylab.evaluate.grading.grade_answer`: dates, number words, case, articles and
+    (:func:`memorylab.evaluate._grading.grade_answer`: dates, number words, case, articles and
     punctuation normalized), and ``llm`` with a ``grader``. What is graded is the answer, not
     all the reader wrote: a model's reply cut at ``max_tokens`` (a server may ignore it; counted
-    as ``cut``), then its first line (:func:`~memorylab.evaluate.grading.answer_span`). A date
+    as ``cut``), then its first line (:func:`~memorylab.evaluate._grading.answer_span`). A date
     given as relative ("last Saturday") where the reference is a date is wrong and counted
     (``relative``); an empty reply is an answer (no answer, ``empty``). A probe whose reader
     call fails (a timeout, after the retries) fails alone: it is left out of ``n`` and named
@@ -168,7 +169,7 @@ class ProbeQAScorer(BaseScorer):
 
     ``recall_k``: recall mode. The reader of each probe gets the memory and the ``recall_k``
     messages of the case's history that best match its question among those that left the
-    memory (BM25, the ranking of :func:`memorylab.memory.recall`), as an agent with a
+    memory (BM25, the ranking of :func:`memorylab.memory._recall`), as an agent with a
     ``recall`` tool would fetch them; the scorer is then named ``probe_qa_recall`` unless
     ``name`` says otherwise, so both modes fit in one comparison.
 
@@ -300,11 +301,11 @@ class ProbeQAScorer(BaseScorer):
         """What the reader of each probe is given: the memory, and in recall mode the
         ``recall_k`` messages of the history that best match the probe's question among those
         that left the memory (:func:`memorylab.memory.recall_messages`: the ranking of
-        :func:`memorylab.memory.recall`)."""
+        :func:`memorylab.memory._recall`)."""
         probes = sample.case.probes
         if not self.recall_k:
             return [sample.text] * len(probes)
-        from memorylab.memory.recall import format_recalled, recall_messages
+        from memorylab.memory._recall import format_recalled, recall_messages
 
         archived = [
             m for m in sample.case.messages if fmt.content_to_text(m["content"]) not in sample.text

@@ -1,21 +1,28 @@
 """The memory core: records, the MEMORY.md format, the store that writes it, the Conversation.
 
-Floors, bottom up: :mod:`~memorylab.memory.records` (frozen values) and
-:mod:`~memorylab.memory.format` (the pure renderer and parser) know nothing of files;
-:mod:`~memorylab.memory.store` is the only module that writes memory files; the
+Floors, bottom up: :mod:`~memorylab.memory._records` (frozen values) and
+:mod:`~memorylab.memory._format` (the pure renderer and parser) know nothing of files;
+:mod:`~memorylab.memory._store` is the only module that writes memory files; the
 :class:`Conversation` keeps the history in memory and writes it through the store;
-:mod:`~memorylab.memory.recall` searches the archives (:func:`recall`).
-:mod:`~memorylab.memory.display` holds the rich notebook views of these values (importing this
+:mod:`~memorylab.memory._recall` searches the archives (:func:`recall`).
+:mod:`~memorylab.memory._display` holds the rich notebook views of these values (importing this
 package registers them).
 """
 
-from memorylab.memory import display  # noqa: F401  (registers the records' HTML views)
-from memorylab.memory.conversation import CompactionTicket, Conversation
-from memorylab.memory.format import FORMAT_VERSION, FormatProblem, ParseResult, render_memory
-from memorylab.memory.format import parse as parse_memory
-from memorylab.memory.paths import MemoryPaths, agent_paths, validate_agent_name
-from memorylab.memory.permissions import check_permissions, warn_permissions
-from memorylab.memory.recall import (
+from memorylab.memory import _display  # noqa: F401  (registers the records' HTML views)
+from memorylab.memory._conversation import CompactionTicket, Conversation
+from memorylab.memory._format import (
+    FORMAT_VERSION,
+    FormatProblem,
+    ParseResult,
+    block_text,
+    render_header,
+    render_memory,
+)
+from memorylab.memory._format import parse as parse_memory
+from memorylab.memory._paths import MemoryPaths, agent_paths, validate_agent_name
+from memorylab.memory._permissions import check_permissions, warn_permissions
+from memorylab.memory._recall import (
     IndexUpdate,
     RecalledMessage,
     format_recalled,
@@ -25,16 +32,23 @@ from memorylab.memory.recall import (
     recall_messages,
     update_recall_index,
 )
-from memorylab.memory.records import ArchiveRef, CompactionEvent, MemoryDocument, Message
-from memorylab.memory.redact import SECRETS, SECRETS_AND_PII, Redactor
-from memorylab.memory.retention import RetentionPolicy
-from memorylab.memory.store import MemoryStore, read_memory
+from memorylab.memory._records import (
+    ArchiveRef,
+    CompactionEvent,
+    EntryKind,
+    MemoryDocument,
+    Message,
+)
+from memorylab.memory._redact import SECRETS, SECRETS_AND_PII, Redactor, redact_role
+from memorylab.memory._retention import RetentionPolicy
+from memorylab.memory._store import MemoryStore, read_memory
 
 __all__ = [
     "ArchiveRef",
     "CompactionEvent",
     "CompactionTicket",
     "Conversation",
+    "EntryKind",
     "FORMAT_VERSION",
     "FormatProblem",
     "IndexUpdate",
@@ -49,6 +63,7 @@ __all__ = [
     "SECRETS",
     "SECRETS_AND_PII",
     "agent_paths",
+    "block_text",
     "check_permissions",
     "format_recalled",
     "parse_memory",
@@ -57,6 +72,8 @@ __all__ = [
     "recall_context",
     "recall_df",
     "recall_messages",
+    "redact_role",
+    "render_header",
     "render_memory",
     "update_recall_index",
     "validate_agent_name",

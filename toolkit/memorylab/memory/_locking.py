@@ -9,7 +9,7 @@ an editor or the reference framework may have replaced the file), the blocks thi
 appended to it (so that blocks a lock-less replacer dropped can be found and carried over), and
 where ``compactions.jsonl`` ended when it began appending there (a memorylab rewrite records the
 file it replaced, and the records after that mark are the ones that can name it).
-Private to :mod:`memorylab.memory.store`.
+Private to :mod:`memorylab.memory._store`.
 """
 
 from __future__ import annotations

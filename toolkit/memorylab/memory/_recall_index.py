@@ -1,12 +1,12 @@
 """The recall index: a search index of one agent's archives, kept beside them (private; the
-public face is :mod:`memorylab.memory.recall`, see docs/recall.md).
+public face is :mod:`memorylab.memory._recall`, see docs/recall.md).
 
 The index is one SQLite file, ``archive/.recall.sqlite`` (0o600; a dot name, so readers of
 ``archive/`` skip it as they skip temp files), holding an FTS5 table of every archived message
 (content, role, timestamp) and a table of the archives it covers, each with the identity of the
 file it read: size, inode and modification time (``stat``). Bringing the index up to date
 (:func:`update`) is decided from that record, never guessed: an archive on disk that is not
-recorded is read (parsed by the one parser, :func:`memorylab.memory.format.parse`, leniently)
+recorded is read (parsed by the one parser, :func:`memorylab.memory._format.parse`, leniently)
 and its messages added; a recorded archive that is gone (retention, purge, forget, a user's
 ``rm``) or whose identity changed has its rows deleted (and a changed one is read again). An
 archive that was read is never read again while its identity stays. Compaction summaries and
@@ -73,10 +73,10 @@ from pathlib import Path
 from typing import TypeVar
 
 from memorylab.errors import StoreError, UnsafePath
-from memorylab.memory import format as fmt
+from memorylab.memory import _format as fmt
 from memorylab.memory._fsutil import FILE_MODE, open_regular, read_bytes, read_fd
-from memorylab.memory.paths import MemoryPaths
-from memorylab.memory.records import edit_archives, read_record_line
+from memorylab.memory._paths import MemoryPaths
+from memorylab.memory._records import edit_archives, read_record_line
 
 logger = logging.getLogger("memorylab")
 
@@ -212,7 +212,7 @@ def _archives_on_disk(paths: MemoryPaths, skip: Collection[str]) -> dict[str, tu
 
 
 def _edit_archives_of(paths: MemoryPaths) -> set[str]:
-    """The archives an edit made (:func:`memorylab.memory.records.edit_archives`, the loaders'
+    """The archives an edit made (:func:`memorylab.memory._records.edit_archives`, the loaders'
     rule): recall leaves them out. Each archive's own word first (an edit's name ends
     ``_edit.md``), so a ``compactions.jsonl`` lost or cut makes none of them recalled; then,
     for the archives edits wrote before their names said so, the records of kind ``"edit"``
@@ -238,7 +238,7 @@ def _edit_archives_of(paths: MemoryPaths) -> set[str]:
 
 @functools.lru_cache(maxsize=1 << 16)
 def _is_archive_name(name: str) -> bool:
-    """:func:`memorylab.memory.format.parse_archive_name` says it is one (remembered: every
+    """:func:`memorylab.memory._format.parse_archive_name` says it is one (remembered: every
     update lists every archive, and parsing a name's date is most of that listing's cost)."""
     return fmt.parse_archive_name(name) is not None
 

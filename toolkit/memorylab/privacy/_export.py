@@ -3,7 +3,7 @@ in :mod:`memorylab.privacy`).
 
 Exports are read under the agent's lock; :func:`load_export` gives the very frame
 :func:`memorylab.analysis.memory_df` gives for the agent folder: the export's documents go
-through :func:`memorylab.analysis.frames.documents_df`, the same timeline rules and frame
+through :func:`memorylab.analysis._frames.documents_df`, the same timeline rules and frame
 builder (pandas and pyarrow are imported when needed).
 """
 
@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from memorylab._names import renamed_keyword
 from memorylab.errors import InvalidSetting, PrerequisiteError, StoreError
-from memorylab.memory import format as fmt
+from memorylab.memory import _format as fmt
 from memorylab.memory._fsutil import write_private_file
-from memorylab.memory.permissions import warn_permissions
-from memorylab.memory.records import MemoryDocument
-from memorylab.memory.store import MemoryStore, read_memory
+from memorylab.memory._permissions import warn_permissions
+from memorylab.memory._records import MemoryDocument
+from memorylab.memory._store import MemoryStore, read_memory
 from memorylab.privacy._remove import existing_agent
 
 if TYPE_CHECKING:
@@ -248,8 +248,8 @@ def load_export(
     read from the file, not its name. Parquet needs pyarrow (``pip install "memorylab[data]"``).
     Logs a warning if group or others can read the file (see :func:`warn_permissions`).
     """
-    from memorylab.analysis.frames import documents_df
-    from memorylab.memory.records import edit_archives
+    from memorylab.analysis._frames import documents_df
+    from memorylab.memory._records import edit_archives
 
     model = renamed_keyword("load_export", "tokens", "model", tokens, model)
     source = Path(path).expanduser()

@@ -1,6 +1,6 @@
 """Forget an agent, purge old memory (internal; the public names are in :mod:`memorylab.privacy`).
 
-Everything that deletes goes through :class:`~memorylab.memory.store.MemoryStore` (the only
+Everything that deletes goes through :class:`~memorylab.memory._store.MemoryStore` (the only
 module that writes or deletes memory files), under the agent's lock.
 """
 
@@ -17,13 +17,13 @@ from typing import Literal
 
 from memorylab.config import resolve_workspace
 from memorylab.errors import AgentNotFound, MemorylabError, UnsafePath
-from memorylab.memory import format as fmt
+from memorylab.memory import _format as fmt
 from memorylab.memory._holders import TextHolder, holders_in
+from memorylab.memory._paths import MemoryPaths, agent_folders, agent_paths, validate_agent_name
 from memorylab.memory._recall_index import is_index_file
-from memorylab.memory.paths import MemoryPaths, agent_folders, agent_paths, validate_agent_name
-from memorylab.memory.retention import format_duration, parse_duration
-from memorylab.memory.retention import older_than as archives_older_than
-from memorylab.memory.store import MemoryStore, _require_kind, deletion_journal, read_memory
+from memorylab.memory._retention import format_duration, parse_duration
+from memorylab.memory._retention import older_than as archives_older_than
+from memorylab.memory._store import MemoryStore, _require_kind, deletion_journal, read_memory
 
 # ---------------------------------------------------------------------------------------------
 # Forget

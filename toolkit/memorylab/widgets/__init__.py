@@ -17,13 +17,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from memorylab.widgets.arena import SummarizerArena, comparison_html
-    from memorylab.widgets.explorer import MemoryExplorer
-    from memorylab.widgets.stepper import CompactionStepper
-    from memorylab.widgets.tuner import ThresholdTuner
+    from memorylab.widgets._arena import SummarizerArena, comparison_html
+    from memorylab.widgets._explorer import MemoryExplorer
+    from memorylab.widgets._stepper import DEMO_SCRIPT, CompactionStepper
+    from memorylab.widgets._tuner import ThresholdTuner
 
 __all__ = [
     "CompactionStepper",
+    "DEMO_SCRIPT",
     "MemoryExplorer",
     "SummarizerArena",
     "ThresholdTuner",
@@ -31,11 +32,12 @@ __all__ = [
 ]
 
 _WHERE = {
-    "CompactionStepper": "memorylab.widgets.stepper",
-    "MemoryExplorer": "memorylab.widgets.explorer",
-    "SummarizerArena": "memorylab.widgets.arena",
-    "ThresholdTuner": "memorylab.widgets.tuner",
-    "comparison_html": "memorylab.widgets.arena",
+    "DEMO_SCRIPT": "memorylab.widgets._stepper",
+    "CompactionStepper": "memorylab.widgets._stepper",
+    "MemoryExplorer": "memorylab.widgets._explorer",
+    "SummarizerArena": "memorylab.widgets._arena",
+    "ThresholdTuner": "memorylab.widgets._tuner",
+    "comparison_html": "memorylab.widgets._arena",
 }
 
 

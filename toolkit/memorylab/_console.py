@@ -1,0 +1,260 @@
+"""What every ``memorylab`` command shares: one rule for exit codes and messages.
+
+Every failure is one line on stderr, starting ``memorylab:``, that names the flag to change
+(:func:`cli_message`), and an exit code (:func:`exit_code`, the table in ``docs/cli.md``): 2 the
+command line is wrong, 3 a file does not parse, 4 the filesystem refused, 5 what was named is not
+there, 1 anything else; 141 when the reader of stdout went away (``| head``), quietly
+(:func:`run_handler`). Outputs, numbers and model names are checked before any work starts
+(:func:`check_output`, :func:`bounded_int`, :func:`cost_limit`, :func:`check_model_name`).
+
+Used by :mod:`memorylab.cli` and :mod:`memorylab.evaluate._cli`; it imports neither (it sits on
+the floor below both).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import os
+import re
+import sys
+import unicodedata
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from memorylab.errors import (
+    AgentNotFound,
+    InvalidAgentName,
+    InvalidSetting,
+    MemoryFormatError,
+    MemorylabError,
+    StoreError,
+)
+from memorylab.llm import bundled_model_map, bundled_providers
+
+
+class NothingThere(MemorylabError, FileNotFoundError):
+    """A path the command was told to read, or to write into, does not exist (exit code 5)."""
+
+
+def column(text: str, width: int) -> str:
+    """``text`` left-aligned in ``width`` terminal cells: a wide character (CJK, most emoji)
+    takes two, a combining mark none, so the columns after it stay in line (``str.ljust``
+    counts characters). A longer text is kept whole."""
+    cells = sum(
+        0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+        for ch in text
+    )
+    return text + " " * max(0, width - cells)
+
+
+def exit_code(error: MemorylabError) -> int:
+    """The code of docs/cli.md's table: 2 the command line is wrong, 3 a file does not parse,
+    4 the filesystem refused, 5 what was named is not there, 1 anything else."""
+    if isinstance(error, InvalidAgentName | InvalidSetting):
+        return 2
+    if isinstance(error, AgentNotFound | NothingThere):
+        return 5
+    if isinstance(error, MemoryFormatError):
+        return 3
+    if isinstance(error, StoreError):
+        return 4
+    return 1
+
+
+# The library's messages name Python arguments; a command-line user needs the flag instead.
+_FLAG_FOR_ARGUMENT: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern), flag)
+    for pattern, flag in (
+        (r"\(--overwrite, overwrite=True\)", "(--overwrite)"),
+        (r"\bpass overwrite=True\b", "pass --overwrite"),
+        (r"\boverwrite=True\b", "--overwrite"),
+        (r"\b[Uu]se strict=False\b", "use --lenient"),
+        (r"\bstrict=False\b", "--lenient"),
+        (r"\b[Uu]se on_bad='warn'", "use --lenient"),  # memory_df(on_bad="error")'s advice
+        (r"\bmax_cost_usd=(?=\S)", "--max-cost "),
+        (r"\bmax_cost_usd\b", "--max-cost"),
+        (r"\bmax_tokens\b", "--max-tokens"),
+        (r"\bworkspace_dir, else \$WORKSPACE_DIR", "--workspace, else $WORKSPACE_DIR"),
+        (r"""format=["']json["']""", "--format json"),
+    )
+)
+
+
+def cli_message(error: BaseException) -> str:
+    """``memorylab: <message>`` on one line, with flags where the library names arguments."""
+    text = " ".join(str(error).split()) or type(error).__name__
+    for pattern, flag in _FLAG_FOR_ARGUMENT:
+        text = pattern.sub(flag, text)
+    return f"memorylab: {text}"
+
+
+def run_handler(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run a command: a memorylab error is one line on stderr and its exit code; a reader that
+    closed the pipe (``| head``) ends the command quietly, as Unix tools do."""
+    try:
+        return int(handler(args))
+    except MemorylabError as error:
+        print(cli_message(error), file=sys.stderr)
+        return exit_code(error)
+    except BrokenPipeError:
+        _silence_stdout()
+        return 141  # 128 + SIGPIPE: what a shell reports for `yes | head`
+    except KeyboardInterrupt:
+        print("memorylab: interrupted", file=sys.stderr)
+        return 130
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's last flush does not fail again."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse's usage errors as one ``memorylab:`` line (exit code 2) instead of the usage."""
+
+    def error(self, message: str) -> Any:
+        print(f"memorylab: {message} (see: {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(2)
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows each option's default, except where there is none to show (None, False) or the
+    help text already explains it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if action.default in (None, False, argparse.SUPPRESS) or "default" in text:
+            return text
+        return super()._get_help_string(action)
+
+
+class RenamedFlag(argparse.Action):
+    """The former spelling of an option, kept for a release:
+    ``parser.add_argument("--old", action=RenamedFlag, new="--new", dest="new", type=...)``
+    stores its value where ``--new`` does, prints a one-line note on stderr that names
+    ``--new``, and is hidden from ``--help``."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, *, new: str,
+                 **kwargs: Any) -> None:  # fmt: skip
+        kwargs.update(help=argparse.SUPPRESS, default=argparse.SUPPRESS)
+        super().__init__(option_strings, dest, **kwargs)
+        self.new = new
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        print(f"memorylab: {option_string} is deprecated: use {self.new} (same meaning)",
+              file=sys.stderr)  # fmt: skip
+        setattr(namespace, self.dest, values)
+
+
+def bounded_int(low: int, high: int, what: str) -> Callable[[str], int]:
+    """An argparse type: an int in [low, high] (a huge number is refused here, not overflowed
+    deep in numpy or datetime)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number ({what})") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(
+                f"{text} is out of range: give {what} from {low:,} to {high:,}"
+            )
+        return value
+
+    return parse
+
+
+def cost_limit(text: str) -> float:
+    """An argparse type: a finite amount of USD >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an amount of USD >= 0 (e.g. 0.5)")
+    return value
+
+
+MAX_CONTEXT_TOKENS = 100_000_000
+"""The largest context window a command accepts (no model comes near it)."""
+
+
+def check_output(
+    path: Path, flag: str, *, overwrite: bool = True, formats: Sequence[str] = ()
+) -> Path:
+    """Refuse, before any work, an output the command could not write: a folder, a missing
+    folder to write into, an unsupported format (``formats``: suffixes without the dot), or an
+    existing file without ``--overwrite``."""
+    names = ", ".join("." + f for f in formats)
+    if str(path) == "-":
+        raise InvalidSetting(
+            f"{flag} -: memorylab writes a file, not standard output; give a file name"
+            + (f" ending in one of {names}" if formats else "")
+        )
+    path = path.expanduser()
+    if path.is_dir():
+        raise InvalidSetting(f"{flag} {path} is a folder; give a file name inside it")
+    suffix = path.suffix.lower().lstrip(".")
+    if formats and suffix not in formats:
+        if not suffix:
+            raise InvalidSetting(f"{flag} {path} has no file extension: end it with one of {names}")
+        raise InvalidSetting(
+            f"{flag} {path}: '.{suffix}' is not a format memorylab can write there; use one of "
+            f"{names}"
+        )
+    folder = path.absolute().parent
+    if not folder.exists():
+        raise NothingThere(
+            f"cannot write {flag} {path}: the folder {folder} does not exist; create it or "
+            "choose another path"
+        )
+    if not folder.is_dir():
+        raise InvalidSetting(f"cannot write {flag} {path}: {folder} is not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise StoreError(
+            f"cannot write {flag} {path}: no permission to write into {folder}; choose "
+            "another path"
+        )
+    if not overwrite and path.exists():
+        raise InvalidSetting(f"{flag} {path} exists; choose another path or pass --overwrite")
+    return path
+
+
+def image_formats() -> list[str]:
+    """The file formats matplotlib can save a figure as."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    return sorted(FigureCanvasBase.get_supported_filetypes())
+
+
+def check_model_name(name: str, flag: str, *, summarizers: bool = False) -> str:
+    """``name`` if litellm knows it (its model map, or ``provider/model`` of a provider it
+    supports, e.g. ``openai/my-model`` behind ``--api-base``) or, with ``summarizers``, it is a
+    registered memorylab summarizer; else :class:`InvalidSetting` saying how to name one."""
+    from memorylab.compress import summarizer_names
+
+    registered = [*summarizer_names(), "memorylab/existing"] if summarizers else []
+    if name in registered:
+        return name
+    models, providers = bundled_model_map(), bundled_providers()
+    provider = name.split("/", 1)[0] if "/" in name else ""
+    if not models or name in models or (provider in providers and name != provider + "/"):
+        return name
+    ours = f"a memorylab summarizer ({', '.join(registered)}), " if summarizers else ""
+    raise InvalidSetting(
+        f"{flag} {name!r} is not a model memorylab knows: name {ours}a model in litellm's "
+        "model map (e.g. gpt-4o-mini, claude-sonnet-4-5) or provider/model (e.g. "
+        "openai/my-model with --api-base, ollama/llama3)"
+    )

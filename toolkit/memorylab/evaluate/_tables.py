@@ -1,0 +1,536 @@
+"""Tables of a comparison's result: the wide summary, fact survival (each a
+:class:`SummaryTable`: the table and its marks), markdown.
+
+Every quality cell (a scorer whose ``quality`` is True: fact recall, probe QA, judge ...)
+carries a confidence interval: a seeded percentile bootstrap (``resamples`` draws, default
+1,000, seed 0: the same table every run) over the items the value averages — each fact or
+probe of every case (the long frame's ``items``) — or over the cases when a scorer gives one
+value per case (a judge's rating). The interval is in the columns ``<metric>.lo`` and
+``<metric>.hi``.
+
+Differences are read against those intervals, paired (the same facts and probes, resampled
+together for two summarizers):
+
+* **ties**: in each quality column, the summarizers whose difference from the best one (the
+  bounds aside) has an interval that includes 0 are not significantly worse than it
+  (``table.tied``; :func:`markdown_table` marks them ``≈``);
+* **bounds**: with the ceiling (``memorylab/full``) and the floor (``memorylab/none``) in the
+  comparison, a column whose ceiling is not clearly above its floor (the interval of their
+  difference reaches 0) measures nothing on these cases (``table.not_measuring``;
+  marked ``†`` with a note);
+* **bias**: cells whose scorer flagged them (``fact_recall`` on extracted facts for the
+  extractive summarizer) are in ``table.biased`` (marked ``*``);
+* **graders**: a ``<scorer>.llm`` column (a model grades the reader's answers) is only as good
+  as its grader. Where exact match is certain — an exact hit is right, and an answer given with
+  no notes at all (the floor) that is not an exact hit is wrong — the grader should agree with
+  it: ``table.grader_agreement`` holds how often it does and on how many answers, and the notes
+  say it, ranking several graders; below :data:`GRADER_TRUSTED` the column is not to be ranked
+  by. (A small local grader said CORRECT to 248 of 256 answers, "does not contain the answer"
+  and wrong dates among them.) A column whose floor scores 0.5 or more says so in its ``†``
+  note: the metric accepts answers that cannot be right.
+
+The bootstrap is written here with numpy (already there through pandas) rather than taken from
+``scipy.stats.bootstrap``: scipy would be a new dependency of the core for one call, and the
+resampled units are weighted items pooled over cases, which it does not take directly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from memorylab.compress._baselines import CEILING, FLOOR
+from memorylab.errors import InvalidSetting
+from memorylab.evaluate._engine import ComparisonResult
+from memorylab.results import FormerFrame, TableResult
+from memorylab.transcripts import FACT_CATEGORIES
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+_COST_SCORERS = frozenset({"compression", "latency", "cost"})
+GRADER_TRUSTED = 0.9
+"""The least agreement with exact match (where it is certain) of a grader whose ``llm`` column
+can be ranked by."""
+_BLOCK = 250  # resamples drawn at a time (memory: _BLOCK x units)
+
+
+def _weighted(group: pd.DataFrame) -> float:
+    values = group["value"]
+    weights = group["n"]
+    ok = values.notna()
+    if not ok.any():
+        return math.nan
+    if weights[ok].notna().all() and (weights[ok] > 0).all():
+        return float((values[ok] * weights[ok]).sum() / weights[ok].sum())
+    return float(values[ok].mean())
+
+
+# --------------------------------------------------------------------------- the bootstrap
+
+
+Units = dict[tuple[str, int], tuple[float, float]]
+"""``(case, item index) -> (value, weight)``; index -1 for a case's one value."""
+
+
+def _units(rows: pd.DataFrame, weighted: bool) -> Units:
+    out: Units = {}
+    has_items = "items" in rows.columns
+    for row in rows.itertuples(index=False):
+        items = getattr(row, "items", None) if has_items else None
+        if weighted and isinstance(items, str) and items.strip():
+            for index, item in enumerate(items.split()):
+                if item != "nan":  # an item that failed alone (a probe's timed-out call)
+                    out[(str(row.case), index)] = (float(item), 1.0)
+            continue
+        number = float(row.value)
+        if math.isnan(number):
+            continue
+        n = row.n if weighted else 1.0
+        weight = float(n) if isinstance(n, int | float) and n == n and n > 0 else 1.0
+        out[(str(row.case), -1)] = (number, weight)
+    return out
+
+
+def _rng(seed: int, *labels: str) -> np.random.Generator:
+    import numpy as np
+
+    return np.random.default_rng([seed, *(zlib.crc32(label.encode()) for label in labels)])
+
+
+def _draws(
+    columns: Sequence[tuple[np.ndarray, np.ndarray]], resamples: int, rng: np.random.Generator
+) -> np.ndarray:
+    """The weighted mean of each column (values, weights) in each resample of the units, and
+    with several columns their first minus their second (paired: the same draw)."""
+    import numpy as np
+
+    count = len(columns[0][0])
+    out = []
+    for start in range(0, resamples, _BLOCK):
+        size = min(_BLOCK, resamples - start)
+        picks = rng.integers(0, count, size=(size, count))
+        means = [(v[picks] * w[picks]).sum(1) / w[picks].sum(1) for v, w in columns]
+        out.append(means[0] - means[1] if len(means) == 2 else means[0])
+    return np.concatenate(out)
+
+
+def bootstrap_interval(
+    values: Sequence[float],
+    weights: Sequence[float] | None = None,
+    *,
+    confidence: float = 0.95,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """The percentile bootstrap interval of the weighted mean of ``values`` (seeded: the same
+    numbers every run). NaN for no values.
+
+    >>> bootstrap_interval([1, 0, 1, 1, 0, 1, 1, 1, 0, 1])
+    (0.4, 1.0)
+    """
+    import numpy as np
+
+    v = np.asarray(values, dtype=float)
+    if not len(v):
+        return math.nan, math.nan
+    w = np.ones_like(v) if weights is None else np.asarray(weights, dtype=float)
+    draws = _draws([(v, w)], resamples, _rng(seed))
+    return _quantiles(draws, confidence)
+
+
+def _quantiles(draws: np.ndarray, confidence: float) -> tuple[float, float]:
+    import numpy as np
+
+    alpha = (1.0 - confidence) / 2
+    low, high = np.quantile(draws, [alpha, 1.0 - alpha])
+    return round(float(low), 12), round(float(high), 12)
+
+
+def _paired(
+    a: Units, b: Units, confidence: float, resamples: int, rng: np.random.Generator
+) -> tuple[float, float, float]:
+    """Mean difference a - b over their common units, and its interval."""
+    import numpy as np
+
+    keys = sorted(set(a) & set(b))
+    if not keys:
+        return math.nan, math.nan, math.nan
+    va = np.array([a[k][0] for k in keys])
+    vb = np.array([b[k][0] for k in keys])
+    w = np.array([a[k][1] for k in keys])
+    diff = float((va * w).sum() / w.sum() - (vb * w).sum() / w.sum())
+    low, high = _quantiles(_draws([(va, w), (vb, w)], resamples, rng), confidence)
+    return diff, low, high
+
+
+# --------------------------------------------------------------------------- the tables
+
+
+def _is_quality(column: str, quality: Mapping[str, bool]) -> bool:
+    scorer = column.split(".", 1)[0]
+    return quality.get(scorer, scorer not in _COST_SCORERS)
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class SummaryTable(FormerFrame, TableResult):
+    """A table of :func:`summary_table` or :func:`fact_survival_table` (``frame``) and its
+    marks (module docstring): ``bounds`` (``{"ceiling": label, "floor": label}``), ``tied``
+    (per quality column, the summarizers not significantly below its best one, the best
+    first), ``not_measuring`` (columns whose ceiling is not clearly above their floor, with
+    why), ``biased`` (per column, the flagged summarizers); :meth:`notes` says them all in
+    sentences. Earlier versions returned the frame with these in ``frame.attrs``: that still
+    works for now and warns."""
+
+    frame: pd.DataFrame
+    bounds: Mapping[str, str]
+    tied: Mapping[str, list[str]]
+    not_measuring: Mapping[str, str]
+    biased: Mapping[str, list[str]]
+    confidence: float = 0.95
+    grader_agreement: Mapping[str, tuple[float, int]] = dataclasses.field(default_factory=dict)
+
+    _former: ClassVar[str] = "summary_table() (and fact_survival_table())"
+
+    def notes(self) -> list[str]:
+        notes = [f"† {column} measures nothing on these cases: {why}."
+                 for column, why in self.not_measuring.items()]  # fmt: skip
+        graders = sorted(self.grader_agreement.items(), key=lambda item: -item[1][0])
+        for column, (share, count) in graders:
+            verdict = ("" if share >= GRADER_TRUSTED
+                       else f"; below {GRADER_TRUSTED:.0%}, do not rank by {column}")  # fmt: skip
+            notes.append(
+                f"{column}: its grader agrees with exact match on {share:.0%} of the {count} "
+                "answers where exact match is certain (an exact hit is right; an answer from "
+                f"no notes that is not one is wrong){verdict}."
+            )
+        if len(graders) > 1:
+            notes.append("Graders by that agreement: " + ", ".join(
+                f"{column} {share:.0%}" for column, (share, _) in graders) + ".")  # fmt: skip
+        for column, labels in self.biased.items():
+            notes.append(
+                f"* {column} is biased for {', '.join(labels)}: the facts were extracted by "
+                "rules like that summarizer's own."
+            )
+        if self.tied:
+            notes.append(
+                f"≈ not significantly below the column's best ({self.confidence:.0%} paired "
+                "bootstrap interval of the difference includes 0)."
+            )
+        return notes
+
+    def reframed(self, frame: pd.DataFrame, rename: Mapping[str, str] | None = None
+                 ) -> SummaryTable:  # fmt: skip
+        """These marks on ``frame``, a table made from this one: columns renamed by ``rename``,
+        the marks of columns ``frame`` does not have left out."""
+
+        def kept(marks: Mapping[str, Any]) -> dict[str, Any]:
+            renamed = {(rename or {}).get(k, k): v for k, v in marks.items()}
+            return {k: v for k, v in renamed.items() if k in frame.columns}
+
+        return dataclasses.replace(self, frame=frame, tied=kept(self.tied),
+                                   not_measuring=kept(self.not_measuring),
+                                   biased=kept(self.biased),
+                                   grader_agreement=kept(self.grader_agreement))  # fmt: skip
+
+
+def _bounds(given: Mapping[str, str], labels: Sequence[str]) -> dict[str, str]:
+    """``{"ceiling": label, "floor": label}`` of the bounds present."""
+    out = {kind: label for label, kind in given.items() if label in labels}
+    for kind, name in (("ceiling", CEILING), ("floor", FLOOR)):
+        if kind not in out and name in labels:
+            out[kind] = name
+    return out
+
+
+def summary_table(
+    results: ComparisonResult | pd.DataFrame,
+    metrics: Sequence[str] | None = None,
+    *,
+    weighted: bool = True,
+    ci: bool = True,
+    confidence: float = 0.95,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> SummaryTable:
+    """The wide table: one row per summarizer, one column per ``scorer.metric`` (the mean over
+    cases; weighted by ``n`` — facts, probes — when ``weighted``), with each quality column's
+    confidence interval in ``<metric>.lo`` / ``<metric>.hi`` (``ci``), plus ``cases`` and
+    ``errors``. ``metrics`` selects and orders columns (``["fact_recall.overall", ...]``).
+
+    A :class:`SummaryTable`: the table in ``frame``, its marks (``bounds``, ``tied``,
+    ``not_measuring``, ``biased``) in its fields and in sentences in ``notes()``. See the
+    module docstring. ``results``: a :class:`ComparisonResult` (a long-form frame alone knows
+    no bounds but ``memorylab/full`` and ``memorylab/none`` and no scorer's ``quality``).
+    """
+    import pandas as pd
+
+    if isinstance(confidence, bool) or not 0 < confidence < 1:
+        raise InvalidSetting(f"confidence must be between 0 and 1, not {confidence!r}")
+    result = ComparisonResult.of(results)
+    df = result.frame
+    ok = df[df["metric"] != "error"].copy()
+    ok["column"] = ok["scorer"] + "." + ok["metric"]
+    order = list(dict.fromkeys(df["summarizer"]))
+    if weighted:
+        wide = ok.groupby(["summarizer", "column"], sort=False)[["value", "n"]].apply(_weighted)
+        table = wide.unstack("column") if len(wide) else pd.DataFrame(index=order)
+    else:
+        table = ok.pivot_table(index="summarizer", columns="column", values="value",
+                               aggfunc="mean", sort=False)  # fmt: skip
+    table = table.reindex(order)
+    if metrics is not None:
+        missing = [m for m in metrics if m not in table.columns]
+        if missing:
+            raise InvalidSetting(f"no such metrics in the results: {missing}")
+        table = table[list(metrics)]
+    else:
+        table = table[list(dict.fromkeys(ok["column"]))] if len(ok) else table
+    bounds = _bounds(result.bounds, order)
+    marks: dict[str, Any] = {"tied": {}, "not_measuring": {}, "biased": {}}
+    if ci:
+        table = _with_intervals(table, ok, order, result.quality, bounds, marks, weighted,
+                                confidence, resamples, seed)  # fmt: skip
+    if "flag" in ok.columns:
+        flagged = ok[ok["flag"] == "biased"]
+        for column, group in flagged.groupby("column", sort=False):
+            if column in table.columns:
+                marks["biased"][str(column)] = list(dict.fromkeys(group["summarizer"]))
+    table.columns.name = None
+    table.index.name = "summarizer"
+    table["cases"] = df.groupby("summarizer", sort=False)["case"].nunique().reindex(order)
+    errors = df[df["metric"] == "error"].groupby("summarizer").size()
+    table["errors"] = errors.reindex(order).fillna(0).astype(int)
+    agreement = {column: value for column, value in _grader_agreement(ok, bounds.get("floor"))
+                 .items() if column in table.columns}  # fmt: skip
+    return SummaryTable(table, bounds, **marks, confidence=confidence,
+                        grader_agreement=agreement)  # fmt: skip
+
+
+def _grader_agreement(ok: pd.DataFrame, floor: str | None) -> dict[str, tuple[float, int]]:
+    """Per ``<scorer>.llm`` column: the share of answers where its grade equals exact match
+    where exact match is certain (an exact hit; an answer of the ``floor``, given no notes,
+    that is not one), and how many such answers there were."""
+    out: dict[str, tuple[float, int]] = {}
+    if "items" not in ok.columns:  # a long frame from before items were kept
+        return out
+    for scorer, rows in ok.groupby("scorer", sort=False):
+        keyed = rows.set_index(["case", "summarizer"])
+        exact = keyed[keyed["metric"] == "exact"]["items"]
+        graded = keyed[keyed["metric"] == "llm"]["items"]
+        agree = total = 0
+        for key, grades in graded.items():
+            hits = exact.get(key)
+            if not isinstance(grades, str) or not isinstance(hits, str):
+                continue
+            for hit, grade in zip(hits.split(), grades.split(), strict=False):
+                if "nan" not in (hit, grade) and (hit == "1" or key[1] == floor):
+                    total += 1
+                    agree += hit == grade
+        if total:
+            out[f"{scorer}.llm"] = (agree / total, total)
+    return out
+
+
+def _with_intervals(
+    table: pd.DataFrame,
+    ok: pd.DataFrame,
+    order: list[str],
+    quality: Mapping[str, bool],
+    bounds: Mapping[str, str],
+    marks: dict[str, Any],
+    weighted: bool,
+    confidence: float,
+    resamples: int,
+    seed: int,
+) -> pd.DataFrame:
+    import numpy as np
+
+    columns: list[str] = []
+    data: dict[str, Any] = {}
+    ranked = [label for label in order if label not in bounds.values()]
+    for column in table.columns:
+        columns.append(column)
+        data[column] = table[column]
+        if not _is_quality(str(column), quality):
+            continue
+        rows = ok[ok["column"] == column]
+        units = {label: _units(rows[rows["summarizer"] == label], weighted) for label in order}
+        low, high = [], []
+        for label in order:
+            values = units[label]
+            if not values:
+                low.append(math.nan)
+                high.append(math.nan)
+                continue
+            v = np.array([x for x, _ in values.values()])
+            w = np.array([x for _, x in values.values()])
+            lo, hi = _quantiles(
+                _draws([(v, w)], resamples, _rng(seed, str(column), label)), confidence
+            )
+            low.append(lo)
+            high.append(hi)
+        data[f"{column}.lo"] = low
+        data[f"{column}.hi"] = high
+        columns += [f"{column}.lo", f"{column}.hi"]
+        means = table[column]
+        candidates = [label for label in ranked if not math.isnan(float(means[label]))]
+        if len(candidates) > 1:
+            best = max(candidates, key=lambda label: float(means[label]))
+            tied = [best]
+            for label in candidates:
+                if label == best:
+                    continue
+                _, lo, _hi = _paired(units[best], units[label], confidence, resamples,
+                                     _rng(seed, str(column), best, label))  # fmt: skip
+                if not lo > 0:
+                    tied.append(label)
+            if len(tied) > 1:
+                marks["tied"][str(column)] = tied
+        if "ceiling" in bounds and "floor" in bounds:
+            ceiling, floor = bounds["ceiling"], bounds["floor"]
+            gap, lo, _hi = _paired(units[ceiling], units[floor], confidence, resamples,
+                                   _rng(seed, str(column), ceiling, floor))  # fmt: skip
+            if not math.isnan(gap) and not lo > 0:  # no common items: nothing was scored
+                floor_mean = float(means[floor])
+                marks["not_measuring"][str(column)] = (
+                    f"the ceiling ({ceiling}) is not clearly above the floor ({floor}): "
+                    f"{float(means[ceiling]):.2f} vs {floor_mean:.2f}, the "
+                    f"{confidence:.0%} interval of the gap reaches {lo:.2f}"
+                ) + (f"; given no notes at all the floor scores {floor_mean:.2f}: the metric "
+                     "accepts answers that cannot be right (an llm grade: its grader agrees "
+                     "with everything)" if floor_mean >= 0.5 else "")  # fmt: skip
+    out = table.copy()
+    for name in columns:
+        out[name] = data[name]
+    return out[columns]
+
+
+def probe_table(
+    results: ComparisonResult,
+    metric: str = "probe_qa.exact",
+    *,
+    confidence: float = 0.95,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> SummaryTable:
+    """The share of probes answered right, per question category (columns, then ``overall``)
+    and summarizer (rows), counted in probes: from the result's ``answers`` (one row per
+    probe), so a category needs no matching of items to probes by hand. ``metric`` is
+    ``<scorer>.<metric>`` (``probe_qa.exact``, ``probe_qa[local].llm`` ...). Each column is
+    named with its number of probes (``temporal (n=64)``; a probe whose call failed is not
+    counted), each cell has its bootstrap interval over those probes (``.lo`` / ``.hi``)."""
+    import pandas as pd
+
+    result = ComparisonResult.of(results)
+    scorer, _, name = metric.rpartition(".")
+    answers = result.answers
+    rows = answers[answers["scorer"] == scorer] if "scorer" in answers.columns else answers
+    if rows.empty or name not in rows.columns:
+        known = sorted({f"{s}.{m}" for s in answers.get("scorer", ()) for m in answers.columns
+                        if m not in ("case", "summarizer", "scorer", "probe", "category",
+                                     "question", "expected", "answer")})  # fmt: skip
+        raise InvalidSetting(f"no answers for {metric!r} in the result; known: {known or 'none'}")
+    rows = rows.assign(category=rows["category"].fillna("uncategorized").astype(str))
+    order = list(dict.fromkeys(rows["summarizer"]))
+    groups = [*dict.fromkeys(rows["category"]), None]  # None: every category
+    data: dict[str, list[float]] = {}
+    for category in groups:
+        cell = rows if category is None else rows[rows["category"] == category]
+        count = int(cell.groupby("summarizer")[name].count().max())
+        column = f"{'overall' if category is None else category} (n={count})"
+        values, lows, highs = [], [], []
+        for label in order:
+            outcomes = cell.loc[cell["summarizer"] == label, name].dropna().to_numpy(float)
+            low, high = bootstrap_interval(outcomes, confidence=confidence,
+                                           resamples=resamples, seed=seed)  # fmt: skip
+            values.append(float(outcomes.mean()) if len(outcomes) else math.nan)
+            lows.append(low)
+            highs.append(high)
+        data[column], data[f"{column}.lo"], data[f"{column}.hi"] = values, lows, highs
+    frame = pd.DataFrame(data, index=pd.Index(order, name="summarizer"))
+    return SummaryTable(frame, _bounds(result.bounds, order), {}, {}, {}, confidence)
+
+
+def fact_survival_table(results: ComparisonResult | pd.DataFrame, *, ci: bool = False
+                        ) -> SummaryTable:  # fmt: skip
+    """Share of facts kept per category (columns ``number … decision``, ``overall``) and
+    summarizer: kept facts / facts over all cases (micro average), plus ``facts`` counted;
+    ``ci=True`` adds each cell's interval (``<category>.lo`` / ``.hi``). Categories without a
+    fact in any case are left out. A :class:`SummaryTable`, as :func:`summary_table`'s."""
+    result = ComparisonResult.of(results)
+    df = result.frame
+    rows = df[(df["scorer"] == "fact_recall") & df["metric"].isin([*FACT_CATEGORIES, "overall"])]
+    full = summary_table(dataclasses.replace(result, frame=rows), ci=ci)
+    rename = {c: c.removeprefix("fact_recall.") for c in full.frame.columns}
+    table = full.frame.rename(columns=rename)
+    columns = []
+    for category in (*FACT_CATEGORIES, "overall"):
+        if category in table.columns and table[category].notna().any():
+            columns += [c for c in (category, f"{category}.lo", f"{category}.hi")
+                        if c in table.columns]  # fmt: skip
+    out = table[columns].copy()
+    counts = rows[rows["metric"] == "overall"].groupby("summarizer", sort=False)["n"].sum()
+    out["facts"] = counts.reindex(out.index).fillna(0).astype(int)
+    return full.reframed(out, rename)
+
+
+def markdown_table(
+    table: SummaryTable | pd.DataFrame,
+    *,
+    percent: Sequence[str] = (),
+    digits: int = 3,
+    notes: bool = True,
+) -> str:
+    """``table`` as a GitHub markdown table (index first); ``percent`` columns as ``42%``.
+
+    A column with ``.lo`` / ``.hi`` columns (:func:`summary_table`) shows each cell as
+    ``value [lo, hi]``; the marks of a :class:`SummaryTable` are drawn (``≈`` tied with the
+    best, ``*`` biased, ``†`` a column that measures nothing here; the bounds' rows are named
+    ``(ceiling)``/``(floor)``) and, with ``notes``, explained below the table.
+    """
+    marks = table if isinstance(table, SummaryTable) else SummaryTable(table, {}, {}, {}, {})
+    frame, not_measuring, tied, biased = marks.frame, marks.not_measuring, marks.tied, marks.biased
+    names = set(frame.columns)
+    intervals = {c for c in frame.columns if f"{c}.lo" in names and f"{c}.hi" in names}
+    hidden = {f"{c}.{end}" for c in intervals for end in ("lo", "hi")}
+    shown = [c for c in frame.columns if c not in hidden]
+    roles = {label: kind for kind, label in marks.bounds.items()}
+
+    def number(column: Any, value: Any) -> str:
+        if isinstance(value, float):
+            if math.isnan(value):
+                return "–"
+            if column in percent:
+                return f"{value:.0%}"
+            return f"{value:.{digits}g}" if abs(value) < 10**digits else f"{value:,.0f}"
+        return str(value)
+
+    def cell(index: Any, column: Any, row: Any) -> str:
+        text = number(column, row[column])
+        if column in intervals and text != "–":
+            low, high = row[f"{column}.lo"], row[f"{column}.hi"]
+            if not (math.isnan(low) or math.isnan(high)):
+                text += f" [{number(column, low)}, {number(column, high)}]"
+        if index in tied.get(column, [])[1:]:
+            text += " ≈"
+        if index in biased.get(column, []):
+            text += " *"
+        return text
+
+    headers = [str(frame.index.name or "")]
+    headers += [f"{c} †" if c in not_measuring else str(c) for c in shown]
+    rule = "|" + "|".join(["---"] + ["---:"] * len(shown)) + "|"
+    lines = ["| " + " | ".join(headers) + " |", rule]
+    for index, row in frame.iterrows():
+        label = f"{index} ({roles[index]})" if index in roles else str(index)
+        cells = [label, *[cell(index, c, row) for c in shown]]
+        lines.append("| " + " | ".join(cells) + " |")
+    if notes and marks.notes():
+        lines += ["", *marks.notes()]
+    return "\n".join(lines)

@@ -1,0 +1,105 @@
+"""What of MEMORY.md is preloaded into a new conversation (PURE: no I/O, no clock).
+
+The reference injects the whole file on every start, so a big file makes compression fire on the
+very first loop. With a token budget, :func:`plan_preload` keeps the header, the latest
+compaction summary and the newest messages that fit, and says in the preload what it left out
+(the file itself is not changed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from memorylab.memory import _format as fmt
+
+OMITTED_NOTE = (
+    "[memorylab: {omitted} older message(s) ({chars} characters) of MEMORY.md are not in this "
+    "preload to stay within {budget} tokens; they are still in the file and its archives]"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PreloadPlan:
+    """The text to preload and what was left out of it."""
+
+    text: str
+    kept_messages: int
+    omitted_messages: int = 0
+    omitted_chars: int = 0
+
+    @property
+    def complete(self) -> bool:
+        return self.omitted_messages == 0
+
+
+def plan_preload(
+    text: str,
+    *,
+    max_tokens: int | None = None,
+    count: Callable[[str], int] | None = None,
+    last_archive: Callable[[], str | None] = lambda: None,
+) -> PreloadPlan:
+    """Choose what of ``text`` (a MEMORY.md) to preload within ``max_tokens``.
+
+    Without a budget the whole text is kept. A text with no more UTF-8 bytes than the budget is
+    kept without counting (a byte-level BPE token is at least one byte). Otherwise ``count``
+    is needed; messages are counted newest first, so the cost follows the budget, not the file.
+    The latest summary is kept first: a marked one, or the unmarked one the reference's plain
+    ``compact()`` opens the file with (``last_archive()``: the name of the agent's newest
+    archive, asked for only when the file exceeds the budget and holds no marked summary;
+    :func:`~memorylab.memory._format.opens_with_plain_summary`).
+
+    >>> plan = plan_preload("# Agent Memory\\n", max_tokens=100)
+    >>> plan.complete, plan.text
+    (True, '# Agent Memory\\n')
+    """
+    if max_tokens is None or len(text.encode("utf-8")) <= max_tokens:
+        return PreloadPlan(text, kept_messages=_count_blocks(text))
+    if count is None:
+        raise ValueError("a preload budget needs a token counter (count=...)")
+    parsed = fmt.parse_file(text, strict=False)
+    marker = text.find("\n## Interaction Log\n")
+    header = text[: marker + len("\n## Interaction Log\n")] + "\n" if marker >= 0 else ""
+    messages = list(parsed.blocks.messages())
+    summary_index = max((i for i, m in enumerate(messages) if m.is_summary), default=None)
+    if summary_index is None and fmt.opens_with_plain_summary(parsed, last_archive()):
+        summary_index = 0  # the archive folder is listed only for a file with no marked one
+    budget = max_tokens - count(header) - count(OMITTED_NOTE.format(omitted=0, chars=0, budget=0))
+    kept: list[tuple[int, str]] = []
+    if summary_index is not None:  # the latest summary stands for everything before it: keep it
+        block = fmt.render_block(messages[summary_index])
+        kept.append((summary_index, block))
+        budget -= count(block)
+    for index in range(len(messages) - 1, -1, -1):
+        if index == summary_index:
+            continue
+        block = fmt.render_block(messages[index])
+        cost = count(block)
+        if cost > budget:
+            break
+        kept.append((index, block))
+        budget -= cost
+    kept.sort()
+    kept_indexes = {i for i, _ in kept}
+    omitted = [m for i, m in enumerate(messages) if i not in kept_indexes]
+    if not omitted:
+        return PreloadPlan(text, kept_messages=len(messages))
+    chars = sum(len(m.content) for m in omitted)
+    note = OMITTED_NOTE.format(omitted=len(omitted), chars=chars, budget=max_tokens)
+    body = "".join(block for _, block in kept)
+    return PreloadPlan(
+        header + note + "\n\n" + body,
+        kept_messages=len(kept),
+        omitted_messages=len(omitted),
+        omitted_chars=chars,
+    )
+
+
+def _count_blocks(text: str) -> int:
+    return text.count("\n### ") + (1 if text.startswith("### ") else 0)
+
+
+def has_messages(text: str) -> bool:
+    """Whether a memory file's text holds at least one message block."""
+    return _count_blocks(text) > 0
