@@ -12,7 +12,7 @@ import pytest
 
 from memorylab import Message, read_memory
 from memorylab.config import resolve_workspace
-from memorylab.errors import CompactionConflict, InvalidAgentName, StoreError, UnsafePath
+from memorylab.errors import CompactionConflict, InvalidAgentName, UnsafePath
 from memorylab.memory import MemoryStore, agent_paths, validate_agent_name
 from memorylab.memory import _format as fmt
 
@@ -276,23 +276,3 @@ def test_lone_surrogates_are_refused_clearly() -> None:
         store.append(_block("bad \ud800"))
 
 
-def test_read_header_reads_the_header_only(tmp_path: Path) -> None:
-    """The replay names each preload's header as the run's file did (issue 28: the Agent's
-    conversation name carries its id): read_header gives the header without the blocks."""
-    from memorylab.memory._store import read_header
-
-    path = tmp_path / "MEMORY.md"
-    body = "".join(f"### User — 2026-04-20T09:00:{i:02d}.000000+00:00\n\nmessage {i}\n\n---\n\n" for i in range(50))
-    path.write_text(
-        "# Agent Memory\n\n**Conversation:** Quant_id_agent-0f_conversation\n"
-        "**Created:** 2026-04-20T09:00:00.000000+00:00\n\n---\n\n## Interaction Log\n\n" + body * 40,
-        encoding="utf-8",
-    )
-    header = read_header(path)
-    assert header.conversation_name == "Quant_id_agent-0f_conversation"
-    assert header.created is not None and header.created.minute == 0
-    assert len(header.blocks) == 0 and not header.problems
-    with pytest.raises(StoreError, match="does not exist"):
-        read_header(tmp_path / "missing.md")
-    with pytest.raises(StoreError, match="is a folder"):
-        read_header(tmp_path)

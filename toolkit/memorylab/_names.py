@@ -180,8 +180,6 @@ OLD_MODULES: dict[str, tuple[str, ...]] = {
         for old in _OLD_MODULES
         for package, module in [old.split(".")]
     },
-    "memorylab.analysis.growth": ("memorylab.analysis", "memorylab.analysis._growth",
-                                  "memorylab.analysis._sweep"),
     "memorylab.evaluate.facts": ("memorylab.evaluate", "memorylab._facts"),
     "memorylab.compress.llm": ("memorylab.llm",),
     "memorylab.evaluate.baselines": ("memorylab.compress",),

@@ -1697,35 +1697,6 @@ def read_parsed(path: str | os.PathLike[str], *, strict: bool = True) -> fmt.Par
     return fmt.parse_file(handed.pop(), strict=strict, path=str(path))
 
 
-_HEADER_CHUNK = 8192
-_HEADER_LIMIT = 1 << 20  # a header is a few lines; a file with no log marker this far has none
-
-
-def read_header(path: str | os.PathLike[str]) -> fmt.ParsedFile:
-    """The header of a memory file (conversation name, created, format lines), read from the
-    file's start up to its ``## Interaction Log`` line only: the blocks are not read (the
-    result has none)."""
-    path = Path(path)
-    marker = fmt.LOG_LINE.encode("utf-8")
-    head = b""
-    try:
-        with open(path, "rb") as handle:
-            while len(head) < _HEADER_LIMIT:
-                chunk = handle.read(_HEADER_CHUNK)
-                head += chunk
-                end = head.find(marker)
-                if end >= 0:
-                    head = head[: end + len(marker)] + b"\n"
-                    break
-                if not chunk:
-                    break
-    except FileNotFoundError:
-        raise StoreError(f"{path} does not exist") from None
-    except IsADirectoryError:
-        raise StoreError(f"{path} is a folder; give the MEMORY.md or archive file in it") from None
-    return fmt.parse_file(head, strict=False, path=str(path))
-
-
 # ---------------------------------------------------------------------------------------------
 # Readers that take no lock
 
