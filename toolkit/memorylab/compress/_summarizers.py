@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from memorylab._names import moved, plugged_in, plugin_lookup, register
+from memorylab._names import plugged_in, plugin_lookup, register
 from memorylab.compress._base import Summarizer, as_summarizer
 from memorylab.compress._baselines import (
     FullHistory,
@@ -103,13 +103,3 @@ def get_summarizer(spec: str | Summarizer | None = None, **options: Any) -> Summ
             f"options {sorted(options)} cannot be applied to an existing summarizer object"
         )
     return as_summarizer(spec)
-
-
-# Names this module held before it was only the registry: still there, with a warning.
-__getattr__ = moved(
-    __name__,
-    dict.fromkeys(
-        ("CHUNK_PROMPT", "MERGE_PROMPT", "SUMMARY_PROMPT", "SUMMARY_SYSTEM_PROMPT", "Summary"),
-        "memorylab.compress",
-    ),
-)

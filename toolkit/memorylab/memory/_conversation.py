@@ -35,7 +35,6 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Final, Unpack
 
-from memorylab._validation import check_int, check_number
 from memorylab.errors import EmptySummary, InvalidSetting
 from memorylab.memory import _display as display
 from memorylab.memory import _format as fmt
@@ -50,6 +49,7 @@ from memorylab.memory._records import (
     TOOL_ROLES,
     CompactionEvent,
     EntryKind,
+    check_field,
     entry_kind,
 )
 from memorylab.memory._redact import SECRETS, redact_role, redact_values, resolve_redactor
@@ -176,15 +176,14 @@ class CompactionTicket:
 _COMPACTION_DECIDES = frozenset(
     {"time", "agent", "archive", "summary_chars", "messages_archived", "carried_over", "kind"}
 )
-_RECORDED_COUNTS = frozenset({"tokens_before", "tokens_after", "summary_tokens", "context_length"})
 
 
 def _check_compact_arguments(
     summary_role: str, ticket: object, kept: object, event_fields: Mapping[str, object]
 ) -> None:
     """:meth:`Conversation.compact`'s arguments, checked before anything is written: each wrong
-    one is an :class:`~memorylab.errors.InvalidSetting` naming it (a record field's value as the
-    record holds it: a count, a number, a text, a mapping)."""
+    one is an :class:`~memorylab.errors.InvalidSetting` naming it (a record field's value as
+    every reader of the record expects it: :func:`~memorylab.memory._records.check_field`)."""
     try:
         fmt.validate_role(summary_role)
     except ValueError as exc:
@@ -206,18 +205,7 @@ def _check_compact_arguments(
             )
         if name == "extra" and not isinstance(value, Mapping):
             raise InvalidSetting(f"extra must be a dict, not {type(value).__name__}")
-        if value is None:
-            continue
-        if name in _RECORDED_COUNTS:
-            check_int(name, value, 0)
-        elif name == "threshold":
-            check_number(name, value, 0, strict=True)
-        elif name in ("latency_s", "cost_usd"):
-            check_number(name, value, 0, strict=False)
-        elif name in ("summarizer_model", "error") and not isinstance(value, str):
-            raise InvalidSetting(f"{name} must be a str or None, not {value!r}")
-        elif name == "strategy" and not isinstance(value, Mapping):
-            raise InvalidSetting(f"strategy must be a dict or None, not {type(value).__name__}")
+        check_field(name, value)  # the shape every reader of compactions.jsonl expects
 
 
 def _check_kept(kept: object, made_by: str = "kept") -> None:

@@ -449,6 +449,15 @@ def check_record(value: object) -> RecordLine:
     return RecordLine(record, tuple(problems))
 
 
+def check_field(name: str, value: object) -> None:
+    """Refuse ``value`` for the record field ``name`` when it has not the shape every reader
+    expects of it (:data:`RECORD_FIELDS`): an :class:`~memorylab.errors.InvalidSetting` naming
+    it. ``None`` (unrecorded) and the fields memorylab does not read pass."""
+    expected = RECORD_FIELDS.get(name)
+    if value is not None and expected is not None and not _has_shape(value, expected):
+        raise InvalidSetting(f"{name} must be {expected} or None, not {value!r}")
+
+
 def _drop_misshapen(record: dict[str, Any], known: Mapping[str, str], prefix: str) -> list[str]:
     problems = []
     for name, value in list(record.items()):
