@@ -74,6 +74,9 @@ def test_the_old_module_paths_of_0_1_import_and_warn() -> None:
             assert getattr(module, name) is getattr(facade, name)
         with pytest.raises(AttributeError):
             _ = module.no_such_name
+        with warnings.catch_warnings():  # tools that scan sys.modules (hypothesis) see no warning
+            warnings.simplefilter("error")
+            assert not hasattr(module, "__file__")
     with pytest.warns(DeprecationWarning, match=r"from memorylab\.analysis import memory_df"):
         from memorylab.analysis.frames import memory_df  # type: ignore[import-not-found]
     assert memory_df is memorylab.memory_df

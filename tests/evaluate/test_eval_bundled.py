@@ -73,7 +73,7 @@ def committed_tables() -> list[tuple[str, str]]:
 @pytest.mark.parametrize("options", [o for o, _ in committed_tables()] if PAGE.exists() else [])
 def test_committed_fact_survival_tables_are_current(options: str, capsys: pytest.CaptureFixture[str]) -> None:
     expected = dict(committed_tables())[options]
-    command = f"python -m memorylab.evaluate._cli {options} --no-cache --no-progress"
+    command = f"memorylab compare {options} --no-cache --no-progress"
     assert command in PAGE.read_text(encoding="utf-8")  # the page shows the command it ran
     assert main([*shlex.split(options), "--no-cache", "--no-progress"]) == 0
     produced = capsys.readouterr().out.strip()

@@ -188,7 +188,7 @@ OLD_MODULES: dict[str, tuple[str, ...]] = {
 
 def _old_module_getattr(module: str, homes: tuple[str, ...]) -> Callable[[str], Any]:
     def __getattr__(name: str) -> Any:
-        for home in homes:
+        for home in homes if not name.startswith("_") else ():  # never a module's own dunders
             found = importlib.import_module(home)
             public = getattr(found, "__all__", None)
             if (name in public) if public is not None else name in vars(found):
