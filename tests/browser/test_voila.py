@@ -422,8 +422,8 @@ REPORT_HEADINGS = {
                 "Did compaction fire when it should have?", "What-if thresholds", "Privacy"],
     "reference": ["memorylab report", "Problems found", "Agents", "Compactions", "Researcher",
                   "Which facts survive each summary",
-                  "What each compaction cost, with prompt caching", "What-if thresholds",
-                  "Privacy"],
+                  "What each compaction cost, with prompt caching",
+                  "Did compaction fire when it should have?", "What-if thresholds", "Privacy"],
 }  # fmt: skip
 
 

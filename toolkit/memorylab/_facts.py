@@ -164,6 +164,7 @@ _NUMBER = re.compile(
     rf"(?:\s?({_UNIT_RE})(?![\w]))?",
     re.IGNORECASE,
 )
+_DIGIT = re.compile(r"\d")
 _ANY_NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w,])\d+(?:\.\d+)?")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[`*])|\n+")
 _DECISION = re.compile(
@@ -288,8 +289,10 @@ def _mask(line: str, spans: list[tuple[int, int]]) -> str:
 
 
 def _scan_text(line: str, index: int, out: _Collector) -> None:
+    # A pattern runs only on a line holding what any match of it needs (a backquote, a "://",
+    # a "/", "." or "\\", a digit): the patterns cost most of an extraction.
     taken: list[tuple[int, int]] = []
-    for match in _INLINE.finditer(line):
+    for match in _INLINE.finditer(line) if "`" in line else ():
         code = match.group(1).strip()
         if _is_command(code):
             out.add("command", code, index)
@@ -299,8 +302,9 @@ def _scan_text(line: str, index: int, out: _Collector) -> None:
             out.add("name", code, index)
         taken.append(match.span())
     rest = _mask(line, taken)
-    for pattern in (_URL, _PATH):
-        for match in pattern.finditer(rest):
+    pointed = "/" in rest or "." in rest or "\\" in rest
+    for pattern in (_URL, _PATH) if pointed else ():
+        for match in pattern.finditer(rest) if pattern is _PATH or "://" in rest else ():
             value = _clean(match.group(0))
             if len(value) > 1 and value not in ("/", "~/", "./"):
                 out.add("path", value, index)
@@ -309,6 +313,8 @@ def _scan_text(line: str, index: int, out: _Collector) -> None:
     for match in _NAME.finditer(rest):
         out.add("name", _clean(match.group(0)), index)
         taken.append(match.span())
+    if not _DIGIT.search(rest):
+        return
     rest = _mask(line, taken)
     for match in _DATE.finditer(rest):
         out.add("number", match.group(0), index)
@@ -400,13 +406,17 @@ _GLUE = frozenset(_GLUE_WORDS.split())
 
 def _content(text: str) -> str:
     """The words that carry meaning: stop words and decision glue dropped (negations kept)."""
-    words = (w.strip(".,;:!?-") for w in re.findall(r"[\w.\-/]+", text))
+    words = (w.strip(".,;:!?-") for w in _WORD.findall(text))
     return " ".join(w for w in words if w and w not in _STOP and w not in _GLUE)
 
 
 def _stem(word: str) -> str:
     """A crude English stem, enough for ``races`` = ``raced``, ``partition`` = ``partitioned``."""
-    return re.sub(r"(?:ing|ed|es|s|ly)$", "", word) if len(word) > 4 else word
+    return _SUFFIX.sub("", word) if len(word) > 4 else word
+
+
+_WORD = re.compile(r"[\w.\-/]+")
+_SUFFIX = re.compile(r"(?:ing|ed|es|s|ly)$")
 
 
 _NEGATIONS = frozenset(
