@@ -165,6 +165,8 @@ _NUMBER = re.compile(
     re.IGNORECASE,
 )
 _DIGIT = re.compile(r"\d")
+_PATH_HINT = re.compile(r"/|\\|\.[A-Za-z]")  # what a URL or each of _PATH's forms holds
+_DATE_HINT = re.compile(r"\d[-.]\d")  # what each of _DATE's forms holds
 _ANY_NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w,])\d+(?:\.\d+)?")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[`*])|\n+")
 _DECISION = re.compile(
@@ -192,12 +194,18 @@ def normalize(text: str) -> str:
     'use paymentservice for 12000 users'
     """
     text = unicodedata.normalize("NFKC", text).casefold()
-    text = re.sub(r"[\u2010-\u2015\u2212]", "-", text)
-    text = re.sub(r"[`*\"'\u2018\u2019\u201c\u201d]", "", text)
-    text = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text)
+    text = _DASHES.sub("-", text)
+    text = _MARKUP.sub("", text)
+    text = _THOUSANDS.sub("", text)
     return " ".join(text.split())
 
 
+_DASHES = re.compile(r"[\u2010-\u2015\u2212]")
+_MARKUP = re.compile(r"[`*\"'\u2018\u2019\u201c\u201d]")
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+
+
+@functools.lru_cache(maxsize=4096)  # a log repeats its numbers; Decimal is the cost
 def _number_value(raw: str) -> str:
     try:
         value = Decimal(raw.replace(",", ""))
@@ -290,7 +298,8 @@ def _mask(line: str, spans: list[tuple[int, int]]) -> str:
 
 def _scan_text(line: str, index: int, out: _Collector) -> None:
     # A pattern runs only on a line holding what any match of it needs (a backquote, a "://",
-    # a "/", "." or "\\", a digit): the patterns cost most of an extraction.
+    # a "/", a backslash or a "." before a letter, a digit, a digit then "-" or "." then a
+    # digit): the patterns cost most of an extraction.
     taken: list[tuple[int, int]] = []
     for match in _INLINE.finditer(line) if "`" in line else ():
         code = match.group(1).strip()
@@ -302,8 +311,7 @@ def _scan_text(line: str, index: int, out: _Collector) -> None:
             out.add("name", code, index)
         taken.append(match.span())
     rest = _mask(line, taken)
-    pointed = "/" in rest or "." in rest or "\\" in rest
-    for pattern in (_URL, _PATH) if pointed else ():
+    for pattern in (_URL, _PATH) if _PATH_HINT.search(rest) else ():
         for match in pattern.finditer(rest) if pattern is _PATH or "://" in rest else ():
             value = _clean(match.group(0))
             if len(value) > 1 and value not in ("/", "~/", "./"):
@@ -316,7 +324,7 @@ def _scan_text(line: str, index: int, out: _Collector) -> None:
     if not _DIGIT.search(rest):
         return
     rest = _mask(line, taken)
-    for match in _DATE.finditer(rest):
+    for match in _DATE.finditer(rest) if _DATE_HINT.search(rest) else ():
         out.add("number", match.group(0), index)
         taken.append(match.span())
     rest = _mask(line, taken)
@@ -492,16 +500,21 @@ class PreparedText:
 
     @functools.cached_property
     def pieces(self) -> tuple[_Piece, ...]:
-        """Each sentence and each pair of neighbours, for the decision matcher."""
-        texts = sentences(self.text)
-        texts += [f"{a} {b}" for a, b in itertools.pairwise(texts)]
+        """Each sentence and each pair of neighbours, for the decision matcher. A pair is made of
+        its two sentences' forms: normalizing, the content words and the numbers never reach
+        across the space that joins them."""
         out = []
-        for piece in texts:
+        for piece in sentences(self.text):
             norm = normalize(piece)
-            words = _content(norm).split()
-            stems = frozenset(_stem(w) for w in words)
-            out.append(_Piece(piece, norm, frozenset(words), stems, frozenset(numbers_in(norm))))
-        return tuple(out)
+            words = frozenset(_content(norm).split())
+            stems = frozenset(map(_stem, words))
+            out.append(_Piece(piece, norm, words, stems, frozenset(numbers_in(norm))))
+        pairs = [
+            _Piece(f"{a.text} {b.text}", f"{a.norm} {b.norm}", a.words | b.words,
+                   a.stems | b.stems, a.numbers | b.numbers)
+            for a, b in itertools.pairwise(out)
+        ]  # fmt: skip
+        return (*out, *pairs)
 
     @functools.cached_property
     def vocabulary(self) -> list[str]:
