@@ -296,3 +296,20 @@ def test_only_the_gateway_imports_litellm() -> None:
         m for m, targets in _graph().items() if any(t.split(".")[0] == "litellm" for t in targets)
     )
     assert importers == ["memorylab.llm"]
+
+
+def test_no_private_name_crosses_a_module_line() -> None:
+    """A module's underscore names are its own: a name another module imports is named without
+    one (the modules themselves are private behind the facades, so it stays unexported)."""
+    modules = _modules()
+    crossing = []
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("memorylab"):
+                crossing += [
+                    f"{name} imports {node.module}.{alias.name}"
+                    for alias in node.names
+                    if alias.name.startswith("_") and not alias.name.startswith("__")
+                    and f"{node.module}.{alias.name}" not in modules  # a private module is fine
+                ]
+    assert crossing == []

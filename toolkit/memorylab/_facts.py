@@ -418,7 +418,7 @@ def _content(text: str) -> str:
     return " ".join(w for w in words if w and w not in _STOP and w not in _GLUE)
 
 
-def _stem(word: str) -> str:
+def word_stem(word: str) -> str:
     """A crude English stem, enough for ``races`` = ``raced``, ``partition`` = ``partitioned``."""
     return _SUFFIX.sub("", word) if len(word) > 4 else word
 
@@ -507,7 +507,7 @@ class PreparedText:
         for piece in sentences(self.text):
             norm = normalize(piece)
             words = frozenset(_content(norm).split())
-            stems = frozenset(map(_stem, words))
+            stems = frozenset(map(word_stem, words))
             out.append(_Piece(piece, norm, words, stems, frozenset(numbers_in(norm))))
         pairs = [
             _Piece(f"{a.text} {b.text}", f"{a.norm} {b.norm}", a.words | b.words,
@@ -546,7 +546,7 @@ class PreparedFact:
         self.values = numbers_in(needle)
         words = _content(needle).split() if fact.category in ("decision", "number") else []
         # a decision: its content words, their stems and its negations
-        self.words, self.stems = frozenset(words), [_stem(w) for w in words]
+        self.words, self.stems = frozenset(words), [word_stem(w) for w in words]
         self.negations = _NEGATIONS & self.words
         # a number: its first number, that number's unit and the other words
         head = _NUMBER.search(needle) if fact.category == "number" else None

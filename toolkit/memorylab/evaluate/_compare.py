@@ -140,7 +140,7 @@ def _resolve_scorers(scorers: ScorerSpec | Sequence[ScorerSpec]) -> list[Scorer]
     return resolved
 
 
-def _resolve_cases(cases: Case | Iterable[Case]) -> list[Case]:
+def resolve_cases(cases: Case | Iterable[Case]) -> list[Case]:
     if not isinstance(cases, Case | Iterable) or isinstance(cases, str | bytes | Mapping):
         raise InvalidSetting(
             f"cases must be a Case or a list of Cases (from cases_from_*), not "
@@ -397,7 +397,7 @@ def compare_summarizers(
     from tqdm.auto import tqdm
 
     _check_settings(concurrency, max_cost_usd, max_tokens)
-    items = _resolve_cases(cases)
+    items = resolve_cases(cases)
     resolved = resolve_summarizers(summarizers, summarizer_args)
     scorer_list = _resolve_scorers(scorers)
     cache = _cache(cache_dir)
@@ -478,7 +478,7 @@ def estimate_cost(
     """
     from memorylab.evaluate._budget import estimate_units
 
-    items = _resolve_cases(cases)
+    items = resolve_cases(cases)
     resolved = resolve_summarizers(summarizers, summarizer_args)
     scorer_list = _resolve_scorers(scorers)
     cache = cache_dir if isinstance(cache_dir, LLMCache) else _cache(cache_dir)

@@ -108,10 +108,10 @@ def _check_prompt(label: str, prompt: Any, fields: tuple[str, ...]) -> str:
 
 
 def _words(text: str) -> set[str]:
-    from memorylab._facts import _stem, normalize
+    from memorylab._facts import normalize, word_stem
 
     words = {w.strip(".-/:,;!?") for w in _WORD.findall(normalize(text))} - _STOP - {""}
-    return {_stem(w) for w in words}
+    return {word_stem(w) for w in words}
 
 
 def lookup_answer(question: str, summary: str) -> str:
@@ -220,7 +220,7 @@ class ProbeQAScorer(BaseScorer):
         )
         self.grader_system_prompt = str(grader_system_prompt)
         if name is not None:
-            self.name = _check_name(name)
+            self.name = check_scorer_name(name)
 
     @property
     def llm_args(self) -> dict[str, Any]:
@@ -423,7 +423,7 @@ class _Answer:
     error: str | None = None
 
 
-def _check_name(name: Any) -> str:
+def check_scorer_name(name: Any) -> str:
     if not isinstance(name, str) or not name.strip() or "." in name:
         raise InvalidSetting(
             f"a scorer name must be a non-empty string without '.', not {name!r} (the tables "
@@ -567,7 +567,7 @@ class JudgeScorer(BaseScorer):
         self.prompt = _check_prompt("prompt", prompt, ("transcript", "summary"))
         self.system_prompt = str(system_prompt)
         if name is not None:
-            self.name = _check_name(name)
+            self.name = check_scorer_name(name)
 
     @property
     def llm_args(self) -> dict[str, Any]:

@@ -60,7 +60,7 @@ from memorylab.evaluate._base import (
 )
 from memorylab.evaluate._cases import Case
 from memorylab.evaluate._extras import RougeScorer, SimilarityScorer
-from memorylab.evaluate._llm_scorers import JudgeScorer, ProbeQAScorer, _check_name
+from memorylab.evaluate._llm_scorers import JudgeScorer, ProbeQAScorer, check_scorer_name
 from memorylab.transcripts import FACT_CATEGORIES, Fact
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -274,7 +274,7 @@ def get_scorer(
     if name is None or name == scorer.name:
         return scorer
     renamed = copy.copy(scorer)
-    renamed.name = _check_name(name)
+    renamed.name = check_scorer_name(name)
     return renamed
 
 

@@ -43,8 +43,8 @@ from memorylab.evaluate._cases import Case
 from memorylab.evaluate._compare import (
     DEFAULT_SCORERS,
     ScorerSpec,
-    _resolve_cases,
     compare_summarizers,
+    resolve_cases,
 )
 from memorylab.evaluate._engine import ComparisonResult
 from memorylab.results import TableResult
@@ -193,7 +193,7 @@ def compare_strategies(
             f"compare_strategies() got an unexpected keyword argument {unknown[0]!r}; its "
             f"options are compare_summarizers': {', '.join(_COMPARE_OPTIONS)}"
         )
-    items = _resolve_cases(cases)  # once: an iterator of cases is read here, not twice
+    items = resolve_cases(cases)  # once: an iterator of cases is read here, not twice
     one = isinstance(strategies, str | Strategy)
     if one or not isinstance(strategies, Iterable):
         raise InvalidSetting(

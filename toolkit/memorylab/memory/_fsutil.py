@@ -158,11 +158,11 @@ def _replace_if_same(
     except FileNotFoundError:  # target removed: the other writer is re-creating it
         raise Displaced() from None
     if not exchanged:
-        if _file_key(target) != expected:
+        if file_key(target) != expected:
             raise Displaced()
         os.replace(tmp, target)
         return
-    if _file_key(tmp) == expected:
+    if file_key(tmp) == expected:
         os.unlink(tmp)  # the replaced file; a descriptor open on it still reads it
         return
     with contextlib.suppress(FileNotFoundError):  # target removed again: nothing to give back
@@ -170,7 +170,7 @@ def _replace_if_same(
     raise Displaced(read_fd(fd, size))  # the caller's cleanup removes tmp, now the new file
 
 
-def _file_key(path: Path) -> tuple[int, int] | None:
+def file_key(path: Path) -> tuple[int, int] | None:
     try:
         info = os.lstat(path)
     except FileNotFoundError:
@@ -212,7 +212,7 @@ def _exchange(first: Path, second: Path) -> bool:
 # What link() fails with where the filesystem has no hard links (FAT/exFAT: EPERM; some
 # network and FUSE mounts: ENOTSUP, ENOSYS); a real permission problem fails the exclusive
 # create that replaces it too, and is reported then.
-_NO_HARD_LINKS = frozenset(
+NO_HARD_LINKS = frozenset(
     code
     for code in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EMLINK)
     if code is not None
@@ -235,7 +235,7 @@ def create_new_file(target: Path, data: bytes) -> bool:
     except FileExistsError:
         return False
     except OSError as exc:
-        if exc.errno not in _NO_HARD_LINKS:
+        if exc.errno not in NO_HARD_LINKS:
             raise
         return create_exclusive(target, data)
     finally:

@@ -125,13 +125,13 @@ from memorylab.errors import (
 from memorylab.memory import _format as fmt
 from memorylab.memory import _recall_index
 from memorylab.memory._fsutil import (
-    _NO_HARD_LINKS,
     DIR_MODE,
+    NO_HARD_LINKS,
     Displaced,
-    _file_key,
     atomic_replace,
     create_new_file,
     encode_utf8,
+    file_key,
     fsync_dir,
     open_private_append,
     open_regular,
@@ -705,7 +705,7 @@ class MemoryStore:
                 self._recover()
                 for path, kind in ((self.paths.compactions, "file"), (self.paths.intent, "file"),
                                    (self.paths.archive_dir, "folder")):  # fmt: skip
-                    _require_kind(path, kind)
+                    require_kind(path, kind)
                 if lock.append_fd is not None:
                     # Blocks a replacer dropped are carried over now: the rewrite closes the
                     # descriptor they were written through.
@@ -881,11 +881,11 @@ class MemoryStore:
         try:
             os.link(self.path, kept, follow_symlinks=False)
         except OSError as exc:
-            if exc.errno in _NO_HARD_LINKS:
+            if exc.errno in NO_HARD_LINKS:
                 return None  # FAT, some network mounts: _finish_compaction holds it open
             raise
         info = os.fstat(current_fd)
-        if _file_key(kept) != (info.st_dev, info.st_ino):
+        if file_key(kept) != (info.st_dev, info.st_ino):
             os.unlink(kept)
             return None
         return kept
@@ -908,7 +908,7 @@ class MemoryStore:
                 found = [(at, e.name) for e in entries if (at := _parse_replaced(own, e.name))]
         except FileNotFoundError:
             return False
-        if fd is None and lock.append_fd is not None and lock.append_id == _file_key(self.path):
+        if fd is None and lock.append_fd is not None and lock.append_id == file_key(self.path):
             fd = lock.append_fd  # what recovery carries counts as this process's, as above
         waiting = removed = False
         for (since_ns, read), name in sorted(found):  # in the order they were replaced
@@ -919,7 +919,7 @@ class MemoryStore:
                 continue  # gone, or not one of ours (a symlink, a FIFO): never read nor removed
             try:
                 info = os.fstat(kept_fd)
-                if _file_key(self.path) == (info.st_dev, info.st_ino):
+                if file_key(self.path) == (info.st_dev, info.st_ino):
                     os.unlink(kept)  # never replaced: nothing was written anywhere else
                     continue
                 late = read_fd(kept_fd, read)
@@ -1534,7 +1534,7 @@ def _keep_torn(path: Path, torn: bytes) -> Path:
         return target
 
 
-def _require_kind(path: Path, kind: str) -> None:
+def require_kind(path: Path, kind: str) -> None:
     """Refuse (before anything is written) a ``path`` that exists and is not a regular file
     (``kind="file"``) or a real folder (``"folder"``)."""
     try:

@@ -23,7 +23,7 @@ from memorylab.memory._paths import MemoryPaths, agent_folders, agent_paths, val
 from memorylab.memory._recall_index import is_index_file
 from memorylab.memory._retention import format_duration, parse_duration
 from memorylab.memory._retention import older_than as archives_older_than
-from memorylab.memory._store import MemoryStore, _require_kind, deletion_journal, read_memory
+from memorylab.memory._store import MemoryStore, deletion_journal, read_memory, require_kind
 
 # ---------------------------------------------------------------------------------------------
 # Forget
@@ -82,7 +82,7 @@ def require_regular_files(paths: MemoryPaths, what: str) -> None:
     """Refuse at once (``UnsafePath``, nothing read, nothing removed) an agent whose MEMORY.md,
     archives, ``compactions.jsonl``, ``usage.jsonl``, journals or lock is there but not a regular
     file (a FIFO would block a read forever; a symlink may point anywhere), or whose
-    ``archive/`` is not a folder: the store's own check (``memory.store._require_kind``)."""
+    ``archive/`` is not a folder: the store's own check (``memory.store.require_kind``)."""
     checks = [(paths.memory_md, "file"), (paths.compactions, "file"), (paths.usage, "file"),
               (paths.intent, "file"), (deletion_journal(paths), "file"), (paths.lock, "file"),
               (paths.archive_dir, "folder")]  # fmt: skip
@@ -94,7 +94,7 @@ def require_regular_files(paths: MemoryPaths, what: str) -> None:
         ]
     for path, kind in checks:
         try:
-            _require_kind(path, kind)
+            require_kind(path, kind)
         except UnsafePath as error:
             raise UnsafePath(f"{what}: {error}") from None
 
