@@ -293,21 +293,3 @@ def test_the_local_server_says_what_it_needs(tmp_path: Any, monkeypatch: pytest.
         pass  # pragma: no cover
 
 
-def test_the_local_server_s_window_is_context_length(tmp_path: Any) -> None:
-    """``context_window=``, its former name, still works for this release and warns at the
-    caller's ``with`` line; both together are refused."""
-    from memorylab.llm import local_server
-
-    with (
-        pytest.warns(DeprecationWarning, match=r"local_server\(context_window=.*context_length=")
-        as seen,
-        pytest.raises(InvalidSetting, match="is not a GGUF model file"),
-        local_server(tmp_path / "model.bin", context_window=512),
-    ):
-        pass  # pragma: no cover
-    assert [w.filename for w in seen] == [__file__]  # the caller's line
-    with (
-        pytest.raises(TypeError, match=r"local_server\(\) got both .*context_length= only"),
-        local_server(tmp_path / "model.bin", context_length=512, context_window=512),
-    ):
-        pass  # pragma: no cover

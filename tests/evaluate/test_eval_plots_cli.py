@@ -128,13 +128,10 @@ def test_arguments_for_the_main_cli() -> None:
     assert args.summarizers == ["a", "b"] and args.max_cost == 0.5 and callable(args.handler)
 
 
-@pytest.mark.parametrize("flag", ["--context-length", "--context-window"])
 def test_the_local_model_s_window_is_context_length(
-    flag: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """``--context-length N`` is the local model's window (its server's and its summarizer's);
-    ``--context-window``, its former spelling, still works for this release with a one-line note
-    on stderr."""
+    """``--context-length N`` is the local model's window (its server's and its summarizer's)."""
     import contextlib
     from collections.abc import Iterator
 
@@ -160,23 +157,10 @@ def test_the_local_model_s_window_is_context_length(
 
         monkeypatch.setattr(memorylab.llm, "local_server", local_server)
         monkeypatch.setattr(litellm_summarizer, "LiteLLMSummarizer", Summarizer)
-        code = main([str(transcript), "--local-model", str(model), flag, "1000", "-s", "local",
+        code = main([str(transcript), "--local-model", str(model), "--context-length", "1000", "-s", "local",
                      "--max-tokens", "100", "--scorer", "fact_recall", "--no-cache",
                      "--no-progress"])  # fmt: skip
     err = capsys.readouterr().err
     assert code == 0, err
     assert windows == [("server", 1000), ("summarizer", 1000)]
-    note = "memorylab: --context-window is deprecated: use --context-length (same meaning)\n"
-    assert err.startswith(note) if flag == "--context-window" else "--context-window" not in err
-
-
-def test_the_former_context_window_flag_is_not_in_the_help(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    from memorylab.cli import main as memorylab_main
-
-    assert main(["--help"]) == 0
-    assert memorylab_main(["compare", "--help"]) == 0
-    out = capsys.readouterr().out
-    assert out.count("--context-length CONTEXT_LENGTH") == 4  # usage and option, twice
-    assert "--context-window" not in out
+    assert "deprecated" not in err

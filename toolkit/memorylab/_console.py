@@ -134,30 +134,6 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
-class RenamedFlag(argparse.Action):
-    """The former spelling of an option, kept for a release:
-    ``parser.add_argument("--old", action=RenamedFlag, new="--new", dest="new", type=...)``
-    stores its value where ``--new`` does, prints a one-line note on stderr that names
-    ``--new``, and is hidden from ``--help``."""
-
-    def __init__(self, option_strings: Sequence[str], dest: str, *, new: str,
-                 **kwargs: Any) -> None:  # fmt: skip
-        kwargs.update(help=argparse.SUPPRESS, default=argparse.SUPPRESS)
-        super().__init__(option_strings, dest, **kwargs)
-        self.new = new
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
-        print(f"memorylab: {option_string} is deprecated: use {self.new} (same meaning)",
-              file=sys.stderr)  # fmt: skip
-        setattr(namespace, self.dest, values)
-
-
 def bounded_int(low: int, high: int, what: str) -> Callable[[str], int]:
     """An argparse type: an int in [low, high] (a huge number is refused here, not overflowed
     deep in numpy or datetime)."""

@@ -197,7 +197,9 @@ def _old_module_getattr(module: str, homes: tuple[str, ...]) -> Callable[[str], 
                 warnings.warn(f"{module} is private since 0.2: {advice}", DeprecationWarning,
                               stacklevel=2)  # fmt: skip
                 return getattr(found, name)
-        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        if name.startswith("_"):
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(homes[-1]), name)  # its own moved names warn
 
     return __getattr__
 

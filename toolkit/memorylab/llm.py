@@ -57,7 +57,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
-from memorylab._names import renamed_keyword
 from memorylab._validation import check_int, check_number
 from memorylab.errors import (
     ContextWindowExceeded,
@@ -1079,24 +1078,21 @@ def local_server(
     startup_timeout: float = 180.0,
     server_args: Sequence[str] = (),
     log_path: str | os.PathLike[str] | None = None,
-    context_window: int | None = None,  # the former name of context_length
 ) -> Iterator[str]:
     """Run llama.cpp's OpenAI-compatible server (``python -m llama_cpp.server``) for a GGUF
     model file on this machine, and yield its ``api_base`` (``http://127.0.0.1:PORT/v1``).
 
     Use the model as ``"openai/local"`` (any name after ``openai/``: the server has one model)
     with ``llm_args={"api_base": api_base}``, and ``context_length=`` the same as here (the
-    server's ``--n_ctx``, default 4096 tokens; its former name ``context_window=`` still works
-    for now and warns). The
-    server is started on a free port (or ``port``), waited for until it answers
-    ``GET /v1/models`` (at most ``startup_timeout`` seconds; a server that exits or does not
-    answer in time raises :class:`~memorylab.errors.ModelUnavailable` with the end of its log),
-    and stopped when the block ends, also on an error. ``server_args`` are passed on
-    (``["--n_threads", "2"]``). The server gets this process's environment without the
-    variables it would read as its own settings, and a session of its own. While it runs,
-    :func:`served_model` tells the cache what model answers at its ``api_base``. Its log (what
-    it prints: prefix-cache hits, timings) is kept at ``log_path`` when one is given. Needs the
-    ``local`` extra:
+    server's ``--n_ctx``, default 4096 tokens). The server is started on a free port (or
+    ``port``), waited for until it answers ``GET /v1/models`` (at most ``startup_timeout``
+    seconds; a server that exits or does not answer in time raises
+    :class:`~memorylab.errors.ModelUnavailable` with the end of its log), and stopped when the
+    block ends, also on an error. ``server_args`` are passed on (``["--n_threads", "2"]``). The
+    server gets this process's environment without the variables it would read as its own
+    settings, and a session of its own. While it runs, :func:`served_model` tells the cache what
+    model answers at its ``api_base``. Its log (what it prints: prefix-cache hits, timings) is
+    kept at ``log_path`` when one is given. Needs the ``local`` extra:
     ``pip install 'memorylab[local]'`` (llama-cpp-python with its server).
     """
     import importlib.util
@@ -1108,9 +1104,6 @@ def local_server(
 
     from memorylab.errors import PrerequisiteError
 
-    # stacklevel 4: the caller's ``with`` line (through contextmanager's __enter__).
-    context_length = renamed_keyword("local_server", "context_window", "context_length",
-                                     context_window, context_length, stacklevel=4)  # fmt: skip
     if context_length is None:
         context_length = 4096
     path = os.fspath(model_path)

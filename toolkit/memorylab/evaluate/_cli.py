@@ -44,7 +44,6 @@ from memorylab._console import (
     HelpFormatter,
     NothingThere,
     OneLineParser,
-    RenamedFlag,
     bounded_int,
     check_model_name,
     check_output,
@@ -94,8 +93,6 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
     length = bounded_int(256, MAX_CONTEXT_TOKENS, "tokens")
     parser.add_argument("--context-length", type=length, default=4096,
                         help="the local model's context window in tokens")  # fmt: skip
-    parser.add_argument("--context-window", type=length, action=RenamedFlag,
-                        new="--context-length", dest="context_length")  # fmt: skip
     parser.add_argument(
         "--threads", type=bounded_int(1, 1024, "threads"), metavar="N",
         help="threads of the local model (llama.cpp's --n_threads and --n_threads_batch; "
