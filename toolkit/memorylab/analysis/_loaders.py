@@ -140,11 +140,8 @@ class _MemorylabFiles:
         if not os.path.lexists(path) or path.name == "agents":
             return True  # its reader says what is missing, naming what a source may be
         if path.is_dir():
-            return (
-                (path / "agents").is_dir()
-                or (path / "MEMORY.md").exists()
-                or (path / "archive").is_dir()
-            )
+            # MEMORY.md that is not a regular file too: its reader reports it as a problem
+            return any(os.path.lexists(path / name) for name in ("agents", "MEMORY.md", "archive"))
         return path.suffix == ".md" or _head(path).startswith(fmt.TITLE_LINE.encode())
 
     def load(self, path: Path) -> list[AgentRecord]:

@@ -40,7 +40,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast, overload
+from typing import TYPE_CHECKING, Any, cast
 
 from memorylab.analysis._sources import (
     AgentFiles,
@@ -245,13 +245,7 @@ class _UsageFile(Sequence[UsageRecord]):
                 calls.append(UsageRecord.from_dict(line))
         return tuple(calls)
 
-    @overload
-    def __getitem__(self, index: int) -> UsageRecord: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[UsageRecord]: ...
-
-    def __getitem__(self, index: int | slice) -> UsageRecord | Sequence[UsageRecord]:
+    def __getitem__(self, index: Any) -> Any:  # an int gives a call, a slice a tuple of them
         return self.calls[index]
 
     def __len__(self) -> int:
