@@ -580,8 +580,6 @@ class PreparedFact:
     def _number(self, text: PreparedText) -> FactMatch:
         """Its first number, with the same value and no other unit, with its other numbers and
         at least half of its words (fuzzily) within :data:`NUMBER_WINDOW` characters."""
-        from rapidfuzz import fuzz
-
         best = 0.0
         for start, end, seen_unit in text.numbers.get(self.first, ()):
             if self.unit and seen_unit and seen_unit != self.unit:
@@ -591,6 +589,8 @@ class PreparedFact:
                 continue
             if not self.context:
                 return FactMatch(True, 100.0, window)
+            from rapidfuzz import fuzz  # here: most facts are decided before any fuzzy score
+
             hits = sum(any(fuzz.ratio(w, x) >= 85 for x in words) for w in self.context)
             share = 100.0 * hits / len(self.context)
             if share >= 50.0:
@@ -601,8 +601,6 @@ class PreparedFact:
     def _decision(self, text: PreparedText) -> FactMatch:
         """One piece holding enough of its words (exactly or fuzzily, stemmed), its negations
         and its numbers, or holding it nearly verbatim."""
-        from rapidfuzz import fuzz
-
         best, best_piece = 0.0, ""
         for piece in text.pieces:
             if (
@@ -619,6 +617,8 @@ class PreparedFact:
             if len(piece.norm) >= len(self.needle) and score < 100.0:
                 # a score below both the words' and the best so far changes nothing: rapidfuzz
                 # gives it as 0 and skips the work
+                from rapidfuzz import fuzz  # here: most pieces are left before any fuzzy score
+
                 cutoff = max(score, best)
                 nearly = fuzz.partial_ratio(self.needle, piece.norm, score_cutoff=cutoff)
                 score = max(score, float(nearly))

@@ -7,7 +7,8 @@ name                    reads
 ``memorylab``           memorylab's and the reference framework's memory files: a workspace
                         (the folder holding ``agents/``), ``agents/``, an agent folder, a
                         MEMORY.md or an archive (a file named ``*.md``, or that opens with
-                        ``# Agent Memory``), read by :func:`~memorylab.analysis.load_records`
+                        ``# Agent Memory``), read by
+                        :func:`~memorylab.analysis._record.read_agent_records`
 ``reference-save``      a conversation the reference framework saved (``save_as_json``,
                         ``save_as_yaml``, ``export``): JSON or YAML whose first entry is a
                         message (``role``), or ``{"conversation_history": [...]}``
@@ -264,8 +265,8 @@ def load_records(
     """Each agent ``source`` names, read by its loader (:func:`loader_for`), in order of
     appearance; records given are returned as they are. memorylab's files are read together,
     so the files of one agent named apart make one record
-    (:func:`~memorylab.analysis.load_records`, whose ``notes`` and ``strict`` they
-    take)."""
+    (:func:`~memorylab.analysis._record.read_agent_records`, whose ``notes`` and ``strict``
+    they take)."""
     given = [source] if isinstance(source, str | os.PathLike) else source
     items: Sequence[object] = given if isinstance(given, Sequence) else ()
     paths = [item for item in items if isinstance(item, str | os.PathLike)]
@@ -301,5 +302,5 @@ def record_of_frame(frame: pd.DataFrame) -> AgentRecord | None:
         return kept
     try:
         return load_records(files)[0]
-    except (StoreError, InvalidSetting):  # an export read back: its files are not on disk
+    except StoreError:  # an export read back: its files are not on disk
         return None

@@ -40,7 +40,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from memorylab.analysis._sources import (
     AgentFiles,
@@ -58,9 +58,6 @@ from memorylab.errors import InvalidSetting, StoreError
 from memorylab.memory._paths import MemoryPaths
 from memorylab.memory._records import UsageRecord, is_compaction, is_model_call
 from memorylab.memory._store import MemoryStore, committed_record, read_generation
-
-if TYPE_CHECKING:
-    pass
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 

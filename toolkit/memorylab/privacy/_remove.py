@@ -82,7 +82,7 @@ def require_regular_files(paths: MemoryPaths, what: str) -> None:
     """Refuse at once (``UnsafePath``, nothing read, nothing removed) an agent whose MEMORY.md,
     archives, ``compactions.jsonl``, ``usage.jsonl``, journals or lock is there but not a regular
     file (a FIFO would block a read forever; a symlink may point anywhere), or whose
-    ``archive/`` is not a folder: the store's own check (``memory.store.require_kind``)."""
+    ``archive/`` is not a folder: the store's own check (``memory._store.require_kind``)."""
     checks = [(paths.memory_md, "file"), (paths.compactions, "file"), (paths.usage, "file"),
               (paths.intent, "file"), (deletion_journal(paths), "file"), (paths.lock, "file"),
               (paths.archive_dir, "folder")]  # fmt: skip
