@@ -13,7 +13,7 @@ original is gone (:data:`~memorylab.compress._strategy.PLACEHOLDER`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,6 +64,7 @@ class ClearToolResults(Strategy):
         *,
         tokens: Sequence[int] | None = None,
         context_length: int | None = None,
+        counter: Callable[[str], int] | None = None,
     ) -> CompactionPlan:
         keep = tuple(i for i, entry in enumerate(entries) if is_keepable(entry))
         results = [i for i in keep if is_tool_result(entries[i])]

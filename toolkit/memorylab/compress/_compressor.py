@@ -244,7 +244,9 @@ class ContextCompressor:
         started = self.timer()
         try:
             tokens = _entry_tokens(conversation, entries) if strategy.needs_tokens else None
-            plan = strategy.plan(entries, tokens=tokens, context_length=context_length)
+            plan = strategy.plan(
+                entries, tokens=tokens, context_length=context_length, counter=conversation.counter
+            )
             if plan.empty:
                 raise InvalidSetting(plan.note or f"{strategy.describe()}: nothing to compact")
             summary: Summary | None = None

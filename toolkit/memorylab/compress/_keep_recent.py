@@ -9,7 +9,7 @@ restart preloads both. A tool call and its results are never split
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +37,7 @@ class KeepRecent(KeepWindow):
         *,
         tokens: Sequence[int] | None = None,
         context_length: int | None = None,
+        counter: Callable[[str], int] | None = None,
     ) -> CompactionPlan:
         return self.window_plan(
             entries, tokens, context_length, summarize_the_rest=True,

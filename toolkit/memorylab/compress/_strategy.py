@@ -27,8 +27,8 @@ import functools
 import math
 import re
 import string
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar
 
 from memorylab._validation import check_int, check_number
@@ -142,7 +142,9 @@ class CompactionPlan:
     no model); ``keep``: the entries kept verbatim after the summary, in order; ``cleared``: the
     kept entries whose content becomes ``placeholder`` rendered with the archive's name
     (:meth:`kept_entries`); every other entry is dropped (its original stays in the archive).
-    ``note`` says why a plan that changes nothing (:attr:`empty`) does so.
+    ``carry``: new entries the strategy writes right after the summary, before the kept ones
+    (a fact ledger: :mod:`.ledger`). ``note`` says why a plan that changes nothing
+    (:attr:`empty`) does so.
     """
 
     size: int
@@ -151,9 +153,13 @@ class CompactionPlan:
     cleared: tuple[int, ...] = ()
     placeholder: str = PLACEHOLDER
     note: str = ""
+    carry: tuple[Mapping[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         check_int("CompactionPlan.size", self.size, 0)
+        if any(not isinstance(e, Mapping) or "role" not in e or "content" not in e
+               for e in self.carry):  # fmt: skip
+            raise InvalidSetting("CompactionPlan.carry must be entries with a role and content")
         for label, chosen in (("summarize", self.summarize), ("keep", self.keep)):
             if list(chosen) != sorted(set(chosen)) or any(not 0 <= i < self.size for i in chosen):
                 raise InvalidSetting(
@@ -179,13 +185,32 @@ class CompactionPlan:
 
     @property
     def empty(self) -> bool:
-        """Whether the plan changes nothing (no entry removed, none cleared)."""
-        return len(self.keep) == self.size and not self.cleared
+        """Whether the plan changes nothing (no entry removed, none cleared, none carried)."""
+        return len(self.keep) == self.size and not self.cleared and not self.carry
+
+    def keeping(self, positions: Iterable[int]) -> CompactionPlan:
+        """This plan with the entries at ``positions`` kept verbatim as they are (neither
+        summarized, cleared nor dropped): what the compressor does with the turn in progress,
+        pinned entries and those a hook keeps, whatever the strategy decided.
+
+        >>> CompactionPlan(3, summarize=(0, 1, 2)).keeping([2]).keep
+        (2,)
+        """
+        chosen = {i for i in positions if 0 <= i < self.size}
+        if not chosen or (chosen <= set(self.keep) and not chosen & set(self.cleared)):
+            return self
+        return replace(
+            self,
+            summarize=tuple(i for i in self.summarize if i not in chosen),
+            keep=tuple(sorted(set(self.keep) | chosen)),
+            cleared=tuple(i for i in self.cleared if i not in chosen),
+        )
 
     def kept_entries(
         self, entries: Sequence[Mapping[str, Any]], archive: str | None
     ) -> list[dict[str, Any]]:
-        """The kept entries, in order, as they are after the compaction: copies, each cleared
+        """The carried entries, then the kept ones in order, as they are after the compaction:
+        copies, each cleared
         one with its content replaced by the placeholder naming ``archive`` (the archive the
         compaction wrote; ``None``: nothing archived). What a live compaction re-seeds
         MEMORY.md and the history with after the summary, and what a replay keeps."""
@@ -194,7 +219,7 @@ class CompactionPlan:
                 f"this plan is for {self.size} entries, not {len(entries)}: plan them again"
             )
         cleared = set(self.cleared)
-        out = []
+        out = [dict(e) for e in self.carry]
         for index in self.keep:
             entry = dict(entries[index])
             if index in cleared:
@@ -209,6 +234,7 @@ class CompactionPlan:
             "kept_messages": len(self.keep),
             "cleared_messages": len(self.cleared),
             "dropped_messages": len(self.dropped),
+            **({"carried_entries": len(self.carry)} if self.carry else {}),
         }
 
 
@@ -233,10 +259,12 @@ class Strategy:
         *,
         tokens: Sequence[int] | None = None,
         context_length: int | None = None,
+        counter: Callable[[str], int] | None = None,
     ) -> CompactionPlan:
         """Decide for ``entries`` (oldest first); ``tokens[i]``: the tokens of entry ``i`` as
         the model reads it, needed when :attr:`needs_tokens`; ``context_length``: the window
-        (for a fraction of it)."""
+        (for a fraction of it); ``counter``: the conversation's token counter (for a strategy
+        that sizes what it writes, such as a ledger)."""
         raise NotImplementedError
 
     @property

@@ -7,7 +7,7 @@ strategies). Its records carry no ``strategy`` field: a record without one is a 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +19,7 @@ class SummaryStrategy(Strategy):
     """Summarize the whole history (the static context stays); keep nothing verbatim.
 
     >>> SummaryStrategy().plan([{"role": "User", "content": "a"}, {"role": "Bot", "content": "b"}])
-    CompactionPlan(size=2, summarize=(0, 1), keep=(), cleared=(), placeholder=..., note='')
+    CompactionPlan(size=2, summarize=(0, 1), keep=(), cleared=(), placeholder=..., note='', carry=())
     """
 
     name = "summary"
@@ -30,6 +30,7 @@ class SummaryStrategy(Strategy):
         *,
         tokens: Sequence[int] | None = None,
         context_length: int | None = None,
+        counter: Callable[[str], int] | None = None,
     ) -> CompactionPlan:
         if not entries:
             return CompactionPlan(0, note="there is nothing to summarize beyond the static context")

@@ -8,7 +8,7 @@ never split (:class:`~memorylab.compress._strategy.KeepWindow`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -38,6 +38,7 @@ class Trim(KeepWindow):
         *,
         tokens: Sequence[int] | None = None,
         context_length: int | None = None,
+        counter: Callable[[str], int] | None = None,
     ) -> CompactionPlan:
         return self.window_plan(
             entries, tokens, context_length, summarize_the_rest=False,
