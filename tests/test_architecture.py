@@ -91,6 +91,7 @@ PURE = {
     "memorylab.memory._records",
     "memorylab.memory._format",
     "memorylab.memory._preload",
+    "memorylab.memory._pins",  # a pinned block's identity: a hash, no file
     "memorylab.memory._retention",
     "memorylab.memory._redact",
     "memorylab.compress._policy",
@@ -111,6 +112,7 @@ PURE_STDLIB = {
     "enum",
     "fractions",
     "functools",
+    "hashlib",
     "html",
     "itertools",
     "json",

@@ -4,6 +4,7 @@ A transcript file holds one JSON object per line::
 
     {"type": "meta", "name": ..., "seed": ..., "description": ..., "sessions": <int>}   line 1
     {"type": "message", "session": <int>, "role": ..., "content": ..., "timestamp": <ISO UTC>}
+        (optionally "pinned": true: a message a compaction carries verbatim)
     {"type": "fact", "id": ..., "category": ..., "text": ..., "message_index": <int>}
     {"type": "probe", "id": ..., "fact_id": ..., "question": ..., "answer": ...}
 
@@ -64,16 +65,21 @@ _KEYS = {  # each line type's keys, in the order they are written
 
 @dataclass(frozen=True, slots=True)
 class TranscriptMessage:
-    """One message of a transcript: its session (from 1), role, text and UTC time."""
+    """One message of a transcript: its session (from 1), role, text and UTC time; ``pinned``:
+    the user pinned it (``Conversation.add(..., pinned=True)``: every compaction keeps it)."""
 
     session: int
     role: str
     content: str
     timestamp: datetime
+    pinned: bool = False
 
     def as_dict(self) -> dict[str, Any]:
-        """``{"role", "content", "timestamp"}`` (ISO-8601), as a Conversation history entry."""
-        return {"role": self.role, "content": self.content, "timestamp": self.timestamp.isoformat()}
+        """``{"role", "content", "timestamp"}`` (ISO-8601), as a Conversation history entry
+        (with ``"pinned": True`` when pinned)."""
+        entry: dict[str, Any] = {"role": self.role, "content": self.content}
+        entry["timestamp"] = self.timestamp.isoformat()
+        return {**entry, "pinned": True} if self.pinned else entry
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +136,8 @@ class Transcript:
         return len({m.session for m in self.messages})
 
     def as_messages(self) -> list[dict[str, Any]]:
-        """The messages as ``{"role", "content", "timestamp"}`` dicts (timestamps ISO-8601)."""
+        """The messages as ``{"role", "content", "timestamp"}`` dicts (timestamps ISO-8601; a
+        pinned one with ``"pinned": True``)."""
         return [m.as_dict() for m in self.messages]
 
     def fact(self, fact_id: str) -> Fact:
@@ -255,7 +262,7 @@ def load_transcript(path: str | os.PathLike[str]) -> Transcript:
     for line in lines[1:]:
         kind = line.data.get("type")
         if kind == "message":
-            line.check_keys(_KEYS["message"])
+            line.check_keys((*_KEYS["message"], "pinned"))
             session = line.get("session", int)
             previous = messages[-1].session if messages else 0
             if not previous <= session <= previous + 1 or session < 1:
@@ -265,8 +272,13 @@ def load_transcript(path: str | os.PathLike[str]) -> Transcript:
                     "in order"
                 )
             role = line.text("role")
+            pinned = line.data.get("pinned", False)
+            if not isinstance(pinned, bool):
+                raise line.fail(f"'pinned' must be true or false, not {pinned!r}")
             messages.append(
-                TranscriptMessage(session, role, line.get("content", str), _timestamp(line))
+                TranscriptMessage(
+                    session, role, line.get("content", str), _timestamp(line), pinned=pinned
+                )
             )
         elif kind == "fact":
             line.check_keys(_KEYS["fact"])
@@ -329,6 +341,8 @@ def _line(kind: str, value: Any) -> dict[str, Any]:
     fields = {key: getattr(value, key) for key in _KEYS[kind]}
     if kind == "message":
         fields["timestamp"] = value.timestamp.isoformat()
+        if value.pinned:  # only then: the files of unpinned transcripts stay as they were
+            fields["pinned"] = True
     return {"type": kind, **fields}
 
 

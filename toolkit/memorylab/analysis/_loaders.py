@@ -49,6 +49,7 @@ from memorylab.analysis._record import AgentRecord, Records, kept_record, read_a
 from memorylab.analysis._sources import Note, Segment, Source
 from memorylab.errors import InvalidSetting, StoreError
 from memorylab.memory import _format as fmt
+from memorylab.memory._pins import pin_key, pin_line
 from memorylab.memory._records import MemoryDocument, Message
 from memorylab.memory._reference import read_save_file
 from memorylab.transcripts import load_transcript
@@ -100,10 +101,12 @@ def messages_record(
     "timestamp"}``; a timestamp a ``datetime`` or ISO-8601 text, naive as local time; content
     as :func:`~memorylab.memory._format.content_to_text` stores it). ``agent``: default, the
     file's name without its extension. A message without a readable timestamp is left out,
-    with a note (a frame's rows are in time; none is guessed). The record has no compactions
-    and no model calls: the loader of a format that records them sets them
-    (``dataclasses.replace(record, records=..., calls=...)``)."""
+    with a note (a frame's rows are in time; none is guessed). A message with ``"pinned":
+    True`` is pinned from its own time on (the record's ``pins``: a replay keeps it verbatim).
+    The record has no compactions and no model calls: the loader of a format that records them
+    sets them (``dataclasses.replace(record, records=..., calls=...)``)."""
     kept: list[Message] = []
+    pins: list[dict[str, Any]] = []
     notes: list[Note] = []
     for number, message in enumerate(messages, 1):
         when = message.get("timestamp")
@@ -115,6 +118,9 @@ def messages_record(
             continue
         content = fmt.content_to_text(message.get("content"))
         kept.append(Message(str(message.get("role")), content, stamp))
+        if message.get("pinned") is True:  # naive: local time, as the replay reads it
+            when = stamp if stamp.tzinfo is not None else stamp.astimezone()
+            pins.append(pin_line("pin", pin_key(kept[-1].role, when, content), when))
     name = agent if agent is not None else path.stem
     document = MemoryDocument(name, kept[0].timestamp if kept else None, tuple(kept))
     segment = Segment(path, "memory", fmt.ParsedFile.of(document))
@@ -126,6 +132,7 @@ def messages_record(
         notes=tuple(notes),
         format=format,
         whole_folder=False,
+        pins=tuple(pins),
     )
 
 

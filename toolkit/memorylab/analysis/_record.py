@@ -56,6 +56,7 @@ from memorylab.analysis._sources import (
 )
 from memorylab.errors import InvalidSetting, StoreError
 from memorylab.memory._paths import MemoryPaths
+from memorylab.memory._pins import PinKey, pinned_keys
 from memorylab.memory._records import UsageRecord, is_compaction, is_model_call
 from memorylab.memory._store import MemoryStore, committed_record, read_generation
 
@@ -84,7 +85,9 @@ class AgentRecord:
     (``usage.jsonl``, read when first used), in file order; ``notes``: what reading it found
     (damaged files, files left out, lines that are no record). ``whole_folder``: the source named
     the folder (not single files). ``stamp``: what identified its files when they were read
-    (``None``: not read from disk).
+    (``None``: not read from disk). ``pins``: every line of ``pins.jsonl`` in file order (each
+    pin and unpin of a block: ``memorylab.memory._pins``; none for a memory never pinned, or
+    written by the reference framework), read with the files; :attr:`pinned` the blocks pinned.
     """
 
     agent: str
@@ -97,6 +100,13 @@ class AgentRecord:
     format: str = "memorylab"
     whole_folder: bool = True
     stamp: tuple[object, ...] | None = None
+    pins: tuple[Mapping[str, Any], ...] = ()
+
+    @functools.cached_property
+    def pinned(self) -> frozenset[PinKey]:
+        """The blocks pinned when the files were read (:func:`~memorylab.memory._pins.pinned_keys`
+        of :attr:`pins`): a replay keeps them verbatim, as the run's compactions did."""
+        return pinned_keys(self.pins)
 
     @functools.cached_property
     def compactions(self) -> tuple[Mapping[str, Any], ...]:
@@ -180,9 +190,10 @@ def _read_agent(files: AgentFiles, strict: bool) -> AgentRecord:
 
     def read(
         files: AgentFiles, notes: list[Note], parsed: dict[Path, Any]
-    ) -> tuple[AgentFiles, list[Segment], list[dict[str, Any]]]:
+    ) -> tuple[AgentFiles, list[Segment], tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
         paths = MemoryPaths(files.memory_md)
         store = MemoryStore(files.memory_md)
+        pins = _lines(store.pin_records, paths.pins, notes)  # before MEMORY.md: blocks come first
         records = _lines(store.records, paths.compactions, notes)
         if paths.intent.exists():  # a rewrite that has committed but not yet written its record
             pending = committed_record(paths)
@@ -191,9 +202,9 @@ def _read_agent(files: AgentFiles, strict: bool) -> AgentRecord:
                 records.append(pending)
         files = replace(files, records=tuple(records))
         segments = read_segments(files, notes, strict, parsed)
-        return files, timeline(segments, notes, whole_folder=files.whole_folder), records
+        return files, timeline(segments, notes, whole_folder=files.whole_folder), (records, pins)
 
-    files, segments, records = read_consistent(files, notes, read)
+    files, segments, (records, pins) = read_consistent(files, notes, read)
     record = AgentRecord(
         agent=files.agent,
         workspace=files.workspace,
@@ -204,6 +215,7 @@ def _read_agent(files: AgentFiles, strict: bool) -> AgentRecord:
         notes=tuple(notes),
         whole_folder=files.whole_folder,
         stamp=(files.generation, *appended),  # the generation the read was checked against
+        pins=tuple(pins),
     )
     _keep(record, files.folder)
     return record
@@ -251,7 +263,7 @@ class _UsageFile(Sequence[UsageRecord]):
 
 def _appends(memory_md: Path) -> tuple[tuple[int, ...] | None, ...]:
     """What an append changes and the generation leaves out: the identity, size and
-    modification time of MEMORY.md and ``usage.jsonl`` (``lstat`` only)."""
+    modification time of MEMORY.md, ``usage.jsonl`` and ``pins.jsonl`` (``lstat`` only)."""
     paths = MemoryPaths(memory_md)
 
     def identity(path: Path) -> tuple[int, ...] | None:
@@ -261,7 +273,7 @@ def _appends(memory_md: Path) -> tuple[tuple[int, ...] | None, ...]:
             return None
         return (info.st_ino, info.st_size, info.st_mtime_ns)
 
-    return identity(paths.memory_md), identity(paths.usage)
+    return identity(paths.memory_md), identity(paths.usage), identity(paths.pins)
 
 
 def _stamp(memory_md: Path) -> tuple[object, ...]:

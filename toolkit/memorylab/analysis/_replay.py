@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import statistics
 import warnings
-from collections.abc import Iterable, MutableMapping, Sequence
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Unpack
@@ -26,6 +26,7 @@ from memorylab.analysis._runs import RunOverrides, RunSettings, SummarySize, Tra
 from memorylab.compress._base import Summarizer, Summary
 from memorylab.compress._policy import ReportedUsage, Threshold, trigger_tokens
 from memorylab.memory import _format as fmt
+from memorylab.memory._pins import PinKey, pin_key, pinned_keys, preload_pins
 from memorylab.memory._records import CompactionEvent, EntryKind, Message, entry_kind
 from memorylab.results import TableResult
 
@@ -216,6 +217,45 @@ def _kept_prefix(conversation: Any, held: Sequence[Any], counter: Any, separator
     return sum(counter(conversation.entry_text(e)) + separator for e in history[:same])
 
 
+class _RecordedPins:
+    """The run's pins (``pins.jsonl``, or a transcript's pinned messages) as the replay applies
+    them: at each check, the entries pinned by then are flagged as the live conversation flags
+    them (a message ``"pinned"``, a preload's blocks in its ``"pins"``), so the compressor keeps
+    them as the run's did. A run without pins costs nothing."""
+
+    def __init__(self, lines: Sequence[Mapping[str, Any]]) -> None:
+        self.lines = tuple(lines)
+        self.keys: dict[tuple[str, str, int], tuple[str, PinKey]] = {}
+
+    def at(self, when: datetime) -> frozenset[PinKey]:
+        """The blocks pinned at ``when``."""
+        return pinned_keys(self.lines, until=when) if self.lines else frozenset()
+
+    def mark(self, conversation: Any, when: datetime) -> None:
+        """Flag the history's entries pinned at ``when`` (and clear the others' flags)."""
+        if not self.lines:
+            return
+        pinned = self.at(when)
+        for entry in conversation.conversation_history:
+            kind = entry_kind(entry)
+            if kind is EntryKind.PRELOAD:
+                entry["pins"] = sorted(preload_pins(str(entry["content"]), pinned))
+            elif kind in (EntryKind.MESSAGE, EntryKind.SUMMARY):
+                if self._key(entry) in pinned:
+                    entry["pinned"] = True
+                else:
+                    entry.pop("pinned", None)
+
+    def _key(self, entry: Mapping[str, Any]) -> PinKey:
+        """The entry's block identity, each text hashed once (a kept entry shares its text)."""
+        role, stamp = str(entry["role"]), str(entry["timestamp"])
+        content = fmt.content_to_text(entry["content"])
+        known = self.keys.get((role, stamp, id(content)))
+        if known is None or known[0] is not content:
+            known = self.keys[role, stamp, id(content)] = (content, pin_key(role, stamp, content))
+        return known[1]
+
+
 class _StaticCounter:
     """The run's counter, with the static context's placeholder entry counted at the recorded
     tokens (the system prompt and rules are not in the files: only their count is)."""
@@ -315,6 +355,7 @@ def replay_run(
     restart[run.restarts] = True
     checks = run.checks
     kept: dict[int, int] = {}  # per compaction, the tokens of the prefix it left as it was
+    pins = _RecordedPins(() if run.record is None else run.record.pins)
     conversation = start(None, stamps[0] if count else "")
     applied: list[float] = []  # the recorded drift applied at each check (a reported trigger)
     memory: list[Message] = []  # the replay's MEMORY.md since its last compaction
@@ -331,7 +372,10 @@ def replay_run(
                 memory, name=run.name_at(index), created=created, continues=continues
             )
             preload = preload_content(
-                text, max_tokens=settings.preload_max_tokens, counter=run.counter
+                text,
+                max_tokens=settings.preload_max_tokens,
+                counter=run.counter,
+                pins=pins.at(whens[index]),
             )
             conversation = start(preload, stamps[index])
             processes += 1
@@ -344,6 +388,7 @@ def replay_run(
             when, archive = run.compactions.get(index, (whens[index], None))
             now[0] = when
             naming[0] = archive or fmt.archive_name(when)
+            pins.mark(conversation, when)  # what the run had pinned by then: kept verbatim
             held = conversation.conversation_history  # a compaction replaces the list
             reported = None
             ratio = None if run.drift is None else run.drift.get(index)

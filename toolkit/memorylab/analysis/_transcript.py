@@ -9,7 +9,7 @@ so :func:`~memorylab.analysis.token_growth`, a replay through a real
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -20,6 +20,7 @@ from memorylab.analysis._record import to_micros
 from memorylab.compress._tokens import TokenCounter, get_token_counter
 from memorylab.errors import InvalidSetting
 from memorylab.memory import _format as fmt
+from memorylab.memory._pins import PinKey
 from memorylab.memory._preload import has_messages, plan_preload
 from memorylab.memory._records import PRELOAD_PREFIX, SUMMARY_PREFIX, MemoryDocument, Message
 
@@ -252,11 +253,14 @@ def memory_text(
     return fmt.render_memory(doc)
 
 
-def preload_content(text: str, *, max_tokens: int | None, counter: MemoCounter) -> str | None:
+def preload_content(
+    text: str, *, max_tokens: int | None, counter: MemoCounter, pins: Collection[PinKey] = ()
+) -> str | None:
     """The preload entry a new process reads for a MEMORY.md of ``text`` (``None``: it holds no
     messages, nothing is preloaded): :func:`memorylab.memory._preload.plan_preload`, the rule
-    :class:`~memorylab.Conversation` follows, within ``max_tokens``."""
+    :class:`~memorylab.Conversation` follows, within ``max_tokens``, the pinned blocks
+    (``pins``) kept."""
     if not has_messages(text):
         return None
-    plan = plan_preload(text, max_tokens=max_tokens, count=counter)
+    plan = plan_preload(text, max_tokens=max_tokens, count=counter, pins=pins)
     return f"{PRELOAD_PREFIX}\n{plan.text}"

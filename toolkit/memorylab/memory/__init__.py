@@ -4,7 +4,9 @@ Floors, bottom up: :mod:`~memorylab.memory._records` (frozen values) and
 :mod:`~memorylab.memory._format` (the pure renderer and parser) know nothing of files;
 :mod:`~memorylab.memory._store` is the only module that writes memory files; the
 :class:`Conversation` keeps the history in memory and writes it through the store;
-:mod:`~memorylab.memory._recall` searches the archives (:func:`recall`).
+:mod:`~memorylab.memory._recall` searches the archives (:func:`recall`);
+:mod:`~memorylab.memory._pins` which blocks are pinned (``pins.jsonl``: :class:`PinKey`,
+:func:`pin_key`, :func:`pinned_keys`).
 :mod:`~memorylab.memory._display` holds the rich notebook views of these values (importing this
 package registers them).
 """
@@ -22,6 +24,7 @@ from memorylab.memory._format import (
 from memorylab.memory._format import parse as parse_memory
 from memorylab.memory._paths import MemoryPaths, agent_paths, validate_agent_name
 from memorylab.memory._permissions import check_permissions, warn_permissions
+from memorylab.memory._pins import PinKey, pin_key, pinned_keys
 from memorylab.memory._recall import (
     IndexUpdate,
     RecalledMessage,
@@ -57,6 +60,7 @@ __all__ = [
     "MemoryStore",
     "Message",
     "ParseResult",
+    "PinKey",
     "RecalledMessage",
     "Redactor",
     "RetentionPolicy",
@@ -67,6 +71,8 @@ __all__ = [
     "check_permissions",
     "format_recalled",
     "parse_memory",
+    "pin_key",
+    "pinned_keys",
     "read_memory",
     "recall",
     "recall_context",

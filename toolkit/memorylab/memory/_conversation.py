@@ -41,6 +41,7 @@ from memorylab.memory import _format as fmt
 from memorylab.memory._fsutil import encode_utf8
 from memorylab.memory._paths import agent_paths, validate_agent_name
 from memorylab.memory._permissions import warn_permissions
+from memorylab.memory._pins import PinAction, PinKey, pin_key, pin_line, pinned_keys, preload_pins
 from memorylab.memory._preload import PreloadPlan, has_messages, plan_preload
 from memorylab.memory._records import (
     IDENTIFYING_FIELDS,
@@ -418,11 +419,13 @@ class Conversation(ReferenceMethods):
             return name not in present[0]
 
         text = _note_gone_archives(text, gone)  # a cleared tool result's original deleted since
+        pins = pinned_keys(self._store.pin_records())  # none: a memory never pinned
         plan = plan_preload(
             text,
             max_tokens=self.preload_max_tokens,
             count=self.counter,
             last_archive=lambda: next((p.name for p in reversed(paths.archives())), None),
+            pins=pins,
         )
         self.preload_plan = plan
         if not plan.complete:
@@ -433,9 +436,12 @@ class Conversation(ReferenceMethods):
                 self._store.path,
                 self.preload_max_tokens,
             )
-        self._append(
+        entry = self._append(
             "System", f"{PRELOAD_PREFIX}\n{plan.text}", persist=False, kind=EntryKind.PRELOAD
         )
+        held = preload_pins(plan.text, pins)
+        if held:  # the blocks a compaction keeps one by one (compaction_entries)
+            entry["pins"] = sorted(held)
 
     # -- properties -----------------------------------------------------------------------------
 
@@ -473,6 +479,8 @@ class Conversation(ReferenceMethods):
         content: Any,
         metadata: Mapping[str, Any] | None = None,
         category: str | None = None,
+        *,
+        pinned: bool = False,
         **fields: Any,
     ) -> dict[str, Any]:
         """Append a message to the history and write it through to MEMORY.md; returns its entry.
@@ -482,12 +490,19 @@ class Conversation(ReferenceMethods):
         positional arguments) are kept in the entry under those keys when given; other keyword
         ``fields`` (e.g. ``tool_call_id``) go into the entry as they are. None of them is written
         to the file.
+
+        ``pinned=True`` pins the message (:meth:`pin`): every compaction carries it verbatim.
         """
+        if not isinstance(pinned, bool):
+            raise InvalidSetting(f"pinned must be True or False, not {pinned!r}")
         if metadata:
             fields["metadata"] = metadata
         if category:
             fields["category"] = category
-        entry = self._append(role, content, fields)
+        with self._lock:  # flagged before a compaction on another thread can take it
+            entry = self._append(role, content, fields)
+            if pinned:
+                self._record_pin(entry, "pin", entry["timestamp"])
         channel = self.channel
         if channel is not None and content is not None and role not in ("System", "system"):
             channel.post(role, str(content))
@@ -684,6 +699,85 @@ class Conversation(ReferenceMethods):
 
     entry_kind = staticmethod(entry_kind)
 
+    # -- pins -----------------------------------------------------------------------------------
+
+    def pin(self, index: int | str | Mapping[str, Any]) -> None:
+        """Pin a message: every compaction carries it verbatim (never summarized, cleared or
+        dropped), across restarts. ``index``: its place in the history, or a block of the
+        preload as :meth:`compaction_entries` gives it. With persistence the pin is a line of
+        ``pins.jsonl`` naming the block (role, timestamp, SHA-256 of its content; MEMORY.md is
+        not changed); a memory-only conversation flags the entry (``"pinned": True``) only."""
+        self._set_pin(index, "pin")
+
+    def unpin(self, index: int | str | Mapping[str, Any]) -> None:
+        """Undo :meth:`pin`: the next compaction treats the message as its strategy decides.
+        ``index`` as for :meth:`pin`, or an entry :meth:`pinned` returned."""
+        self._set_pin(index, "unpin")
+
+    def pinned(self) -> list[dict[str, Any]]:
+        """The pinned messages, in order: the history's entries flagged ``"pinned"`` (the
+        entries themselves) and the preload's pinned blocks (as :meth:`compaction_entries`
+        gives them)."""
+        with self._lock:
+            out: list[dict[str, Any]] = []
+            for entry in self.conversation_history:
+                if entry_kind(entry) is EntryKind.PRELOAD and entry.get("pins"):
+                    out += [e for e in _preloaded_entries(entry) if e.get("pinned")]
+                elif entry.get("pinned"):
+                    out.append(entry)
+            return out
+
+    def _set_pin(self, index: int | str | Mapping[str, Any], action: PinAction) -> None:
+        with self._lock:
+            if isinstance(index, Mapping):
+                entry = next((e for e in self.conversation_history if e is index), None)
+                if entry is None:
+                    self._pin_preloaded(index, action)
+                    return
+            else:
+                entry = self.conversation_history[self._position(index, action)]
+            kind = entry_kind(entry)
+            if kind not in (EntryKind.MESSAGE, EntryKind.SUMMARY):
+                what = "an unknown kind" if kind is None else f"kind {kind.value!r}"
+                raise InvalidSetting(
+                    f"{action}({index!r}): that entry is of {what}, not a message; pin a "
+                    "message by its index, or a block of the preload as "
+                    f"compaction_entries() gives it: {action}(conv.compaction_entries("
+                    "preload_as_messages=True)[i])"
+                )
+            self._record_pin(entry, action, self._now())
+
+    def _pin_preloaded(self, block: Mapping[str, Any], action: PinAction) -> None:
+        """Pin or unpin a block of the preload (an entry of :meth:`compaction_entries`)."""
+        preload = next(iter(self.entries(EntryKind.PRELOAD)), None)
+        key = None
+        if preload is not None and {"role", "content", "timestamp"} <= block.keys():
+            key = pin_key(str(block["role"]), str(block["timestamp"]), str(block["content"]))
+        if preload is None or key is None or not preload_pins(str(preload["content"]), [key]):
+            raise InvalidSetting(
+                f"{action}(): the entry given is neither in conversation_history nor a block of "
+                "its preload; give an index, or an entry of compaction_entries() or pinned()"
+            )
+        pins = _pins_of(preload)
+        pins = pins | {key} if action == "pin" else pins - {key}
+        preload["pins"] = sorted(pins)
+        if self._store is not None and not self._suppress_memory_md:
+            self._store.append_pin(pin_line(action, key, self._now()))
+
+    def _record_pin(self, entry: dict[str, Any], action: PinAction, time: str | datetime) -> None:
+        """Flag ``entry`` (or not) and, when it is a block of MEMORY.md, append the pin to
+        ``pins.jsonl``: the block's role, timestamp and content as written (redacted)."""
+        if action == "pin":
+            entry["pinned"] = True
+        else:
+            entry.pop("pinned", None)
+        if self._store is None or self._entry_block(entry) is None:
+            return  # in memory only: the flag is the pin
+        summary = entry_kind(entry) is EntryKind.SUMMARY
+        text = self._disk_text(fmt.content_to_text(entry.get("content")), summary=summary)
+        key = pin_key(redact_role(str(entry["role"]), self.redactor), entry["timestamp"], text)
+        self._store.append_pin(pin_line(action, key, time))
+
     # -- compaction -----------------------------------------------------------------------------
 
     def begin_compaction(self) -> CompactionTicket:
@@ -700,7 +794,8 @@ class Conversation(ReferenceMethods):
 
         With ``preload_as_messages`` a preload entry is replaced by the blocks it holds (its
         messages and summary, each an entry stamped with its heading's timestamp), so that a
-        strategy keeping messages verbatim keeps them one by one, as the file holds them.
+        strategy keeping messages verbatim keeps them one by one, as the file holds them; a
+        preload that holds pinned blocks always is, its pinned blocks flagged ``"pinned"``.
         """
         with self._lock:
             end = len(self.conversation_history) if ticket is None else ticket.history_length
@@ -709,7 +804,7 @@ class Conversation(ReferenceMethods):
                 kind = entry_kind(entry)
                 if kind is EntryKind.STATIC:
                     continue
-                if kind is EntryKind.PRELOAD and preload_as_messages:
+                if kind is EntryKind.PRELOAD and (preload_as_messages or entry.get("pins")):
                     out += _preloaded_entries(entry)
                 else:
                     out.append(entry)
@@ -911,6 +1006,8 @@ class Conversation(ReferenceMethods):
                 self._edit_block(position, block, "" if new is None else new, "update")
             entry["role"] = role
             entry["content"] = content
+            if entry.get("pinned"):  # the edited block is the one pinned now
+                self._record_pin(entry, "pin", self._now())
             if "token_count" in entry:  # token_count=True: the entry's own count follows it
                 entry["token_count"] = self.counter(self.entry_text(entry))
             self._forget_rendering()
@@ -1033,18 +1130,29 @@ class Conversation(ReferenceMethods):
 
 
 def _preloaded_entries(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The blocks a preload entry holds, as history entries (a summary with its kind)."""
+    """The blocks a preload entry holds, as history entries (a summary with its kind; a block
+    the entry's ``"pins"`` names flagged ``"pinned"``)."""
     text = fmt.content_to_text(entry.get("content")).removeprefix(PRELOAD_PREFIX)
     document = fmt.parse(text.removeprefix("\n"), strict=False).document
-    return [
-        {
+    pins = _pins_of(entry)
+    out: list[dict[str, Any]] = []
+    for m in document.messages:
+        block: dict[str, Any] = {
             "role": m.role,
             "content": m.content,
             "timestamp": fmt.format_timestamp(m.timestamp),
-            **({"kind": EntryKind.SUMMARY.value} if m.is_summary else {}),
         }
-        for m in document.messages
-    ]
+        if m.is_summary:
+            block["kind"] = EntryKind.SUMMARY.value
+        if pins and pin_key(m.role, m.timestamp, m.content) in pins:
+            block["pinned"] = True
+        out.append(block)
+    return out
+
+
+def _pins_of(entry: Mapping[str, Any]) -> set[PinKey]:
+    """The pinned blocks a preload entry holds (its ``"pins"``: lists once saved as JSON)."""
+    return {PinKey(*key) for key in entry.get("pins") or ()}
 
 
 def _replace_block(blocks: bytes, old: bytes, new: bytes, occurrence: int) -> bytes | None:

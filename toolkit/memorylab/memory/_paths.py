@@ -129,6 +129,12 @@ class MemoryPaths:
         return self.folder / f"{stem}usage.jsonl"
 
     @property
+    def pins(self) -> Path:
+        """``pins.jsonl``: one line per pin or unpin of a block (``memory._pins``)."""
+        stem = "" if self.memory_md.name == "MEMORY.md" else f"{self.memory_md.stem}."
+        return self.folder / f"{stem}pins.jsonl"
+
+    @property
     def lock(self) -> Path:
         return self.folder / f".{self.memory_md.name}.lock"
 

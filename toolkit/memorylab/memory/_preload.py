@@ -8,10 +8,11 @@ compaction summary and the newest messages that fit, and says in the preload wha
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from memorylab.memory import _format as fmt
+from memorylab.memory._pins import PinKey, pin_key
 
 OMITTED_NOTE = (
     "[memorylab: {omitted} older message(s) ({chars} characters) of MEMORY.md are not in this "
@@ -39,6 +40,7 @@ def plan_preload(
     max_tokens: int | None = None,
     count: Callable[[str], int] | None = None,
     last_archive: Callable[[], str | None] = lambda: None,
+    pins: Collection[PinKey] = frozenset(),
 ) -> PreloadPlan:
     """Choose what of ``text`` (a MEMORY.md) to preload within ``max_tokens``.
 
@@ -48,7 +50,9 @@ def plan_preload(
     The latest summary is kept first: a marked one, or the unmarked one the reference's plain
     ``compact()`` opens the file with (``last_archive()``: the name of the agent's newest
     archive, asked for only when the file exceeds the budget and holds no marked summary;
-    :func:`~memorylab.memory._format.opens_with_plain_summary`).
+    :func:`~memorylab.memory._format.opens_with_plain_summary`). The pinned blocks (``pins``:
+    :mod:`memorylab.memory._pins`) are kept next, whatever they cost: they are carried
+    verbatim through every compaction, so they must reach the model.
 
     >>> plan = plan_preload("# Agent Memory\\n", max_tokens=100)
     >>> plan.complete, plan.text
@@ -67,12 +71,19 @@ def plan_preload(
         summary_index = 0  # the archive folder is listed only for a file with no marked one
     budget = max_tokens - count(header) - count(OMITTED_NOTE.format(omitted=0, chars=0, budget=0))
     kept: list[tuple[int, str]] = []
-    if summary_index is not None:  # the latest summary stands for everything before it: keep it
-        block = fmt.render_block(messages[summary_index])
-        kept.append((summary_index, block))
+    first = [] if summary_index is None else [summary_index]  # it stands for what came before
+    if pins:
+        pinned = (
+            i for i, m in enumerate(messages) if pin_key(m.role, m.timestamp, m.content) in pins
+        )
+        first += [i for i in pinned if i != summary_index]
+    for index in first:
+        block = fmt.render_block(messages[index])
+        kept.append((index, block))
         budget -= count(block)
+    taken = set(first)
     for index in range(len(messages) - 1, -1, -1):
-        if index == summary_index:
+        if index in taken:
             continue
         block = fmt.render_block(messages[index])
         cost = count(block)

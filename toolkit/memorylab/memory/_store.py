@@ -6,6 +6,7 @@ Layout of one agent (``<workspace>/agents/<agent_name>/``)::
     archive/history_<ts>.md   what a compaction summarized, written once, never overwritten
     compactions.jsonl         one JSON line per compaction (and per retention deletion)
     usage.jsonl               one JSON line per model call of the Agent (counts only)
+    pins.jsonl                one JSON line per pin or unpin of a block (its identity, no text)
     .MEMORY.md.lock           cross-process lock (a sidecar: it survives MEMORY.md being replaced)
     .MEMORY.md.intent.json    present only while a compaction is in flight (its journal)
     .MEMORY.md.deletion.json  present only while a deletion is in flight (its journal)
@@ -81,7 +82,7 @@ Everything a compaction will write is checked before its first write (the summar
 UTF-8, ``compactions.jsonl`` and ``archive/`` are of the right kind); after the commit point
 nothing fails the call: a record that cannot be written is logged and written by recovery.
 
-The JSON Lines files (``compactions.jsonl``, ``usage.jsonl``) follow one rule
+The JSON Lines files (``compactions.jsonl``, ``usage.jsonl``, ``pins.jsonl``) follow one rule
 (:meth:`MemoryStore._append_line`, :func:`_read_lines`): a record is appended under the agent
 lock as one write of one line to an ``O_APPEND`` descriptor, on a line of its own even after a
 torn last line (a crash while it was written), then fsync'd; a new file is created 0o600; every
@@ -590,6 +591,12 @@ class MemoryStore:
         the rule of ``compactions.jsonl`` (:meth:`_append_line`)."""
         self._append_line(self.paths.usage, record)
 
+    def append_pin(self, record: Mapping[str, Any]) -> None:
+        """Append one pin or unpin of a block (``memory._pins.pin_line``: its identity, never
+        its text) to ``pins.jsonl``, by the rule of ``compactions.jsonl``
+        (:meth:`_append_line`)."""
+        self._append_line(self.paths.pins, record)
+
     def _append_line(self, path: Path, record: Mapping[str, Any]) -> None:
         """Append ``record`` as one JSON line to ``path``, one of this memory's JSON Lines
         files (the module docstring): under the agent lock, one write, on a line of its own
@@ -622,6 +629,12 @@ class MemoryStore:
         the Agent), read as :meth:`records` reads ``compactions.jsonl``: a torn or foreign line
         is skipped and noted (``"usage.jsonl line <n>: ..."``)."""
         return _read_lines(self.paths.usage, problems)
+
+    def pin_records(self, problems: list[str] | None = None) -> list[dict[str, Any]]:
+        """The lines of ``pins.jsonl`` in file order (none when there is none: a memory that
+        was never pinned, or one the reference framework wrote), read as :meth:`records`
+        reads ``compactions.jsonl``; ``memory._pins.pinned_keys`` says which blocks they pin."""
+        return _read_lines(self.paths.pins, problems)
 
     def compact(
         self,
@@ -1266,9 +1279,9 @@ class MemoryStore:
         ``whole_folder`` (default: True for a store made by :meth:`for_agent`) removes every
         entry of the agent folder (caches included) and the folder itself; otherwise only this
         memory file's own files go: MEMORY.md, ``archive/``'s archives, ``compactions.jsonl``,
-        ``usage.jsonl``, the journal, temp files and the lock file. The generation is bumped
-        first, so a process that still appends reopens MEMORY.md, finds it gone and gets
-        ``StoreError`` instead of writing into a deleted file. Journalled
+        ``usage.jsonl``, ``pins.jsonl``, the journal, temp files and the lock file. The
+        generation is bumped first, so a process that still appends reopens MEMORY.md, finds it
+        gone and gets ``StoreError`` instead of writing into a deleted file. Journalled
         (:func:`deletion_journal`, written first, removed last): a removal a crash interrupts
         is done again when the memory is next opened. Raises ``StoreError`` if anything is
         left afterwards.
@@ -1295,7 +1308,8 @@ class MemoryStore:
             problems: list[str] = []
             targets = [paths.memory_md]
             targets += _forget_archive_targets(paths, whole)
-            targets += [paths.compactions, paths.usage, paths.intent, *_side_files(paths)]
+            targets += [paths.compactions, paths.usage, paths.pins, paths.intent]
+            targets += _side_files(paths)
             if whole:
                 targets += sorted(p for p in folder.iterdir() if p not in (paths.lock, journal))
             for target in [*targets, paths.lock, journal]:
@@ -1633,7 +1647,7 @@ def _forget_inventory(paths: MemoryPaths, whole: bool) -> list[tuple[str, int]]:
                 with contextlib.suppress(FileNotFoundError):
                     found.append((path.relative_to(folder).as_posix(), os.lstat(path).st_size))
         return found
-    own = [paths.memory_md, paths.compactions, paths.usage, paths.intent, paths.lock]
+    own = [paths.memory_md, paths.compactions, paths.usage, paths.pins, paths.intent, paths.lock]
     own += [deletion_journal(paths), *_side_files(paths)]
     own += [p for p in _forget_archive_targets(paths, False) if p != paths.archive_dir]
     for path in own:

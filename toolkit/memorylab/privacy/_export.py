@@ -58,9 +58,10 @@ def export_document(
     chain of ``**Continues:**`` links from MEMORY.md back, oldest first (``missing_archives``:
     names on it whose file was deleted by retention or purge); ``records``: the lines of
     ``compactions.jsonl`` (compactions and deletions); ``usage``: the lines of ``usage.jsonl``
-    (one per model call of the Agent, counts only); ``workspace``: the absolute workspace
-    folder it was exported from (what :func:`load_export` puts in its ``workspace`` and
-    ``file`` columns unless told another).
+    (one per model call of the Agent, counts only); ``pins``: the lines of ``pins.jsonl`` (each
+    pin and unpin of a message: its role, timestamp and content hash, no text); ``workspace``:
+    the absolute workspace folder it was exported from (what :func:`load_export` puts in its
+    ``workspace`` and ``file`` columns unless told another).
     """
     paths = existing_agent(agent_name, workspace_dir)
     store = MemoryStore(paths.memory_md, agent_root=paths.folder.parent)
@@ -72,6 +73,7 @@ def export_document(
             segments.append(_segment(len(segments), paths.memory_md, paths.folder, "memory"))
         records = store.records()
         usage = store.usage_records()
+        pins = store.pin_records()
     by_name = {s["file"].rsplit("/", 1)[-1]: s for s in segments if s["kind"] == "archive"}
     lineage: list[str] = []
     missing: list[str] = []
@@ -95,6 +97,7 @@ def export_document(
         "missing_archives": missing,
         "records": records,
         "usage": usage,
+        "pins": pins,
     }
 
 

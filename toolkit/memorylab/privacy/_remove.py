@@ -80,12 +80,13 @@ def existing_agent(agent_name: str, workspace_dir: str | os.PathLike[str] | None
 
 def require_regular_files(paths: MemoryPaths, what: str) -> None:
     """Refuse at once (``UnsafePath``, nothing read, nothing removed) an agent whose MEMORY.md,
-    archives, ``compactions.jsonl``, ``usage.jsonl``, journals or lock is there but not a regular
-    file (a FIFO would block a read forever; a symlink may point anywhere), or whose
-    ``archive/`` is not a folder: the store's own check (``memory._store.require_kind``)."""
+    archives, ``compactions.jsonl``, ``usage.jsonl``, ``pins.jsonl``, journals or lock is there
+    but not a regular file (a FIFO would block a read forever; a symlink may point anywhere),
+    or whose ``archive/`` is not a folder: the store's own check
+    (``memory._store.require_kind``)."""
     checks = [(paths.memory_md, "file"), (paths.compactions, "file"), (paths.usage, "file"),
-              (paths.intent, "file"), (deletion_journal(paths), "file"), (paths.lock, "file"),
-              (paths.archive_dir, "folder")]  # fmt: skip
+              (paths.pins, "file"), (paths.intent, "file"), (deletion_journal(paths), "file"),
+              (paths.lock, "file"), (paths.archive_dir, "folder")]  # fmt: skip
     if paths.archive_dir.is_dir() and not paths.archive_dir.is_symlink():
         checks += [
             (entry, "file")
@@ -131,16 +132,17 @@ def forget(
     ``agent_name`` is the name the loaders and ``memorylab ls`` print: a nested agent the
     reference framework wrote to ``agents/team/alpha/`` is ``"team/alpha"`` (its folder goes,
     and ``agents/team/`` too if it is then empty). MEMORY.md, every archive,
-    ``compactions.jsonl``, ``usage.jsonl``, the lock, journal and temp files, and any other file
-    in the agent's folder (caches) are deleted under the agent's lock, so a running writer
-    cannot resurrect them: its next ``add()`` raises ``StoreError``. Then the entries of the
-    evaluation caches (the workspace's ``.cache/llm`` and ``$MEMORYLAB_CACHE_DIR``) that quote
-    the agent's messages, or the replies to such requests, are deleted too (the report lists
-    them and says which caches were searched). A new ``Conversation`` made afterwards starts a
-    fresh, empty folder. Works on folders written by the reference framework too. Raises
-    ``InvalidAgentName`` for a name that is not one, ``AgentNotFound`` for an unknown agent,
-    ``UnsafePath`` at once (nothing removed) when a memory file is not a regular file (a FIFO, a
-    symlink) and ``StoreError`` if anything is left afterwards.
+    ``compactions.jsonl``, ``usage.jsonl``, ``pins.jsonl``, the lock, journal and temp files,
+    and any other file in the agent's folder (caches) are deleted under the agent's lock, so a
+    running writer cannot resurrect them: its next ``add()`` raises ``StoreError``. Then the
+    entries of the evaluation caches (the workspace's ``.cache/llm`` and
+    ``$MEMORYLAB_CACHE_DIR``) that quote the agent's messages, or the replies to such requests,
+    are deleted too (the report lists them and says which caches were searched). A new
+    ``Conversation`` made afterwards starts a fresh, empty folder. Works on folders written by
+    the reference framework too. Raises ``InvalidAgentName`` for a name that is not one,
+    ``AgentNotFound`` for an unknown agent, ``UnsafePath`` at once (nothing removed) when a
+    memory file is not a regular file (a FIFO, a symlink) and ``StoreError`` if anything is left
+    afterwards.
     """
     paths = existing_agent(agent_name, workspace_dir)
     store = MemoryStore(paths.memory_md, agent_root=paths.folder.parent, lock_timeout=lock_timeout)
@@ -254,8 +256,8 @@ def purge(
     * an agent none of whose files changed since the cutoff (MEMORY.md not written to, no
       compaction) is forgotten whole, as by :func:`forget`. When its folder holds nested
       agents that changed since the cutoff, only its own memory files go (MEMORY.md, its
-      archives, ``compactions.jsonl``, ``usage.jsonl``) and the folder stays with theirs: the
-      item's ``reason`` names them;
+      archives, ``compactions.jsonl``, ``usage.jsonl``, ``pins.jsonl``) and the folder stays with
+      theirs: the item's ``reason`` names them;
     * otherwise its archives whose name time is before the cutoff are deleted, and each
       deletion is recorded in ``compactions.jsonl`` (kind ``"purge"``).
 
