@@ -12,7 +12,9 @@
 * :mod:`~memorylab.evaluate._compare` — :func:`compare_summarizers` (long-form DataFrame),
   :func:`summary_table`, :func:`fact_survival_table`, :func:`estimate_cost`.
 * :mod:`~memorylab.evaluate._strategies` — :func:`compare_strategies`: memory strategies run
-  through each case's whole history in a window, scored like summaries.
+  through each case's whole history in a window, scored like summaries, with what each lost
+  (the turn in progress, facts by generation) and cost; :mod:`~memorylab.evaluate._peers` —
+  :data:`PEER_STRATEGIES`, the peers' strategies re-created as :class:`StrategyPreset` values.
 * :mod:`~memorylab.evaluate._plots` — ``plot_*(df, ax=None) -> Axes``.
 
 pandas, matplotlib, litellm, rapidfuzz and the optional extras are imported only when used.
@@ -62,6 +64,7 @@ from memorylab.evaluate._llm_scorers import (
     lookup_answer,
     parse_judge_reply,
 )
+from memorylab.evaluate._peers import PEER_STRATEGIES, StrategyPreset
 from memorylab.evaluate._plots import plot_cost_quality, plot_latency, plot_quality
 from memorylab.evaluate._scorers import (
     CompressionScorer,
@@ -113,6 +116,7 @@ __all__ = [
     "LOCOMO_CATEGORIES",
     "LOOKUP_READER",
     "LatencyScorer",
+    "PEER_STRATEGIES",
     "Plan",
     "Probe",
     "ProbeQAScorer",
@@ -125,6 +129,7 @@ __all__ = [
     "SimilarityScorer",
     "StrategyComparison",
     "StrategyMemory",
+    "StrategyPreset",
     "SummaryTable",
     "answer_span",
     "bootstrap_interval",

@@ -53,6 +53,10 @@ whose value is ``None`` shows nothing selected."""
 _FAST = {"auto": None, "exact": False, "fast": True}
 RUN_STRATEGY = "run"
 """The strategy picker's value for the run's own strategy (recorded, else the summary)."""
+TURN_CHOICES = (("the run's own", "run"), ("kept", "keep"), ("compacted (the seed)", "seed"))
+"""The turn picker's choices (label, value): ``replay(keep_turn=None)`` (recorded, else the
+seed's), ``True`` and ``False``; named values, as :data:`MODES`."""
+_KEEP_TURN = {"run": None, "keep": True, "seed": False}
 
 SWEEP_COLUMNS = (
     "setting",
@@ -200,6 +204,11 @@ class ThresholdTuner(View):
     real model when a provider key is set). ``fast``: the sweep's mode (:data:`MODES`: ``None``
     replays every setting exactly when that fits in a few seconds, ``True`` models the summary
     sizes, ``False`` always replays); the replay plot always runs the chosen summarizer.
+    ``strategies``: the strategy picker's choices (default: every registered strategy,
+    :func:`~memorylab.compress.strategy_names`, with its default settings); ``keep_turn``: the
+    turn picker's start (:data:`TURN_CHOICES`: ``None`` the run's own, ``True`` each compaction
+    keeps the turn in progress, ``False`` compacts it as the seed does): the replay (its plot
+    and figures) runs it; the sweep runs the run's own (``sweep`` models the seed's).
 
     Context above the window — a peak larger than the context length, more than the model could
     have read — is flagged in red: in the replay plot, in the headline (with a line saying how
@@ -226,6 +235,7 @@ class ThresholdTuner(View):
         facts: Sequence[str] | None = None,
         system_prompt: str | None = None,
         strategies: Sequence[Strategy | str] | None = None,
+        keep_turn: bool | None = None,
     ) -> None:
         from memorylab.analysis._sweep import DEFAULT_THRESHOLDS
 
@@ -280,6 +290,12 @@ class ThresholdTuner(View):
             description="strategy",
             style={"description_width": "110px"},
         )
+        self.turn_picker = widgets.Dropdown(
+            options=list(TURN_CHOICES),
+            value={None: "run", True: "keep", False: "seed"}[keep_turn],
+            description="turn in progress",
+            style={"description_width": "110px"},
+        )
         self.mode_picker = widgets.Dropdown(
             options=list(MODES),
             value={None: "auto", False: "exact", True: "fast"}[fast],
@@ -311,7 +327,10 @@ class ThresholdTuner(View):
                     [self.summarizer_picker, self.mode_picker],
                     layout=widgets.Layout(flex_flow="row wrap"),
                 ),
-                self.strategy_picker,
+                widgets.HBox(
+                    [self.strategy_picker, self.turn_picker],
+                    layout=widgets.Layout(flex_flow="row wrap"),
+                ),
             ]
         )
         super().__init__(
@@ -351,6 +370,7 @@ class ThresholdTuner(View):
             self.summarizer_picker,
             self.mode_picker,
             self.strategy_picker,
+            self.turn_picker,
         ):
             control.observe(lambda _: self.update(), names="value")
         self.update()
@@ -374,6 +394,12 @@ class ThresholdTuner(View):
         """The strategy picked (``None``: the run's own, recorded or the summary)."""
         value = str(self.strategy_picker.value)
         return None if value == RUN_STRATEGY else self._strategies[value]
+
+    @property
+    def keep_turn(self) -> bool | None:
+        """Whether each compaction keeps the turn in progress (``None``: the run's own, recorded,
+        else not: the seed's compaction)."""
+        return _KEEP_TURN[str(self.turn_picker.value)]
 
     @property
     def fast(self) -> bool | None:
@@ -423,6 +449,7 @@ class ThresholdTuner(View):
                 model=self.model,
                 system_prompt=self.system_prompt,
                 strategy=strategy,
+                keep_turn=self.keep_turn,
             )
             swept = sweep(
                 self.source.transcript,
