@@ -14,7 +14,8 @@
 * :mod:`~memorylab.evaluate._strategies` — :func:`compare_strategies`: memory strategies run
   through each case's whole history in a window, scored like summaries, with what each lost
   (the turn in progress, facts by generation) and cost; :mod:`~memorylab.evaluate._peers` —
-  :data:`PEER_STRATEGIES`, the peers' strategies re-created as :class:`StrategyPreset` values.
+  :data:`PEER_STRATEGIES`, the peers' strategies re-created as :class:`StrategyPreset` values,
+  beside :data:`MEMORYLAB_STRATEGIES`.
 * :mod:`~memorylab.evaluate._plots` — ``plot_*(df, ax=None) -> Axes``.
 
 pandas, matplotlib, litellm, rapidfuzz and the optional extras are imported only when used.
@@ -64,7 +65,7 @@ from memorylab.evaluate._llm_scorers import (
     lookup_answer,
     parse_judge_reply,
 )
-from memorylab.evaluate._peers import PEER_STRATEGIES, StrategyPreset
+from memorylab.evaluate._peers import MEMORYLAB_STRATEGIES, PEER_STRATEGIES, StrategyPreset
 from memorylab.evaluate._plots import plot_cost_quality, plot_latency, plot_quality
 from memorylab.evaluate._scorers import (
     CompressionScorer,
@@ -116,6 +117,7 @@ __all__ = [
     "LOCOMO_CATEGORIES",
     "LOOKUP_READER",
     "LatencyScorer",
+    "MEMORYLAB_STRATEGIES",
     "PEER_STRATEGIES",
     "Plan",
     "Probe",

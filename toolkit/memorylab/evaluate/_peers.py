@@ -10,6 +10,9 @@ what differs between rows is the decision of what leaves the context, nothing el
 ['Anthropic: clear tool uses', 'Letta: keep 30 %']
 >>> PEER_STRATEGIES["seed: summary"].describe()
 'summary(), keep_turn=False'
+
+:data:`MEMORYLAB_STRATEGIES` are memorylab's own, as the ``Agent`` runs them (the turn in
+progress kept), named as the lab's tables name them.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from types import MappingProxyType
 
 from memorylab.compress._clear_tool_results import ClearToolResults
 from memorylab.compress._keep_recent import KeepRecent
+from memorylab.compress._ledger import FactLedger
 from memorylab.compress._strategy import Strategy
 from memorylab.compress._summary import SummaryStrategy
 from memorylab.compress._trim import Trim
@@ -88,3 +92,20 @@ PEER_STRATEGIES: Mapping[str, StrategyPreset] = MappingProxyType(
 """The peers' strategies re-created (module docstring): the seed's summary, deepagents' summary
 + keep 20, Letta's keep ~30 %, inspect_ai's trim and Anthropic's tool-result clearing, each
 without keeping the turn in progress (none of them keeps it as such)."""
+
+MEMORYLAB_STRATEGIES: Mapping[str, StrategyPreset] = MappingProxyType(
+    {
+        "memorylab: summary + turn": StrategyPreset(
+            SummaryStrategy(),
+            keep_turn=True,
+            source="memorylab's default: the seed's summary, the turn in progress kept verbatim",
+        ),
+        "memorylab: fact ledger + turn": StrategyPreset(
+            FactLedger(),
+            keep_turn=True,
+            source="memorylab's fact_ledger: the summary of what is new, and the departing "
+            "messages' facts carried verbatim in a bounded ledger; the turn in progress kept",
+        ),
+    }
+)
+"""memorylab's strategies as the lab compares them with :data:`PEER_STRATEGIES`."""

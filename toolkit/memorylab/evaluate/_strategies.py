@@ -204,8 +204,10 @@ def _followed(compactions: Sequence[_Compaction]) -> list[dict[str, Any]]:
         for index in compaction.leaving():
             entry = compaction.entries[index]
             text = content_to_text(entry.get("content"))
-            # a message only, and once: a placeholder is a result that left already
-            if entry_kind(entry) is EntryKind.MESSAGE and not is_placeholder(placeholder, text):
+            # a message only, and once: a placeholder is a result that left already, a text
+            # opening with the summary's marker (a ledger) what a compaction wrote
+            if (entry_kind(entry) is EntryKind.MESSAGE and not is_placeholder(placeholder, text)
+                    and not text.startswith(SUMMARY_PREFIX)):  # fmt: skip
                 leaving.append({"role": entry.get("role"), "content": text})
                 generation_of.append(number)
     contexts: dict[int, PreparedText] = {}
