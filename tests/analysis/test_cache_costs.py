@@ -27,8 +27,9 @@ from memorylab.analysis import (
     sweep,
 )
 from memorylab.analysis._cache_costs import CACHE_COST_COLUMNS
-from memorylab.analysis._fast import Prefix, cache_calls, simulate
+from memorylab.analysis._fast import Prefix, simulate
 from memorylab.analysis._runs import SummarySize
+from memorylab.compress._cache_model import cache_calls
 from memorylab.llm import ChatReply
 from memorylab.transcripts import bundled_workspace
 

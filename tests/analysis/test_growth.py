@@ -16,10 +16,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memorylab.analysis import memory_df, replay, sweep, token_growth
-from memorylab.analysis._fast import Prefix, simulate, unit_prices
+from memorylab.analysis._fast import Prefix, simulate
 from memorylab.analysis._runs import SummarySize
 from memorylab.analysis._transcript import memo_counter
 from memorylab.compress._base import Summary
+from memorylab.compress._cache_model import unit_prices
 from memorylab.compress._policy import trigger_tokens
 from memorylab.compress._scripted import ScriptedSummarizer
 from memorylab.errors import InvalidSetting

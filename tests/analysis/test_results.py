@@ -21,8 +21,8 @@ from memorylab.analysis import (
     sweep,
     sweep_table,
 )
-from memorylab.analysis._fast import unit_prices
 from memorylab.analysis._frames import DTYPES, PROBLEM_COLUMNS
+from memorylab.compress._cache_model import unit_prices
 from memorylab.privacy import export_agent, load_export
 from memorylab.transcripts import bundled_workspace
 
@@ -110,7 +110,7 @@ def test_unknown_and_offline_models() -> None:
 def test_pricing_a_listed_model_does_not_import_litellm() -> None:
     script = (
         "import sys\n"
-        "from memorylab.analysis._fast import price\n"
+        "from memorylab.compress._cache_model import price\n"
         "assert price('gpt-4o', 1_000_000) == 2.5\n"
         "print('litellm' in sys.modules)\n"
     )

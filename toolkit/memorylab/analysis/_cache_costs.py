@@ -8,34 +8,11 @@ next compaction, and the net. The same cost model prices every model call of
 :func:`~memorylab.analysis._replay` and :func:`~memorylab.analysis._sweep` (their
 ``cached_input_tokens`` and ``estimated_cost_usd``).
 
-**The cache rules** (one model call = one check, where the Agent checks: before every call):
-
-1. A call reads the context memorylab counts (the static context, preload or summary, the
-   messages). Within one process every call is assumed to come within the cache's lifetime
-   (OpenAI keeps a prefix 5 to 10 minutes idle, Anthropic 5 minutes, each hit renewing it): no
-   prefix expires between two calls of a process. A new process (a restart) starts cold: its
-   first call reads nothing from the cache.
-2. A call reads from the cache the prefix it shares with the previous call: the whole previous
-   context when no compaction came between (the history only grows). After a compaction, only
-   what the compaction left as it was: the static context before the summary (the exact replay
-   credits the leading entries a strategy leaves unchanged, which for a summary is the static
-   context). This is OpenAI's automatic prefix caching; with Anthropic it takes a cache
-   breakpoint after the static context and one at the end of each prompt.
-3. Minimum: the provider caches no prefix shorter than its minimum, litellm's
-   ``prompt_cache_min_tokens`` for the model where its map lists one, else 1,024 tokens
-   (OpenAI's, and most Anthropic models'). A read shorter than the minimum reads nothing; a call
-   whose context is shorter writes nothing.
-4. A call whose context reaches the minimum writes to the cache what it did not read.
-5. Prices, from litellm's model map (:func:`memorylab.llm.cache_prices`): tokens read from the
-   cache at ``cache_read_input_token_cost``; tokens written at
-   ``cache_creation_input_token_cost`` where the map lists a positive one (Anthropic: 1.25 times
-   the input price), else at the input price (OpenAI and DeepSeek bill no writes apart); the
-   rest at ``input_cost_per_token``. A model whose map entry lists no cache-read price has no
-   cached cost (NaN): no discount is assumed.
-6. Not modelled: OpenAI's 128-token steps (a cached read is up to 127 tokens shorter), the tool
-   schemas and the provider's per-message overhead (the counts are memorylab's), the one-hour
-   cache's and the context-size tiers' prices (the base prices are used), and the summarizer's
-   own calls (priced without a cache).
+**The cache rules** (rules 1 to 6: what a call reads from the cache, the provider's minimum,
+the write and read prices from litellm's map) are stated once, in
+:mod:`memorylab.compress._cache_model`, below this floor: a cache-aware trigger
+(:class:`~memorylab.compress.CacheTiming`) decides by the same rules and the same terms
+(``rebuild_usd``, ``carried_usd``) that price the columns below.
 
 **Each compaction's costs** (:func:`compaction_costs_df`), over its *span*: the model calls from
 the one its check compacted before (it reads the new history) up to the next compaction, the end
@@ -78,6 +55,7 @@ from memorylab.analysis._frames import build_frame, columns, compactions_df, mem
 from memorylab.analysis._loaders import load_records
 from memorylab.analysis._record import AgentRecord, Records
 from memorylab.analysis._sources import Source
+from memorylab.compress import _cache_model as cache_model
 from memorylab.memory._records import recorded_count
 
 if TYPE_CHECKING:
@@ -207,8 +185,6 @@ def _agent_rows(
 def _summary_cost(row: Any, record: Mapping[str, Any] | None) -> float:
     """The summary call's cost: as recorded, else its recorded tokens at the summarizer's
     prices (NaN when neither is known)."""
-    from memorylab.analysis import _fast
-
     recorded = row.cost_usd
     if recorded is not None and not math.isnan(float(recorded)):
         return float(recorded)
@@ -219,20 +195,16 @@ def _summary_cost(row: Any, record: Mapping[str, Any] | None) -> float:
     if not isinstance(tokens_in, int) or not isinstance(tokens_out, int):
         return math.nan
     name = row.summarizer_model if isinstance(row.summarizer_model, str) else None
-    return _fast.price(name, tokens_in, tokens_out)
+    return cache_model.price(name, tokens_in, tokens_out)
 
 
 def _span_costs(
     calls: _Calls, at: int | None, removed: int | None, model: str | None
 ) -> dict[str, Any]:
     """The span's calls, cached tokens, rebuild and saving (the module docstring)."""
-    from memorylab.analysis import _fast
-
     if at is None:
         return {"calls": None, "cached_tokens": None, "rebuild_tokens": None,
                 "rebuild_cost_usd": math.nan, "saved_cost_usd": math.nan}  # fmt: skip
-    per_in, _ = _fast.unit_prices(model)
-    read, write, _ = _fast.cache_terms(model)
     span = calls.span(at)
     rebuild_tokens, rebuild_usd = 0, 0.0
     for call in span:
@@ -241,10 +213,9 @@ def _span_costs(
         warm = calls.contexts[call] if call == at else calls.contexts[call - 1]
         missed = max(0, warm - calls.cached[call])
         rebuild_tokens += missed
-        paid = write if calls.written[call] > 0 else per_in
-        rebuild_usd += missed * (paid - read)
-    unpriced = math.isnan(per_in) or math.isnan(read)
-    saved = math.nan if removed is None else len(span) * removed * read
+        rebuild_usd += cache_model.rebuild_usd(model, missed, written=calls.written[call] > 0)
+    unpriced = math.isnan(cache_model.carried_usd(model, 0))
+    saved = math.nan if removed is None else cache_model.carried_usd(model, removed, len(span))
     return {
         "calls": len(span),
         "cached_tokens": sum(calls.cached[i] for i in span),
@@ -263,7 +234,6 @@ def _modelled_calls(
     rules, with ``model``'s minimum (default the run's). Also the token model of the run."""
     import numpy as np
 
-    from memorylab.analysis import _fast
     from memorylab.analysis._growth import token_growth
     from memorylab.analysis._runs import prepare_run
 
@@ -299,8 +269,8 @@ def _modelled_calls(
             kept.append(None)
         calls.first.append(bool(session[row] != last_session))
         last_session = int(session[row])
-    least = _fast.cache_terms(model or run.model)[2]
-    calls.cached, calls.written = _fast.cache_calls(calls.contexts, calls.first, kept, least)
+    least = cache_model.cache_terms(model or run.model)[2]
+    calls.cached, calls.written = cache_model.cache_calls(calls.contexts, calls.first, kept, least)
     calls.reported = [False] * len(calls.contexts)
     return calls, run.model
 

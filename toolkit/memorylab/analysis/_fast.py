@@ -18,7 +18,7 @@ at the checks of a stretch ``[k, e]`` is ``c * (base - P[k]) + Q[e+1] - Q[k]`` (
 ``Q`` sums ``P[i+1]`` over the checks). So a setting costs one search per compaction and per
 restart, not a loop over the messages.
 
-The prompt cache (the rules: :mod:`memorylab.analysis._cache_costs`; :func:`cache_calls` applies
+The prompt cache (the rules: :mod:`memorylab.compress._cache_model`; its ``cache_calls`` applies
 them call by call, for the exact replay and the recorded runs) takes the same sums: within a
 stretch the contexts only grow, so the calls whose context reaches the cache's minimum prefix
 ``m`` are the checks from one binary search on, and what each reads from the cache is the
@@ -28,8 +28,6 @@ is at least ``m``), a restart's first call nothing.
 
 from __future__ import annotations
 
-import functools
-import math
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -106,7 +104,8 @@ class Outcome:
     summarized: tuple[int, ...] = ()
     """With ``keep_points``: the tokens each compaction summarized."""
     cached_tokens: int = 0
-    """Of ``total_input_tokens``, those read from the prompt cache (:func:`cache_calls`)."""
+    """Of ``total_input_tokens``, those read from the prompt cache (the cache model's
+    ``cache_calls``)."""
     cache_write_tokens: int = 0
     """Of ``total_input_tokens``, those written to the prompt cache."""
 
@@ -127,7 +126,8 @@ def simulate(
 ) -> Outcome:
     """One setting of the fast sweep (the module docstring). ``stop_after``: end after that many
     compactions (a calibration prefix); ``Outcome.messages`` is how many messages were run.
-    ``cache_min_tokens``: the shortest prefix the prompt cache holds (:func:`cache_calls`)."""
+    ``cache_min_tokens``: the shortest prefix the prompt cache holds (the cache model's
+    ``cache_calls``)."""
     p, n, separator = prefix.p, prefix.count, prefix.separator
     next_check, count, sums = prefix.next_check, prefix.check_count, prefix.check_sum
     least = cache_min_tokens
@@ -215,98 +215,3 @@ def simulate(
         hits,
         writes,
     )
-
-
-def cache_calls(
-    contexts: Sequence[int],
-    first: Sequence[bool],
-    kept: Sequence[int | None],
-    min_tokens: int,
-) -> tuple[list[int], list[int]]:
-    """Per model call, the input tokens read from the prompt cache and those written to it (the
-    rules: :mod:`memorylab.analysis._cache_costs`).
-
-    ``contexts``: the tokens each call reads, in order; ``first``: whether it is a process's
-    first call (nothing cached); ``kept``: for the call after a compaction, the tokens of the
-    prefix the compaction left as it was (the static context), else ``None``. A call reads from
-    the cache the previous call's context (after a compaction: the kept prefix), when that is
-    at least ``min_tokens``; it writes what it read beyond that, when its context is at least
-    ``min_tokens``."""
-    reads: list[int] = []
-    written: list[int] = []
-    previous = 0
-    for context, starts, prefix in zip(contexts, first, kept, strict=True):
-        read = 0 if starts else min(previous, context, previous if prefix is None else prefix)
-        read = read if read >= min_tokens else 0
-        reads.append(read)
-        written.append(context - read if context >= min_tokens else 0)
-        previous = context
-    return reads, written
-
-
-# --------------------------------------------------------------------------- prices
-
-
-@functools.lru_cache(maxsize=256)
-def unit_prices(model: str | None) -> tuple[float, float]:
-    """USD per input token and per output token from litellm's price map; NaN when unknown
-    (:func:`memorylab.llm.token_prices`: the map read as a file where it settles the name,
-    litellm's rules for the others; nothing is fetched)."""
-    if model is None or not isinstance(model, str) or not model.strip():
-        return math.nan, math.nan
-    if model.startswith("memorylab/"):
-        return 0.0, 0.0  # the offline summarizers cost nothing
-    from memorylab.llm import token_prices
-
-    prices = token_prices(model)
-    return prices if prices is not None else (math.nan, math.nan)
-
-
-DEFAULT_CACHE_MIN_TOKENS = 1024
-"""The shortest prefix a provider caches where litellm's map does not say
-(``prompt_cache_min_tokens``): OpenAI's and most Anthropic models' 1,024 tokens."""
-
-
-@functools.lru_cache(maxsize=256)
-def cache_terms(model: str | None) -> tuple[float, float, int]:
-    """USD per input token read from the prompt cache and per token written to it (the input
-    price where the map lists no positive write price: the provider bills no writes apart), NaN
-    where the map lists no cache prices (:func:`memorylab.llm.cache_prices`: no discount is
-    assumed); and the shortest prefix cached (:data:`DEFAULT_CACHE_MIN_TOKENS` where the map
-    does not say)."""
-    if model is None or not isinstance(model, str) or not model.strip():
-        return math.nan, math.nan, DEFAULT_CACHE_MIN_TOKENS
-    if model.startswith("memorylab/"):
-        return 0.0, 0.0, DEFAULT_CACHE_MIN_TOKENS  # the offline summarizers cost nothing
-    from memorylab.llm import cache_prices
-
-    prices = cache_prices(model)
-    least = (prices.min_tokens if prices else None) or DEFAULT_CACHE_MIN_TOKENS
-    per_in, _ = unit_prices(model)
-    if prices is None or math.isnan(per_in):
-        return math.nan, math.nan, least
-    write = prices.write if prices.write else per_in
-    return prices.read, write, least
-
-
-def cached_price(
-    model: str | None, input_tokens: float, cached_tokens: float, write_tokens: float
-) -> float:
-    """The USD cost of ``input_tokens`` read by the model, ``cached_tokens`` of them read from the
-    prompt cache and ``write_tokens`` written to it (:func:`cache_terms`); the rest at the input
-    price. NaN where the map lists no cache prices (or no price) for ``model``."""
-    per_in, _ = unit_prices(model)
-    read, write, _ = cache_terms(model)
-    if math.isnan(per_in) or math.isnan(read):
-        return math.nan
-    plain = input_tokens - cached_tokens - write_tokens
-    return per_in * plain + read * cached_tokens + write * write_tokens
-
-
-def price(model: str | None, prompt_tokens: float, completion_tokens: float = 0) -> float:
-    """The estimated USD cost of ``prompt_tokens`` in and ``completion_tokens`` out (NaN when
-    litellm has no price for ``model``)."""
-    per_in, per_out = unit_prices(model)
-    if math.isnan(per_in) or math.isnan(per_out):
-        return math.nan
-    return per_in * prompt_tokens + per_out * completion_tokens

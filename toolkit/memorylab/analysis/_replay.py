@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Unpack
 
 from memorylab.analysis._runs import RunOverrides, RunSettings, SummarySize, TranscriptSource
+from memorylab.compress import _cache_model as cache_model
 from memorylab.compress._base import Summarizer, Summary
 from memorylab.compress._policy import ReportedUsage, Threshold, trigger_tokens
 from memorylab.memory import _format as fmt
@@ -46,7 +47,7 @@ class ReplayResult(TableResult):
     the Agent checks; every message with ``checks="message"``); ``peak_context_tokens`` the
     largest context reached, before a check. ``timeline`` is the former name of ``frame``.
 
-    With prompt caching (the rules: :mod:`memorylab.analysis._cache_costs`; the frame's
+    With prompt caching (the rules: :mod:`memorylab.compress._cache_model`; the frame's
     ``cached_tokens`` and ``cache_write_tokens`` per check): ``cached_input_tokens`` of the input
     were read from the cache and ``cache_write_tokens`` written to it; ``cached_cost_usd`` is
     the input at ``model``'s cache-aware prices plus the summarizer's cost (NaN where litellm's
@@ -120,16 +121,13 @@ class ReplayResult(TableResult):
 
     @property
     def uncached_cost_usd(self) -> float:
-        from memorylab.analysis import _fast
-
-        return _fast.price(self.model, self.total_input_tokens) + self.summarizer_cost_usd
+        return cache_model.price(self.model, self.total_input_tokens) + self.summarizer_cost_usd
 
     @property
     def cached_cost_usd(self) -> float:
-        from memorylab.analysis import _fast
-
-        cost = _fast.cached_price(self.model, self.total_input_tokens, self.cached_input_tokens,
-                                  self.cache_write_tokens)  # fmt: skip
+        cost = cache_model.cached_price(
+            self.model, self.total_input_tokens, self.cached_input_tokens, self.cache_write_tokens
+        )
         return cost + self.summarizer_cost_usd
 
     @property
@@ -288,7 +286,7 @@ def replay_run(
     import numpy as np
     import pandas as pd
 
-    from memorylab.analysis import _fast, _progress
+    from memorylab.analysis import _progress
     from memorylab.analysis._summarizers import SUMMARY_CACHE, CachedSummarizer
     from memorylab.analysis._transcript import memory_text, preload_content
     from memorylab.compress._compressor import ContextCompressor
@@ -418,11 +416,12 @@ def replay_run(
     if own_bar:
         bar.close()
     calls = np.flatnonzero(checks)
-    least = _fast.cache_terms(run.model)[2]
+    least = cache_model.cache_terms(run.model)[2]
     firsts = np.ones(len(calls), dtype=bool)
     firsts[1:] = session[calls][1:] != session[calls][:-1]
-    reads, writes = _fast.cache_calls(after[calls].tolist(), firsts.tolist(),
-                                      [kept.get(int(i)) for i in calls], least)  # fmt: skip
+    reads, writes = cache_model.cache_calls(
+        after[calls].tolist(), firsts.tolist(), [kept.get(int(i)) for i in calls], least
+    )
     read_tokens, write_tokens = np.zeros(count, np.int64), np.zeros(count, np.int64)
     read_tokens[calls], write_tokens[calls] = reads, writes
     frame = pd.DataFrame(
@@ -453,7 +452,7 @@ def replay_run(
             cost += summary.cost_usd
         else:
             out = summary.output_tokens
-            cost += _fast.price(
+            cost += cache_model.price(
                 summary.model, tokens, run.counter(summary.text) if out is None else out
             )
     final = conversation.return_history_as_string()

@@ -23,6 +23,7 @@ from memorylab.analysis._runs import (
     SummarySize,
     TranscriptSource,
 )
+from memorylab.compress import _cache_model as cache_model
 from memorylab.compress._base import Summarizer, Summary
 from memorylab.compress._policy import Threshold, same_threshold, threshold_text, trigger_tokens
 from memorylab.compress._strategy import Strategy
@@ -133,7 +134,7 @@ def sweep(
     largest context reached, before a check), ``total_input_tokens`` (the context the model read
     at every check), ``summarizer_calls``, ``summarizer_input_tokens``, ``summary_tokens`` (of
     the summary entries), ``cached_input_tokens`` (of the input tokens, those read from the
-    prompt cache: :mod:`~memorylab.analysis._cache_costs` states the rules),
+    prompt cache: :mod:`~memorylab.compress._cache_model` states the rules),
     ``estimated_cost_usd`` (what the user would be billed: the input at ``model``'s cache-aware
     prices where litellm's map lists cache prices for it, else at its input price, plus the
     summarizer's tokens at its price; NaN when unknown), ``uncached_cost_usd`` (every input
@@ -486,7 +487,7 @@ class _FastEngine:
             preload=lambda *at: self._preload(settings.preload_max_tokens, *at),
             stop_after=stop_after,
             keep_points=True,
-            cache_min_tokens=_fast.cache_terms(run.model)[2],
+            cache_min_tokens=cache_model.cache_terms(run.model)[2],
         )
 
     def _preload(
@@ -533,8 +534,6 @@ class _FastEngine:
     ) -> list[dict[str, Any]]:
         import numpy as np
 
-        from memorylab.analysis import _fast
-
         run = self.run
         last = _last_mentions(run.transcript, facts) if facts else None
         rows = []
@@ -552,9 +551,11 @@ class _FastEngine:
                 "summary_tokens": outcome.summary_tokens + outcome.compactions * self.overhead,
                 "cached_input_tokens": outcome.cached_tokens,
             }
-            summaries = _fast.price(priced, outcome.summarizer_input_tokens, outcome.summary_tokens)
-            uncached = _fast.price(run.model, outcome.total_input_tokens) + summaries
-            cached = _fast.cached_price(
+            summaries = cache_model.price(
+                priced, outcome.summarizer_input_tokens, outcome.summary_tokens
+            )
+            uncached = cache_model.price(run.model, outcome.total_input_tokens) + summaries
+            cached = cache_model.cached_price(
                 run.model, outcome.total_input_tokens, outcome.cached_tokens,
                 outcome.cache_write_tokens,
             )  # fmt: skip

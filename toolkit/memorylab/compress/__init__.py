@@ -1,7 +1,11 @@
 """Deciding when to compress and summarizing: tokens, thresholds, summarizers, the compressor.
 
 * :mod:`~memorylab.compress._tokens` — token counting that works offline.
-* :mod:`~memorylab.compress._policy` — the threshold convention and the back-off after failures.
+* :mod:`~memorylab.compress._policy` — the threshold convention, :class:`Trigger` (its
+  :class:`CacheTiming`: compactions deferred while the prompt cache is warm) and the back-off
+  after failures.
+* :mod:`~memorylab.compress._cache_model` — the prompt-cache model: the rules and prices that
+  the cache-aware trigger decides by and the analysis floor measures with.
 * :mod:`~memorylab.compress._base` — :class:`Summary`, the :class:`Summarizer` protocol and
   :class:`BaseSummarizer`; each strategy has its own module: :mod:`.litellm_summarizer`,
   :mod:`.extractive`, :mod:`.baselines`, :mod:`.scripted`.
@@ -43,6 +47,7 @@ from memorylab.compress._policy import (
     DEFAULT_THRESHOLD,
     THRESHOLD_CONVENTION,
     Backoff,
+    CacheTiming,
     ReportedUsage,
     Threshold,
     Trigger,
@@ -76,6 +81,7 @@ __all__ = [
     "BaseSummarizer",
     "BudgetedSummarizer",
     "CHUNK_PROMPT",
+    "CacheTiming",
     "ClearToolResults",
     "CompactionPlan",
     "ContextCompressor",

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol, overload, runtime_checkable
 
+from memorylab.compress import _cache_model as cache_model
 from memorylab.compress import _policy as policy
 from memorylab.compress._base import Summarizer, Summary
 from memorylab.compress._litellm_summarizer import SUMMARY_PROMPT, SUMMARY_SYSTEM_PROMPT
@@ -44,6 +45,7 @@ from memorylab.compress._tokens import TokenCounter, get_token_counter
 from memorylab.errors import CompactionConflict, CompressionFailed, InvalidSetting
 from memorylab.llm import check_int
 from memorylab.memory._conversation import Conversation, register_tokenizer
+from memorylab.memory._format import parse_timestamp
 from memorylab.memory._records import SUMMARY_PREFIX, CompactionEvent, EntryKind, UsageRecord
 from memorylab.memory._redact import SECRETS
 
@@ -108,6 +110,13 @@ class ContextCompressor:
         strategy: Strategy | str | None = None,
     ) -> None:
         self.trigger = Trigger.of(threshold)
+        timing = self.trigger.cache
+        if timing is not None and math.isnan(cache_model.unit_prices(timing.model)[0]):
+            raise InvalidSetting(
+                f"CacheTiming.model={timing.model!r} has no price in litellm's model map: name "
+                "the model the agent calls (e.g. 'claude-sonnet-4-5'), whose prompt cache the "
+                "deferral weighs"
+            )
         self.threshold: Threshold | None = (
             self.trigger.threshold
             if isinstance(threshold, Trigger)
@@ -126,6 +135,12 @@ class ContextCompressor:
         self.failures = 0
         self._summarizer = summarizer
         self._skip_checks = 0
+        # A cache-aware trigger's state (Trigger.cache): the previous check's time and count
+        # (the model call it preceded), the checks deferred since the trigger fired and what
+        # those deferred calls carried (USD at the cache-read price).
+        self._last_call: tuple[float, int] | None = None
+        self._deferred = 0
+        self._carried_usd = 0.0
 
     # -- the summarizer -------------------------------------------------------------------------
 
@@ -232,7 +247,12 @@ class ContextCompressor:
         tokens_before = conversation.token_count()
         counted = self.trigger.counted(tokens_before, reported)
         self.last_counted = counted
+        previous = self._called(conversation, counted)
         if not force and not self._fires(conversation, counted, context_length):
+            return None
+        if not force and self._defers(
+            conversation, counted, context_length, previous, default_model
+        ):
             return None
         if self._skip_checks > 0 and not force:
             self._skip_checks -= 1
@@ -264,6 +284,8 @@ class ContextCompressor:
                 recorded.update(plan.counts())
             if not self.trigger.plain:
                 recorded["trigger"] = self.trigger.to_dict()
+            if self.trigger.cache is not None:
+                recorded["deferred_checks"] = self._deferred
             if self.trigger.reported:
                 recorded["counted_tokens"] = counted
             recorded.update(extra or {})
@@ -296,8 +318,76 @@ class ContextCompressor:
             return self._failed(conversation, error, tokens_before, context_length, summarizer)
         self.failures = 0
         self._skip_checks = 0
+        self._deferred, self._carried_usd = 0, 0.0
         self.events.append(event)
         return event
+
+    def _called(self, conversation: Conversation, counted: int) -> tuple[float, int] | None:
+        """For a cache-aware trigger: the previous check's time and count (the model call it
+        preceded; ``None`` in a new process), this check's remembered. A check's time is its
+        history's newest entry's timestamp (the Agent checks right after adding a message), so
+        a replay of the run's files meets the same times."""
+        if self.trigger.cache is None:
+            return None
+        previous = self._last_call
+        now = _newest_time(conversation)
+        self._last_call = None if now is None else (now, counted)
+        return previous
+
+    def _defers(
+        self,
+        conversation: Conversation,
+        counted: int,
+        context_length: int,
+        previous: tuple[float, int] | None,
+        default_model: str | None,
+    ) -> bool:
+        """Whether a cache-aware trigger defers the compaction its conditions call for
+        (docs/compression.md, "Cache-aware timing"): the cache is warm (the previous call
+        within ``ttl_s``, in this process), the context plus the growth since that call stays
+        below the ceiling, and the deferred calls have carried, at the cache-read price, less
+        than the compaction costs: its summary call and the cache it rebuilds (the terms of
+        ``compaction_costs_df``, :mod:`memorylab.compress._cache_model`). A model without cache
+        prices never defers."""
+        timing = self.trigger.cache
+        if timing is None or previous is None or self._last_call is None:
+            return False
+        ceiling = self.trigger.ceiling_tokens(context_length)
+        if not timing.warm(self._last_call[0], previous[0]):
+            return False
+        if counted + max(0, counted - previous[1]) >= ceiling:
+            return False
+        model = timing.model
+        static = _context_record(conversation).get("static_tokens", 0)
+        # what the compaction leaves: as this process's last one did, else the static context
+        # and a summary of the whole budget
+        after = next(
+            (e.tokens_after for e in reversed(self.events) if e.ok and e.tokens_after),
+            static + self.summary_budget(context_length),
+        )
+        least = cache_model.cache_terms(model)[2]
+        kept = static if static >= least else 0  # the prefix the next call still reads cached
+        rebuild = cache_model.rebuild_usd(model, max(0, after - kept), written=after >= least)
+        carried = self._carried_usd + cache_model.carried_usd(model, max(0, counted - after))
+        if not carried < self._summary_usd(conversation, context_length, default_model) + rebuild:
+            return False  # NaN (no cache prices) included: compact
+        self._deferred, self._carried_usd = self._deferred + 1, carried
+        return True
+
+    def _summary_usd(
+        self, conversation: Conversation, context_length: int, default_model: str | None
+    ) -> float:
+        """The summary call a compaction now would make, at its summarizer's prices
+        (``Summarizer.estimate``); 0 for a strategy that writes no summary, an offline
+        summarizer, or one litellm has no price for."""
+        if not self.strategy.summarizes:
+            return 0.0
+        history = conversation.entries(EntryKind.SUMMARY, EntryKind.PRELOAD, EntryKind.MESSAGE)
+        calls = self.summarizer_for(default_model).estimate(
+            history, self.summary_budget(context_length)
+        )
+        cost = sum(cache_model.price(model, tokens_in, out) for model, tokens_in, out in calls)
+        return 0.0 if math.isnan(cost) else cost
 
     def _failed(
         self,
@@ -444,6 +534,16 @@ def _usage(summary: Summary) -> dict[str, Any]:
         )
         if value is not None
     }
+
+
+def _newest_time(conversation: Conversation) -> float | None:
+    """The newest history entry's timestamp in seconds (``None``: no entry, or none readable)."""
+    history = conversation.conversation_history
+    stamp = history[-1].get("timestamp") if history else None
+    try:
+        return parse_timestamp(stamp).timestamp() if isinstance(stamp, str) else None
+    except ValueError:
+        return None
 
 
 def _entry_tokens(conversation: Conversation, entries: list[dict[str, Any]]) -> list[int]:

@@ -56,6 +56,20 @@ True
 >>> trigger.counted(850, None)  # nothing reported yet: the estimate
 850
 
+Cache-aware timing
+------------------
+A trigger with ``cache=CacheTiming(...)`` defers a compaction its conditions call for while the
+provider's prompt cache is warm (the previous model call within ``ttl_s`` of this check, in
+this process) and the window still holds the context and the growth expected before the next
+check below ``ceiling`` of it: the compressor weighs the compaction against the cached calls
+it would spare by the prompt-cache model (:mod:`memorylab.compress._cache_model`).
+
+>>> timed = Trigger(fraction=0.5, cache=CacheTiming("claude-sonnet-4-5", ceiling=0.95))
+>>> timed.cache.warm(400.0, 200.0), timed.cache.warm(400.0, 50.0), timed.cache.warm(400.0, None)
+(True, False, False)
+>>> timed.ceiling_tokens(1000)  # a deferral ends where the context would reach it
+950
+
 Failure policy
 --------------
 After a failed summarization the compressor waits ``Backoff.delay(failures)`` (in loop
@@ -73,7 +87,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Final, TypeGuard
 
-from memorylab._validation import check_int, check_number
+from memorylab._validation import check_int, check_name, check_number
 from memorylab.errors import InvalidSetting
 
 Threshold = float | int
@@ -274,6 +288,54 @@ class ReportedUsage:
 
 
 @dataclass(frozen=True, slots=True)
+class CacheTiming:
+    """Defer compactions while the prompt cache is warm (``Trigger(cache=...)``, the module
+    docstring; docs/compression.md, "Cache-aware timing").
+
+    Args:
+        model: the model whose prompt cache and prices decide (the model the agent calls,
+            ``"claude-sonnet-4-5"``): litellm's model map must price it (the compressor checks);
+            a model whose map entry lists no cache-read price never defers.
+        ttl_s: the cache's lifetime in seconds (Anthropic's default cache and OpenAI's keep a
+            prefix at least 5 minutes idle: 300). A check more than ``ttl_s`` after the previous
+            model call finds the cache cold and compacts as the threshold says.
+        ceiling: the fraction of the window a deferral may not pass, in (0, 1] and above the
+            trigger's: a check whose context plus the growth since the previous call (what the
+            next call is expected to add) reaches it compacts.
+
+    >>> CacheTiming("claude-sonnet-4-5", ttl_s=0)
+    Traceback (most recent call last):
+    ...
+    memorylab.errors.InvalidSetting: CacheTiming.ttl_s must be a finite number > 0, not 0
+    """
+
+    model: str
+    ttl_s: float = 300.0
+    ceiling: float = 0.95
+
+    def __post_init__(self) -> None:
+        check_name("CacheTiming.model", self.model, what="model name (e.g. 'claude-sonnet-4-5')")
+        object.__setattr__(
+            self, "ttl_s", check_number("CacheTiming.ttl_s", self.ttl_s, 0.0, strict=True)
+        )
+        ceiling = check_number("CacheTiming.ceiling", self.ceiling, 0.0, strict=True)
+        if ceiling > 1.0:
+            raise InvalidSetting(
+                f"CacheTiming.ceiling must be a fraction of the window in (0, 1], not "
+                f"{self.ceiling!r} (0.95: defer until the context would pass 95 %)"
+            )
+        object.__setattr__(self, "ceiling", ceiling)
+
+    def warm(self, now: float, last_call: float | None) -> bool:
+        """Whether the cache still holds the previous call's prefix at ``now`` (seconds):
+        ``last_call`` (its time, ``None``: no call in this process) at most ``ttl_s`` before."""
+        return last_call is not None and 0.0 <= now - last_call <= self.ttl_s
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "ttl_s": self.ttl_s, "ceiling": self.ceiling}
+
+
+@dataclass(frozen=True, slots=True)
 class Trigger:
     """When to compress: any of the conditions set fires (the module docstring).
 
@@ -284,6 +346,8 @@ class Trigger:
         count: what the token conditions compare: ``"estimated"`` (memorylab's count of the
             history, the default) or ``"reported"`` (the provider's last reported usage plus
             the estimate of what was added since: :meth:`counted`).
+        cache: defer a compaction the conditions call for while the prompt cache is warm
+            (:class:`CacheTiming`); ``None``: compact when they do.
 
     >>> Trigger(fraction=0.8, tokens=3000).token_trigger(10_000)
     3000
@@ -297,6 +361,7 @@ class Trigger:
     tokens: int | None = None
     messages: int | None = None
     count: str = "estimated"
+    cache: CacheTiming | None = None
 
     def __post_init__(self) -> None:
         if self.fraction is None and self.tokens is None and self.messages is None:
@@ -322,6 +387,16 @@ class Trigger:
             object.__setattr__(self, "tokens", check_int("Trigger.tokens", self.tokens, 1))
         if self.messages is not None:
             object.__setattr__(self, "messages", check_int("Trigger.messages", self.messages, 1))
+        if self.cache is not None:
+            if not isinstance(self.cache, CacheTiming):
+                raise InvalidSetting(
+                    f"Trigger.cache must be a CacheTiming (or None), not {self.cache!r}"
+                )
+            if self.fraction is not None and self.cache.ceiling <= self.fraction:
+                raise InvalidSetting(
+                    f"CacheTiming.ceiling={self.cache.ceiling!r} must be above the trigger's "
+                    f"fraction={self.fraction!r}: a deferral waits between the two"
+                )
 
     def __repr__(self) -> str:
         return f"Trigger({', '.join(f'{k}={v!r}' for k, v in self.to_dict().items())})"
@@ -349,6 +424,7 @@ class Trigger:
             self.messages is None
             and (self.fraction is None) != (self.tokens is None)
             and self.count == "estimated"
+            and self.cache is None
         )
 
     @property
@@ -377,6 +453,24 @@ class Trigger:
         ]
         return min(found) if found else None
 
+    def ceiling_tokens(self, context_length: int) -> int:
+        """The context at which a :class:`CacheTiming` deferral ends in this window (its
+        ``ceiling``); an :class:`~memorylab.errors.InvalidSetting` when the trigger's token
+        count is not below it, or without ``cache``."""
+        if self.cache is None:
+            raise InvalidSetting(
+                "this trigger defers nothing: give Trigger(cache=CacheTiming(...))"
+            )
+        ceiling = trigger_tokens(context_length, self.cache.ceiling)
+        fires = self.token_trigger(context_length)
+        if fires is not None and fires >= ceiling:
+            raise InvalidSetting(
+                f"CacheTiming.ceiling={self.cache.ceiling!r} of context_length={context_length:,} "
+                f"is {ceiling:,} tokens, not above the trigger's {fires:,}: raise the ceiling or "
+                "lower the threshold"
+            )
+        return ceiling
+
     def fires(self, tokens: int, context_length: int, messages: int = 0) -> bool:
         """Whether ``tokens`` in a window of ``context_length``, or ``messages`` in the history,
         meet any condition."""
@@ -388,7 +482,8 @@ class Trigger:
 
     def to_dict(self) -> dict[str, Any]:
         """The conditions set, for a record (``extra["trigger"]`` in ``compactions.jsonl``);
-        ``count`` only when it is ``"reported"`` (records of the estimate read as before)."""
+        ``count`` only when it is ``"reported"`` (records of the estimate read as before),
+        ``cache`` only when set."""
         return {
             key: value
             for key, value in (
@@ -396,6 +491,7 @@ class Trigger:
                 ("tokens", self.tokens),
                 ("messages", self.messages),
                 ("count", None if self.count == "estimated" else self.count),
+                ("cache", None if self.cache is None else self.cache.to_dict()),
             )
             if value is not None
         }
@@ -403,12 +499,21 @@ class Trigger:
     @classmethod
     def from_dict(cls, data: Any) -> Trigger:
         """The trigger :meth:`to_dict` wrote."""
-        if not isinstance(data, dict) or set(data) - {"fraction", "tokens", "messages", "count"}:
+        known = {"fraction", "tokens", "messages", "count", "cache"}
+        cache = data.get("cache") if isinstance(data, dict) else None
+        if (
+            not isinstance(data, dict)
+            or set(data) - known
+            or not (
+                cache is None
+                or (isinstance(cache, dict) and set(cache) <= {"model", "ttl_s", "ceiling"})
+            )
+        ):
             raise InvalidSetting(
                 f"not a trigger record: {data!r}; expected fraction, tokens and/or messages "
-                "(and count)"
+                "(and count, cache)"
             )
-        return cls(**data)
+        return cls(**{**data, "cache": None if cache is None else CacheTiming(**cache)})
 
     def text(self) -> str:
         """The conditions as people read them: ``0.90 of the window or 50 messages``
@@ -421,7 +526,14 @@ class Trigger:
         if self.messages is not None:
             parts.append(f"{self.messages:,} messages")
         text = " or ".join(parts)
-        return f"{text}, counting the reported usage" if self.reported else text
+        if self.reported:
+            text += ", counting the reported usage"
+        if self.cache is not None:
+            text += (
+                f", deferred while {self.cache.model}'s prompt cache is warm ({self.cache.ttl_s:g}"
+                f" s) up to {threshold_text(self.cache.ceiling)} of the window"
+            )
+        return text
 
 
 @dataclass(frozen=True)
