@@ -13,7 +13,8 @@
   :func:`register_summarizer`).
 * :mod:`~memorylab.compress._strategy` — what a compaction does with the history: the
   :class:`Strategy` base and its :class:`CompactionPlan`; each strategy has its own module:
-  :mod:`.summary` (the default), :mod:`.keep_recent`, :mod:`.clear_tool_results`, :mod:`.trim`.
+  :mod:`.summary` (the default), :mod:`.keep_recent`, :mod:`.clear_tool_results`, :mod:`.trim`,
+  :mod:`.ledger` (:class:`FactLedger`, :func:`is_ledger`).
 * :mod:`~memorylab.compress._strategies` — strategies by name (:func:`get_strategy`,
   :func:`register_strategy`, :func:`strategy_from_record`).
 * :mod:`~memorylab.compress._compressor` — :class:`ContextCompressor`, and :class:`AgentLike`,
@@ -35,6 +36,7 @@ from memorylab.compress._clear_tool_results import ClearToolResults
 from memorylab.compress._compressor import MIN_SUMMARY_TOKENS, AgentLike, ContextCompressor
 from memorylab.compress._extractive import ExtractiveSummarizer
 from memorylab.compress._keep_recent import KeepRecent
+from memorylab.compress._ledger import FactLedger, is_ledger
 from memorylab.compress._litellm_summarizer import (
     CHUNK_PROMPT,
     MERGE_PROMPT,
@@ -89,6 +91,7 @@ __all__ = [
     "DEFAULT_SUMMARIZER",
     "DEFAULT_THRESHOLD",
     "ExtractiveSummarizer",
+    "FactLedger",
     "HeadTailSummarizer",
     "KeepRecent",
     "LiteLLMSummarizer",
@@ -116,6 +119,7 @@ __all__ = [
     "get_strategy",
     "get_summarizer",
     "get_token_counter",
+    "is_ledger",
     "register_strategy",
     "register_summarizer",
     "should_compress",

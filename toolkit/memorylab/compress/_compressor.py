@@ -274,6 +274,10 @@ class ContextCompressor:
             if plan.summarize:
                 summarizer = summarizer or self.summarizer_for(default_model)
                 budget = self.summary_budget(context_length)
+                if plan.carry:  # what is written beside the summary (a ledger) shares its room
+                    counter = conversation.counter
+                    carried = sum(counter(conversation.entry_text(e)) for e in plan.carry)
+                    budget = max(MIN_SUMMARY_TOKENS, budget - carried)
                 summary = summarizer.summarize(
                     [entries[i] for i in plan.summarize], max_tokens=budget
                 )

@@ -12,6 +12,8 @@ name                     strategy
                          old tool results become a placeholder naming the archive; no model
 ``trim``                 :class:`~memorylab.compress._trim.Trim`: drop the oldest, keep the
                          newest that fit; no model
+``fact_ledger``          :class:`~memorylab.compress._ledger.FactLedger`: summarize, and carry
+                         the departing messages' facts verbatim in a bounded ledger
 =======================  ==================================================================
 
 An installed package adds one by the entry point group ``memorylab.strategies`` (its name, and
@@ -37,6 +39,7 @@ from typing import Any, TypeVar
 from memorylab._names import plugged_in, plugin_lookup, register
 from memorylab.compress._clear_tool_results import ClearToolResults
 from memorylab.compress._keep_recent import KeepRecent
+from memorylab.compress._ledger import FactLedger
 from memorylab.compress._strategy import Strategy
 from memorylab.compress._summary import SummaryStrategy
 from memorylab.compress._trim import Trim
@@ -55,6 +58,7 @@ _REGISTRY: dict[str, Callable[..., Strategy]] = {
     "keep_recent": KeepRecent,
     "clear_tool_results": ClearToolResults,
     "trim": Trim,
+    "fact_ledger": FactLedger,
 }
 
 
