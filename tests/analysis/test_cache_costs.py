@@ -285,24 +285,24 @@ def test_the_fast_cache_sums_are_the_call_by_call_rules(
     """The fast engine's closed form against :func:`cache_calls` on a plain loop over the
     messages: random checks, restarts and a static context."""
     rng = random.Random(seed)
-    count, separator = len(tokens), 2
+    count = len(tokens)
     checks = [rng.random() < 0.6 for _ in tokens]
     restarts = sorted({rng.randrange(1, count) for _ in range(rng.randint(0, 2))} if count > 1
                       else set())  # fmt: skip
-    prefix = Prefix.of(np.array(tokens, dtype=np.int64), separator, np.array(checks))
+    prefix = Prefix.of(np.array(tokens, dtype=np.int64), np.array(checks))
     outcome = simulate(prefix, trigger, overhead=5, size=SummarySize(), budget=summary,
                        static_tokens=static, restarts=restarts, cache_min_tokens=least)  # fmt: skip
     contexts: list[int] = []
     first: list[bool] = []
     kept: list[int | None] = []
-    context, fresh, compacted = static - separator, True, False
+    context, fresh, compacted = static, True, False
     for i, t in enumerate(tokens):
         # a new process reads nothing preloaded here (no preload callback); one starting just
         # after a compaction's check goes on from the summary, as the engine models it
         if i in restarts and not compacted:
-            context, fresh = static - separator, True
+            context, fresh = static, True
         compacted = False
-        context += t + separator
+        context += t
         if not checks[i]:
             continue
         compacted = context >= trigger

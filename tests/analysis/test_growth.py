@@ -24,6 +24,7 @@ from memorylab.compress._cache_model import unit_prices
 from memorylab.compress._policy import trigger_tokens
 from memorylab.compress._scripted import ScriptedSummarizer
 from memorylab.errors import InvalidSetting
+from memorylab.memory import REPLY_TOKENS
 from memorylab.memory import _format as fmt
 
 WORDS = [
@@ -100,29 +101,28 @@ def test_growth_is_a_sawtooth(own_workspace: Built) -> None:
     assert len(growth) == len(df)
     assert not growth["restart"].any() and growth["recorded_tokens"].isna().all()
     assert (growth["trigger"] == 800).all() and (growth["context_length"] == 1000).all()
-    counter = memo_counter("gpt-4o")
-    separator = counter("\n\n")
     for agent, part in growth.groupby("agent", observed=True):
         assert int(part["compaction"].sum()) == own_workspace.compactions[str(agent)]
         for _, segment in part.groupby("segment"):
             tokens = segment["tokens"].to_numpy()
-            expected = np.cumsum(tokens) + np.arange(len(tokens)) * separator
+            expected = REPLY_TOKENS + np.cumsum(tokens)  # no static context: the priming
             assert segment["context_tokens"].tolist() == expected.tolist()
             assert segment["compaction"].tolist()[:-1] == [False] * (len(segment) - 1)
         last = part[part["segment"] == part["segment"].max()]
         assert not last["compaction"].any()  # no compaction after the live file's last message
 
 
-def test_growth_counts_what_the_model_reads(own_workspace: Built) -> None:
+def test_growth_counts_what_the_request_carries(own_workspace: Built) -> None:
     df = memory_df(own_workspace.root / "agents" / "gamma")
     growth = token_growth(df, context_length=4096, model="gpt-4o")
     counter = memo_counter("gpt-4o")
     first = df.iloc[0]
-    text = f"[{first['timestamp'].isoformat(timespec='microseconds')}] {first['role']}: {first['content']}"
-    assert text.startswith("[2026-04-20T12:00:02.000000+00:00] User: gamma question")
-    assert growth["tokens"].iloc[0] == counter(text)
+    text = f"[{first['timestamp'].isoformat(timespec='microseconds')}] {first['content']}"
+    assert text.startswith("[2026-04-20T12:00:02.000000+00:00] gamma question")  # a user turn
+    # OpenAI's count of the message: 3 tokens, its role ("user") and its stamped content
+    assert growth["tokens"].iloc[0] == 3 + counter("user") + counter(text)
     static = token_growth(df, context_length=4096, model="gpt-4o", static_tokens=100)
-    assert (static["context_tokens"] - growth["context_tokens"] == 100).all()  # separators in it
+    assert (static["context_tokens"] - growth["context_tokens"] == 100 - REPLY_TOKENS).all()
     with pytest.raises(InvalidSetting):
         token_growth(df, context_length=4096, static_tokens=-1)
 
@@ -369,14 +369,13 @@ def test_compactions_fall_as_the_threshold_rises() -> None:
     st.lists(st.integers(1, 300), min_size=1, max_size=200),
     st.lists(st.integers(1, 5000), min_size=2, max_size=6),
     st.integers(1, 400),
-    st.integers(0, 3),
 )
 def test_fast_compaction_count_is_monotonic(
-    tokens: list[int], triggers: list[int], summary: int, separator: int
+    tokens: list[int], triggers: list[int], summary: int
 ) -> None:
     """With a summary of constant size the count never rises with the trigger (and a check
     against a plain loop over the messages)."""
-    prefix = Prefix.of(np.array(tokens, dtype=np.int64), separator)
+    prefix = Prefix.of(np.array(tokens, dtype=np.int64))
     outcomes = [
         (
             t,
@@ -387,9 +386,9 @@ def test_fast_compaction_count_is_monotonic(
     counts = [o.compactions for _, o in outcomes]
     assert counts == sorted(counts, reverse=True)
     for trigger, outcome in outcomes:
-        context, total, peak, points = -separator, 0, 0, []
+        context, total, peak, points = 0, 0, 0, []
         for i, t in enumerate(tokens):
-            context += t + separator
+            context += t
             peak = max(peak, context)
             if context >= trigger:
                 size = min(summary, max(1, int(context)))

@@ -308,9 +308,9 @@ def _plain_loop(tokens: list[int], triggers: list[int], summary: int) -> list[in
     """The obvious sweep: one pass over the messages per threshold."""
     counts = []
     for trigger in triggers:
-        context, compactions = -1, 0
+        context, compactions = 0, 0
         for t in tokens:
-            context += t + 1
+            context += t
             if context >= trigger:
                 compactions += 1
                 context = summary
@@ -348,7 +348,7 @@ def sweep_rows(rounds: int) -> tuple[float, float, float, float, int, float, flo
     note = sweep_note(fast(True))  # type: ignore[arg-type]
     tokens = _transcript.as_transcript(transcript).tokens(_transcript.memo_counter(None))
     triggers = [int(t * 32_768) for t in thresholds]
-    prefix = Prefix.of(tokens, 1)
+    prefix = Prefix.of(tokens)
     size = SummarySize(ratio=0.1)
     core = statistics.median(
         _timed(lambda: [simulate(prefix, t, overhead=20, size=size, budget=2000) for t in triggers])

@@ -35,10 +35,11 @@ def _snapshot_files(folder: Path) -> dict[Path, bytes]:
     }
 
 
-def test_token_count_is_incremental_and_matches_the_string() -> None:
+def test_token_count_is_incremental_and_counts_the_request() -> None:
     conv = _conversation(5)
     total = conv.token_count()
-    assert abs(total - COUNTER(conv.return_history_as_string())) <= len(conv)
+    messages = conv.to_messages()  # OpenAI's count: 3 a message, its role and content; 3 more
+    assert total == sum(3 + COUNTER(m["role"]) + COUNTER(m["content"]) for m in messages) + 3
     conv.add("User", "one more message")
     assert conv.token_count() > total
     assert conv.token_count() == conv.token_count()  # nothing new: same total
@@ -58,9 +59,12 @@ def test_fires_at_the_threshold_and_records_everything() -> None:
     record = conv.store.records()[-1]  # type: ignore[union-attr]
     assert record["tokens_before"] == tokens and record["archive"] == event.archive
     assert conv.token_count() == event.tokens_after
-    # the summarizer saw the whole history, the original task first
-    assert summarizer.calls[0][0]["content"].startswith("ORIGINAL TASK")
-    assert len(summarizer.calls[0]) == 21
+    # the history is one turn: its task and newest step are kept, the summarizer saw the rest
+    assert [m["content"][:7] for m in summarizer.calls[0][:1]] == ["step 0:"]
+    assert len(summarizer.calls[0]) == 19
+    assert record["extra"]["keep_turn"] is True and record["extra"]["kept_turn"] == 2
+    kept = read_memory(conv.memory_md_path).messages[1:]  # type: ignore[arg-type]
+    assert [m.content[:14] for m in kept] == ["ORIGINAL TASK:", "step 19: proce"]
 
 
 def test_below_the_threshold_nothing_happens() -> None:
@@ -136,7 +140,7 @@ def test_the_offline_default_summarizer_keeps_the_task() -> None:
     assert event is not None and event.ok, event
     assert event.summarizer_model == "memorylab/extractive"
     doc = read_memory(conv.memory_md_path)  # type: ignore[arg-type]
-    assert "/srv/etl/job.py" in doc.messages[0].content
+    assert "/srv/etl/job.py" in doc.messages[1].content  # the turn's task, kept verbatim
 
 
 def test_messages_added_while_summarizing_are_carried_over() -> None:
@@ -158,7 +162,8 @@ def test_messages_added_while_summarizing_are_carried_over() -> None:
 def test_token_count_defaults_to_the_reference_tokenizer() -> None:
     conv = Conversation(time_enabled=False)  # the reference's tokenizer_model_name: gpt-5.4
     conv.add("User", "hello world")
-    assert conv.token_count() == get_token_counter("gpt-5.4")("User: hello world") == 4
+    counter = get_token_counter("gpt-5.4")
+    assert conv.token_count() == 3 + counter("user") + counter("hello world") + 3 == 9
 
 
 def test_bounded_preload_keeps_summary_and_newest(isolated_workspace: Path) -> None:

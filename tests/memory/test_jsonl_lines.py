@@ -214,7 +214,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
         max_loops=1,
     )
     holder["agent"] = agent
-    for i in range(16):
+    for i in range(24):
         agent.run(f"Step {i}: the table events_{i} has {1000 + 37 * i} rows. " + "Checked. " * 12)
     assert sum(e.ok for e in agent.compaction_events) >= 2
     store = agent.short_memory.store

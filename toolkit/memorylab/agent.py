@@ -36,7 +36,7 @@ import json
 import logging
 import os
 import secrets
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from memorylab._names import moved
 from memorylab.compress import _policy as policy
 from memorylab.compress._compressor import AgentLike, ContextCompressor
+from memorylab.compress._hooks import CompactionPreview
 from memorylab.compress._strategy import Strategy
 from memorylab.compress._summarizers import summarizer_names
 from memorylab.compress._tokens import get_token_counter
@@ -127,6 +128,14 @@ class Agent:
         strategy: what a compaction does with the history (docs/compression.md, Strategies):
             a :class:`~memorylab.compress._strategy.Strategy` or its name; default
             ``"summary"``, the seed's compaction. Given to the compressor.
+        keep_turn: every compaction keeps the turn in progress verbatim (the last task and
+            everything after it: docs/compression.md, "Keep the turn in progress"); ``False``:
+            the seed's compaction, byte for byte. Given to the compressor.
+        before_compaction: called with a :class:`~memorylab.compress.CompactionPreview` before
+            each compaction (the plan, the facts that will leave the context); it may return
+            positions of entries to keep too. Given to the compressor.
+        after_compaction: called with each successful compaction's
+            :class:`~memorylab.memory._records.CompactionEvent`. Given to the compressor.
         id: this instance's identifier, as the reference's ``Agent.id``: default a fresh
             ``agent-<32 hex digits>`` at each construction. It names the conversation
             (``<agent_name>_id_<id>_conversation``, the header of a MEMORY.md this agent
@@ -167,6 +176,9 @@ class Agent:
         clock: Callable[[], datetime] | None = None,
         strategy: Strategy | str | None = None,
         id: str | None = None,  # the reference's keyword
+        keep_turn: bool = True,
+        before_compaction: Callable[[CompactionPreview], Iterable[int] | None] | None = None,
+        after_compaction: Callable[[CompactionEvent], object] | None = None,
     ) -> None:
         self.agent_name = agent_name
         self.id = _check_id(id)
@@ -216,6 +228,9 @@ class Agent:
             summarizer_model=summarizer_model,
             summarizer_args=self._summarizer_options(summarizer_model),
             strategy=strategy,
+            keep_turn=keep_turn,
+            before_compaction=before_compaction,
+            after_compaction=after_compaction,
         )
         self._session: dict[str, Any] | None = None
         self.usage_records: list[UsageRecord] = []
@@ -279,7 +294,7 @@ class Agent:
             first = next(iter(memory.entries(EntryKind.MESSAGE)), None)
             preload = next(iter(memory.entries(EntryKind.PRELOAD)), None)
             plan = memory.preload_plan
-            preload_tokens = self.token_counter(memory.entry_text(preload)) if preload else 0
+            preload_tokens = memory.request_tokens(preload) if preload else 0
             self._session = {
                 "checks": CHECKS,
                 "session_start": None if first is None else first["timestamp"],
@@ -401,10 +416,16 @@ class Agent:
                 break
         return text
 
-    def run(self, task: str, max_loops: int | Literal["auto"] | None = None) -> str:
-        """Add ``task`` and run the loop; returns the last reply's text."""
+    def run(
+        self, task: str, max_loops: int | Literal["auto"] | None = None, *, pin: bool = False
+    ) -> str:
+        """Add ``task`` and run the loop; returns the last reply's text. ``pin``: the task is
+        pinned (``Conversation.add(..., pinned=True)``), kept verbatim by every compaction."""
         loops = self.max_loops if max_loops is None else _check_loops(max_loops)
-        self.short_memory.add(self.user_name, task)
+        if pin:
+            self.short_memory.add(self.user_name, task, pinned=True)
+        else:
+            self.short_memory.add(self.user_name, task)
         if loops == "auto":  # until the model stops using tools or says it is done
             return self._iteration(self.auto_loop_cap)
         text = ""

@@ -8,10 +8,11 @@ instead of a :class:`~memorylab.Conversation`: the trigger and the summary budge
 thing modelled is the size of each summary
 (:class:`~memorylab.analysis._runs.SummarySize`).
 
-Per message ``i`` the context is ``base + P[i+1] - P[k]``, where ``P`` is the prefix sum of
-(message tokens + separator), ``k`` the first message of the current stretch (since the last
-compaction or restart) and ``base`` what precedes it: the static context and the summary or the
-preload entry (``S + entry``), or the static context alone (``S - separator``: no entry). The
+Per message ``i`` the context is ``base + P[i+1] - P[k]``, where ``P`` is the prefix sum of the
+messages' tokens (each in the request: :mod:`memorylab.analysis._transcript`), ``k`` the first
+message of the current stretch (since the last compaction or restart) and ``base`` what precedes
+it: the static context (``S``, the reply's priming included) and the summary or the preload
+entry (``S + entry``), or the static context alone (``S``: no entry). The
 next compaction is the first check at or after the first message whose context reaches the
 trigger: one binary search in ``P`` and a look-up of the next check. The context the model reads
 at the checks of a stretch ``[k, e]`` is ``c * (base - P[k]) + Q[e+1] - Q[k]`` (``c`` checks;
@@ -51,7 +52,6 @@ class Prefix:
 
     p: list[int]
     count: int
-    separator: int
     next_check: list[int]
     """``next_check[i]``: the first message at or after ``i`` that a check follows (``count``:
     none)."""
@@ -66,12 +66,10 @@ class Prefix:
     def of(
         cls,
         tokens: np.ndarray[Any, np.dtype[np.int64]],
-        separator: int,
         checks: np.ndarray[Any, np.dtype[np.bool_]] | None = None,
     ) -> Prefix:
         count = len(tokens)
-        weights = tokens.astype(np.int64) + separator
-        p = np.concatenate([[0], np.cumsum(weights)])
+        p = np.concatenate([[0], np.cumsum(tokens.astype(np.int64))])
         checked = np.ones(count, dtype=bool) if checks is None else np.asarray(checks, bool)
         index = np.where(checked, np.arange(count), count)
         following = np.minimum.accumulate(index[::-1])[::-1] if count else index
@@ -83,7 +81,6 @@ class Prefix:
         return cls(
             p.tolist(),
             count,
-            separator,
             next_check.tolist(),
             check_count.tolist(),
             check_sum.tolist(),
@@ -128,7 +125,7 @@ def simulate(
     compactions (a calibration prefix); ``Outcome.messages`` is how many messages were run.
     ``cache_min_tokens``: the shortest prefix the prompt cache holds (the cache model's
     ``cache_calls``)."""
-    p, n, separator = prefix.p, prefix.count, prefix.separator
+    p, n = prefix.p, prefix.count
     next_check, count, sums = prefix.next_check, prefix.check_count, prefix.check_sum
     least = cache_min_tokens
     previous: int | None = None  # the context the process's previous call read
@@ -150,8 +147,7 @@ def simulate(
         writes += reaching - read
         previous = last
 
-    static = static_tokens
-    empty = static - separator  # the base with no entry after the static context
+    static = empty = static_tokens  # the base with no entry after the static context
     base, k, file_start = empty, 0, 0
     last_summary: int | None = None
     last_at = -1

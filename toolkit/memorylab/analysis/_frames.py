@@ -738,6 +738,7 @@ def _inferred(
     """One compaction per archive that a later file follows (reference workspaces): it
     archived that file's messages, and the next file starts with its summary."""
     from memorylab.analysis._transcript import entry_tokens
+    from memorylab.memory._request import REPLY_TOKENS
 
     frame = _messages_frame([record], None, naive_tz)
     counted = entry_tokens(frame, model) if model is not None and len(frame) else None
@@ -758,11 +759,11 @@ def _inferred(
             "threshold": math.nan,
             "source": "inferred",
         }
-        if counted is not None:
-            here = counted.tokens[start:following]
-            row["tokens_before"] = int(here.sum()) + max(count - 1, 0) * counted.separator
+        if counted is not None:  # each a request: its messages and the reply's priming
+            row["tokens_before"] = int(counted[start:following].sum()) + REPLY_TOKENS
             if after_messages and frame["is_summary"].iloc[following]:
-                row["summary_tokens"] = row["tokens_after"] = int(counted.tokens[following])
+                row["summary_tokens"] = int(counted[following])
+                row["tokens_after"] = row["summary_tokens"] + REPLY_TOKENS
         if segment.kind == "archive":
             rows.append(row)
         start = following

@@ -71,8 +71,7 @@ def _growth_of(part: pd.DataFrame, keys: list[str], overrides: RunOverrides) -> 
     run = prepare_run(part, None, overrides, "token_growth")
     settings = run.settings
     trigger = trigger_tokens(settings.context_length, settings.threshold)
-    counted = entry_tokens(part, settings.token_model)
-    tokens, separator = counted.tokens, counted.separator
+    tokens = entry_tokens(part, settings.token_model)
     segment = (
         part["segment"].to_numpy(dtype=np.int64) if "segment" in part else np.zeros(count, np.int64)
     )
@@ -84,15 +83,15 @@ def _growth_of(part: pd.DataFrame, keys: list[str], overrides: RunOverrides) -> 
         new_segment[1:] = segment[1:] != segment[:-1]
     restart &= ~new_segment
     static = settings.static_tokens
-    base = np.full(count, static - separator, dtype=np.int64)
+    base = np.full(count, static, dtype=np.int64)
     for at in np.flatnonzero(restart):
         entry = _file_preload(part, int(at), everything, run)
         if entry:
             base[at] = static + entry
     starts = new_segment | restart
     first = np.maximum.accumulate(np.where(starts, np.arange(count), 0)) if count else segment
-    cumulative = np.cumsum(tokens + separator)
-    before = (cumulative - tokens - separator)[first] if count else cumulative
+    cumulative = np.cumsum(tokens)
+    before = (cumulative - tokens)[first] if count else cumulative
     context = base[first] + cumulative - before if count else cumulative
     compaction = np.zeros(count, dtype=bool)
     if count:
@@ -132,7 +131,7 @@ def _file_preload(part: pd.DataFrame, at: int, everything: Transcript, run: Prep
     planned as :class:`~memorylab.Conversation` plans it."""
     from dataclasses import replace
 
-    from memorylab.analysis._transcript import memory_text, preload_content
+    from memorylab.analysis._transcript import memory_text, preload_content, system_tokens
 
     text: str | None = None
     if run.record is not None and "file" in part.columns and "position" in part.columns:
@@ -154,4 +153,4 @@ def _file_preload(part: pd.DataFrame, at: int, everything: Transcript, run: Prep
     content = preload_content(text, max_tokens=run.settings.preload_max_tokens, counter=run.counter)
     if content is None:
         return 0
-    return run.counter(fmt.history_line("System", content, everything.stamps[at]))
+    return system_tokens(run.counter, content)

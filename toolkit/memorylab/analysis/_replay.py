@@ -29,6 +29,7 @@ from memorylab.compress._policy import ReportedUsage, Threshold, trigger_tokens
 from memorylab.memory import _format as fmt
 from memorylab.memory._pins import PinKey, pin_key, pinned_keys, preload_pins
 from memorylab.memory._records import CompactionEvent, EntryKind, Message, entry_kind
+from memorylab.memory._request import REPLY_TOKENS
 from memorylab.results import TableResult
 
 if TYPE_CHECKING:
@@ -199,20 +200,20 @@ def replay(
     return replay_run(run, choose(summarizer, run, summary_size), cache=cache, progress=progress)
 
 
-def _kept_prefix(conversation: Any, held: Sequence[Any], counter: Any, separator: int) -> int:
-    """Tokens of the history's first entries that a compaction left as they were (with the
-    separator after each): the static context for a summary; the prompt cache still holds
+def _kept_prefix(conversation: Any, held: Sequence[Any], counter: Any) -> int:
+    """Tokens of the history's first entries that a compaction left as they were, each as the
+    request carries it: the static context for a summary; the prompt cache still holds
     them."""
     history = conversation.conversation_history
     same = 0
     for old, new in zip(held, history, strict=False):
         if old is not new and (
             entry_kind(old) is not entry_kind(new)
-            or conversation.entry_text(old) != conversation.entry_text(new)
+            or conversation.request_message(old) != conversation.request_message(new)
         ):
             break
         same += 1
-    return sum(counter(conversation.entry_text(e)) + separator for e in history[:same])
+    return sum(conversation.request_tokens(e, counter) for e in history[:same])
 
 
 class _RecordedPins:
@@ -288,8 +289,9 @@ def replay_run(
 
     from memorylab.analysis import _progress
     from memorylab.analysis._summarizers import SUMMARY_CACHE, CachedSummarizer
-    from memorylab.analysis._transcript import memory_text, preload_content
+    from memorylab.analysis._transcript import memory_text, preload_content, system_tokens
     from memorylab.compress._compressor import ContextCompressor
+    from memorylab.compress._hooks import keep_recorded
     from memorylab.memory._conversation import Conversation
 
     data, settings = run.transcript, run.settings
@@ -303,13 +305,15 @@ def replay_run(
     now: list[datetime] = [whens[0] if whens else datetime.now().astimezone()]
     counter: Any = run.counter
     static_text = run.system_prompt
-    separator = run.counter("\n\n")
-    if static_text is None and settings.static_tokens > 0:
+    # The placeholder's content counts what the recorded static context leaves after its
+    # message and the reply's priming (static_tokens counts both).
+    fixed = system_tokens(run.counter, "") + REPLY_TOKENS
+    if static_text is None and settings.static_tokens > fixed:
         static_text = (
             f"[memorylab: the static context (system prompt, rules), {settings.static_tokens:,} "
             "tokens; its text is not in the files]"
         )
-        counter = _StaticCounter(run.counter, static_text, settings.static_tokens - separator)
+        counter = _StaticCounter(run.counter, static_text, settings.static_tokens - fixed)
     compressors: list[ContextCompressor] = []
     naming: list[str | None] = [None]  # the archive a compaction at this check is named after
 
@@ -339,6 +343,8 @@ def replay_run(
                 summarizer=cached,
                 summarizer_max_tokens=settings.summarizer_max_tokens,
                 strategy=settings.strategy,
+                keep_turn=settings.keep_turn,
+                before_compaction=keep_recorded(settings.hook_kept) if settings.hook_kept else None,
             )
         )
         return conversation
@@ -399,7 +405,7 @@ def replay_run(
                 compaction[index] = True
                 done += 1
                 after[index] = conversation.token_count()
-                kept[index] = _kept_prefix(conversation, held, counter, separator)
+                kept[index] = _kept_prefix(conversation, held, counter)
                 # MEMORY.md re-seeded as the store does: the summary (stamped now), then what
                 # the strategy kept, as written.
                 memory = [

@@ -44,6 +44,7 @@ from memorylab.analysis._loaders import load_records, record_of_frame
 from memorylab.analysis._record import AgentRecord, to_micros
 from memorylab.compress._policy import (
     DEFAULT_THRESHOLD,
+    CacheTiming,
     Threshold,
     Trigger,
     check_points,
@@ -57,6 +58,7 @@ from memorylab.compress._strategy import Strategy
 from memorylab.errors import InvalidSetting
 from memorylab.memory import _format as fmt
 from memorylab.memory._records import UsageRecord, recorded_count
+from memorylab.memory._request import REPLY_TOKENS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -107,7 +109,8 @@ class RunOverrides(TypedDict, total=False):
     first message time), ``checks`` ``"model_call"`` or ``"message"``, ``restart_gap`` the gap read
     as a restart where nothing was recorded (``None``: none), ``strategy`` what each compaction
     does with the history (a :class:`~memorylab.compress._strategy.Strategy` or a registered
-    name: :func:`~memorylab.compress.get_strategy`)."""
+    name: :func:`~memorylab.compress.get_strategy`), ``keep_turn`` whether each compaction keeps
+    the turn in progress (``ContextCompressor(keep_turn=...)``; the record's, else off)."""
 
     threshold: Threshold | None
     context_length: int | None
@@ -120,6 +123,10 @@ class RunOverrides(TypedDict, total=False):
     preload_max_tokens: int | Recorded | None
     restart_gap: timedelta | None
     strategy: Strategy | str | None
+    keep_turn: bool | None
+    cache_timing: CacheTiming | None
+    """Defer each compaction while the prompt cache is warm (``Trigger(cache=...)``, whatever
+    the threshold: a sweep's every setting); ``None``: the record's."""
 
 
 @dataclass(frozen=True)
@@ -188,8 +195,9 @@ class RunSettings:
     ``restarts`` are the first messages (their UTC times) of each process after the first;
     ``checks`` is ``"model_call"`` (a check before every model call: after message ``i`` when
     message ``i + 1`` is a reply, a role in ``reply_roles``) or ``"message"`` (after every
-    message). ``static_tokens`` is the static context's share of the context: its entries and one
-    ``"\\n\\n"`` after each. ``preload_max_tokens`` ``None`` preloads all of MEMORY.md.
+    message). ``static_tokens`` is what every request carries whatever the history: the static
+    context's messages and the reply's priming. ``preload_max_tokens`` ``None`` preloads all of
+    MEMORY.md.
     ``recorded_archives``, ``recorded_tokens`` and ``recorded_times`` are each recorded
     compaction's archive, ``tokens_before`` and time (``None``: not recorded), in order.
     """
@@ -213,6 +221,13 @@ class RunSettings:
     trigger: Trigger | None = None
     """The run's trigger when it was more than the threshold (a message count beside it, or
     several conditions: ``extra["trigger"]``); a given threshold replaces it."""
+    keep_turn: bool = False
+    """Whether each compaction kept the turn in progress (``extra["keep_turn"]`` of the latest
+    record; a record without it did not: the seed's compaction, as a run without records is
+    replayed, and as the fast engine models it)."""
+    hook_kept: tuple[Mapping[str, Any], ...] = ()
+    """The entries the run's ``before_compaction`` hooks kept (``extra["hooks"]["kept"]``: role
+    and timestamp), which the replay keeps where it meets them, without the callback."""
     origin: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
@@ -262,8 +277,16 @@ class RunSettings:
             wanted["reply_roles"] = tuple(wanted["reply_roles"])
         if "strategy" in wanted:
             wanted["strategy"] = get_strategy(wanted["strategy"])
+        if "keep_turn" in wanted and not isinstance(wanted["keep_turn"], bool):
+            raise InvalidSetting(
+                f"keep_turn must be True, False or None (the record's), not {wanted['keep_turn']!r}"
+            )
         if "threshold" in wanted and "trigger" not in wanted:
-            wanted["trigger"] = None  # the threshold given is the whole trigger now
+            # the threshold given is the whole trigger now, deferred as the run's was
+            timing = None if self.trigger is None else self.trigger.cache
+            wanted["trigger"] = (
+                None if timing is None else replace(Trigger.of(wanted["threshold"]), cache=timing)
+            )
         origin = {**self.origin, **dict.fromkeys(wanted, "given")}
         out = replace(self, **wanted, origin=origin)
         if out.source_of("preload_max_tokens") == "default":
@@ -295,6 +318,8 @@ class RunSettings:
             parts[0] = f"trigger {self.trigger.text()} ({self.source_of('trigger')})"
         if self.strategy.record() is not None:  # the summary strategy goes without saying
             parts.insert(2, f"strategy {self.strategy.describe()} ({self.source_of('strategy')})")
+        if self.keep_turn:
+            parts.insert(2, f"turn in progress kept ({self.source_of('keep_turn')})")
         return "; ".join(parts)
 
 
@@ -401,7 +426,7 @@ def _from_records(
         ]
         if gaps:
             static, origin["static_tokens"] = max(0, int(statistics.median(gaps))), "inferred"
-    values["static_tokens"] = static or 0
+    values["static_tokens"] = REPLY_TOKENS if static is None else static  # a request's least
 
     checks = recorded("checks", (e.get("checks") for e in extras))
     roles = set(transcript.roles)
@@ -434,6 +459,15 @@ def _from_records(
     strategy = _latest_rebuilt("strategy", strategy_from_record, strategies)
     if strategy is not None:  # the latest: a run's strategy is one setting, as its threshold is
         values["strategy"], origin["strategy"] = strategy, "recorded"
+    if extras:  # the latest, as the strategy; a record without it kept no turn (older files)
+        values["keep_turn"], origin["keep_turn"] = extras[-1].get("keep_turn") is True, "recorded"
+    values["hook_kept"] = tuple(
+        mark
+        for e in extras
+        if isinstance(hooks := e.get("hooks"), Mapping) and isinstance(hooks.get("kept"), list)
+        for mark in hooks["kept"]
+        if isinstance(mark, Mapping)
+    )
     values["recorded_archives"] = tuple(
         None if r.get("archive") is None else str(r["archive"]) for r in records
     )
@@ -528,7 +562,7 @@ def _recorded_sizes(
 ) -> SummarySize | None:
     from memorylab.analysis._transcript import memo_counter, summary_overhead
 
-    overhead = summary_overhead(memo_counter(model), "2000-01-01T00:00:00.000000+00:00")
+    overhead = summary_overhead(memo_counter(model))
     samples = []
     for record, extra in zip(records, extras, strict=True):
         before, entry = (
@@ -545,8 +579,10 @@ def _recorded_sizes(
 # --------------------------------------------------------------------------- preparing a run
 
 _NOT_TAKEN = {
-    "token_growth": ("max_summary_tokens", "system_prompt", "checks", "strategy"),
-    "sweep": ("threshold", "context_length", "strategy"),  # sweep(strategies=[...])
+    "token_growth": (
+        "max_summary_tokens", "system_prompt", "checks", "strategy", "keep_turn", "cache_timing"
+    ),
+    "sweep": ("threshold", "context_length", "strategy", "keep_turn"),  # sweep(strategies=[...])
 }
 
 
@@ -623,7 +659,7 @@ def prepare_run(
     ``overrides`` of ``function``."""
     import numpy as np
 
-    from memorylab.analysis._transcript import memo_counter, positions
+    from memorylab.analysis._transcript import memo_counter, positions, system_tokens
 
     taken = set(RunOverrides.__annotations__) - set(_NOT_TAKEN.get(function, ()))
     for name in overrides:
@@ -649,7 +685,12 @@ def prepare_run(
         restarts=None if restarts is None or restarts is True else restarts or (),
         preload_max_tokens=overrides.get("preload_max_tokens", RECORDED),
         strategy=overrides.get("strategy"),
+        keep_turn=overrides.get("keep_turn"),
     )
+    timing = overrides.get("cache_timing")
+    if timing is not None:
+        base = Trigger.of(settings.threshold if settings.trigger is None else settings.trigger)
+        settings = settings.given(trigger=replace(base, cache=timing))
     if overrides.get("checks") == "model_call" and not settings.reply_roles:
         raise InvalidSetting(
             "checks='model_call' needs the role of the model's replies, and no message has the "
@@ -657,10 +698,9 @@ def prepare_run(
         )
     trigger_tokens(settings.context_length, settings.threshold)  # validates the pair
     counter = memo_counter(settings.token_model)
-    if system_prompt:
-        stamp = data.stamps[0] if len(data) else "2000-01-01T00:00:00.000000+00:00"
-        prompt_tokens = counter(fmt.history_line("System", system_prompt, stamp))
-        settings = settings.given(static_tokens=prompt_tokens + counter("\n\n"))
+    if system_prompt:  # what every request carries: the prompt's message, the reply's priming
+        prompt_tokens = system_tokens(counter, system_prompt)
+        settings = settings.given(static_tokens=prompt_tokens + REPLY_TOKENS)
     if settings.checks == "model_call":
         marks = check_points(data.roles, set(settings.reply_roles))
     else:

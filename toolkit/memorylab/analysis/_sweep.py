@@ -177,6 +177,8 @@ def sweep(
     mode = estimate.mode if fast is None else "fast" if fast else "replay"
     rows: list[dict[str, Any]] = []
     calibration: list[dict[str, Any]] = []
+    if plan.run.settings.trigger is not None and plan.run.settings.trigger.cache is not None:
+        mode = "replay"  # the fast engine has no clock: a cache-aware trigger is replayed
     exact_rows = len(grid) * sum(mode == "replay" or not _modelled(s) for s in plan.strategies)
     # One bar over every message of every exact replay, its cost stated before the first one.
     bar = _progress.bar(exact_rows * estimate.messages, f"sweep: {estimate.describe()}", "msg",
@@ -455,9 +457,8 @@ class _FastEngine:
         data = run.transcript
         counter = run.counter
         self.tokens = data.tokens(counter)
-        self.prefix = _fast.Prefix.of(self.tokens, counter("\n\n"), run.checks)
-        stamp = data.stamps[0] if len(data) else "2000-01-01T00:00:00.000000+00:00"
-        self.overhead = summary_overhead(counter, stamp)
+        self.prefix = _fast.Prefix.of(self.tokens, run.checks)
+        self.overhead = summary_overhead(counter)
         self.whens = data.datetimes()
         self._preloads: dict[tuple[Any, ...], int] = {}
 
@@ -473,9 +474,7 @@ class _FastEngine:
         )
         prefix = self.prefix
         if len(run.transcript) != prefix.count:
-            prefix = _fast.Prefix.of(
-                self.tokens[: len(run.transcript)], prefix.separator, run.checks
-            )
+            prefix = _fast.Prefix.of(self.tokens[: len(run.transcript)], run.checks)
         return _fast.simulate(
             prefix,
             compressor.trigger_tokens(length),
@@ -495,7 +494,7 @@ class _FastEngine:
     ) -> int:
         """The preload entry's tokens: the real bounded preload of the MEMORY.md the fast run
         would have (a summary of ``summary`` tokens, then the messages since)."""
-        from memorylab.analysis._transcript import memory_text, preload_content
+        from memorylab.analysis._transcript import memory_text, preload_content, system_tokens
 
         key = (bound, summary, at, start, end)
         found = self._preloads.get(key)
@@ -512,9 +511,7 @@ class _FastEngine:
         name = self.run.name_at(end)  # the process restarting at message ``end``
         text = memory_text(messages, name=name, created=created, continues=continues)
         content = preload_content(text, max_tokens=bound, counter=counter)
-        tokens = (
-            0 if content is None else counter(fmt.history_line("System", content, data.stamps[end]))
-        )
+        tokens = 0 if content is None else system_tokens(counter, content)
         self._preloads[key] = tokens
         return tokens
 

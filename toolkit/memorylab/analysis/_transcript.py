@@ -1,15 +1,18 @@
 """Transcripts for growth, replays and sweeps: messages as the model reads them (internal).
 
-A message costs what :meth:`memorylab.Conversation.token_count` charges for it: the tokens of
-``[<timestamp>] <Role>: <content>`` (the timestamp as memorylab writes it, UTC with
-microseconds) plus one ``"\\n\\n"`` separator between messages. Everything here counts that way,
-so :func:`~memorylab.analysis.token_growth`, a replay through a real
+A message costs what :meth:`memorylab.Conversation.token_count` charges for it: its tokens in
+the request the Agent sends (:func:`memorylab.memory._request.message_tokens` of the message
+:func:`~memorylab.memory._request.request_message` renders, as a ``Conversation`` with its
+defaults sends it: user turns stamped, the timestamp as memorylab writes it, UTC with
+microseconds); a request costs :data:`~memorylab.memory._request.REPLY_TOKENS` more, counted
+with the static context (``static_tokens``). Everything here counts that way, so
+:func:`~memorylab.analysis.token_growth`, a replay through a real
 :class:`~memorylab.Conversation` and the fast sweep agree token for token.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -23,6 +26,7 @@ from memorylab.memory import _format as fmt
 from memorylab.memory._pins import PinKey
 from memorylab.memory._preload import has_messages, plan_preload
 from memorylab.memory._records import PRELOAD_PREFIX, SUMMARY_PREFIX, MemoryDocument, Message
+from memorylab.memory._request import message_tokens, request_message
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -104,15 +108,24 @@ class Transcript:
     def datetimes(self) -> list[datetime]:
         return [_EPOCH + timedelta(microseconds=m) for m in self.utc_us.tolist()]
 
-    def texts(self) -> list[str]:
+    def messages(self) -> list[dict[str, Any]]:
+        """Every message as the request carries it (:func:`request_message`)."""
         return [
-            fmt.history_line(role, content, stamp)
+            request_message({"role": role, "content": content, "timestamp": stamp})
             for stamp, role, content in zip(self.stamps, self.roles, self.contents, strict=True)
         ]
 
     def tokens(self, counter: MemoCounter) -> np.ndarray[Any, np.dtype[np.int64]]:
-        """Tokens of every message as the model reads it."""
-        return np.array(counter.count_batch(self.texts()), dtype=np.int64)
+        """Tokens of every message in the request (the module docstring)."""
+        messages = self.messages()
+        contents = counter.count_batch([m["content"] for m in messages])
+        return np.array(
+            [
+                message_tokens(m, counter, content_tokens=c)
+                for m, c in zip(messages, contents, strict=True)
+            ],
+            dtype=np.int64,
+        )
 
 
 def _utc_micros(frame: pd.DataFrame) -> np.ndarray[Any, np.dtype[np.int64]]:
@@ -211,29 +224,27 @@ def as_transcript(
     )
 
 
-def summary_overhead(counter: MemoCounter, stamp: str, role: str = "System") -> int:
-    """Tokens a summary entry costs beyond its text (``[<ts>] System: [Compressed ...]``)."""
-    return counter(fmt.history_line(role, SUMMARY_PREFIX, stamp))
+def system_tokens(counter: Callable[[str], int], content: str) -> int:
+    """Tokens of a ``System`` entry of ``content`` in the request (the static context, a
+    summary, a preload)."""
+    return message_tokens(request_message({"role": "System", "content": content}), counter)
 
 
-@dataclass(frozen=True)
-class EntryTokens:
-    """Tokens of each row as the model reads it, and of the separator between rows."""
-
-    tokens: np.ndarray[Any, np.dtype[np.int64]]
-    separator: int
+def summary_overhead(counter: MemoCounter) -> int:
+    """Tokens a summary entry costs in the request beyond its text (its message, its role and
+    the ``[Compressed ...]`` prefix)."""
+    return system_tokens(counter, SUMMARY_PREFIX)
 
 
-def entry_tokens(frame: pd.DataFrame, model: str | None) -> EntryTokens:
-    """Per row of a :func:`memory_df` frame: tokens of ``[<ts>] Role: content``."""
-    counter = memo_counter(model)
+def entry_tokens(frame: pd.DataFrame, model: str | None) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """Per row of a :func:`memory_df` frame: its tokens in the request."""
     transcript = from_frame(
         frame.drop(columns=["workspace", "agent"], errors="ignore").assign(
             timeline=np.arange(len(frame))
         ),
         drop_summaries=False,
     )
-    return EntryTokens(transcript.tokens(counter), counter("\n\n"))
+    return transcript.tokens(memo_counter(model))
 
 
 # --------------------------------------------------------------------------- the preload

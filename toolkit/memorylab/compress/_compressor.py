@@ -2,14 +2,19 @@
 
 Threshold convention (see :mod:`memorylab.compress._policy`): a float in (0, 1] is a fraction of
 the context length, an int >= 1 an absolute token count. Compression fires when the tokens of
-``conversation.return_history_as_string()`` reach it.
+the request the model is sent (``conversation.token_count()``: ``to_messages()`` counted as
+OpenAI counts a chat request, :mod:`memorylab.memory._request`) reach it.
 
 What the replay needs is recorded with every compaction (``extra`` in ``compactions.jsonl``):
 ``summary_budget`` (the tokens asked of the summarizer, :meth:`ContextCompressor.summary_budget`),
-``summarizer_max_tokens``, ``static_tokens`` (the static context's share of ``tokens_before``: its
-entries and one ``"\\n\\n"`` after each), ``token_model`` (the tokenizer's model), ``trigger`` (a
+``summarizer_max_tokens``, ``static_tokens`` (the share of ``tokens_before`` every request
+carries whatever the history: the static context's messages and the reply's priming),
+``token_model`` (the tokenizer's model), ``trigger`` (a
 trigger of more than one threshold) and ``counted_tokens`` (the count a trigger of the reported
-usage compared: ``tokens_before`` is always memorylab's estimate), besides
+usage compared: ``tokens_before`` is always memorylab's estimate), ``keep_turn`` and
+``kept_turn`` (the turn in progress kept: :class:`ContextCompressor`'s ``keep_turn``; a record
+without them compacted it too, as the seed does) and ``hooks`` (the hooks' names and the entries
+``before_compaction`` kept, :mod:`memorylab.compress._hooks`), besides
 whatever the caller passes (the :class:`~memorylab.Agent` adds its check points and the process's
 start and preload). :mod:`memorylab.analysis` replays a transcript with this same class and reads
 these fields to run it at the recorded settings.
@@ -28,7 +33,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol, overload, runtime_checkable
@@ -36,18 +41,26 @@ from typing import Any, Protocol, overload, runtime_checkable
 from memorylab.compress import _cache_model as cache_model
 from memorylab.compress import _policy as policy
 from memorylab.compress._base import Summarizer, Summary
+from memorylab.compress._hooks import CompactionPreview, hook_name, kept_marks, kept_positions
 from memorylab.compress._litellm_summarizer import SUMMARY_PROMPT, SUMMARY_SYSTEM_PROMPT
 from memorylab.compress._policy import Backoff, ReportedUsage, Threshold, Trigger
 from memorylab.compress._strategies import get_strategy
-from memorylab.compress._strategy import Strategy
+from memorylab.compress._strategy import CompactionPlan, KeepWindow, Strategy
 from memorylab.compress._summarizers import DEFAULT_SUMMARIZER, get_summarizer, summarizer_names
 from memorylab.compress._tokens import TokenCounter, get_token_counter
 from memorylab.errors import CompactionConflict, CompressionFailed, InvalidSetting
 from memorylab.llm import check_int
 from memorylab.memory._conversation import Conversation, register_tokenizer
 from memorylab.memory._format import parse_timestamp
-from memorylab.memory._records import SUMMARY_PREFIX, CompactionEvent, EntryKind, UsageRecord
+from memorylab.memory._records import (
+    SUMMARY_PREFIX,
+    CompactionEvent,
+    EntryKind,
+    UsageRecord,
+    is_user_message,
+)
 from memorylab.memory._redact import SECRETS
+from memorylab.memory._request import REPLY_TOKENS
 
 logger = logging.getLogger("memorylab")
 
@@ -93,7 +106,21 @@ class ContextCompressor:
         strategy: what a compaction does with the history: a
             :class:`~memorylab.compress._strategy.Strategy` or a registered name
             (:func:`~memorylab.compress.get_strategy`); default ``"summary"``, the seed's
-            compaction, whose files are byte for byte those of the seed's API.
+            compaction.
+        keep_turn: keep the turn in progress verbatim, whatever the strategy: the last message
+            of the user (:func:`~memorylab.memory._records.is_user_message`) and every entry
+            after it are never summarized, cleared or dropped. When that leaves nothing to
+            compact, only the user's message and the newest message (with the tool call it
+            answers) are kept. ``False``: the seed's compaction, whose files (with the default
+            strategy) are byte for byte those of the seed's API. Entries marked ``pinned``
+            (``Conversation.add(..., pinned=True)``) are kept either way.
+        before_compaction: called with a :class:`~memorylab.compress.CompactionPreview` before
+            a compaction is carried out; it may return positions of ``preview.entries`` to keep
+            verbatim too. A hook that raises makes the attempt a failed one (memory unchanged,
+            the back-off applies).
+        after_compaction: called with the :class:`~memorylab.memory._records.CompactionEvent`
+            of each successful compaction; an error it raises is logged (the compaction is
+            done).
     """
 
     def __init__(
@@ -108,6 +135,9 @@ class ContextCompressor:
         summarizer_args: Mapping[str, Any] | None = None,
         timer: Callable[[], float] | None = None,
         strategy: Strategy | str | None = None,
+        keep_turn: bool = True,
+        before_compaction: Callable[[CompactionPreview], Iterable[int] | None] | None = None,
+        after_compaction: Callable[[CompactionEvent], object] | None = None,
     ) -> None:
         self.trigger = Trigger.of(threshold)
         timing = self.trigger.cache
@@ -123,6 +153,15 @@ class ContextCompressor:
             else policy.validate_threshold(threshold)
         )
         self.strategy = get_strategy(strategy)
+        if not isinstance(keep_turn, bool):
+            raise InvalidSetting(f"keep_turn must be True or False, not {keep_turn!r}")
+        self.keep_turn = keep_turn
+        for name, hook in (("before_compaction", before_compaction),
+                           ("after_compaction", after_compaction)):  # fmt: skip
+            if hook is not None and not callable(hook):
+                raise InvalidSetting(f"{name} must be a function (or None), not {hook!r}")
+        self.before_compaction = before_compaction
+        self.after_compaction = after_compaction
         self.summarizer_model = summarizer_model
         self.summarizer_temperature = summarizer_temperature
         self.summarizer_max_tokens = check_int("summarizer_max_tokens", summarizer_max_tokens, 1)
@@ -269,6 +308,8 @@ class ContextCompressor:
             )
             if plan.empty:
                 raise InvalidSetting(plan.note or f"{strategy.describe()}: nothing to compact")
+            plan, protected = self._protected(plan, entries, conversation.user)
+            plan, hooks = self._before(plan, entries, tokens_before, context_length)
             summary: Summary | None = None
             recorded: dict[str, Any] = {}
             if plan.summarize:
@@ -284,6 +325,9 @@ class ContextCompressor:
                 recorded = {**_usage(summary), "summary_budget": budget}
             recorded["summarizer_max_tokens"] = self.summarizer_max_tokens
             recorded.update(_context_record(conversation))
+            recorded.update(protected)
+            if hooks:
+                recorded["hooks"] = hooks
             if strategy.record() is not None:
                 recorded.update(plan.counts())
             if not self.trigger.plain:
@@ -324,7 +368,70 @@ class ContextCompressor:
         self._skip_checks = 0
         self._deferred, self._carried_usd = 0, 0.0
         self.events.append(event)
+        if self.after_compaction is not None:
+            try:
+                self.after_compaction(event)
+            except Exception as error:  # the compaction is done and on disk: say so, go on
+                logger.warning(
+                    "memorylab: after_compaction %s failed after a compaction (%s)",
+                    hook_name(self.after_compaction),
+                    SECRETS(f"{type(error).__name__}: {error}"),
+                )
         return event
+
+    def _protected(
+        self, plan: CompactionPlan, entries: Sequence[Mapping[str, Any]], user_role: str
+    ) -> tuple[CompactionPlan, dict[str, Any]]:
+        """``plan`` with the pinned entries kept, and with ``keep_turn`` the turn in progress
+        (the class docstring); what the record says of it (``keep_turn``, ``kept_turn``: how
+        many entries of the turn were kept). Nothing left to compact is refused."""
+        plan = plan.keeping(i for i, entry in enumerate(entries) if entry.get("pinned"))
+        record: dict[str, Any] = {}
+        if self.keep_turn:
+            turn = _turn_in_progress(entries, user_role)
+            kept = plan.keeping(turn)
+            if kept.empty and turn:  # the turn is all there is: its request and newest step
+                newest = KeepWindow(keep_messages=1).window_start(entries, None, None)
+                turn = [turn[0], *range(max(newest, turn[0] + 1), len(entries))]
+                kept = plan.keeping(turn)
+            plan, record = kept, {"keep_turn": True, "kept_turn": len(turn)}
+        if plan.empty:
+            raise InvalidSetting(
+                "nothing to compact but the turn in progress and pinned entries, which are "
+                "kept: compaction waits for the turn to end (keep_turn=False compacts it too)"
+            )
+        return plan, record
+
+    def _before(
+        self,
+        plan: CompactionPlan,
+        entries: Sequence[Mapping[str, Any]],
+        tokens_before: int,
+        context_length: int,
+    ) -> tuple[CompactionPlan, dict[str, Any]]:
+        """``plan`` with what ``before_compaction`` keeps, and what the record says of the
+        hooks (``{"before", "after", "kept"}``, what is set)."""
+        hooks: dict[str, Any] = {}
+        if self.before_compaction is not None:
+            hooks["before"] = hook_name(self.before_compaction)
+        if self.after_compaction is not None:
+            hooks["after"] = hook_name(self.after_compaction)
+        if self.before_compaction is None:
+            return plan, hooks
+        preview = CompactionPreview.of(
+            plan, entries, tokens_before=tokens_before, context_length=context_length,
+            strategy=self.strategy,
+        )  # fmt: skip
+        positions = kept_positions(self.before_compaction(preview), len(entries))
+        if positions:
+            hooks["kept"] = kept_marks(entries[i] for i in positions)
+            plan = plan.keeping(positions)
+            if plan.empty:
+                raise InvalidSetting(
+                    "before_compaction kept every entry the compaction would remove: nothing "
+                    "is left to compact"
+                )
+        return plan, hooks
 
     def _called(self, conversation: Conversation, counted: int) -> tuple[float, int] | None:
         """For a cache-aware trigger: the previous check's time and count (the model call it
@@ -359,7 +466,7 @@ class ContextCompressor:
         ceiling = self.trigger.ceiling_tokens(context_length)
         if not timing.warm(self._last_call[0], previous[0]):
             return False
-        if counted + max(0, counted - previous[1]) >= ceiling:
+        if counted + max(0, counted - previous[1]) >= ceiling:  # the growth expected next
             return False
         model = timing.model
         static = _context_record(conversation).get("static_tokens", 0)
@@ -369,9 +476,10 @@ class ContextCompressor:
             (e.tokens_after for e in reversed(self.events) if e.ok and e.tokens_after),
             static + self.summary_budget(context_length),
         )
-        least = cache_model.cache_terms(model)[2]
-        kept = static if static >= least else 0  # the prefix the next call still reads cached
-        rebuild = cache_model.rebuild_usd(model, max(0, after - kept), written=after >= least)
+        growth = max(0, counted - previous[1])
+        rebuild = cache_model.compaction_rebuild_usd(
+            model, after=after, static=static, growth=growth
+        )
         carried = self._carried_usd + cache_model.carried_usd(model, max(0, counted - after))
         if not carried < self._summary_usd(conversation, context_length, default_model) + rebuild:
             return False  # NaN (no cache prices) included: compact
@@ -525,7 +633,8 @@ class ContextCompressor:
         name = self._summarizer.name if self._summarizer else self.summarizer_model
         when = f"threshold={self.threshold!r}" if self.trigger.plain else f"{self.trigger!r}"
         how = "" if self.strategy.record() is None else f", strategy={self.strategy.describe()}"
-        return f"ContextCompressor({when}, summarizer={name!r}{how})"
+        turn = "" if self.keep_turn else ", keep_turn=False"
+        return f"ContextCompressor({when}, summarizer={name!r}{how}{turn})"
 
 
 def _usage(summary: Summary) -> dict[str, Any]:
@@ -540,6 +649,15 @@ def _usage(summary: Summary) -> dict[str, Any]:
     }
 
 
+def _turn_in_progress(entries: Sequence[Mapping[str, Any]], user_role: str) -> list[int]:
+    """The positions of the turn in progress: the user's last message and every entry after
+    it (none without a message of the user)."""
+    for index in range(len(entries) - 1, -1, -1):
+        if is_user_message(entries[index], user_role):
+            return list(range(index, len(entries)))
+    return []
+
+
 def _newest_time(conversation: Conversation) -> float | None:
     """The newest history entry's timestamp in seconds (``None``: no entry, or none readable)."""
     history = conversation.conversation_history
@@ -551,20 +669,21 @@ def _newest_time(conversation: Conversation) -> float | None:
 
 
 def _entry_tokens(conversation: Conversation, entries: list[dict[str, Any]]) -> list[int]:
-    """Each entry's tokens as the model reads it (what a strategy keeping tokens needs)."""
+    """Each entry's tokens as the request carries it (what a strategy keeping tokens needs)."""
     counter = conversation.counter
-    return [counter(conversation.entry_text(e)) for e in entries]
+    return [conversation.request_tokens(e, counter) for e in entries]
 
 
 def _context_record(conversation: Conversation) -> dict[str, Any]:
-    """The static context's tokens (its entries, and the ``"\\n\\n"`` after each, as
-    :meth:`Conversation.token_count` counts them) and the model of a TokenCounter counting."""
+    """The tokens every request carries whatever the history (the static context's messages
+    and the reply's priming, as :meth:`Conversation.token_count` counts them) and the model of
+    a TokenCounter counting."""
     counter = conversation.token_counter
     if counter is None:
         return {}
     static = conversation.static_context()
-    tokens = sum(counter(conversation.entry_text(e)) for e in static)
-    record: dict[str, Any] = {"static_tokens": tokens + len(static) * counter("\n\n")}
+    tokens = sum(conversation.request_tokens(e, counter) for e in static)
+    record: dict[str, Any] = {"static_tokens": tokens + REPLY_TOKENS}
     if isinstance(counter, TokenCounter) and counter.model is not None:
         record["token_model"] = counter.model
     return record

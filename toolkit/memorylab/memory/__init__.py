@@ -5,8 +5,9 @@ Floors, bottom up: :mod:`~memorylab.memory._records` (frozen values) and
 :mod:`~memorylab.memory._store` is the only module that writes memory files; the
 :class:`Conversation` keeps the history in memory and writes it through the store;
 :mod:`~memorylab.memory._recall` searches the archives (:func:`recall`);
-:mod:`~memorylab.memory._pins` which blocks are pinned (``pins.jsonl``: :class:`PinKey`,
-:func:`pin_key`, :func:`pinned_keys`).
+:mod:`~memorylab.memory._request` is the one rule of what the model is sent and its tokens
+(:func:`request_message`, :func:`message_tokens`); :mod:`~memorylab.memory._pins` which blocks
+are pinned (``pins.jsonl``: :class:`PinKey`, :func:`pin_key`, :func:`pinned_keys`).
 :mod:`~memorylab.memory._display` holds the rich notebook views of these values (importing this
 package registers them).
 """
@@ -43,6 +44,12 @@ from memorylab.memory._records import (
     Message,
 )
 from memorylab.memory._redact import SECRETS, SECRETS_AND_PII, Redactor, redact_role
+from memorylab.memory._request import (
+    MESSAGE_TOKENS,
+    REPLY_TOKENS,
+    message_tokens,
+    request_message,
+)
 from memorylab.memory._retention import RetentionPolicy
 from memorylab.memory._store import MemoryStore, read_memory
 
@@ -55,12 +62,14 @@ __all__ = [
     "FORMAT_VERSION",
     "FormatProblem",
     "IndexUpdate",
+    "MESSAGE_TOKENS",
     "MemoryDocument",
     "MemoryPaths",
     "MemoryStore",
     "Message",
     "ParseResult",
     "PinKey",
+    "REPLY_TOKENS",
     "RecalledMessage",
     "Redactor",
     "RetentionPolicy",
@@ -70,6 +79,7 @@ __all__ = [
     "block_text",
     "check_permissions",
     "format_recalled",
+    "message_tokens",
     "parse_memory",
     "pin_key",
     "pinned_keys",
@@ -81,6 +91,7 @@ __all__ = [
     "redact_role",
     "render_header",
     "render_memory",
+    "request_message",
     "update_recall_index",
     "validate_agent_name",
     "warn_permissions",

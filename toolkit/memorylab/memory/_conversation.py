@@ -38,6 +38,7 @@ from typing import Any, Final, Unpack
 from memorylab.errors import EmptySummary, InvalidSetting
 from memorylab.memory import _display as display
 from memorylab.memory import _format as fmt
+from memorylab.memory import _request as request
 from memorylab.memory._fsutil import encode_utf8
 from memorylab.memory._paths import agent_paths, validate_agent_name
 from memorylab.memory._permissions import warn_permissions
@@ -47,7 +48,6 @@ from memorylab.memory._records import (
     IDENTIFYING_FIELDS,
     PRELOAD_PREFIX,
     SUMMARY_PREFIX,
-    TOOL_ROLES,
     CompactionEvent,
     EntryKind,
     check_field,
@@ -240,7 +240,8 @@ class Conversation(ReferenceMethods):
         rules: Static context after the system prompt (a ``user`` entry), never written.
         custom_rules_prompt: More static context (skills), never written.
         time_enabled: Whether :meth:`return_history_as_string` prefixes each entry with its
-            timestamp (``[<timestamp>] Role: content``). Default ``True`` (the reference's is
+            timestamp (``[<timestamp>] Role: content``) and :meth:`to_messages` each user turn
+            (so :meth:`token_count` counts those stamps). Default ``True`` (the reference's is
             ``False``; its ``Agent`` turns it on); every entry is stamped either way.
         agent_name: Picks ``<workspace>/agents/<agent_name>/MEMORY.md``; must be one safe
             folder name. Without it (and without ``memory_md_path``) the conversation lives in
@@ -339,15 +340,14 @@ class Conversation(ReferenceMethods):
         self._default_counter: tuple[str, Callable[[str], int]] | None = None
         self.preload_max_tokens = preload_max_tokens
         self.preload_plan: PreloadPlan | None = None
-        # Each entry is rendered once (get_str and token_count share the lines); the cache is
+        # Each entry is rendered once for get_str (the history string); the cache is
         # for this history list and time_enabled, and starts again when either changes.
         self._lines: list[str] = []
         self._lines_for: tuple[list[dict[str, Any]], bool] | None = None
-        self._counted_lines: list[str] | None = None
-        self._counted_with: Callable[[str], int] | None = None
+        # token_count's running total: for this history list, time_enabled, user and counter.
+        self._counted_for: tuple[Any, ...] | None = None
         self._counted = 0
         self._total_tokens = 0
-        self._separator_tokens = 0
 
         if memory_md_path is DEFAULT_PATH:
             self._store = (
@@ -533,7 +533,7 @@ class Conversation(ReferenceMethods):
         if self.message_id_on:
             entry["message_id"] = str(uuid.uuid4())
         if self.token_count_on:
-            entry["token_count"] = self.counter(self.entry_text(entry))
+            entry["token_count"] = self.request_tokens(entry)
         with self._lock:
             store = self._store
             if persist and store is not None and not self._suppress_memory_md:
@@ -561,7 +561,9 @@ class Conversation(ReferenceMethods):
         return fmt.block_text(role, stamp, self._disk_text(text, summary=summary))
 
     def return_history_as_string(self) -> str:
-        """The history as the model reads it: ``[<timestamp>] Role: content`` blocks."""
+        """The history as one string of ``[<timestamp>] Role: content`` blocks (the reference's
+        view, ``get_str``). The model is sent :meth:`to_messages`, not this string, and
+        :meth:`token_count` counts that request."""
         with self._lock:
             return "\n\n".join(self._history_lines())
 
@@ -585,19 +587,17 @@ class Conversation(ReferenceMethods):
     def _forget_rendering(self) -> None:
         """An entry changed: render (and count) the history again at the next read."""
         self._lines_for = None
+        self._counted_for = None
 
     def entry_text(self, entry: Mapping[str, Any]) -> str:
-        """``entry`` as the model reads it: one block of :meth:`return_history_as_string`."""
+        """``entry`` as one block of :meth:`return_history_as_string` (what a summarizer reads
+        of it); its tokens in the request are :meth:`request_tokens`'."""
         stamp = entry.get("timestamp") if self.time_enabled else None
         return fmt.history_line(entry["role"], entry["content"], stamp)
 
     def to_messages(self) -> list[dict[str, Any]]:
-        """Provider-ready ``{"role", "content"}`` messages, preloaded memory included.
-
-        ``System`` rows become ``system``; the user's role (and ``User``/``Human``) ``user``;
-        rows with a ``tool_call_id`` (in the entry or its ``metadata``, as :meth:`add_messages`
-        keeps it) ``tool``; other tool-ish roles a ``user`` row tagged with the role;
-        everything else (the agent's own name) ``assistant``.
+        """Provider-ready ``{"role", "content"}`` messages, preloaded memory included: each
+        entry as :meth:`request_message` renders it.
 
         With ``time_enabled`` each user turn of the conversation starts with its timestamp,
         ``[<timestamp>] <content>``, as the preloaded turns and
@@ -605,34 +605,25 @@ class Conversation(ReferenceMethods):
         something in this session too. Replies, tool results and the static context go as they
         are: a model shown stamped replies tends to start its own with a stamp.
         """
-        out: list[dict[str, Any]] = []
-        user_roles = {self.user.lower(), "user", "human"}
-        for entry in self.conversation_history:
-            role = str(entry["role"])
-            content = fmt.content_to_text(entry["content"])
-            lowered = role.lower()
-            fields: Mapping[str, Any] = entry
-            if "metadata" in entry and isinstance(entry["metadata"], Mapping):
-                fields = {**entry["metadata"], **entry}
-            message: dict[str, Any]
-            if fields.get("tool_call_id"):
-                message = {"role": "tool", "tool_call_id": fields["tool_call_id"]}
-                message["content"] = content
-            elif lowered == "system":
-                message = {"role": "system", "content": content}
-            elif lowered in user_roles:
-                stamp = entry.get("timestamp") if self.time_enabled else None
-                if stamp and entry_kind(entry) is EntryKind.MESSAGE:
-                    content = f"[{stamp}] {content}"
-                message = {"role": "user", "content": content}
-            elif lowered in TOOL_ROLES:
-                message = {"role": "user", "content": f"[{role}]\n{content}"}
-            else:
-                message = {"role": "assistant", "content": content}
-                if fields.get("tool_calls"):
-                    message["tool_calls"] = fields["tool_calls"]
-            out.append(message)
-        return out
+        with self._lock:
+            return [self.request_message(e) for e in self.conversation_history]
+
+    def request_message(self, entry: Mapping[str, Any]) -> dict[str, Any]:
+        """``entry`` as the provider message :meth:`to_messages` sends
+        (:func:`memorylab.memory._request.request_message`): ``System`` rows become ``system``;
+        the user's role (and ``User``/``Human``) ``user``, stamped with ``time_enabled``; rows
+        with a ``tool_call_id`` (in the entry or its ``metadata``, as :meth:`add_messages`
+        keeps it) ``tool``; other tool-ish roles a ``user`` row tagged with the role;
+        everything else (the agent's own name) ``assistant``, with its ``tool_calls``."""
+        return request.request_message(entry, user=self.user, stamped=self.time_enabled)
+
+    def request_tokens(
+        self, entry: Mapping[str, Any], counter: Callable[[str], int] | None = None
+    ) -> int:
+        """Tokens ``entry`` costs in the request, as it is sent (:meth:`request_message`):
+        the one rule of an entry's tokens (:func:`memorylab.memory._request.message_tokens`:
+        OpenAI's count of a chat message). ``counter`` defaults to :attr:`counter`."""
+        return request.message_tokens(self.request_message(entry), counter or self.counter)
 
     @property
     def counter(self) -> Callable[[str], int]:
@@ -652,39 +643,43 @@ class Conversation(ReferenceMethods):
         return made[1]
 
     def token_count(self, counter: Callable[[str], int] | None = None) -> int:
-        """Tokens of the history as the model reads it (:meth:`return_history_as_string`).
+        """Tokens of the request the model is sent: :meth:`to_messages`, each entry counted by
+        :meth:`request_tokens`, plus :data:`~memorylab.memory._request.REPLY_TOKENS` (0 for an
+        empty history). Not the tokens of :meth:`return_history_as_string`, which stamps and
+        names every entry: that string is the reference's view, not what is sent.
 
         Each entry is counted once and a running total is kept, so a check costs only the
-        messages added since the last one. The total is the sum of the entries' counts plus one
-        ``"\\n\\n"`` separator between entries (BPE merges across the joins make counting the
-        joined string differ by at most about one token per entry). ``counter`` defaults to
-        :attr:`counter` (``token_counter``, else the tokenizer of ``tokenizer_model_name``).
-        Entries edited in place are not noticed (:meth:`update` and :meth:`delete` are);
-        replacing ``conversation_history`` or changing the counter recounts everything.
+        messages added since the last one. ``counter`` defaults to :attr:`counter`
+        (``token_counter``, else the tokenizer of ``tokenizer_model_name``). Entries edited in
+        place are not noticed (:meth:`update` and :meth:`delete` are); replacing
+        ``conversation_history``, changing ``time_enabled``, ``user`` or the counter recounts
+        everything.
         """
         counter = counter or self.counter
         with self._lock:
-            lines = self._history_lines()
+            history = self.conversation_history
+            counted_for = self._counted_for
             if (
-                lines is not self._counted_lines
-                or counter is not self._counted_with
-                or len(lines) < self._counted
+                counted_for is None
+                or counted_for[0] is not history
+                or counted_for[1:] != (self.time_enabled, self.user)
+                or counted_for[3] is not counter
+                or len(history) < self._counted
             ):
-                self._counted_lines, self._counted_with = lines, counter
+                self._counted_for = (history, self.time_enabled, self.user, counter)
                 self._counted = self._total_tokens = 0
-                self._separator_tokens = counter("\n\n")
-            if len(lines) == self._counted + 1 and self._counted:  # one new message: add()
-                self._total_tokens += counter(lines[-1]) + self._separator_tokens
-                self._counted += 1
-                return self._total_tokens
-            new = lines[self._counted :]
-            if new:
-                batch = getattr(counter, "count_batch", None)
-                counts = batch(new) if batch is not None and len(new) > 64 else map(counter, new)
-                separators = len(new) - (1 if self._counted == 0 else 0)
-                self._total_tokens += sum(counts) + separators * self._separator_tokens
-                self._counted = len(lines)
-            return self._total_tokens
+            new = history[self._counted :]
+            if len(new) > 64 and getattr(counter, "count_batch", None) is not None:
+                messages = [self.request_message(e) for e in new]
+                contents = counter.count_batch([m["content"] for m in messages])  # type: ignore[attr-defined]
+                self._total_tokens += sum(
+                    request.message_tokens(m, counter, content_tokens=c)
+                    for m, c in zip(messages, contents, strict=True)
+                )
+            else:
+                self._total_tokens += sum(self.request_tokens(e, counter) for e in new)
+            self._counted = len(history)
+            return self._total_tokens + (request.REPLY_TOKENS if history else 0)
 
     def static_context(self) -> list[dict[str, Any]]:
         """The system prompt and rules entries (:meth:`entries` of ``EntryKind.STATIC``)."""
@@ -889,11 +884,11 @@ class Conversation(ReferenceMethods):
                 fields = dict(base)
                 if self.token_counter is not None:
                     count = self.token_counter
-                    fields["summary_tokens"] = count(self.entry_text(head[0])) if head else 0
+                    fields["summary_tokens"] = self.request_tokens(head[0], count) if head else 0
                     after = [*static, *reseeded(archive), *carried]
-                    fields["tokens_after"] = sum(count(self.entry_text(e)) for e in after) + max(
-                        len(after) - 1, 0
-                    ) * count("\n\n")
+                    fields["tokens_after"] = sum(self.request_tokens(e, count) for e in after) + (
+                        request.REPLY_TOKENS if after else 0
+                    )
                 fields.update(event_fields)
                 return CompactionEvent(**fields)
 
@@ -1009,7 +1004,7 @@ class Conversation(ReferenceMethods):
             if entry.get("pinned"):  # the edited block is the one pinned now
                 self._record_pin(entry, "pin", self._now())
             if "token_count" in entry:  # token_count=True: the entry's own count follows it
-                entry["token_count"] = self.counter(self.entry_text(entry))
+                entry["token_count"] = self.request_tokens(entry)
             self._forget_rendering()
 
     def delete(self, index: int | str) -> None:
