@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from memorylab import Agent
-from memorylab.analysis import memory_df, replay
+from memorylab.analysis import memory_df, replay, sweep
 from memorylab.compress import CacheTiming, ContextCompressor, Trigger
 from memorylab.errors import InvalidSetting
 from memorylab.llm import ChatReply
@@ -129,10 +129,11 @@ def test_a_warm_cache_defers_the_compaction_up_to_the_ceiling(tmp_path: Path) ->
 def test_the_deferral_ends_once_the_deferred_calls_carried_what_a_compaction_costs(
     tmp_path: Path,
 ) -> None:
-    """With the ceiling out of reach, the cost model ends each deferral: the deferred calls'
-    extra tokens at the cache-read price reach the compaction's cache rebuild."""
-    high = Trigger(fraction=0.5, cache=CacheTiming(SONNET, ceiling=0.95))
-    higher = Trigger(fraction=0.5, cache=CacheTiming(SONNET, ceiling=0.99))
+    """With the ceiling out of reach, the cost model ends each deferral: gpt-4o-mini's cache
+    (writes at the input price, reads at half of it) is soon rebuilt, so the deferred calls'
+    extra tokens at the read price reach the compaction's cost after a call or two."""
+    high = Trigger(fraction=0.5, cache=CacheTiming("gpt-4o-mini", ceiling=0.95))
+    higher = Trigger(fraction=0.5, cache=CacheTiming("gpt-4o-mini", ceiling=0.99))
     timed = run(tmp_path / "high", high, step=3)
     made = records(tmp_path / "high")
     assert made and all(r["extra"]["deferred_checks"] >= 1 for r in made)
@@ -140,6 +141,12 @@ def test_the_deferral_ends_once_the_deferred_calls_carried_what_a_compaction_cos
     run(tmp_path / "higher", higher, step=3)
     same = [r["tokens_before"] for r in records(tmp_path / "higher")]
     assert same == [r["tokens_before"] for r in made]
+    # Sonnet's costlier rebuild (writes at 1.25x the input price, reads at 0.1x) defers longer
+    run(tmp_path / "sonnet", Trigger(fraction=0.5, cache=CacheTiming(SONNET, ceiling=0.95)), step=3)
+    longer = records(tmp_path / "sonnet")
+    assert sum(r["extra"]["deferred_checks"] for r in longer) > sum(
+        r["extra"]["deferred_checks"] for r in made
+    )
 
 
 def test_a_cold_cache_compacts_at_the_threshold(tmp_path: Path) -> None:
@@ -161,6 +168,18 @@ def test_the_replay_of_the_run_defers_as_it_did(tmp_path: Path, step: float) -> 
     assert all(abs(a - b) <= 0.02 * b for a, b in zip(replayed, live, strict=True))
     deferred = [r["extra"]["deferred_checks"] for r in records(tmp_path)]
     assert [e.extra["deferred_checks"] for e in result.events if e.ok] == deferred
+
+
+def test_replay_and_sweep_defer_a_plain_run_as_a_what_if(tmp_path: Path) -> None:
+    run(tmp_path, 0.5, step=3)
+    frame = memory_df(tmp_path / "agents" / "Timed")
+    result = replay(frame, cache_timing=TIMED.cache, cache=False)
+    assert result.settings is not None and result.settings.trigger == TIMED
+    assert any(e.extra["deferred_checks"] for e in result.events if e.ok)
+    table = sweep(frame, [0.5, 0.55], cache_timing=TIMED.cache, cache=False, progress=False)
+    assert set(table.frame["mode"]) == {"replay"}  # the fast engine has no clock
+    at_half = table.frame[table.frame["threshold"] == 0.5]
+    assert at_half["compactions"].tolist() == [result.compactions]
 
 
 def test_the_trigger_round_trips_through_its_record() -> None:

@@ -35,7 +35,8 @@ defers a compaction by these rules, the analysis floor measures with them.
    cache's and the context-size tiers' prices (the base prices are used), and the summarizer's
    own calls (priced without a cache).
 
-What a compaction costs and saves by these rules (:func:`rebuild_usd`, :func:`carried_usd`) is
+What a compaction costs and saves by these rules (:func:`rebuild_usd`, :func:`carried_usd`,
+:func:`compaction_rebuild_usd`) is
 stated here once: :func:`memorylab.analysis.compaction_costs_df` adds them up per compaction,
 the cache-aware trigger weighs them before it compacts.
 
@@ -158,3 +159,20 @@ def carried_usd(model: str | None, tokens: float, calls: int = 1) -> float:
     per_in, _ = unit_prices(model)
     read = cache_terms(model)[0]
     return math.nan if math.isnan(per_in) else tokens * read * calls
+
+
+def compaction_rebuild_usd(model: str | None, *, after: int, static: int, growth: int) -> float:
+    """The cache rebuild of a compaction ahead of it (``compaction_costs_df``'s
+    ``rebuild_cost_usd``, modelled): the compaction leaves ``after`` tokens, ``static`` of them
+    as they were, and the history then grows ``growth`` tokens a call. At the compaction's call
+    every token but the static prefix (read from the cache when it reaches the minimum); then,
+    at each call while the new history is under the cache's minimum, the previous call's
+    context, which it cannot read (rules 2 to 4). NaN without cache prices."""
+    least = cache_terms(model)[2]
+    kept = static if static >= least else 0
+    cost = rebuild_usd(model, max(0, after - kept), written=after >= least)
+    context = after
+    while growth > 0 and context < least:
+        cost += rebuild_usd(model, context, written=context + growth >= least)
+        context += growth
+    return cost
