@@ -238,6 +238,24 @@ def test_the_summarizer_never_reads_the_ledger_and_shares_its_budget(tmp_path: P
     assert together <= compressor.summary_budget(4000) + 10  # where the seed's summary alone fit
 
 
+def test_the_ledger_is_written_when_no_entry_is_kept(tmp_path: Path) -> None:
+    """The seed's compaction (``keep_turn=False``, nothing kept verbatim): the summary, then
+    the ledger, in the history and as MEMORY.md's blocks."""
+    conv = Conversation(agent_name="NoKeep", workspace_dir=tmp_path, token_counter=COUNTER)
+    for message in _transcript(40):
+        conv.add(message["role"].capitalize(), message["content"])
+    compressor = ContextCompressor(
+        summarizer_model="memorylab/extractive", strategy=FactLedger(), keep_turn=False
+    )
+    event = compressor.compress(conv, 100_000, force=True)
+    assert event is not None and event.ok and event.extra["kept_messages"] == 0
+    history = conv.compaction_entries()
+    assert len(history) == 2 and is_ledger(history[1]) and not is_ledger(history[0])
+    blocks = read_memory(tmp_path / "agents" / "NoKeep" / "MEMORY.md").messages
+    assert [b.content for b in blocks] == [str(e["content"]) for e in history]
+    assert event.tokens_after == conv.token_count()
+
+
 # -- live: the Agent on a bundled transcript, a restart, the replay, the reference --------------
 
 

@@ -316,8 +316,7 @@ class ContextCompressor:
                 summarizer = summarizer or self.summarizer_for(default_model)
                 budget = self.summary_budget(context_length)
                 if plan.carry:  # what is written beside the summary (a ledger) shares its room
-                    counter = conversation.counter
-                    carried = sum(counter(conversation.entry_text(e)) for e in plan.carry)
+                    carried = sum(conversation.request_tokens(e) for e in plan.carry)
                     budget = max(MIN_SUMMARY_TOKENS, budget - carried)
                 summary = summarizer.summarize(
                     [entries[i] for i in plan.summarize], max_tokens=budget
@@ -338,7 +337,7 @@ class ContextCompressor:
                 recorded["counted_tokens"] = counted
             recorded.update(extra or {})
             kept = None
-            if plan.keep or summary is None:
+            if plan.keep or plan.carry or summary is None:
 
                 def kept(archive: str | None) -> list[dict[str, Any]]:
                     return plan.kept_entries(entries, archive)
