@@ -137,6 +137,7 @@ def test_compress_agent_updates_memory_md_and_archives(tmp_path: Path) -> None:
         cc = ContextCompressor(
             threshold=0.01,
             summarizer_args={"llm_args": {"api_base": server.base_url, "api_key": "sk-test"}},
+            keep_turn=False,  # the reference's compaction: the last question summarized too
         )
         result = cc.compress(_agent(conv))
         assert server.request_count == 1

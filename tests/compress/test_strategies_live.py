@@ -117,17 +117,19 @@ def test_keep_recent_reseeds_the_summary_then_the_newest_blocks_as_written() -> 
     doc = read_memory(folder / "MEMORY.md")
     assert doc.continues == event.archive
     assert doc.messages[0].content == f"{SUMMARY_PREFIX} Loaded rows 0-3 of /srv/etl/rows.csv."
-    assert _blocks(doc)[1:] == old[-3:]  # the call, its result and the answer, byte for byte
+    # the task (the turn in progress's request, kept: keep_turn), then the call, its result
+    # and the answer, byte for byte
+    assert _blocks(doc)[1:] == [old[0], *old[-3:]]
     record = _records(folder)[-1]
     assert record["strategy"] == {"name": "keep_recent", "keep_messages": 2}
-    assert record["extra"]["kept_messages"] == 3 and record["extra"]["summarized_messages"] == 7
+    assert record["extra"]["kept_messages"] == 4 and record["extra"]["summarized_messages"] == 6
     assert record["summarizer_model"] == "memorylab/scripted" and record["archive"] == event.archive
     history = conv.conversation_history
     assert [e.get("kind") for e in history[:2]] == ["static", "summary"]
     assert [e["content"][:14] for e in history[2:]] == [
-        "Calling tools:", "result 3: row ", "All rows loade"
+        "task: load the", "Calling tools:", "result 3: row ", "All rows loade"
     ]  # fmt: skip
-    assert history[3]["tool_call_id"] == "c3"  # the provider pair survives in memory
+    assert history[4]["tool_call_id"] == "c3"  # the provider pair survives in memory
     assert conv.token_count() == event.tokens_after < event.tokens_before
 
 
@@ -162,11 +164,11 @@ def test_trim_reseeds_the_newest_blocks_alone() -> None:
     old = _blocks(read_memory(folder / "MEMORY.md"))
     event = _compress(conv, Trim(keep_messages=3))
     assert event.ok and event.summary_tokens == 0
-    assert _blocks(read_memory(folder / "MEMORY.md")) == old[-3:]
+    assert _blocks(read_memory(folder / "MEMORY.md")) == [old[0], *old[-3:]]  # the task kept
     assert _blocks(read_memory(folder / "archive" / str(event.archive))) == old
-    assert [e["role"] for e in conv.conversation_history] == ["System", "Trimmer", "Tool Executor",
-                                                              "Trimmer"]  # fmt: skip
-    assert _records(folder)[-1]["extra"]["dropped_messages"] == 7
+    assert [e["role"] for e in conv.conversation_history] == ["System", "User", "Trimmer",
+                                                              "Tool Executor", "Trimmer"]  # fmt: skip
+    assert _records(folder)[-1]["extra"]["dropped_messages"] == 6
 
 
 def test_messages_added_while_a_strategy_compacts_are_carried_over() -> None:

@@ -23,9 +23,10 @@ def _add_tool_results(conv: Conversation, turns: range) -> None:
 
 
 def _clear(conv: Conversation) -> str:
-    event = ContextCompressor(strategy=ClearToolResults(keep_tool_results=0)).compress(
-        conv, 100_000, force=True
-    )
+    # keep_turn=False: every result is cleared, the turn in progress's too (the placeholders
+    # are what this file tests)
+    compressor = ContextCompressor(strategy=ClearToolResults(keep_tool_results=0), keep_turn=False)
+    event = compressor.compress(conv, 100_000, force=True)
     assert event is not None and event.ok and event.archive is not None
     return event.archive
 

@@ -115,7 +115,8 @@ def test_kept_blocks_are_rendered_with_the_archive_name_the_store_chose(
         return real(path, data)
 
     monkeypatch.setattr(store_module, "create_new_file", first_name_taken)
-    compressor = ContextCompressor(strategy=ClearToolResults(keep_tool_results=0))
+    # keep_turn=False: every result is cleared (the turn in progress's too), each naming it
+    compressor = ContextCompressor(strategy=ClearToolResults(keep_tool_results=0), keep_turn=False)
     event = compressor.compress(conv, 100_000, force=True)
     assert event is not None and event.ok and event.archive is not None
     assert event.archive != taken[0].name and event.archive.endswith("_2.md")

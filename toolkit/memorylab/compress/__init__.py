@@ -19,6 +19,8 @@
   :func:`register_strategy`, :func:`strategy_from_record`).
 * :mod:`~memorylab.compress._compressor` — :class:`ContextCompressor`, and :class:`AgentLike`,
   what memorylab reads of an agent.
+* :mod:`~memorylab.compress._hooks` — :class:`CompactionPreview`, what a ``before_compaction``
+  hook is shown.
 
 Importing this package imports neither litellm nor tiktoken; the first model call or token
 count does.
@@ -35,6 +37,7 @@ from memorylab.compress._baselines import OMISSION_MARKER, HeadTailSummarizer, T
 from memorylab.compress._clear_tool_results import ClearToolResults
 from memorylab.compress._compressor import MIN_SUMMARY_TOKENS, AgentLike, ContextCompressor
 from memorylab.compress._extractive import ExtractiveSummarizer
+from memorylab.compress._hooks import CompactionPreview
 from memorylab.compress._keep_recent import KeepRecent
 from memorylab.compress._ledger import FactLedger, is_ledger
 from memorylab.compress._litellm_summarizer import (
@@ -86,6 +89,7 @@ __all__ = [
     "CacheTiming",
     "ClearToolResults",
     "CompactionPlan",
+    "CompactionPreview",
     "ContextCompressor",
     "DEFAULT_STRATEGY",
     "DEFAULT_SUMMARIZER",

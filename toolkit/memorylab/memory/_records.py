@@ -30,6 +30,10 @@ TOOL_ROLES = ("tool", "tool executor", "function", "tool result")
 what the files keep of a tool result, where no entry field survives."""
 
 
+USER_ROLES = ("user", "human")
+"""Roles (compared lower-cased) of the user's messages besides a conversation's own user role."""
+
+
 class EntryKind(StrEnum):
     """What an entry of ``Conversation.conversation_history`` is, read by :func:`entry_kind`.
 
@@ -73,6 +77,25 @@ def is_tool_result(entry: Mapping[str, Any]) -> bool:
     if isinstance(metadata, Mapping) and metadata.get("tool_call_id"):
         return True
     return str(entry.get("role", "")).lower() in TOOL_ROLES
+
+
+def is_user_message(entry: Mapping[str, Any], user_role: str) -> bool:
+    """Whether a history entry is a message of the user: a message (no other kind) whose role
+    is the conversation's ``user_role`` or one of :data:`USER_ROLES`, compared lower-cased (the
+    roles ``Conversation.to_messages`` sends as ``user``). The last one starts the turn in
+    progress, which a compaction keeps (``ContextCompressor(keep_turn=True)``).
+
+    >>> is_user_message({"role": "Human", "content": "hi"}, "Alice")
+    True
+    >>> is_user_message({"role": "alice", "content": "hi"}, "Alice")
+    True
+    >>> is_user_message({"role": "User", "content": "rules", "kind": "static"}, "User")
+    False
+    """
+    if entry_kind(entry) is not EntryKind.MESSAGE:
+        return False
+    role = str(entry.get("role", "")).lower()
+    return role == user_role.lower() or role in USER_ROLES
 
 
 @functools.singledispatch
