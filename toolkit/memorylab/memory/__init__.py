@@ -6,8 +6,8 @@ Floors, bottom up: :mod:`~memorylab.memory._records` (frozen values) and
 :class:`Conversation` keeps the history in memory and writes it through the store;
 :mod:`~memorylab.memory._recall` searches the archives (:func:`recall`);
 :mod:`~memorylab.memory._request` is the one rule of what the model is sent and its tokens
-(:func:`request_message`, :func:`message_tokens`); :mod:`~memorylab.memory._pins` which blocks
-are pinned (``pins.jsonl``: :class:`PinKey`, :func:`pin_key`, :func:`pinned_keys`).
+(:func:`request_message`, :func:`message_tokens`); :mod:`~memorylab.memory._pins` says which
+blocks are pinned (``pins.jsonl``: :class:`PinKey`, :func:`pin_key`, :func:`pinned_keys`).
 :mod:`~memorylab.memory._display` holds the rich notebook views of these values (importing this
 package registers them).
 """

@@ -154,13 +154,13 @@ def export_agent(
     ``format="json"``: the :func:`export_document` dict (UTF-8, indented). ``"parquet"``: one
     row per message (``agent, segment, file, segment_kind, conversation_name, continues,
     position, role, content, timestamp, is_summary``) with the rest of the document (lineage,
-    records, usage, segment headers) as JSON in the schema metadata key ``memorylab_export``; needs
-    pyarrow (``pip install "memorylab[data]"``). ``agent_name`` is the name the loaders and
-    ``memorylab ls`` print (a nested agent: ``team/alpha``). ``path`` defaults to
-    ``./<agent>.export.<format>`` (``./team__alpha.export.json`` for a nested agent). Raises
-    ``UnsafePath`` at once, writing nothing, when a memory file is not a regular file (a FIFO,
-    a symlink). The file is created private (0o600); an existing file is an
-    error unless ``overwrite=True``.
+    records, usage, pins, segment headers) as JSON in the schema metadata key
+    ``memorylab_export``; needs pyarrow (``pip install "memorylab[data]"``). ``agent_name`` is
+    the name the loaders and ``memorylab ls`` print (a nested agent: ``team/alpha``). ``path``
+    defaults to ``./<agent>.export.<format>`` (``./team__alpha.export.json`` for a nested
+    agent). Raises ``UnsafePath`` at once, writing nothing, when a memory file is not a regular
+    file (a FIFO, a symlink). The file is created private (0o600); an existing file is an error
+    unless ``overwrite=True``.
     """
     if format not in ("json", "parquet"):
         raise InvalidSetting(f"export format must be 'json' or 'parquet', got {format!r}")
