@@ -120,9 +120,9 @@ def test_a_turn_that_alone_is_the_history_is_not_compacted() -> None:
     event = compressor.compress(conv, context_length=conv.token_count())
     assert event is not None and not event.ok
     assert "turn in progress" in str(event.error) and "keep_turn=False" in str(event.error)
-    assert ContextCompressor(summarizer=ScriptedSummarizer(["x"]), keep_turn=False).compress(
-        conv, 10_000, force=True
-    ).ok  # type: ignore[union-attr]
+    seed = ContextCompressor(summarizer=ScriptedSummarizer(["x"]), keep_turn=False)
+    event = seed.compress(conv, 10_000, force=True)
+    assert event is not None and event.ok  # the seed's compaction summarizes the turn too
 
 
 def test_pinned_entries_are_kept_by_every_compaction() -> None:
@@ -167,7 +167,7 @@ def test_keep_turn_is_checked() -> None:
 
 
 def test_a_live_agent_keeps_each_turn_and_its_replay_reproduces_it(tmp_path: Path) -> None:
-    run = run_live(tmp_path, "LiveTurn")
+    run = run_live(tmp_path, "LiveTurn", seed=2)
     assert len(run.records) >= 3
     assert all(r["extra"]["keep_turn"] is True and r["extra"]["kept_turn"] >= 1
                for r in run.records)  # fmt: skip
@@ -181,7 +181,7 @@ def test_a_live_agent_keeps_each_turn_and_its_replay_reproduces_it(tmp_path: Pat
 
 def test_a_replay_of_a_seed_run_compacts_the_turn_too(tmp_path: Path) -> None:
     """A record without keep_turn (older files, keep_turn=False) is replayed as it ran."""
-    run = run_live(tmp_path, "LiveSeed", keep_turn=False)
+    run = run_live(tmp_path, "LiveSeed", seed=2, keep_turn=False)
     assert run.records and all("keep_turn" not in r["extra"] for r in run.records)
     result = replayed(run)
     assert result.settings is not None and result.settings.keep_turn is False
