@@ -343,3 +343,11 @@ def test_a_transcript_message_can_be_pinned(tmp_path: Path) -> None:
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     with pytest.raises(Exception, match="'pinned' must be true or false"):
         load_transcript(path)
+
+
+def test_an_edited_pinned_message_stays_pinned(isolated_workspace: Path) -> None:
+    conv = Conversation(agent_name="Editor", token_counter=COUNTER)
+    conv.add("User", "Deploy on Tuesdays.", pinned=True)
+    conv.update(-1, "User", INSTRUCTION)
+    again = Conversation(agent_name="Editor", token_counter=COUNTER)
+    assert [entry["content"] for entry in again.pinned()] == [INSTRUCTION]
