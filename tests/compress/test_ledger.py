@@ -256,6 +256,25 @@ def test_the_ledger_is_written_when_no_entry_is_kept(tmp_path: Path) -> None:
     assert event.tokens_after == conv.token_count()
 
 
+def test_a_bounded_preload_keeps_the_summary_and_its_ledger(tmp_path: Path) -> None:
+    """The latest summary is what a preload keeps first: with a ledger, both blocks the
+    compaction wrote (the prose first), then the newest messages that fit."""
+    conv = Conversation(agent_name="Bounded", workspace_dir=tmp_path, token_counter=COUNTER)
+    for message in _transcript(60):
+        conv.add(message["role"].capitalize(), message["content"])
+    compressor = ContextCompressor(summarizer_model="memorylab/extractive", strategy=FactLedger())
+    assert compressor.compress(conv, 8192, force=True).ok  # type: ignore[union-attr]
+    for message in _transcript(90)[60:]:
+        conv.add(message["role"].capitalize(), message["content"])
+    again = Conversation(agent_name="Bounded", workspace_dir=tmp_path, token_counter=COUNTER,
+                         preload_max_tokens=2600)  # fmt: skip
+    entries = again.compaction_entries(preload_as_messages=True)
+    assert "not in this preload" in str(again.entries(EntryKind.PRELOAD)[0]["content"])
+    summaries = [e for e in entries if e.get("kind") == "summary"]
+    assert len(summaries) == 2 and is_ledger(summaries[1]) and not is_ledger(summaries[0])
+    assert entries[:2] == summaries
+
+
 # -- live: the Agent on a bundled transcript, a restart, the replay, the reference --------------
 
 

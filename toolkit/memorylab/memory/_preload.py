@@ -47,7 +47,8 @@ def plan_preload(
     Without a budget the whole text is kept. A text with no more UTF-8 bytes than the budget is
     kept without counting (a byte-level BPE token is at least one byte). Otherwise ``count``
     is needed; messages are counted newest first, so the cost follows the budget, not the file.
-    The latest summary is kept first: a marked one, or the unmarked one the reference's plain
+    The latest summary is kept first (with the summary blocks right before it: a summary and
+    its fact ledger are written together): a marked one, or the unmarked one the reference's plain
     ``compact()`` opens the file with (``last_archive()``: the name of the agent's newest
     archive, asked for only when the file exceeds the budget and holds no marked summary;
     :func:`~memorylab.memory._format.opens_with_plain_summary`). The pinned blocks (``pins``:
@@ -71,7 +72,12 @@ def plan_preload(
         summary_index = 0  # the archive folder is listed only for a file with no marked one
     budget = max_tokens - count(header) - count(OMITTED_NOTE.format(omitted=0, chars=0, budget=0))
     kept: list[tuple[int, str]] = []
-    first = [] if summary_index is None else [summary_index]  # it stands for what came before
+    first: list[int] = []  # the latest summary stands for what came before: every block the
+    if summary_index is not None:  # compaction wrote together (a summary and its fact ledger)
+        start = summary_index
+        while start > 0 and messages[start - 1].is_summary:
+            start -= 1
+        first = list(range(start, summary_index + 1))
     if pins:
         pinned = (
             i for i, m in enumerate(messages) if pin_key(m.role, m.timestamp, m.content) in pins
