@@ -303,6 +303,7 @@ def _run(workspace: Path, turns: Sequence[tuple[str, str]], sessions: int) -> Pa
         if session:  # the preload, read as its blocks, holds the ledger once
             entries = agent.short_memory.compaction_entries(preload_as_messages=True)
             assert sum(1 for e in entries if is_ledger(e)) == 1
+            assert [e.get("kind") for e in entries[:2]] == ["summary", "summary"]  # prose, ledger
         for prompt, reply in turns[session * per : (session + 1) * per]:
             model.queue = [ChatReply(content=reply)]
             agent.run(prompt)
