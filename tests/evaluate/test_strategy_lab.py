@@ -16,6 +16,7 @@ import pytest
 from memorylab.analysis import replay
 from memorylab.compress import ClearToolResults, KeepRecent, Trim, strategy_names
 from memorylab.evaluate import (
+    MEMORYLAB_STRATEGIES,
     PEER_STRATEGIES,
     Case,
     Probe,
@@ -134,6 +135,7 @@ def test_the_peers_presets_build_and_run(lab: StrategyComparison) -> None:
     assert PEER_STRATEGIES["Anthropic: clear tool uses"].strategy == ClearToolResults(
         keep_tool_results=3
     )
+    assert all(preset.keep_turn for preset in MEMORYLAB_STRATEGIES.values())
     runs = lab.runs.set_index("strategy")
     assert set(PEER_STRATEGIES) <= set(runs.index)
     assert not runs.loc[list(PEER_STRATEGIES), "keep_turn"].any()

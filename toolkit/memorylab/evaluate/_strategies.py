@@ -379,23 +379,28 @@ class StrategyComparison(TableResult):
         seed: int = 0,
     ) -> pd.DataFrame:
         """One row per strategy (the bounds too), :data:`TABLE_COLUMNS`: the probes answered
-        (``metric``, over every case's probes), the share of the facts surviving 1, 3 and 5
-        compactions (over the facts followed that far), each with its bootstrap interval
-        (``.lo`` / ``.hi``, seeded), then the runs' sums: task losses, compactions, tokens the
-        model read, summarizer input tokens and the cost with and without prompt caching.
+        (``metric``, over every case's probes; NaN without probes), the share of the facts
+        surviving 1, 3 and 5 compactions (over the facts followed that far), each with its
+        bootstrap interval (``.lo`` / ``.hi``, seeded), then the runs' sums: task losses,
+        compactions, tokens the model read, summarizer input tokens and the cost with and
+        without prompt caching.
         :func:`~memorylab.evaluate.markdown_table` shows it."""
         import pandas as pd
 
         from memorylab.evaluate._tables import probe_table
 
-        probes = probe_table(self.comparison, metric, confidence=confidence,
-                             resamples=resamples, seed=seed).frame  # fmt: skip
-        overall = next(c for c in probes.columns if str(c).startswith("overall")
-                       and not str(c).endswith((".lo", ".hi")))  # fmt: skip
-        labels = list(probes.index)
+        labels = list(dict.fromkeys(self.comparison.frame["summarizer"]))
         out = pd.DataFrame(index=pd.Index(labels, name="strategy"))
-        for end in ("", ".lo", ".hi"):
-            out[f"probe QA{end}"] = probes[f"{overall}{end}"]
+        if len(self.comparison.answers):  # cases with probes (LoCoMo's conversations alone: none)
+            probes = probe_table(self.comparison, metric, confidence=confidence,
+                                 resamples=resamples, seed=seed).frame  # fmt: skip
+            overall = next(c for c in probes.columns if str(c).startswith("overall")
+                           and not str(c).endswith((".lo", ".hi")))  # fmt: skip
+            for end in ("", ".lo", ".hi"):
+                out[f"probe QA{end}"] = probes[f"{overall}{end}"].reindex(labels)
+        else:
+            for end in ("", ".lo", ".hi"):
+                out[f"probe QA{end}"] = math.nan
         for n in GENERATIONS:
             column = f"facts after {n}"
             values: dict[str, list[float]] = {column: [], f"{column}.lo": [], f"{column}.hi": []}
