@@ -186,3 +186,12 @@ def test_a_replay_of_a_seed_run_compacts_the_turn_too(tmp_path: Path) -> None:
     result = replayed(run)
     assert result.settings is not None and result.settings.keep_turn is False
     assert reproduces(run, result)
+
+
+def test_a_pinned_task_and_the_turn_are_kept_live_and_in_the_replay(tmp_path: Path) -> None:
+    run = run_live(tmp_path, "LivePinned", seed=2, pins=1)  # Agent.run(task 0, pin=True)
+    assert len(run.records) >= 3
+    blocks = [m.content for m in read_memory(run.folder / "MEMORY.md").messages]
+    assert blocks[1].startswith("Task 0:") and blocks[2].startswith("Task 15:")
+    result = replayed(run)
+    assert reproduces(run, result) and blocks[1] in result.final_context

@@ -422,10 +422,9 @@ class Agent:
         """Add ``task`` and run the loop; returns the last reply's text. ``pin``: the task is
         pinned (``Conversation.add(..., pinned=True)``), kept verbatim by every compaction."""
         loops = self.max_loops if max_loops is None else _check_loops(max_loops)
-        if pin:
-            self.short_memory.add(self.user_name, task, pinned=True)
-        else:
-            self.short_memory.add(self.user_name, task)
+        if not isinstance(pin, bool):
+            raise InvalidSetting(f"run(pin=...) must be True or False, not {pin!r}")
+        self.short_memory.add(self.user_name, task, pinned=pin)
         if loops == "auto":  # until the model stops using tools or says it is done
             return self._iteration(self.auto_loop_cap)
         text = ""
