@@ -168,9 +168,9 @@ def test_compaction_timing_against_the_billed_count(runs: dict[str, Path]) -> No
 
 
 def test_a_memory_only_agent_is_read_from_its_records() -> None:
-    agent = _run("InMemory", "estimated", persistent=False, tasks=30)
+    agent = _run("InMemory", "estimated", persistent=False)
     frame = calibration_df(agent)
-    assert frame["call"].tolist() == list(range(1, 31))
+    assert frame["call"].tolist() == list(range(1, 41))
     assert frame["workspace"].isna().all() and set(frame["agent"]) == {"InMemory"}
     assert calibration_df(agent.usage_records)["input_tokens"].tolist() == (
         frame["input_tokens"].tolist()

@@ -24,8 +24,7 @@ from memorylab.compress._cache_model import unit_prices
 from memorylab.compress._policy import trigger_tokens
 from memorylab.compress._scripted import ScriptedSummarizer
 from memorylab.errors import InvalidSetting
-from memorylab.memory import REPLY_TOKENS
-from memorylab.memory import _format as fmt
+from memorylab.memory import REPLY_TOKENS, message_tokens, request_message
 
 WORDS = [
     "alpha",
@@ -68,9 +67,8 @@ class SizedSummarizer:
         self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
     ) -> Summary:
         self.calls += 1
-        count = self.counter
-        summarized = sum(count(line) for line in fmt.history_lines(messages))
-        summarized += (len(messages) - 1) * count("\n\n")
+        # the tokens the summarized messages cost in the request, as the fast mode counts them
+        summarized = sum(message_tokens(request_message(m), self.counter) for m in messages)
         cap = self.cap if max_tokens is None else min(self.cap, max_tokens)
         size = min(cap, max(1, int(self.ratio * summarized)))
         return Summary(text=" ".join(["x"] * size), model=self.name, cost_usd=0.0)
@@ -479,8 +477,9 @@ def test_estimated_cost() -> None:
 
 
 def _overhead() -> int:
+    """A summary entry's tokens in the request beyond its text."""
     counter = memo_counter("gpt-4o-mini")
-    return counter("[2000-01-01T00:00:00.000000+00:00] System: [Compressed Memory Summary]")
+    return message_tokens({"role": "system", "content": "[Compressed Memory Summary]"}, counter)
 
 
 def test_replay_of_a_reference_workspace(reference_workspace: Built) -> None:

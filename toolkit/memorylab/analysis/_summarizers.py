@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from memorylab.compress._base import BaseSummarizer, Summarizer, Summary
 from memorylab.memory import _format as fmt
+from memorylab.memory._request import message_tokens, request_message
 
 if TYPE_CHECKING:
     from memorylab.analysis._runs import PreparedRun, SummarySize
@@ -74,9 +75,8 @@ class SizedRequest(BaseSummarizer):
     def summarize(
         self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
     ) -> Summary:
-        lines = fmt.history_lines(messages)
-        summarized = sum(self.counter(line) for line in lines)
-        summarized += max(0, len(lines) - 1) * self.counter("\n\n")
+        # as the size was modelled: the tokens the summarized messages cost in the request
+        summarized = sum(message_tokens(request_message(m), self.counter) for m in messages)
         budget = max_tokens if max_tokens is not None else summarized
         asked = max(self.inner.min_tokens, self.size.tokens(summarized, budget))
         return self.inner.summarize(messages, max_tokens=asked)
