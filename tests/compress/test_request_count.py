@@ -166,3 +166,15 @@ def test_timestamps_move_the_count_by_what_they_add_to_the_request() -> None:
     assert stamped.token_count() - plain.token_count() == stamp_tokens
     assert Conversation(token_counter=counter).token_count() == 0  # no request, no priming
     assert REPLY_TOKENS == 3
+
+
+def test_a_long_history_counted_at_once_is_counted_by_the_same_rule() -> None:
+    """A history counted in one go (a batch of contents) gives the message by message count."""
+    counter = get_token_counter(MODEL)
+    conversation = Conversation(system_prompt="Be brief.", token_counter=counter)
+    for i in range(100):
+        conversation.add("User" if i % 2 else "Counter", f"message {i}: " + WORDS[i % 10] * 3)
+    by_message = sum(conversation.request_tokens(e) for e in conversation.conversation_history)
+    assert conversation.token_count() == by_message + REPLY_TOKENS
+    conversation.conversation_history = list(conversation.conversation_history)  # recount
+    assert conversation.token_count() == by_message + REPLY_TOKENS

@@ -669,9 +669,10 @@ class Conversation(ReferenceMethods):
                 self._counted_for = (history, self.time_enabled, self.user, counter)
                 self._counted = self._total_tokens = 0
             new = history[self._counted :]
-            if len(new) > 64 and getattr(counter, "count_batch", None) is not None:
+            batch = getattr(counter, "count_batch", None)
+            if len(new) > 64 and batch is not None:
                 messages = [self.request_message(e) for e in new]
-                contents = counter.count_batch([m["content"] for m in messages])  # type: ignore[attr-defined]
+                contents = batch([m["content"] for m in messages])
                 self._total_tokens += sum(
                     request.message_tokens(m, counter, content_tokens=c)
                     for m, c in zip(messages, contents, strict=True)
