@@ -802,7 +802,8 @@ def test_a_summarizer_of_your_own_is_registered_like_the_built_in_ones(tmp_path:
     assert asyncio.run(made.asummarize(HISTORY)).text == "Write a"  # summarize, on a thread
     conv = Conversation(agent_name="Own", workspace_dir=tmp_path, token_counter=get_token_counter())
     conv.add("User", "Write a haiku about the sea.")
-    compressor = ContextCompressor(summarizer_model="test/first-words")  # no temperature given
+    # no temperature given; keep_turn=False: the one message, the turn in progress, is summarized
+    compressor = ContextCompressor(summarizer_model="test/first-words", keep_turn=False)
     event = compressor.compress(conv, context_length=10_000, force=True)
     assert event is not None and event.ok and event.summarizer_model == "test/first-words"
     with pytest.raises(InvalidSetting, match="non-empty"):
