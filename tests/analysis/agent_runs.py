@@ -91,6 +91,8 @@ class RunSpec:
     strategy: Strategy | None = None
     """What each compaction does (``None``: the seed's summary, with no strategy given)."""
     nothing_to_do: bool = False
+    keep_turn: bool = True
+    """Whether each compaction keeps the turn in progress (``False``: the seed's compaction)."""
     """The strategy may find nothing to do at a check (clearing, once every old tool result is
     cleared): such attempts fail, change nothing, and are replayed too."""
 
@@ -266,6 +268,7 @@ def run_agent(spec: RunSpec, workspace: Path, threshold: Threshold | None = None
             clock=clock,
             max_loops=1,
             strategy=spec.strategy,
+            keep_turn=spec.keep_turn,
             # each process's id (the header names it), drawn from the seed: the same run, to
             # the token, every time (a fresh random id tokenizes to a few tokens more or less)
             id=f"agent-{random.Random(f'{spec.seed}:{session}:id').getrandbits(128):032x}",

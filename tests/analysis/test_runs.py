@@ -5,13 +5,13 @@ error. The bundled workspace was written by memorylab's own Agent (data/make_dat
 from __future__ import annotations
 
 import json
-import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from agent_runs import RunSpec, run_agent
 
 from memorylab.analysis import (
     RunSettings,
@@ -82,13 +82,15 @@ def test_settings_of_a_path_equal_those_of_its_frame(bundled: pd.DataFrame) -> N
 
 
 def test_older_records_are_inferred(tmp_path: Path) -> None:
-    """Files written before the replay's fields were recorded: the static context comes from
-    tokens_after - summary_tokens, the restarts from the gaps, the checks from the roles, the
-    budget from the summaries' sizes; the replay still makes the recorded compactions."""
-    source = bundled_workspace("memorylab") / "agents" / "DataEngineer"
-    folder = tmp_path / "agents" / "DataEngineer"
-    shutil.copytree(source, folder)
-    records = _records("DataEngineer")
+    """Files written before the replay's fields were recorded (by the seed's compaction, which
+    kept no turn): the static context comes from tokens_after - summary_tokens, the restarts from
+    the gaps, the checks from the roles, the budget from the summaries' sizes; the replay still
+    makes the recorded compactions."""
+    spec = RunSpec("Older", "memorylab/extractive", 3000, 0.85, sessions=5, tasks=9, seed=5,
+                   summarizer_max_tokens=500, keep_turn=False)  # fmt: skip
+    folder = run_agent(spec, tmp_path).folder
+    records = [json.loads(line) for line in (folder / "compactions.jsonl").read_text().splitlines()]
+    static = records[0]["extra"]["static_tokens"]
     keep = {"summary_calls", "summary_input_tokens", "summary_output_tokens"}
     lines = [
         json.dumps({**r, "extra": {k: v for k, v in r["extra"].items() if k in keep}})  # type: ignore[union-attr]
@@ -96,7 +98,7 @@ def test_older_records_are_inferred(tmp_path: Path) -> None:
     ]
     (folder / "compactions.jsonl").write_text("\n".join(lines) + "\n")
     settings = run_settings(folder)
-    assert settings.source_of("static_tokens") == "inferred" and settings.static_tokens == 41
+    assert settings.source_of("static_tokens") == "inferred" and settings.static_tokens == static
     assert settings.source_of("checks") == "inferred" and settings.checks == "model_call"
     assert settings.source_of("restarts") == "inferred" and len(settings.restarts) == 4
     assert settings.source_of("summarizer_max_tokens") == "inferred"

@@ -88,6 +88,9 @@ def _growth_of(part: pd.DataFrame, keys: list[str], overrides: RunOverrides) -> 
         entry = _file_preload(part, int(at), everything, run)
         if entry:
             base[at] = static + entry
+    if "file" in part.columns:  # a compaction's kept blocks open its file's context too
+        for at in np.flatnonzero(new_segment):
+            base[at] += _kept_tokens(run, str(part["file"].iloc[at]))
     starts = new_segment | restart
     first = np.maximum.accumulate(np.where(starts, np.arange(count), 0)) if count else segment
     cumulative = np.cumsum(tokens)
@@ -123,6 +126,24 @@ def _growth_of(part: pd.DataFrame, keys: list[str], overrides: RunOverrides) -> 
         recorded_tokens=recorded,
     )
     return pd.DataFrame(out)
+
+
+def _kept_tokens(run: PreparedRun, path: str) -> int:
+    """Tokens of the blocks a compaction kept in the file at ``path`` (the turn in progress,
+    pinned messages, a strategy's newest ones): read once, from the earlier file that holds
+    them too, so not among this file's rows, yet in the context from the compaction on."""
+    import numpy as np
+
+    from memorylab.analysis._record import to_micros
+    from memorylab.analysis._transcript import Transcript
+
+    segment = None if run.record is None else run.record.segment(path)
+    if segment is None or not segment.repeated:
+        return 0
+    blocks, kept = segment.parsed.blocks, sorted(segment.repeated)
+    micros = np.array([to_micros(blocks.timestamps[p]) for p in kept], dtype=np.int64)
+    roles, contents = [blocks.roles[p] for p in kept], [blocks.contents[p] for p in kept]
+    return int(Transcript(roles, contents, micros).tokens(run.counter).sum())
 
 
 def _file_preload(part: pd.DataFrame, at: int, everything: Transcript, run: PreparedRun) -> int:
