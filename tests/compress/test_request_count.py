@@ -4,7 +4,9 @@ An OpenAI-compatible fake server counts every request it receives as OpenAI docu
 of a chat request (the cookbook's ``num_tokens_from_messages``, with tiktoken): 3 tokens a
 message, the tokens of its text fields (role, content, ``tool_call_id``), and 3 for the reply's
 priming. The documented rule counts no ``tool_calls`` (a list) and neither does memorylab
-(MEMORY.md keeps none, so a replay could not count them: memorylab.memory._request); the tool
+(MEMORY.md keeps none, so a replay could not count them: memorylab.memory._request), nor a tool
+result's ``tool_call_id`` (no file keeps it: the live count and the replay's must be one), so
+the estimate is the server's count less exactly the ids' tokens; the tool
 schemas sent beside the messages are counted apart (the usage record's ``tool_tokens``). An
 :class:`Agent` talks to it through litellm, with tools and compactions, with timestamps on and
 off.
@@ -41,15 +43,24 @@ WORDS = [
 ]
 
 
-def server_count(body: Mapping[str, Any]) -> int:
-    """The request's tokens as the server counts them: tiktoken, OpenAI's documented rule."""
+SYSTEM_PROMPT = (
+    "You are a careful data engineer on the platform team. Answer briefly, cite the tools you "
+    "used, say which notes you read and when they were written, and never guess an owner: if "
+    "the notes do not name one, say so and suggest who could know."
+)  # a prompt of a realistic length: a tool result's id is then well under 2 % of a request
+without_ids: list[int] = []
+
+
+def server_count(body: Mapping[str, Any], *, ids: bool = True) -> int:
+    """The request's tokens as the server counts them: tiktoken, OpenAI's documented rule;
+    ``ids=False``: without the tool results' ``tool_call_id`` (what memorylab counts)."""
     get_token_counter(MODEL)  # points tiktoken at memorylab's offline encodings
     encoding = tiktoken.encoding_for_model("gpt-4o")
     tokens = 0
     for message in body["messages"]:
         tokens += 3
-        for value in message.values():
-            if isinstance(value, str):  # the text fields; tool_calls is a list
+        for key, value in message.items():
+            if isinstance(value, str) and (ids or key != "tool_call_id"):  # tool_calls: a list
                 tokens += len(encoding.encode(value))
     return tokens + 3
 
@@ -81,13 +92,16 @@ def script() -> list[Reply | ToolCallReply]:
 
 
 def run_agent(*, stamped: bool, compression: bool = True) -> tuple[Agent, list[int]]:
-    """The scripted tasks run by an Agent against the counting server; the server's counts."""
+    """The scripted tasks run by an Agent against the counting server; the server's counts
+    (``without_ids``: the same without the tool results' ids)."""
+    without_ids.clear()
     counts: list[int] = []
     replies = script()
 
     def answer(request: FakeRequest) -> Reply | ToolCallReply:
         counted = server_count(request.body)
         counts.append(counted)
+        without_ids.append(server_count(request.body, ids=False))
         reply = replies[request.index]
         if isinstance(reply, Reply):
             return Reply(reply.text, prompt_tokens=counted)
@@ -97,7 +111,7 @@ def run_agent(*, stamped: bool, compression: bool = True) -> tuple[Agent, list[i
         agent = Agent(
             agent_name="Counter",
             model_name=MODEL,
-            system_prompt="You are a careful data engineer. Answer briefly and cite the tools.",
+            system_prompt=SYSTEM_PROMPT,
             context_length=WINDOW,
             compression_threshold=THRESHOLD,
             context_compression=compression,
@@ -120,9 +134,11 @@ def test_the_trigger_counts_the_request_the_server_receives(stamped: bool) -> No
     records = agent.usage_records
     assert len(records) == len(counts) == 20
     assert sum(r.compacted for r in records) >= 2  # the window forces compactions
-    for record, counted in zip(records, counts, strict=True):
-        # what the Agent estimated of the request it sent: within 2 % of the server's count
+    for call, (record, counted) in enumerate(zip(records, counts, strict=True)):
+        # what the Agent estimated of the request it sent: within 2 % of the server's count,
+        # and exactly that count without the tool results' ids
         assert record.estimated_tokens == pytest.approx(counted, rel=0.02)
+        assert record.estimated_tokens == without_ids[call]
         assert record.input_tokens == counted
         if not record.compacted:  # the trigger compared the request that was then sent
             assert record.checked_tokens == record.estimated_tokens
@@ -157,8 +173,8 @@ def test_timestamps_move_the_count_by_what_they_add_to_the_request() -> None:
     stamped.add("Counter", "The cache is warm.")
     plain = Conversation(system_prompt="Be brief.", token_counter=counter, time_enabled=False)
     plain.conversation_history = [dict(e) for e in stamped.conversation_history]
-    assert stamped.token_count() == server_count({"messages": stamped.to_messages()})
-    assert plain.token_count() == server_count({"messages": plain.to_messages()})
+    assert stamped.token_count() == server_count({"messages": stamped.to_messages()}, ids=False)
+    assert plain.token_count() == server_count({"messages": plain.to_messages()}, ids=False)
     user_turn = stamped.conversation_history[1]
     stamp_tokens = counter(f"[{user_turn['timestamp']}] What is in the notes?") - counter(
         "What is in the notes?"

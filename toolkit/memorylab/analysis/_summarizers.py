@@ -76,7 +76,9 @@ class SizedRequest(BaseSummarizer):
         self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
     ) -> Summary:
         # as the size was modelled: the tokens the summarized messages cost in the request
-        summarized = sum(message_tokens(request_message(m), self.counter) for m in messages)
+        summarized = sum(
+            message_tokens(request_message(m, counted=True), self.counter) for m in messages
+        )
         budget = max_tokens if max_tokens is not None else summarized
         asked = max(self.inner.min_tokens, self.size.tokens(summarized, budget))
         return self.inner.summarize(messages, max_tokens=asked)

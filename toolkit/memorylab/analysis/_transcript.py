@@ -109,9 +109,9 @@ class Transcript:
         return [_EPOCH + timedelta(microseconds=m) for m in self.utc_us.tolist()]
 
     def messages(self) -> list[dict[str, Any]]:
-        """Every message as the request carries it (:func:`request_message`)."""
+        """Every message as the request carries it, as counted (:func:`request_message`)."""
         return [
-            request_message({"role": role, "content": content, "timestamp": stamp})
+            request_message({"role": role, "content": content, "timestamp": stamp}, counted=True)
             for stamp, role, content in zip(self.stamps, self.roles, self.contents, strict=True)
         ]
 

@@ -308,16 +308,22 @@ class ContextCompressor:
             )
             if plan.empty:
                 raise InvalidSetting(plan.note or f"{strategy.describe()}: nothing to compact")
+            planned = set(plan.keep)
             plan, protected = self._protected(plan, entries, conversation.user)
             plan, hooks = self._before(plan, entries, tokens_before, context_length)
             summary: Summary | None = None
             recorded: dict[str, Any] = {}
             if plan.summarize:
                 summarizer = summarizer or self.summarizer_for(default_model)
-                budget = self.summary_budget(context_length)
-                if plan.carry:  # what is written beside the summary (a ledger) shares its room
-                    carried = sum(conversation.request_tokens(e) for e in plan.carry)
-                    budget = max(MIN_SUMMARY_TOKENS, budget - carried)
+                # What is written beside the summary shares its room: a ledger the plan
+                # carries, and the entries kept only as the turn, pinned or by a hook, so the
+                # context after the compaction is no larger than the strategy's own.
+                beside = [*plan.carry, *(entries[i] for i in plan.keep if i not in planned)]
+                budget = max(
+                    MIN_SUMMARY_TOKENS,
+                    self.summary_budget(context_length)
+                    - sum(conversation.request_tokens(e) for e in beside),
+                )
                 summary = summarizer.summarize(
                     [entries[i] for i in plan.summarize], max_tokens=budget
                 )

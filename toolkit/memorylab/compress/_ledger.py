@@ -99,8 +99,10 @@ def render_ledger(facts: Iterable[LedgerFact]) -> str:
 @dataclass(frozen=True, slots=True)
 class FactLedger(KeepWindow):
     """Summarize what leaves the context and carry its facts verbatim in a ledger of at most
-    ``ledger_tokens`` tokens (default 800; at most a tenth of the window, so a small window
-    keeps room for the summary and the conversation), counted as the model reads the entry
+    ``ledger_tokens`` tokens (default 450: on the bundled transcripts, the largest at which it
+    keeps twice the seed's facts after three summaries and reads fewer tokens than the seed,
+    docs/compression.md; at most a tenth of the window, so a small window keeps room for the
+    summary and the conversation), counted as the model reads the entry
     with the conversation's counter (without one, :data:`CHARS_PER_TOKEN`). When the facts do
     not fit, ``eviction`` (:data:`EVICTIONS`) says which are left out. ``categories``: the fact
     categories ledgered (``None``: all five). The newest ``keep_messages`` (default 0, as the
@@ -117,7 +119,7 @@ class FactLedger(KeepWindow):
     ((0, 1), ['command: make test', 'path: /srv/app'])
     """
 
-    ledger_tokens: int = 800
+    ledger_tokens: int = 450
     eviction: str = "newest"
     categories: tuple[str, ...] | None = None
 

@@ -19,7 +19,7 @@ class SummaryStrategy(Strategy):
     """Summarize the whole history (the static context stays); keep nothing verbatim.
 
     >>> SummaryStrategy().plan([{"role": "User", "content": "a"}, {"role": "Bot", "content": "b"}])
-    CompactionPlan(size=2, summarize=(0, 1), keep=(), cleared=(), placeholder=..., note='', carry=())
+    CompactionPlan(size=2, summarize=(0, 1), keep=(), cleared=(), placeholder=..., note='', ...)
     """
 
     name = "summary"

@@ -620,10 +620,14 @@ class Conversation(ReferenceMethods):
     def request_tokens(
         self, entry: Mapping[str, Any], counter: Callable[[str], int] | None = None
     ) -> int:
-        """Tokens ``entry`` costs in the request, as it is sent (:meth:`request_message`):
-        the one rule of an entry's tokens (:func:`memorylab.memory._request.message_tokens`:
-        OpenAI's count of a chat message). ``counter`` defaults to :attr:`counter`."""
-        return request.message_tokens(self.request_message(entry), counter or self.counter)
+        """Tokens ``entry`` costs in the request, as it is sent (:meth:`request_message`; a
+        tool result without its call's id, which no file keeps): the one rule of an entry's
+        tokens (:func:`memorylab.memory._request.message_tokens`: OpenAI's count of a chat
+        message). ``counter`` defaults to :attr:`counter`."""
+        message = request.request_message(
+            entry, user=self.user, stamped=self.time_enabled, counted=True
+        )
+        return request.message_tokens(message, counter or self.counter)
 
     @property
     def counter(self) -> Callable[[str], int]:
@@ -671,7 +675,11 @@ class Conversation(ReferenceMethods):
             new = history[self._counted :]
             batch = getattr(counter, "count_batch", None)
             if len(new) > 64 and batch is not None:
-                messages = [self.request_message(e) for e in new]
+                messages = [
+                    request.request_message(e, user=self.user, stamped=self.time_enabled,
+                                            counted=True)
+                    for e in new
+                ]  # fmt: skip
                 contents = batch([m["content"] for m in messages])
                 self._total_tokens += sum(
                     request.message_tokens(m, counter, content_tokens=c)

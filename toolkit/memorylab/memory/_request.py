@@ -13,7 +13,11 @@ text fields (the role, the content, a ``tool_call_id``); the request costs
 
 An assistant message's ``tool_calls`` are not counted: the documented rule counts text fields
 only, and MEMORY.md keeps no tool call (only the reply's text, and each result under the tool's
-role), so a count of them could not be replayed from the files. Where a model writes no text
+role), so a count of them could not be replayed from the files. For the same reason a tool
+result is counted as a ``tool`` message of its content alone (``counted=True``), whether it is
+sent with its ``tool_call_id`` (live) or, read back from a file that kept only its role, as a
+``user`` message tagged with the role: the live count and the replay's are the same, a few
+tokens (the call's id) under what a provider bills for each result. Where a model writes no text
 with its calls, the Agent's reply text names them (``Calling tools: name(arguments)``) and is
 counted; otherwise a provider bills a few tokens more per call than this count (the calibration
 of ``usage.jsonl`` shows it: :func:`memorylab.analysis.calibration_df`).
@@ -25,7 +29,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from memorylab.memory import _format as fmt
-from memorylab.memory._records import TOOL_ROLES, EntryKind, entry_kind
+from memorylab.memory._records import (
+    TOOL_ROLES,
+    EntryKind,
+    entry_kind,
+    is_tool_result,
+    is_user_message,
+)
 
 MESSAGE_TOKENS = 3
 """Tokens every message of a request costs beyond its fields (OpenAI's chat format)."""
@@ -35,7 +45,7 @@ REPLY_TOKENS = 3
 
 
 def request_message(
-    entry: Mapping[str, Any], *, user: str = "User", stamped: bool = True
+    entry: Mapping[str, Any], *, user: str = "User", stamped: bool = True, counted: bool = False
 ) -> dict[str, Any]:
     """``entry`` (a history entry) as the provider message it is sent as.
 
@@ -44,7 +54,8 @@ def request_message(
     tool roles (:data:`~memorylab.memory._records.TOOL_ROLES`) a ``user`` message tagged with
     the role; everything else (the agent's own name) ``assistant``, with its ``tool_calls``.
     With ``stamped`` a user turn of the conversation (not the static context, a preload or a
-    summary) starts with its timestamp, ``[<timestamp>] <content>``.
+    summary) starts with its timestamp, ``[<timestamp>] <content>``. ``counted``: the message
+    as it is counted (the module docstring: a tool result is a ``tool`` message of its content).
 
     >>> request_message({"role": "User", "content": "hi", "timestamp": "2026-04-20T09:00:00Z"})
     {'role': 'user', 'content': '[2026-04-20T09:00:00Z] hi'}
@@ -57,11 +68,13 @@ def request_message(
     fields: Mapping[str, Any] = entry
     if "metadata" in entry and isinstance(entry["metadata"], Mapping):
         fields = {**entry["metadata"], **entry}
+    if counted and is_tool_result(entry):
+        return {"role": "tool", "content": content}
     if fields.get("tool_call_id"):
         return {"role": "tool", "tool_call_id": fields["tool_call_id"], "content": content}
     if lowered == "system":
         return {"role": "system", "content": content}
-    if lowered in {user.lower(), "user", "human"}:
+    if is_user_message({"role": role}, user):
         stamp = entry.get("timestamp") if stamped else None
         if stamp and entry_kind(entry) is EntryKind.MESSAGE:
             content = f"[{stamp}] {content}"
@@ -92,4 +105,3 @@ def message_tokens(
         elif isinstance(value, str):  # the role, a tool_call_id (tool_calls: the docstring)
             tokens += counter(value)
     return tokens
-
