@@ -92,6 +92,7 @@ PURE = {
     "memorylab.memory._format",
     "memorylab.memory._preload",
     "memorylab.memory._pins",  # a pinned block's identity: a hash, no file
+    "memorylab.memory._request",  # what the model is sent, and its tokens
     "memorylab.memory._retention",
     "memorylab.memory._redact",
     "memorylab.compress._policy",
