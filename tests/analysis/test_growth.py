@@ -68,7 +68,9 @@ class SizedSummarizer:
     ) -> Summary:
         self.calls += 1
         # the tokens the summarized messages cost in the request, as the fast mode counts them
-        summarized = sum(message_tokens(request_message(m), self.counter) for m in messages)
+        summarized = sum(
+            message_tokens(request_message(m, counted=True), self.counter) for m in messages
+        )
         cap = self.cap if max_tokens is None else min(self.cap, max_tokens)
         size = min(cap, max(1, int(self.ratio * summarized)))
         return Summary(text=" ".join(["x"] * size), model=self.name, cost_usd=0.0)
