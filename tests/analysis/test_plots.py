@@ -221,7 +221,7 @@ def test_sweep_plot_marks_the_recorded_setting() -> None:
     frame = _bundled()
     table = sweep(frame[frame["agent"] == "Researcher"], thresholds=[0.6, 0.9])
     ax = plot_sweep(table)
-    assert "the agent's setting (0.85 of 3,000)" in _legend(ax)
+    assert "the agent's setting (0.85 of 2,600)" in _legend(ax)
     assert _outside(ax)
 
 
