@@ -46,9 +46,9 @@ class TenSeconds:
 
 
 def three_compactions(workspace: Path, replies: list[ChatReply] | None = None) -> Path:
-    """An Agent with a 625-token static context, a 4,000-token window compacting at half of
+    """An Agent with a 608-token static context, a 4,000-token window compacting at half of
     it, a summarizer that writes "summary", and 14 tasks of the same 300 words: each task adds
-    359 tokens (the task and the reply), so the run compacts three times."""
+    339 tokens (the task 330 and the reply 9), so the run compacts three times."""
     queue = list(replies or [])
 
     def model(name: str, messages: Any, **_: Any) -> ChatReply:
@@ -74,21 +74,25 @@ def three_compactions(workspace: Path, replies: list[ChatReply] | None = None) -
     return workspace / "agents" / "Cachey"
 
 
-# The run's 14 model calls: the context each read (memorylab's count, gpt-4o-mini's tokenizer).
-# The static context is 625 tokens; after each compaction the context is 654 (the static
-# context and the summary), then each task adds 359.
-CONTEXTS = [953, 1312, 1671, 654, 1013, 1372, 1731, 654, 1013, 1372, 1731, 654, 1013, 1372]
-COMPACTED = [3, 7, 11]  # the calls whose check compacted (tokens before: 2030, 2090, 2090)
+# The run's 14 model calls: the context each read (memorylab's count of the request,
+# gpt-4o-mini's tokenizer). The static context is 608 tokens (the system message: 3 + 1 for
+# its role + 601 of content; 3 priming the reply); a task is a user message of 330 (3 + 1 +
+# 326 of stamped content) and its reply 9 (3 + 1 + 5). The context before call i is 608 +
+# 339 i - 9; the check of call 4 (2,294 >= the 2,000 trigger) compacts, and what stays is the
+# static context, the summary entry (10) and the turn in progress (the task, 330): 948; then
+# each task adds 339 again, and calls 8 and 12 (2,304 before) compact the same way.
+CONTEXTS = [938, 1277, 1616, 1955, 948, 1287, 1626, 1965, 948, 1287, 1626, 1965, 948, 1287]
+COMPACTED = [4, 8, 12]  # the calls whose check compacted (tokens before: 2294, 2304, 2304)
 # The rules with a 1,024-token minimum (gpt-4o-mini: the map names none, so OpenAI's):
-#   call 0: a process's first call reads nothing; 953 < 1024 writes nothing.
-#   call 1: the previous context (953) is under the minimum: reads 0; writes its 1312.
-#   call 2: reads the previous 1312, writes 1671 - 1312 = 359.
-#   call 3 (compacted): keeps only the static context, 625 < 1024: reads 0; 654 writes nothing.
-#   call 4: previous 654 < 1024: reads 0; 1013 < 1024 writes nothing.
-#   call 5: previous 1013 < 1024: reads 0; writes 1372.
-#   call 6: reads 1372, writes 359.  ... and the same after each compaction.
-CACHED = [0, 0, 1312, 0, 0, 0, 1372, 0, 0, 0, 1372, 0, 0, 0]
-WRITTEN = [0, 1312, 359, 0, 0, 1372, 359, 0, 0, 1372, 359, 0, 0, 1372]
+#   call 0: a process's first call reads nothing; 938 < 1024 writes nothing.
+#   call 1: the previous context (938) is under the minimum: reads 0; writes its 1277.
+#   call 2: reads the previous 1277, writes 1616 - 1277 = 339; call 3: reads 1616, writes 339.
+#   call 4 (compacted): keeps only the static context, 608 < 1024: reads 0; 948 writes nothing.
+#   call 5: previous 948 < 1024: reads 0; writes 1287.
+#   call 6: reads 1287, writes 339; call 7: reads 1626, writes 339. The same after each
+#   compaction.
+CACHED = [0, 0, 1277, 1616, 0, 0, 1287, 1626, 0, 0, 1287, 1626, 0, 0]
+WRITTEN = [0, 1277, 339, 339, 0, 1287, 339, 339, 0, 1287, 339, 339, 0, 1287]
 
 
 @pytest.fixture(scope="module")
@@ -100,38 +104,38 @@ def test_the_cache_rules_on_a_three_compaction_run(run_folder: Path) -> None:
     result = replay(run_folder)
     calls = result.frame[result.frame["check"]]
     assert result.compactions == 3 and result.settings is not None
-    assert result.settings.static_tokens == 625
+    assert result.settings.static_tokens == 608
     assert calls["context_after"].tolist() == CONTEXTS
     assert np.flatnonzero(calls["compaction"].to_numpy()).tolist() == COMPACTED
     assert calls["cached_tokens"].tolist() == CACHED
     assert calls["cache_write_tokens"].tolist() == WRITTEN
-    assert result.total_input_tokens == sum(CONTEXTS) == 16_515
-    assert result.cached_input_tokens == 1312 + 2 * 1372 == 4_056
-    assert result.cache_write_tokens == 1312 + 3 * (359 + 1372) == 6_505
+    assert result.total_input_tokens == sum(CONTEXTS) == 19_673
+    assert result.cached_input_tokens == 1277 + 1616 + 2 * (1287 + 1626) == 8_719
+    assert result.cache_write_tokens == 1277 + 2 * 339 + 2 * (1287 + 2 * 339) + 1287 == 7_172
 
     # gpt-4o-mini: input $0.15 per million tokens, a cached read $0.075, writes not billed apart
     assert llm.token_prices("gpt-4o-mini") == (1.5e-07, 6e-07)
     assert llm.cache_prices("gpt-4o-mini") == llm.CachePrices(read=7.5e-08)
-    uncached = 16_515 * 1.5e-07
-    cached = (16_515 - 4_056) * 1.5e-07 + 4_056 * 7.5e-08
+    uncached = 19_673 * 1.5e-07
+    cached = (19_673 - 8_719) * 1.5e-07 + 8_719 * 7.5e-08
     assert result.uncached_cost_usd == pytest.approx(uncached)  # the summarizer is offline: 0
     assert result.cached_cost_usd == pytest.approx(cached)
     assert result.estimated_cost_usd == pytest.approx(cached)
 
     # Each compaction: its span is its own call and the calls until the next one (or the end).
-    # The rebuild: at the compaction's call the 654 tokens it could not read (only the static
-    # context stays, and it is under the minimum), at the next the 654 the compaction's call
-    # read, at the one after the 1013 the call before read; then the cache is warm again.
+    # The rebuild: at the compaction's call the 948 tokens it could not read (only the static
+    # context stays, and it is under the minimum), at the next the 948 the compaction's call
+    # read; then the cache is warm again (1287 reaches the minimum).
     frame = compaction_costs_df(run_folder)
     assert list(frame.columns) == [name for name, _ in CACHE_COST_COLUMNS]
     assert frame["source"].tolist() == ["modelled"] * 3  # the scripted model reports no usage
     assert frame["model"].tolist() == ["gpt-4o-mini"] * 3
-    assert frame["calls"].tolist() == [4, 4, 3]
-    assert frame["tokens_removed"].tolist() == [2030 - 654, 2090 - 654, 2090 - 654]
-    assert frame["cached_tokens"].tolist() == [1372, 1372, 0]
-    assert frame["rebuild_tokens"].tolist() == [654 + 654 + 1013] * 3
-    rebuild = (654 + 654 + 1013) * (1.5e-07 - 7.5e-08)  # each at the input price, not cached
-    saved = [4 * 1376 * 7.5e-08, 4 * 1436 * 7.5e-08, 3 * 1436 * 7.5e-08]
+    assert frame["calls"].tolist() == [4, 4, 2]
+    assert frame["tokens_removed"].tolist() == [2294 - 948, 2304 - 948, 2304 - 948]
+    assert frame["cached_tokens"].tolist() == [1287 + 1626, 1287 + 1626, 0]
+    assert frame["rebuild_tokens"].tolist() == [948 + 948] * 3
+    rebuild = (948 + 948) * (1.5e-07 - 7.5e-08)  # each at the input price, not cached
+    saved = [4 * 1346 * 7.5e-08, 4 * 1356 * 7.5e-08, 2 * 1356 * 7.5e-08]
     assert frame["summary_cost_usd"].tolist() == [0.0, 0.0, 0.0]
     assert frame["rebuild_cost_usd"].tolist() == pytest.approx([rebuild] * 3)
     assert frame["saved_cost_usd"].tolist() == pytest.approx(saved)
@@ -144,11 +148,11 @@ def test_a_provider_that_bills_cache_writes(run_folder: Path) -> None:
     assert llm.token_prices("claude-sonnet-4-5") == (3e-06, 1.5e-05)
     assert llm.cache_prices("claude-sonnet-4-5") == llm.CachePrices(3e-07, 3.75e-06, 1024)
     frame = compaction_costs_df(run_folder, model="claude-sonnet-4-5")
-    assert frame["rebuild_tokens"].tolist() == [654 + 654 + 1013] * 3
-    # the 654s were read at the input price (those calls wrote nothing: under the minimum),
-    # the 1013 written at the write price, by a call that wrote to the cache
-    rebuild = 2 * 654 * (3e-06 - 3e-07) + 1013 * (3.75e-06 - 3e-07)
-    saved = [4 * 1376 * 3e-07, 4 * 1436 * 3e-07, 3 * 1436 * 3e-07]
+    assert frame["rebuild_tokens"].tolist() == [948 + 948] * 3
+    # the compaction's call read its 948 at the input price (it wrote nothing: under the
+    # minimum), the next call the same 948 at the write price (it wrote its 1287 to the cache)
+    rebuild = 948 * (3e-06 - 3e-07) + 948 * (3.75e-06 - 3e-07)
+    saved = [4 * 1346 * 3e-07, 4 * 1356 * 3e-07, 2 * 1356 * 3e-07]
     assert frame["rebuild_cost_usd"].tolist() == pytest.approx([rebuild] * 3)
     assert frame["net_cost_usd"].tolist() == pytest.approx([rebuild - s for s in saved])
     assert (frame["net_cost_usd"] > 0).all()  # at Anthropic's prices none paid for itself
@@ -172,14 +176,15 @@ def test_a_model_without_cache_prices_has_no_cached_cost(run_folder: Path) -> No
     assert frame["summary_cost_usd"].tolist() == [0.0, 0.0, 0.0]
     for column in ("rebuild_cost_usd", "saved_cost_usd", "net_cost_usd"):
         assert frame[column].isna().all()
-    assert frame["rebuild_tokens"].tolist() == [2321] * 3  # the tokens are still counted
+    assert frame["rebuild_tokens"].tolist() == [1896] * 3  # the tokens are still counted
 
 
 def test_recorded_usage_is_used_where_the_provider_reported_it(tmp_path: Path) -> None:
     """With the provider's cached tokens in usage.jsonl, a compaction is priced from them: here
     each call billed 7 tokens more than memorylab counted, and the cache served 1280 of the
-    1379 the previous call read (OpenAI caches in steps of 128 tokens)."""
-    served = [0, 0, 1280, 0, 0, 0, 1280, 0, 0, 0, 1280, 0, 0, 0]
+    1284 or 1294 and 1536 of the 1623 or 1633 the previous call read (OpenAI caches in steps
+    of 128 tokens)."""
+    served = [0, 0, 1280, 1536, 0, 0, 1280, 1536, 0, 0, 1280, 1536, 0, 0]
     reported = [
         ChatReply(content="Noted: done.", input_tokens=t + 7, cached_tokens=c, output_tokens=3)
         for t, c in zip(CONTEXTS, served, strict=True)
@@ -189,16 +194,16 @@ def test_recorded_usage_is_used_where_the_provider_reported_it(tmp_path: Path) -
     assert [u["compacted"] for u in usage].count(True) == 3
     frame = compaction_costs_df(folder)
     assert frame["source"].tolist() == ["recorded"] * 3
-    assert frame["cached_tokens"].tolist() == [1280, 1280, 0]
-    # the rebuild from the reported figures: at the compaction's call its 661 input tokens
-    # (none read from the cache), then what the previous call read and this one did not: 661,
-    # 1020, and 1379 - 1280 = 99 (the last span ends before that call)
-    assert frame["rebuild_tokens"].tolist() == [661 + 661 + 1020 + 99] * 2 + [661 + 661 + 1020]
+    assert frame["cached_tokens"].tolist() == [1280 + 1536, 1280 + 1536, 0]
+    # the rebuild from the reported figures: at the compaction's call its 955 input tokens
+    # (none read from the cache), then what the previous call read and this one did not: 955,
+    # 1294 - 1280 = 14 and 1633 - 1536 = 97 (the last span ends after two calls)
+    assert frame["rebuild_tokens"].tolist() == [955 + 955 + 14 + 97] * 2 + [955 + 955]
     per_token = 1.5e-07 - 7.5e-08  # OpenAI: not read from the cache costs the input price
     assert frame["rebuild_cost_usd"].tolist() == pytest.approx(
-        [2441 * per_token, 2441 * per_token, 2342 * per_token]
+        [2021 * per_token, 2021 * per_token, 1910 * per_token]
     )
-    saved = [4 * 1376 * 7.5e-08, 4 * 1436 * 7.5e-08, 3 * 1436 * 7.5e-08]  # tokens as recorded
+    saved = [4 * 1346 * 7.5e-08, 4 * 1356 * 7.5e-08, 2 * 1356 * 7.5e-08]  # tokens as recorded
     assert frame["saved_cost_usd"].tolist() == pytest.approx(saved)
 
 

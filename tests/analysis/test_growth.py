@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+import string
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from analysis_support import Built
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memorylab.analysis import memory_df, replay, sweep, token_growth
+from memorylab.analysis import memory_df, replay, run_settings, sweep, token_growth
 from memorylab.analysis._fast import Prefix, simulate
 from memorylab.analysis._runs import SummarySize
 from memorylab.analysis._transcript import memo_counter
@@ -73,7 +74,12 @@ class SizedSummarizer:
         )
         cap = self.cap if max_tokens is None else min(self.cap, max_tokens)
         size = min(cap, max(1, int(self.ratio * summarized)))
-        return Summary(text=" ".join(["x"] * size), model=self.name, cost_usd=0.0)
+        # one token a word; the first two spell the call's number, so no two summaries are the
+        # same text, as a summarizer's never are (the exact replay credits a summary the prompt
+        # cache still holds; a model of the sizes cannot know two are the same)
+        letters = string.ascii_lowercase
+        words = [letters[self.calls % 26], letters[self.calls // 26 % 26]] + ["x"] * size
+        return Summary(text=" ".join(words[:size]), model=self.name, cost_usd=0.0)
 
 
 # --------------------------------------------------------------------------- token_growth
@@ -305,6 +311,48 @@ def test_fast_mode_agrees_with_real_replays(system_prompt: str | None) -> None:
     pd.testing.assert_frame_equal(fast.frame[columns], real.frame[columns])
     assert fast.error["settings"] >= 1  # calibrated against the extractive replay
     assert set(fast.frame["mode"]) == {"fast"} and set(real.frame["mode"]) == {"replay"}
+
+
+@pytest.mark.parametrize("system_prompt", [None, "Be brief."])
+def test_fast_mode_keeps_the_turn_in_progress_as_replays_do(system_prompt: str | None) -> None:
+    """A compressor keeping the turn (the Agent's default): the fast mode keeps the user's last
+    message and what followed out of the summary, takes their tokens off its budget, and where
+    the turn is all there is keeps its request and newest step (this transcript's first
+    compaction at 500 tokens and 0.5), as the compressor does: the same figures as replays."""
+    messages = transcript(300, seed=18)
+    kept = run_settings(messages).given(keep_turn=True)
+    grid = {"thresholds": [0.5, 0.7, 0.9, 400], "context_lengths": [500, 1000, 2000]}
+    options: dict[str, Any] = {"max_summary_tokens": 60, "system_prompt": system_prompt}
+    fast = sweep(messages, **grid, fast=True, summary_ratio=0.2, settings=kept, **options)
+    real = sweep(messages, **grid, summarizer=SizedSummarizer(0.2, 10_000), cache=False,
+                 fast=False, settings=kept, **options)  # fmt: skip
+    columns = ["compactions", "peak_context_tokens", "total_input_tokens", "summarizer_calls",
+               "summary_tokens", "cached_input_tokens"]  # fmt: skip
+    pd.testing.assert_frame_equal(fast.frame[columns], real.frame[columns])
+    assert set(fast.frame["mode"]) == {"fast"}
+    # the turn changes the figures: a fast sweep that dropped it would not agree
+    dropped = sweep(messages, **grid, fast=True, summary_ratio=0.2, **options)
+    assert (dropped.frame["total_input_tokens"] != fast.frame["total_input_tokens"]).any()
+
+
+def test_a_turn_the_compressor_refuses_to_compact_is_replayed() -> None:
+    """The user's first request alone over the trigger: a compressor keeping the turn refuses
+    to compact it (a failed attempt, then its back-off), which the fast mode does not model;
+    the sweep replays that setting exactly and says why."""
+    messages = [{"role": "User", "content": " ".join(["word"] * 460)}, *transcript(60)]
+    kept = run_settings(messages).given(keep_turn=True)
+    result = sweep(messages, thresholds=[0.5, 0.9], context_lengths=[500, 4000], fast=True,
+                   summary_ratio=0.2, settings=kept)  # fmt: skip
+    frame = result.frame
+    modes = {(r.context_length, r.threshold): r.mode for r in frame.itertuples()}
+    assert modes == {(500, 0.5): "replay", (500, 0.9): "replay",
+                     (4000, 0.5): "fast", (4000, 0.9): "fast"}  # fmt: skip
+    exact = replay(messages, settings=kept, threshold=0.5, context_length=500, cache=False)
+    assert not exact.events[0].ok and "turn in progress" in str(exact.events[0].error)
+    row = frame.iloc[0]
+    assert row["compactions"] == exact.compactions
+    assert row["total_input_tokens"] == exact.total_input_tokens
+    assert "refuses to compact it" in result.notes()[0]
 
 
 def test_sweep_columns_and_skipped_settings() -> None:

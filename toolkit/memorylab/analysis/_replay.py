@@ -202,8 +202,9 @@ def replay(
 
 def _kept_prefix(conversation: Any, held: Sequence[Any], counter: Any) -> int:
     """Tokens of the history's first entries that a compaction left as they were, each as the
-    request carries it: the static context for a summary; the prompt cache still holds
-    them."""
+    request carries it, and the reply's priming: the static context for a summary, counted as
+    ``static_tokens`` counts it (as the fast engine, the cost audit and a cache-aware trigger
+    take it); the prompt cache still holds them."""
     history = conversation.conversation_history
     same = 0
     for old, new in zip(held, history, strict=False):
@@ -213,7 +214,7 @@ def _kept_prefix(conversation: Any, held: Sequence[Any], counter: Any) -> int:
         ):
             break
         same += 1
-    return sum(conversation.request_tokens(e, counter) for e in history[:same])
+    return int(sum(conversation.request_tokens(e, counter) for e in history[:same])) + REPLY_TOKENS
 
 
 class _RecordedPins:

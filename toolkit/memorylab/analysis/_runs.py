@@ -563,17 +563,41 @@ def _recorded_sizes(
     from memorylab.analysis._transcript import memo_counter, summary_overhead
 
     overhead = summary_overhead(memo_counter(model))
-    samples = []
-    for record, extra in zip(records, extras, strict=True):
-        before, entry = (
+    samples = [
+        summary_sample(
             recorded_count(record.get("tokens_before")),
+            recorded_count(record.get("tokens_after")),
             recorded_count(record.get("summary_tokens")),
+            recorded_count(extra.get("summary_budget")),
+            static=static,
+            overhead=overhead,
+            budget=budget,
         )
-        asked = recorded_count(extra.get("summary_budget")) or budget
-        if before is None or entry is None:
-            continue
-        samples.append((before - static, entry - overhead, asked))
-    return SummarySize.fit(samples)
+        for record, extra in zip(records, extras, strict=True)
+    ]
+    return SummarySize.fit(sample for sample in samples if sample is not None)
+
+
+def summary_sample(
+    before: int | None,
+    after: int | None,
+    entry: int | None,
+    asked: int | None,
+    *,
+    static: int,
+    overhead: int,
+    budget: int,
+) -> tuple[int, int, int] | None:
+    """One compaction as :meth:`SummarySize.fit` takes it, ``(summarized, summary, budget)``
+    (``None``: its tokens were not recorded): the context before it less the static context and
+    what it kept beside the summary (``after`` less the static context and the summary entry:
+    the turn in progress, pinned entries), the summary entry's text (``entry`` less its
+    ``overhead``) and the budget it was asked for (``asked``, the recorded ``summary_budget``,
+    which the kept entries' tokens lowered; else ``budget``)."""
+    if before is None or entry is None:
+        return None
+    kept = 0 if after is None else max(0, after - static - entry)
+    return before - static - kept, entry - overhead, asked or budget
 
 
 # --------------------------------------------------------------------------- preparing a run

@@ -22,6 +22,7 @@ from memorylab.analysis._runs import (
     RunSettings,
     SummarySize,
     TranscriptSource,
+    summary_sample,
 )
 from memorylab.compress import _cache_model as cache_model
 from memorylab.compress._base import Summarizer, Summary
@@ -66,7 +67,9 @@ class SweepResult(FormerFrame, TableResult):
     fast sweep, the ``summary_size`` it modelled, the ``calibration`` rows (exact and fast
     figures of the same settings) and the largest differences among them (``error``: empty when
     not measured), and the ``estimate`` of its exact replays made before it started
-    (:class:`SweepEstimate`). :meth:`notes` says it in a line (:func:`sweep_note`).
+    (:class:`SweepEstimate`). :meth:`notes` says it in a line (:func:`sweep_note`);
+    ``exact_because`` says what the fast engine does not model of the run, which made settings
+    exact replays (``None``: nothing).
 
     Earlier versions returned the frame, with these in ``frame.attrs``: using the result as that
     frame still works for now and warns (``DeprecationWarning``).
@@ -79,27 +82,31 @@ class SweepResult(FormerFrame, TableResult):
     calibration: list[dict[str, Any]] = field(default_factory=list)
     error: dict[str, Any] = field(default_factory=dict)
     estimate: SweepEstimate | None = None
+    exact_because: str | None = None
 
     _former: ClassVar[str] = "sweep()"
 
     def notes(self) -> list[str]:
         """How the table was made and, for a fast sweep, its measured error (one line)."""
         frame, error = self.frame, self.error
+        because = self.exact_because
         if "mode" not in frame.columns or not len(frame) or (frame["mode"] == "replay").all():
-            return [f"Every setting replayed exactly (summaries by {self.summarizer})."]
+            why = "" if because is None else f": the fast mode does not model {because}"
+            return [f"Every setting replayed exactly (summaries by {self.summarizer}){why}."]
         size = self.summary_size if self.summary_size is not None else "modelled"
         # Why fast: the wait exact replays were estimated at (fast=True or not, it is stated).
         why = "" if self.estimate is None else f" (instead of {self.estimate.describe()})"
+        because = "" if because is None else f" Replayed exactly where it meets {because}."
         if not error:
             return [
                 f"Fast sweep{why}: summaries modelled as {size}; its error was not measured "
-                "(calibrate=True replays a few settings exactly to measure it)."
+                f"(calibrate=True replays a few settings exactly to measure it).{because}"
             ]
         return [
             f"Fast sweep{why}: summaries modelled as {size}. Against exact replays "
             f"({self.summarizer}) of {_extent(error)} at {error['settings']} setting(s): "
             f"compactions within ±{error['compactions']} ({error['compactions_pct']:.0f} %), "
-            f"peak context within {error['peak_pct']:.1f} %."
+            f"peak context within {error['peak_pct']:.1f} %.{because}"
         ]
 
 
@@ -177,8 +184,9 @@ def sweep(
     mode = estimate.mode if fast is None else "fast" if fast else "replay"
     rows: list[dict[str, Any]] = []
     calibration: list[dict[str, Any]] = []
-    if plan.run.settings.trigger is not None and plan.run.settings.trigger.cache is not None:
-        mode = "replay"  # the fast engine has no clock: a cache-aware trigger is replayed
+    because = _not_modelled(plan.run) if mode == "fast" else None  # said where it mattered
+    if because is not None:
+        mode = "replay"
     exact_rows = len(grid) * sum(mode == "replay" or not _modelled(s) for s in plan.strategies)
     # One bar over every message of every exact replay, its cost stated before the first one.
     bar = _progress.bar(exact_rows * estimate.messages, f"sweep: {estimate.describe()}", "msg",
@@ -202,7 +210,10 @@ def sweep(
             made = fast_engine.rows(grid, wanted, _summarizer_model(summarizer, chosen))
             exactly = list(replay_at)
             for place, (_, threshold, _) in enumerate(grid):
-                if any(same_threshold(threshold, t) for t in exactly):
+                refused = made[place].pop("refused")
+                if refused:
+                    because = _REFUSED
+                if refused or any(same_threshold(threshold, t) for t in exactly):
                     made[place] = _exact_row(run, grid[place], chosen, cache, wanted)
         for row in made:
             row["strategy"] = strategy.describe()
@@ -229,7 +240,27 @@ def sweep(
         calibration=calibration,
         error=_errors(calibration, len(run.transcript)) if fast_mode else {},
         estimate=estimate,
+        exact_because=because,
     )
+
+
+_REFUSED = (
+    "a compressor keeping the turn in progress that refuses to compact it (the turn is all the "
+    "history holds: the failed attempt and its back-off)"
+)
+
+
+def _not_modelled(run: PreparedRun) -> str | None:
+    """What of ``run`` the fast engine does not model, which makes every setting an exact
+    replay (``None``: it models the run)."""
+    trigger = run.settings.trigger
+    if trigger is not None and trigger.cache is not None:
+        return "a cache-aware trigger (Trigger(cache=...): the fast engine has no clock)"
+    if run.record is not None and run.record.pins:
+        return "pinned entries (pins.jsonl), which every compaction keeps"
+    if run.settings.hook_kept:
+        return "the entries a before_compaction hook kept"
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -461,12 +492,14 @@ class _FastEngine:
         self.overhead = summary_overhead(counter)
         self.whens = data.datetimes()
         self._preloads: dict[tuple[Any, ...], int] = {}
+        # the turn in progress, kept by the compressor as the run's was (its rules, modelled)
+        self.turns = _fast.Turns.of(data.roles, "User") if run.settings.keep_turn else None
 
     def simulate(
         self, run: PreparedRun, length: int, threshold: Threshold, stop_after: int | None = None
     ) -> _fast.Outcome:
         from memorylab.analysis import _fast
-        from memorylab.compress._compressor import ContextCompressor
+        from memorylab.compress._compressor import MIN_SUMMARY_TOKENS, ContextCompressor
 
         settings = run.at(length, threshold).settings
         compressor = ContextCompressor(
@@ -487,16 +520,19 @@ class _FastEngine:
             stop_after=stop_after,
             keep_points=True,
             cache_min_tokens=cache_model.cache_terms(run.model)[2],
+            turns=self.turns,
+            least_summary=MIN_SUMMARY_TOKENS,
         )
 
     def _preload(
-        self, bound: int | None, summary: int | None, at: int, start: int, end: int
+        self, bound: int | None, summary: int | None, at: int, start: int, end: int, lone: int
     ) -> int:
         """The preload entry's tokens: the real bounded preload of the MEMORY.md the fast run
-        would have (a summary of ``summary`` tokens, then the messages since)."""
+        would have (a summary of ``summary`` tokens, the message ``lone`` a compaction kept
+        alone, then the messages from ``start``)."""
         from memorylab.analysis._transcript import memory_text, preload_content, system_tokens
 
-        key = (bound, summary, at, start, end)
+        key = (bound, summary, at, start, end, lone)
         found = self._preloads.get(key)
         if found is not None:
             return found
@@ -505,7 +541,8 @@ class _FastEngine:
         if summary is not None:
             text = f"{SUMMARY_PREFIX} " + " ".join(["x"] * summary)
             messages.append(Message("System", text, whens[at]))
-        messages += [Message(data.roles[i], data.contents[i], whens[i]) for i in range(start, end)]
+        kept = ([lone] if lone >= 0 else []) + list(range(start, end))
+        messages += [Message(data.roles[i], data.contents[i], whens[i]) for i in kept]
         created = whens[at] if summary is not None else whens[0]
         continues = fmt.archive_name(whens[at]) if summary is not None else None
         name = self.run.name_at(end)  # the process restarting at message ``end``
@@ -547,6 +584,7 @@ class _FastEngine:
                 "summarizer_input_tokens": outcome.summarizer_input_tokens,
                 "summary_tokens": outcome.summary_tokens + outcome.compactions * self.overhead,
                 "cached_input_tokens": outcome.cached_tokens,
+                "refused": bool(outcome.refused),  # sweep() replays such a setting exactly
             }
             summaries = cache_model.price(
                 priced, outcome.summarizer_input_tokens, outcome.summary_tokens
@@ -601,9 +639,14 @@ def _calibrate(
         ).summary_budget(length)
         static = head.settings.static_tokens
         for event in result.events:
-            if event.ok and event.tokens_before is not None and event.summary_tokens is not None:
-                made = event.summary_tokens - engine.overhead  # the summary's text alone
-                samples.append((event.tokens_before - static, made, budget))
+            asked = event.extra.get("summary_budget")
+            sample = summary_sample(
+                event.tokens_before, event.tokens_after, event.summary_tokens,
+                asked if isinstance(asked, int) else None,
+                static=static, overhead=engine.overhead, budget=budget,
+            )  # fmt: skip
+            if event.ok and sample is not None:
+                samples.append(sample)
         rows.append(
             {
                 "context_length": length,
