@@ -12,6 +12,7 @@ import pytest
 from agent_runs import SPECS, RunSpec, run_agent, validate
 
 from memorylab.analysis import memory_df, sweep
+from memorylab.compress import MIN_SUMMARY_TOKENS
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s.name for s in SPECS])
@@ -37,9 +38,11 @@ def test_what_the_agent_records(tmp_path: Path) -> None:
     for record in records:
         extra = record["extra"]
         assert extra["checks"] == "model_call"
-        assert extra["summary_budget"] == min(
-            spec.summarizer_max_tokens, record["context_length"] * 85 // 200
-        )
+        # the summary shares its room with the turn kept beside it (what stays after it but
+        # the static context and the summary entry)
+        kept = record["tokens_after"] - extra["static_tokens"] - record["summary_tokens"]
+        room = min(spec.summarizer_max_tokens, record["context_length"] * 85 // 200)
+        assert kept > 0 and extra["summary_budget"] == max(MIN_SUMMARY_TOKENS, room - kept)
         assert extra["summarizer_max_tokens"] == spec.summarizer_max_tokens
         # after the summary: the static context and the turn in progress, kept (keep_turn)
         assert extra["keep_turn"] is True and extra["kept_turn"] >= 1
