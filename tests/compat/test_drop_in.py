@@ -166,7 +166,10 @@ def test_compress_agent_with_nothing_to_compress_calls_no_model() -> None:
 
 
 def test_a_usage_check_tokenizes_only_the_new_message() -> None:
-    """What the reference's TestUsageRatioReusesMessageCounts checks on its tokenizer backend."""
+    """What the reference's TestUsageRatioReusesMessageCounts checks on its tokenizer backend:
+    a check after one new message tokenizes just that message's fields (its role and stamped
+    content, as the request sends them), and the running count never undercounts: it is the
+    request's count, message by message (3 + role + content, and 3 for the reply)."""
     seen: list[str] = []
     count = get_token_counter("gpt-4o")
 
@@ -183,8 +186,11 @@ def test_a_usage_check_tokenizes_only_the_new_message() -> None:
     conv.add("User", "the newest message")
     seen.clear()
     second = cc.usage_ratio(agent)
-    assert len(seen) == 1 and seen[0].endswith("User: the newest message")
+    newest = conv.conversation_history[-1]
+    assert seen == ["user", f"[{newest['timestamp']}] the newest message"]
     assert second > first
+    exact = 3 + sum(3 + count(m["role"]) + count(m["content"]) for m in conv.to_messages())
+    assert round(second * 100_000) == exact
 
 
 def test_get_str_renders_each_entry_once() -> None:

@@ -666,7 +666,7 @@ class Conversation(ReferenceMethods):
             if (
                 counted_for is None
                 or counted_for[0] is not history
-                or counted_for[1:] != (self.time_enabled, self.user)
+                or counted_for[1:3] != (self.time_enabled, self.user)
                 or counted_for[3] is not counter
                 or len(history) < self._counted
             ):
