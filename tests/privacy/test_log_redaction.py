@@ -162,7 +162,7 @@ def test_the_failed_summary_warning_never_prints_the_key(
     conversation = Conversation(agent_name="Refused")
     conversation.add("User", "hello")
     conversation.add("Refused", "hi")
-    conversation.add("User", "again")  # the turn in progress, kept: the exchange before it is summarized
+    conversation.add("User", "again")  # the turn in progress, kept; the exchange is summarized
     compressor = ContextCompressor(summarizer=Refused())
     events = []
     with caplog.at_level(logging.INFO, logger="memorylab"):
