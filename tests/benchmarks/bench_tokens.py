@@ -8,9 +8,9 @@ memory, counted once. Then, in rounds that visit every size in turn:
 * (a) a batch of ``add()`` + ``should_compress(conv.token_count(), CONTEXT_LENGTH, 0.9)``, then
   MEMORY.md, the history and the running token total are cut back (every batch starts equal);
   floor: ``os.write`` of the same block to a pre-opened ``O_APPEND`` descriptor + tiktoken's
-  ``encode_ordinary`` of the message as the model reads it and the check counts it
-  (``[<timestamp>] Role: content``, :meth:`Conversation.return_history_as_string`'s form): the
-  same bytes written and the same text counted, nothing else;
+  ``encode_ordinary`` of the fields the check counts of the message as the request carries it
+  (its role and its content, a user turn's stamped: :func:`memorylab.memory.request_message`):
+  the same bytes written and the same text counted, nothing else;
 * (b) ``token_count()`` with nothing new (O(1)); for scale, one O(n) check (render the whole
   history, count it) is timed once per size.
 
@@ -47,6 +47,7 @@ import tiktoken
 from memorylab import Conversation
 from memorylab.compress._policy import should_compress
 from memorylab.compress._tokens import TokenCounter, get_token_counter
+from memorylab.memory import REPLY_TOKENS, request_message
 from memorylab.memory import _format as fmt
 from memorylab.memory._preload import PreloadPlan
 from memorylab.memory._records import Message
@@ -192,18 +193,20 @@ def time_adds(subject: Subject, items: Pool, expected_bytes: int) -> float:
     del conv.conversation_history[subject.base_len :]
     # A shrunk history makes token_count() recount everything (O(n), by design); we removed only
     # what this batch added, so restore the running total instead.
-    conv._counted, conv._total_tokens = subject.base_len, subject.base_tokens
+    # (token_count() is the running total + the reply's REPLY_TOKENS).
+    conv._counted, conv._total_tokens = subject.base_len, subject.base_tokens - REPLY_TOKENS
     assert conv.token_count() == subject.base_tokens
     return elapsed / len(items)
 
 
-def time_floor(subject: Subject, items: list[tuple[bytes, str]], encode: Any) -> float:
+def time_floor(subject: Subject, items: list[tuple[bytes, list[str]]], encode: Any) -> float:
     fd = subject.floor_fd
 
     def batch() -> None:
-        for block, content in items:
+        for block, texts in items:
             os.write(fd, block)
-            encode(content)
+            for text in texts:
+                encode(text)
 
     elapsed = _timed(batch)
     os.truncate(subject.memory_md.with_name("floor.md"), subject.base_bytes)
@@ -221,13 +224,19 @@ def time_checks(subject: Subject, n: int) -> float:
     return _timed(batch) / n
 
 
+def _counted_texts(role: str, content: str, stamp: str) -> list[str]:
+    """The texts the check counts of a message: the request message's role and content."""
+    entry = {"role": role, "content": content, "timestamp": stamp}
+    message = request_message(entry, counted=True)
+    return [message["role"], message["content"]]
+
+
 def run_history(settings: Settings, workspace: Path, pool: Pool, encode: Any) -> list[Subject]:
     counter = get_token_counter(MODEL)
     stamp = datetime.now(UTC).isoformat(timespec="microseconds")  # as wide as add()'s stamps
     items = [pool[i % POOL] for i in range(settings.batch)]
-    floor_items = [  # the block add() writes, the text token_count() counts
-        (fmt.block_text(r, stamp, c).encode("utf-8"), fmt.history_line(r, c, stamp))
-        for r, c in items
+    floor_items = [  # the block add() writes, the texts token_count() counts
+        (fmt.block_text(r, stamp, c).encode("utf-8"), _counted_texts(r, c, stamp)) for r, c in items
     ]
     expected = sum(len(block) for block, _ in floor_items)
     subjects = [build(workspace, size, pool, counter) for size in settings.sizes]
@@ -313,7 +322,7 @@ def report_history(subjects: list[Subject], settings: Settings) -> bool:
     ok &= _flat("add + check", medians)
     print(
         "floor: os.write of the same block (O_APPEND) + tiktoken encode_ordinary of the message "
-        "as counted ('[timestamp] Role: content')"
+        "as counted (the request message's role and content, a user turn's stamped)"
     )
 
     print(f"\n## (b) token_count() with nothing new ({settings.checks:,} per batch)\n")
