@@ -199,6 +199,8 @@ def test_a_missing_key_is_an_auth_error_at_once_naming_the_variable(
     # The compressor records the same error after one attempt (a failed event, memory unchanged).
     conversation = Conversation(agent_name="NoKey", token_counter=len)
     conversation.add("User", "Deploy the API on port 8443, config in /srv/api.yaml.")
+    conversation.add("NoKey", "Deployed.")
+    conversation.add("User", "Now restart it.")  # the turn in progress, kept: the rest summarized
     event = ContextCompressor(summarizer=summarizer).compress(conversation, 100, force=True)
     assert attempts == ["gpt-4o-mini"] * 2
     assert event is not None and not event.ok and "OPENAI_API_KEY" in str(event.error)
