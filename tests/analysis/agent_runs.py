@@ -3,7 +3,8 @@
 Each :class:`RunSpec` is a run: a window and threshold, a summarizer (the offline extractive one
 or the scripted one), one process or several (a new ``Agent`` per session, on the same memory:
 restarts with the bounded preload), and tasks whose replies call tools with outputs of varied
-size. Everything is seeded; the model never sees the context, so a rerun at another threshold
+size; the compressor's strategy, whether it keeps the turn in progress (the Agent's default),
+a pinned first task, and a cache-aware trigger. Everything is seeded; the model never sees the context, so a rerun at another threshold
 writes the same messages (only the compactions differ). The clock ticks whole seconds, so every
 timestamp has the same number of tokens in a run and its rerun.
 
@@ -25,7 +26,7 @@ from typing import Any
 
 from memorylab import Agent
 from memorylab.analysis import memory_df, replay
-from memorylab.compress import ClearToolResults, KeepRecent, Trim
+from memorylab.compress import CacheTiming, ClearToolResults, FactLedger, KeepRecent, Trigger, Trim
 from memorylab.compress._policy import Threshold
 from memorylab.compress._strategy import Strategy
 from memorylab.llm import ChatReply
@@ -91,10 +92,23 @@ class RunSpec:
     strategy: Strategy | None = None
     """What each compaction does (``None``: the seed's summary, with no strategy given)."""
     nothing_to_do: bool = False
-    keep_turn: bool = True
-    """Whether each compaction keeps the turn in progress (``False``: the seed's compaction)."""
     """The strategy may find nothing to do at a check (clearing, once every old tool result is
     cleared): such attempts fail, change nothing, and are replayed too."""
+    keep_turn: bool = True
+    """Whether each compaction keeps the turn in progress (``False``: the seed's compaction)."""
+    pin_first: bool = False
+    """Pin the run's first task (``Agent.run(task, pin=True)``): every compaction keeps it."""
+    cache: CacheTiming | None = None
+    """Defer compactions while the prompt cache is warm (``Trigger(cache=...)``, at each
+    threshold the run is made at); the checks' times are the run's seeded clock's."""
+
+    def trigger(self, threshold: Threshold) -> Threshold | Trigger:
+        """What the Agent is given as its ``compression_threshold`` at ``threshold``."""
+        if self.cache is None:
+            return threshold
+        if isinstance(threshold, float):
+            return Trigger(fraction=threshold, cache=self.cache)
+        return Trigger(tokens=threshold, cache=self.cache)
 
 
 SPECS: tuple[RunSpec, ...] = (
@@ -167,9 +181,54 @@ SPECS: tuple[RunSpec, ...] = (
         nothing_to_do=True,
         other_thresholds=(0.7,),
     ),
+    RunSpec(
+        "seed-compaction",
+        "memorylab/extractive",
+        2000,
+        0.8,
+        sessions=2,
+        tasks=16,
+        seed=15,
+        keep_turn=False,
+        other_thresholds=(0.6,),
+    ),
+    RunSpec(
+        "fact-ledger",
+        "memorylab/extractive",
+        3000,
+        0.8,
+        sessions=2,
+        tasks=20,
+        seed=16,
+        strategy=FactLedger(),
+        other_thresholds=(0.6,),
+    ),
+    RunSpec(
+        "pinned-task",
+        "memorylab/extractive",
+        2000,
+        0.8,
+        sessions=2,
+        tasks=16,
+        seed=17,
+        pin_first=True,
+        other_thresholds=(0.6,),
+    ),
+    RunSpec(
+        "cache-aware",
+        "memorylab/scripted",
+        4000,
+        0.6,
+        tasks=30,
+        seed=18,
+        cache=CacheTiming("claude-sonnet-4-5"),
+        other_thresholds=(0.5,),
+    ),
 )
-"""The runs of the test (the benchmark's full run adds more): the seed's summary, and each
-strategy of :mod:`memorylab.compress` run live."""
+"""The runs of the test (the benchmark's full run adds more): the seed's summary, each strategy
+of :mod:`memorylab.compress` run live, and the compressor's options: the turn in progress kept
+(every run but ``seed-compaction``, the seed's compaction), a pinned task and a cache-aware
+trigger."""
 
 QUICK_SPECS = SPECS[:2]
 
@@ -260,7 +319,7 @@ def run_agent(spec: RunSpec, workspace: Path, threshold: Threshold | None = None
             model_name="gpt-4o-mini",
             system_prompt=spec.system_prompt,
             context_length=spec.context_length,
-            compression_threshold=threshold,
+            compression_threshold=spec.trigger(threshold),
             summarizer_model=spec.summarizer,
             workspace_dir=workspace,
             tools=[lookup],
@@ -274,10 +333,10 @@ def run_agent(spec: RunSpec, workspace: Path, threshold: Threshold | None = None
             id=f"agent-{random.Random(f'{spec.seed}:{session}:id').getrandbits(128):032x}",
         )
         agent.context_compressor.summarizer_max_tokens = spec.summarizer_max_tokens
-        for _ in range(spec.tasks):
+        for task in range(spec.tasks):
             prompt, replies = _task_replies(rng, call_ids)
             model.queue = replies
-            agent.run(prompt)
+            agent.run(prompt, pin=spec.pin_first and session == 0 and task == 0)
         failed = [e.error for e in agent.compaction_events if not e.ok]
         if spec.nothing_to_do:
             failed = [f for f in failed if "found no tool result to clear" not in str(f)]

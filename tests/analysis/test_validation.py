@@ -70,3 +70,22 @@ def test_the_sweep_row_of_the_recorded_setting_is_the_run(tmp_path: Path) -> Non
     fast_row = fast.frame[fast.frame["recorded"]].iloc[0]
     error = fast.error
     assert abs(int(fast_row["compactions"]) - run.compactions) <= max(1, 2 * error["compactions"])
+
+
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [("pinned-task", "pinned entries"), ("cache-aware", "a cache-aware trigger")],
+)
+def test_the_fast_sweep_says_what_it_does_not_model(name: str, why: str, tmp_path: Path) -> None:
+    """A pinned task (kept by every compaction) and a cache-aware trigger (deferrals read off
+    the checks' times) are not in the fast engine's model: a fast sweep of such a run replays
+    every setting exactly, and its note says why."""
+    spec = next(s for s in SPECS if s.name == name)
+    frame = memory_df(run_agent(spec, tmp_path).folder)
+    fast = sweep(frame, thresholds=[spec.threshold, *spec.other_thresholds], fast=True)
+    assert set(fast.frame["mode"]) == {"replay"}
+    assert fast.exact_because is not None and fast.exact_because.startswith(why)
+    assert f"the fast mode does not model {why}" in fast.notes()[0]
+    exact = sweep(frame, thresholds=[spec.threshold, *spec.other_thresholds], fast=False)
+    assert exact.exact_because is None  # asked for exact replays: nothing to explain
+    assert fast.frame["compactions"].tolist() == exact.frame["compactions"].tolist()

@@ -2,15 +2,19 @@
 
 Runs memorylab's ``Agent`` with a scripted model (tests/analysis/agent_runs.py: the extractive
 and the scripted summarizer, one process or several with restarts, several windows and
-thresholds, and the compaction strategies run live: keep-recent and trim), then replays each run
-from its files (the strategy the records name; the table's ``strategy`` column):
+thresholds, the compaction strategies run live: keep-recent, trim, clearing tool results and the
+fact ledger; the turn in progress kept, as the Agent does by default, or not; a pinned task; a
+cache-aware trigger), then replays each run from its files at the settings they record (the
+strategy, the turn, the pins, the trigger; the table's ``strategy`` and ``turn`` columns):
 
 * at the run's own settings: the replay must make the recorded number of compactions, every
   ``tokens_before`` within 2 % of the recorded one (the baseline is the live run's record);
 * at other thresholds: the exact replay against a real rerun of the same scripted agent at that
   threshold (same tasks, same replies): the compaction counts must agree;
 * the fast sweep (``sweep(fast=True)``, calibrated) at the same settings, with the error it
-  states, against the same baselines; and the replay's time against the live run's time.
+  states, against the same baselines ("exact": what it does not model, a strategy other than the
+  summary, pins or a cache-aware trigger, it replays exactly); and the replay's time against the
+  live run's time.
 
 ``--quick`` (the CI smoke run) runs two of the runs and always exits 0; the full run exits 1
 when a check fails.
@@ -76,13 +80,19 @@ def measure(spec: RunSpec, root: Path) -> tuple[list[list[str]], bool]:
     )
     thresholds = [spec.threshold, *spec.other_thresholds]
     fast = sweep(frame, thresholds=thresholds, fast=True)
-    fast_counts = dict(zip(fast.frame["threshold"], fast.frame["compactions"], strict=True))
-    stated = fast.error.get("compactions", "-")
+    fast_counts = {
+        row.threshold: f"{row.compactions} (±{fast.error['compactions']})"
+        if row.mode == "fast"
+        else f"{row.compactions} (exact)"
+        for row in fast.frame.itertuples()
+    }
+    turn = "kept" if result.settings is not None and result.settings.keep_turn else "-"
     ok = same_count and worst <= TOKENS_TARGET_PCT
     rows.append(
         [
             spec.name,
             result.strategy,
+            turn,
             spec.summarizer.removeprefix("memorylab/"),
             f"{spec.context_length:,}",
             _fmt(spec.threshold) + " (own)",
@@ -91,7 +101,7 @@ def measure(spec: RunSpec, root: Path) -> tuple[list[list[str]], bool]:
             f"{run.compactions} (record)",
             str(result.compactions),
             f"{worst:.2f} %",
-            f"{fast_counts[spec.threshold]} (±{stated})",
+            fast_counts[spec.threshold],
             f"{replay_seconds / live_seconds:.2f}x",
             "PASS" if ok else "FAIL",
         ]
@@ -109,6 +119,7 @@ def measure(spec: RunSpec, root: Path) -> tuple[list[list[str]], bool]:
             [
                 spec.name,
                 what_if.strategy,
+                turn,
                 spec.summarizer.removeprefix("memorylab/"),
                 f"{spec.context_length:,}",
                 _fmt(other),
@@ -117,7 +128,7 @@ def measure(spec: RunSpec, root: Path) -> tuple[list[list[str]], bool]:
                 f"{rerun.compactions} (rerun)",
                 str(what_if.compactions),
                 "-",
-                f"{fast_counts[other]} (±{stated})",
+                fast_counts[other],
                 f"{what_if_seconds / rerun_seconds:.2f}x",
                 "PASS" if agrees else "FAIL",
             ]
@@ -140,11 +151,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     print()
     print(
-        "| run | strategy | summarizer | window | threshold | restarts | messages | live compactions | "
-        "replayed | worst tokens_before diff | fast sweep (stated error) | replay / live time | "
-        "verdict |"
+        "| run | strategy | turn | summarizer | window | threshold | restarts | messages | "
+        "live compactions | replayed | worst tokens_before diff | fast sweep (stated error) | "
+        "replay / live time | verdict |"
     )
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|")
+    print("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|")
     ok = True
     try:
         for index, spec in enumerate(specs):
