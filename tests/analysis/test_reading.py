@@ -376,3 +376,21 @@ def test_times_that_go_backwards_are_said(tmp_path: Path) -> None:
     (note,) = read.problems[read.problems["kind"] == "order"]["message"]
     assert note.startswith("message 1 (2020-01-01 00:00:00) is dated before the one before it")
     assert len(read.frame) == 3  # read as written: the order is the file's
+
+
+def test_a_turn_a_compaction_kept_is_not_said_to_go_backwards(tmp_path: Path) -> None:
+    """The turn in progress a compaction keeps follows a summary dated later (issue 38): it is
+    read from the archive, where its order is checked, not noted in the new file."""
+    from memorylab import ContextCompressor, Conversation
+
+    times = iter(datetime(2026, 4, 20, 9, 0, tzinfo=UTC) + timedelta(minutes=5 * m) for m in range(9))
+    conv = Conversation(agent_name="a", workspace_dir=tmp_path, token_counter=len,
+                        clock=lambda: next(times))  # fmt: skip
+    for text in ("deploy it", "done", "now restart it"):
+        conv.add("User" if text != "done" else "a", text)
+    compressor = ContextCompressor(summarizer_model="memorylab/extractive")
+    assert compressor.compress(conv, 100, force=True).ok  # the summary 5 minutes after the turn
+    read = memory_df_with_problems(tmp_path / "agents" / "a")
+    assert read.problems.empty or "order" not in set(read.problems["kind"])
+    memory = read.frame[read.frame["file"].str.endswith("MEMORY.md")]
+    assert memory["is_summary"].tolist() == [True]  # the kept turn is read from the archive

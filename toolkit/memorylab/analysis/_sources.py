@@ -615,11 +615,13 @@ _CLOCK_SLACK = timedelta(minutes=1)
 def _note_backwards(segment: Segment, notes: list[Note]) -> None:
     """Note a file whose timestamps go backwards: a heading forged inside a message (the
     reference writes content verbatim), or a clock set back. The file's order is kept; the
-    note says where the times stop making sense."""
+    note says where the times stop making sense. The ``repeated`` messages are left out: a
+    compaction keeps them (the turn in progress, pins) after a summary dated later, and their
+    order was checked in the earlier file they are read from."""
     times = segment.parsed.blocks.timestamps
-    for index in range(1, len(times)):
+    for before, index in itertools.pairwise(segment.positions()):
         try:
-            earlier = times[index] < times[index - 1] - _CLOCK_SLACK
+            earlier = times[index] < times[before] - _CLOCK_SLACK
         except TypeError:  # naive and aware: they do not compare
             continue
         if earlier:
@@ -628,7 +630,7 @@ def _note_backwards(segment: Segment, notes: list[Note]) -> None:
                 segment.path,
                 "order",
                 f"message {index} ({times[index]:%Y-%m-%d %H:%M:%S}) is dated before the one "
-                f"before it ({times[index - 1]:%Y-%m-%d %H:%M:%S}): a heading written inside a "
+                f"before it ({times[before]:%Y-%m-%d %H:%M:%S}): a heading written inside a "
                 "message, or a clock set back; the file's order is kept, its times are not to "
                 "be trusted from there",
             )
