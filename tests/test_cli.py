@@ -100,7 +100,10 @@ def test_report_on_bundled_data_agrees_with_its_compaction_table() -> None:
         records = (sample / "agents" / agent / "compactions.jsonl").read_text().splitlines()
         assert f"{len(records)} of them are the <i>tokens before</i>" in section
         assert "above the" not in section  # no curve above the window
-        assert "threshold 0.85 (recorded); window 3,000 tokens (recorded)" in section
+        assert (
+            "threshold 0.85 (recorded); window 2,600 tokens (recorded); "
+            "turn in progress kept (recorded)" in section
+        )
     what_if = text.split("<h2>What-if thresholds</h2>", 1)[1]
     made = len((sample / "agents" / "DataEngineer" / "compactions.jsonl").read_text().splitlines())
     assert f"the replay makes <b>{made}</b> compaction(s); the agent recorded <b>{made}</b>" in what_if
