@@ -129,5 +129,5 @@ def test_the_arena_compares_strategies_as_it_compares_summarizers(cases: list[Ca
     assert arena.error is None and arena.selected == ["summary", "trim"]
     assert arena.table is not None and list(arena.table.index) == ["summary", "trim"]
     trim_runs = list(memories["trim"].runs.values())
-    assert trim_runs and all(run.summarizer_calls == 0 for run in trim_runs)
-    assert any(run.compactions > 0 for run in trim_runs)
+    assert trim_runs and all(run.result.summarizer_calls == 0 for run in trim_runs)
+    assert any(run.result.compactions > 0 for run in trim_runs)
