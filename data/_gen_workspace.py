@@ -33,7 +33,7 @@ from memorylab import Agent, ContextCompressor
 from memorylab.compress import _compressor as compressor_module
 from memorylab.llm import ChatReply
 
-CONTEXT_LENGTH = 2600
+CONTEXT_LENGTH = 2800
 THRESHOLD = 0.85
 SUMMARY_TOKENS = 500
 MODEL = "gpt-4o-mini"

@@ -6,8 +6,9 @@ message, the tokens of its text fields (role, content, ``tool_call_id``), and 3 
 priming. The documented rule counts no ``tool_calls`` (a list) and neither does memorylab
 (MEMORY.md keeps none, so a replay could not count them: memorylab.memory._request), nor a tool
 result's ``tool_call_id`` (no file keeps it: the live count and the replay's must be one), so
-the estimate is the server's count less exactly the ids' tokens; the tool
-schemas sent beside the messages are counted apart (the usage record's ``tool_tokens``). An
+the estimate is the server's count less exactly the ids' tokens. The tool schemas
+sent beside the messages are counted too, as the JSON text the server receives (the usage
+record's ``tool_tokens`` is their share). An
 :class:`Agent` talks to it through litellm, with tools and compactions, with timestamps on and
 off.
 """
@@ -62,6 +63,8 @@ def server_count(body: Mapping[str, Any], *, ids: bool = True) -> int:
         for key, value in message.items():
             if isinstance(value, str) and (ids or key != "tool_call_id"):  # tool_calls: a list
                 tokens += len(encoding.encode(value))
+    if body.get("tools"):  # the schemas every request carries, as the JSON text received
+        tokens += len(encoding.encode(json.dumps(body["tools"], ensure_ascii=False, sort_keys=True)))
     return tokens + 3
 
 

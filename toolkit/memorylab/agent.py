@@ -239,6 +239,9 @@ class Agent:
         self._reported: policy.ReportedUsage | None = None
         self._call: _Call | None = None
         self._tool_tokens: tuple[str, int] = ("", 0)
+        # every request carries the tool schemas: the trigger counts them, as the provider bills
+        # them (set again at each call, with the tools it sends)
+        self.short_memory.tool_tokens = self._count_tools([t.schema() for t in self.tools.values()])
 
     # The seed tunes the compressor by assigning ``agent._context_compressor``.
     @property
@@ -305,16 +308,17 @@ class Agent:
         return dict(self._session)
 
     def _call_model(self) -> ChatReply:
+        tools = [t.schema() for t in self.tools.values()] or None
+        self.short_memory.tool_tokens = self._count_tools(tools)  # the tools as this call sends
         event = self.check_compression()
         checked = self.context_compressor.last_counted if self.context_compression else None
         options: dict[str, Any] = dict(self.llm_args)
         for key, value in (("temperature", self.temperature), ("max_tokens", self.max_tokens)):
             if value is not None:
                 options.setdefault(key, value)
-        tools = [t.schema() for t in self.tools.values()] or None
         self._call = _Call(
             estimated_tokens=self.short_memory.token_count(),
-            tool_tokens=self._count_tools(tools),
+            tool_tokens=self.short_memory.tool_tokens,
             checked_tokens=checked,
             compacted=event is not None and event.ok,
         )

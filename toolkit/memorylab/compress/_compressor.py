@@ -60,7 +60,6 @@ from memorylab.memory._records import (
     is_user_message,
 )
 from memorylab.memory._redact import SECRETS
-from memorylab.memory._request import REPLY_TOKENS
 
 logger = logging.getLogger("memorylab")
 
@@ -680,15 +679,15 @@ def _entry_tokens(conversation: Conversation, entries: list[dict[str, Any]]) -> 
 
 
 def _context_record(conversation: Conversation) -> dict[str, Any]:
-    """The tokens every request carries whatever the history (the static context's messages
-    and the reply's priming, as :meth:`Conversation.token_count` counts them) and the model of
-    a TokenCounter counting."""
+    """The tokens every request carries whatever the history (the static context's messages,
+    the reply's priming and the tool schemas, as :meth:`Conversation.token_count` counts them)
+    and the model of a TokenCounter counting."""
     counter = conversation.token_counter
     if counter is None:
         return {}
     static = conversation.static_context()
     tokens = sum(conversation.request_tokens(e, counter) for e in static)
-    record: dict[str, Any] = {"static_tokens": tokens + REPLY_TOKENS}
+    record: dict[str, Any] = {"static_tokens": tokens + conversation.fixed_request_tokens}
     if isinstance(counter, TokenCounter) and counter.model is not None:
         record["token_model"] = counter.model
     return record

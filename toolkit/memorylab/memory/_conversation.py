@@ -336,6 +336,11 @@ class Conversation(ReferenceMethods):
                 f"token_counter must be a callable str -> int, not {token_counter!r}"
             )
         self.token_counter = token_counter
+        self.tool_tokens = 0
+        """Tokens every request carries beside its messages: the tool schemas sent with each
+        call (the :class:`~memorylab.Agent` sets it from its tools), counted by
+        :meth:`token_count` like the messages, since the model reads and the provider bills
+        them."""
         channel = self._take_keywords(reference)  # the reference's settings
         self._default_counter: tuple[str, Callable[[str], int]] | None = None
         self.preload_max_tokens = preload_max_tokens
@@ -630,6 +635,13 @@ class Conversation(ReferenceMethods):
         return request.message_tokens(message, counter or self.counter)
 
     @property
+    def fixed_request_tokens(self) -> int:
+        """Tokens every request carries whatever its messages: the reply's priming
+        (:data:`~memorylab.memory._request.REPLY_TOKENS`) and the tool schemas
+        (:attr:`tool_tokens`)."""
+        return request.REPLY_TOKENS + self.tool_tokens
+
+    @property
     def counter(self) -> Callable[[str], int]:
         """What counts tokens: ``token_counter``, else the tokenizer of
         ``tokenizer_model_name`` (made on first use; tiktoken loads at the first count)."""
@@ -648,9 +660,10 @@ class Conversation(ReferenceMethods):
 
     def token_count(self, counter: Callable[[str], int] | None = None) -> int:
         """Tokens of the request the model is sent: :meth:`to_messages`, each entry counted by
-        :meth:`request_tokens`, plus :data:`~memorylab.memory._request.REPLY_TOKENS` (0 for an
-        empty history). Not the tokens of :meth:`return_history_as_string`, which stamps and
-        names every entry: that string is the reference's view, not what is sent.
+        :meth:`request_tokens`, plus :attr:`fixed_request_tokens` (the reply's priming and the
+        tool schemas; 0 for an empty history). Not the tokens of
+        :meth:`return_history_as_string`, which stamps and names every entry: that string is
+        the reference's view, not what is sent.
 
         Each entry is counted once and a running total is kept, so a check costs only the
         messages added since the last one. ``counter`` defaults to :attr:`counter`
@@ -688,7 +701,7 @@ class Conversation(ReferenceMethods):
             else:
                 self._total_tokens += sum(self.request_tokens(e, counter) for e in new)
             self._counted = len(history)
-            return self._total_tokens + (request.REPLY_TOKENS if history else 0)
+            return self._total_tokens + (self.fixed_request_tokens if history else 0)
 
     def static_context(self) -> list[dict[str, Any]]:
         """The system prompt and rules entries (:meth:`entries` of ``EntryKind.STATIC``)."""
@@ -896,7 +909,7 @@ class Conversation(ReferenceMethods):
                     fields["summary_tokens"] = self.request_tokens(head[0], count) if head else 0
                     after = [*static, *reseeded(archive), *carried]
                     fields["tokens_after"] = sum(self.request_tokens(e, count) for e in after) + (
-                        request.REPLY_TOKENS if after else 0
+                        self.fixed_request_tokens if after else 0
                     )
                 fields.update(event_fields)
                 return CompactionEvent(**fields)

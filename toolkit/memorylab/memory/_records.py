@@ -281,11 +281,10 @@ class UsageRecord:
       the call, as its compactions record it (``extra["session_start"]``); ``call``: the call's
       number in that process, from 1; ``model``: the model called.
     * ``estimated_tokens``: memorylab's estimate of the input, the count the trigger uses:
-      ``Conversation.token_count()`` at the call (the static context, the preload, the
-      summary and the messages as ``[timestamp] Role: content`` blocks, after any compaction of
-      the check before it). ``tool_tokens``: the tool schemas sent with the call, counted as
-      their JSON text by the same tokenizer (0 without tools), which the trigger does not count
-      and ``estimated_tokens`` leaves out. The provider's per-message overhead is not estimated.
+      ``Conversation.token_count()`` at the call (the request's messages, the static context,
+      the preload, the summary and the messages, as OpenAI counts a chat request, after any
+      compaction of the check before it, and the tool schemas). ``tool_tokens``: the tool
+      schemas' share of it, counted as their JSON text by the same tokenizer (0 without tools).
     * ``checked_tokens``: the count the compaction check before the call compared with its
       trigger (``estimated_tokens`` before any compaction, or for a trigger that counts the
       reported usage, the last reported usage plus the estimate of what was added since);
