@@ -101,7 +101,7 @@ def test_report_on_bundled_data_agrees_with_its_compaction_table() -> None:
         assert f"{len(records)} of them are the <i>tokens before</i>" in section
         assert "above the" not in section  # no curve above the window
         assert (
-            "threshold 0.85 (recorded); window 2,600 tokens (recorded); "
+            "threshold 0.85 (recorded); window 2,800 tokens (recorded); "
             "turn in progress kept (recorded)" in section
         )
     what_if = text.split("<h2>What-if thresholds</h2>", 1)[1]

@@ -269,7 +269,7 @@ def test_the_lineage_section_bounds_what_it_follows(monkeypatch: pytest.MonkeyPa
     kept = re.search(r"Only each agent&#x27;s latest files are followed \(([\d,]+) of ([\d,]+)", section)
     assert kept is not None, section[:600]
     followed, total = (int(g.replace(",", "")) for g in kept.groups())
-    assert 0 < followed < total == 640
+    assert 0 < followed < total == 641  # 625 messages + 16 summaries
 
 
 def test_the_report_prices_each_compaction_with_prompt_caching(reference_report: str) -> None:

@@ -22,7 +22,7 @@ def _run(workspace: Path, agent: str, context_length: int) -> None:
 @pytest.fixture
 def workspace(isolated_workspace: Path) -> Path:
     """Two agents (alpha: 2 compactions, beta: 3), written by Conversation + ContextCompressor."""
-    _run(isolated_workspace, "alpha", 700)
+    _run(isolated_workspace, "alpha", 600)
     _run(isolated_workspace, "beta", 500)
     return isolated_workspace
 

@@ -189,12 +189,12 @@ def test_a_recorded_run_marks_the_agents_setting() -> None:
 
     folder = bundled_workspace("memorylab") / "agents" / "BugHunter"
     tuner = ThresholdTuner(folder)
-    assert tuner.threshold == 0.85 and tuner.context_length == 3000
+    assert tuner.threshold == 0.85 and tuner.context_length == 2800
     assert tuner.model == "gpt-4o-mini"
     table = tuner.sweep_table
     assert table is not None and table["recorded"].sum() == 1
     assert "the agent&#x27;s setting" in tuner.table.value
-    assert "the agent ran at 0.85 of 3,000" in tuner.axes.get_title()  # type: ignore[union-attr]
+    assert "the agent ran at 0.85 of 2,800" in tuner.axes.get_title()  # type: ignore[union-attr]
     row = _highlighted(tuner)
     assert bool(row["recorded"]) and row["compactions"] == 5  # what BugHunter recorded
     tuner.context_slider.value = 4096

@@ -222,7 +222,8 @@ def build_report(
     if len(remarks):
         parts.append(
             "<h2>How the files were read</h2><p class=note>Not problems: archives of edits and "
-            "copies of messages in more than one file, each message read once.</p>"
+            "copies of messages in more than one file (the turn in progress a compaction keeps "
+            "is in the archive and in the new file), each message read once.</p>"
             + _notes_table(remarks, root, "remark")
         )
     if len(compactions):

@@ -680,16 +680,21 @@ def _without_repeats(segments: list[Segment], notes: list[Note]) -> list[Segment
         _hold(seen, holders, segment.path.name, blocks)
         if copied or cleared:
             # Which writer made a copy is not recorded with it: both are said.
+            placeholders = (
+                f"; {len(cleared)} of them tool results it cleared to a placeholder naming that "
+                "file"
+                if cleared
+                else ""
+            )
             _note(
                 notes,
                 segment.path,
                 "duplicate",
                 f"{len(copied | cleared)} of its {len(messages)} messages are in an earlier file "
-                "too: kept by the compaction that wrote this file (a strategy that keeps "
-                f"messages; {len(cleared)} of them tool results it cleared to a placeholder "
-                "naming that file), or copies made by a writer without memorylab's lock, such "
-                "as the reference framework compacting at the same moment; read once, from the "
-                "earlier file",
+                "too: kept by the compaction that wrote this file (the turn in progress, pinned "
+                f"messages, the messages a strategy keeps{placeholders}), or copies made by a "
+                "writer without memorylab's lock, such as the reference framework compacting at "
+                "the same moment; read once, from the earlier file",
             )
             segment = replace(segment, repeated=frozenset(copied | cleared))
         result.append(segment)

@@ -123,7 +123,7 @@ class CompactionStepper(View):
         self,
         script: Sequence[Mapping[str, Any]] | None = None,
         *,
-        context_length: int = 800,
+        context_length: int = 600,
         threshold: Threshold = 0.7,
         summarizer: Summarizer | None = None,
         summary_tokens: int = 200,
