@@ -47,8 +47,8 @@ import tiktoken
 from memorylab import Conversation
 from memorylab.compress._policy import should_compress
 from memorylab.compress._tokens import TokenCounter, get_token_counter
-from memorylab.memory import REPLY_TOKENS, request_message
 from memorylab.memory import _format as fmt
+from memorylab.memory import request_message
 from memorylab.memory._preload import PreloadPlan
 from memorylab.memory._records import Message
 
@@ -193,8 +193,9 @@ def time_adds(subject: Subject, items: Pool, expected_bytes: int) -> float:
     del conv.conversation_history[subject.base_len :]
     # A shrunk history makes token_count() recount everything (O(n), by design); we removed only
     # what this batch added, so restore the running total instead.
-    # (token_count() is the running total + the reply's REPLY_TOKENS).
-    conv._counted, conv._total_tokens = subject.base_len, subject.base_tokens - REPLY_TOKENS
+    # (token_count() is the running total + the request's fixed tokens).
+    conv._counted = subject.base_len
+    conv._total_tokens = subject.base_tokens - conv.fixed_request_tokens
     assert conv.token_count() == subject.base_tokens
     return elapsed / len(items)
 
