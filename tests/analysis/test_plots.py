@@ -178,11 +178,11 @@ def test_every_compaction_is_drawn_where_it_can_be_seen() -> None:
     compactions = compactions_df(bundled_workspace("memorylab"))
     ax = plot_compactions(compactions)
     xs = [float(x) for line in ax.get_lines() for x in matplotlib.dates.date2num(line.get_xdata())]
-    assert len(set(xs)) == len(compactions) == 15  # the two of one morning side by side
+    assert len(set(xs)) == len(compactions) == 16  # the two of one morning side by side
     growth = token_growth(frame[frame["agent"] == "DataEngineer"])
     ax = plot_token_growth(growth)
     markers = [line for line in ax.get_lines() if line.get_marker() == "v"]
-    assert len(markers) == 1 and len(markers[0].get_xdata()) == 6
+    assert len(markers) == 1 and len(markers[0].get_xdata()) == 7
     low, high = ax.get_ylim()
     assert all(low <= y <= high for y in markers[0].get_ydata())
     assert _outside(ax)
@@ -221,7 +221,7 @@ def test_sweep_plot_marks_the_recorded_setting() -> None:
     frame = _bundled()
     table = sweep(frame[frame["agent"] == "Researcher"], thresholds=[0.6, 0.9])
     ax = plot_sweep(table)
-    assert "the agent's setting (0.85 of 2,600)" in _legend(ax)
+    assert "the agent's setting (0.85 of 2,800)" in _legend(ax)
     assert _outside(ax)
 
 
