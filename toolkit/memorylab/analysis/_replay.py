@@ -208,10 +208,7 @@ def _kept_prefix(conversation: Any, held: Sequence[Any], counter: Any) -> int:
     history = conversation.conversation_history
     same = 0
     for old, new in zip(held, history, strict=False):
-        if old is not new and (
-            entry_kind(old) is not entry_kind(new)
-            or conversation.request_message(old) != conversation.request_message(new)
-        ):
+        if old is not new and old != new:  # a kept entry is an equal copy; a cleared one is not
             break
         same += 1
     return int(sum(conversation.request_tokens(e, counter) for e in history[:same])) + REPLY_TOKENS
