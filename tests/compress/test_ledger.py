@@ -5,9 +5,7 @@ in a replay of its files, and read by the reference framework."""
 from __future__ import annotations
 
 import json
-import os
 import random
-import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
@@ -16,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from fakes.swarms_reader import SKIP_REASON, SWARMS_PYTHON, read_with_swarms
 from memorylab import Agent, Conversation, read_memory
 from memorylab.analysis import memory_df, replay
 from memorylab.compress import (
@@ -40,7 +39,6 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "analysis"))
 from agent_runs import START, ScriptedModel, SecondClock
 
 COUNTER = get_token_counter("gpt-4o-mini")
-SWARMS_PYTHON = os.environ.get("MEMORYLAB_SWARMS_PYTHON")  # .ci/run sets it
 LEDGER = "[Compressed Memory Summary] [Fact ledger]"
 
 
@@ -368,7 +366,7 @@ def test_a_replay_of_the_files_reproduces_the_compactions(ledger_run: Path) -> N
 
 @pytest.mark.skipif(
     not SWARMS_PYTHON,
-    reason="set MEMORYLAB_SWARMS_PYTHON to a Python with swarms==16.0.3 (.ci/run does)",
+    reason=SKIP_REASON,
 )
 def test_the_reference_reads_the_ledgers_files(ledger_run: Path, tmp_path: Path) -> None:
     copies: dict[str, list[str]] = {}
@@ -377,24 +375,7 @@ def test_the_reference_reads_the_ledgers_files(ledger_run: Path, tmp_path: Path)
         copy.parent.mkdir(parents=True)
         copy.write_bytes(path.read_bytes())
         copies[str(copy)] = [m.content for m in read_memory(path).messages]
-    script = (
-        "import json, sys\n"
-        "from swarms.structs.conversation import Conversation\n"
-        "out = {}\n"
-        "for path in sys.argv[2:]:\n"
-        "    c = Conversation(memory_md_path=path, conversations_dir=sys.argv[1])\n"
-        "    out[path] = '\\n'.join(str(m['content']) for m in c.conversation_history)\n"
-        "print('<<<' + json.dumps(out) + '>>>')\n"
-    )
-    env = {**os.environ, "SWARMS_TELEMETRY_ON": "false", "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-           "LITELLM_OFFLINE_MODE": "true", "HF_HUB_OFFLINE": "1"}  # fmt: skip
-    done = subprocess.run(
-        [str(SWARMS_PYTHON), "-c", script, str(tmp_path / "c"), *copies],
-        capture_output=True, text=True, env=env, timeout=300,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    loaded = json.loads(done.stdout[done.stdout.index("<<<") + 3 : done.stdout.rindex(">>>")])
-    assert set(loaded) == set(copies)
+    loaded = read_with_swarms(copies, tmp_path / "c")
     for path, contents in copies.items():
         for content in contents:  # every block, the ledger's every line included, is read
             for line in content.splitlines()[:40]:

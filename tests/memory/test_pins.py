@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 import shutil
 import stat
@@ -19,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from fakes.swarms_reader import SKIP_REASON, SWARMS_PYTHON, read_with_swarms
 from memorylab import Agent, Conversation, read_memory
 from memorylab.analysis import load_records, memory_df, replay
 from memorylab.compress import ContextCompressor, ScriptedSummarizer, get_token_counter
@@ -30,7 +30,6 @@ from memorylab.transcripts import bundled_workspace, dumps_transcript, load_tran
 INSTRUCTION = "Always quote ticket INC-4471 and answer in French."
 WORDS = ("pipeline", "latency", "schema", "partition", "backfill", "replica", "index", "cache")
 COUNTER = get_token_counter("gpt-4o")
-SWARMS_PYTHON = os.environ.get("MEMORYLAB_SWARMS_PYTHON")  # .ci/run sets it
 
 
 class Clock:
@@ -202,7 +201,7 @@ def test_a_replay_of_the_files_reproduces_the_compactions(
 
 @pytest.mark.skipif(
     not SWARMS_PYTHON,
-    reason="set MEMORYLAB_SWARMS_PYTHON to a Python with swarms==16.0.3 (.ci/run does)",
+    reason=SKIP_REASON,
 )
 def test_the_reference_reads_a_pinned_runs_memory(pinned_run: PinnedRun, tmp_path: Path) -> None:
     """swarms 16.0.3 preloads the MEMORY.md of a pinned run and its archives (pins.jsonl is
@@ -214,21 +213,7 @@ def test_the_reference_reads_a_pinned_runs_memory(pinned_run: PinnedRun, tmp_pat
         copy.parent.mkdir()
         copy.write_bytes(path.read_bytes())
         copies.append(str(copy))
-    script = (
-        "import json, sys\n"
-        "from swarms.structs.conversation import Conversation\n"
-        "out = {p: '\\n'.join(str(m['content']) for m in Conversation(memory_md_path=p, "
-        "conversations_dir=sys.argv[1]).conversation_history) for p in sys.argv[2:]}\n"
-        "print('<<<' + json.dumps(out) + '>>>')\n"
-    )
-    env = {**os.environ, "SWARMS_TELEMETRY_ON": "false", "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-           "LITELLM_OFFLINE_MODE": "true", "HF_HUB_OFFLINE": "1"}  # fmt: skip
-    done = subprocess.run(
-        [str(SWARMS_PYTHON), "-c", script, str(tmp_path / "c"), *copies],
-        capture_output=True, text=True, env=env, timeout=300,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    loaded = json.loads(done.stdout[done.stdout.index("<<<") + 3 : done.stdout.rindex(">>>")])
+    loaded = read_with_swarms(copies, tmp_path / "c")
     assert all(INSTRUCTION in loaded[copy] for copy in copies)
 
 

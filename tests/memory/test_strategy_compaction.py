@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from fakes.processes import kill_while_working
+from fakes.swarms_reader import SKIP_REASON, SWARMS_PYTHON, read_with_swarms
 from memorylab import Conversation, MemoryDocument, read_memory
 from memorylab.compress import (
     ClearToolResults,
@@ -36,7 +37,6 @@ from memorylab.memory._paths import MemoryPaths, agent_paths
 
 WORKERS = Path(__file__).with_name("_workers.py")
 STRATEGY_WORKERS = Path(__file__).with_name("_strategy_workers.py")
-SWARMS_PYTHON = os.environ.get("MEMORYLAB_SWARMS_PYTHON")  # .ci/run sets it
 COUNTER = get_token_counter("gpt-4o")
 BIG = "row " * 60
 _ID = re.compile(r"msg-(\d+)\|")
@@ -306,7 +306,7 @@ def test_processes_append_while_another_compacts_with_keep_recent(tmp_path: Path
 
 @pytest.mark.skipif(
     not SWARMS_PYTHON,
-    reason="set MEMORYLAB_SWARMS_PYTHON to a Python with swarms==16.0.3 (.ci/run does)",
+    reason=SKIP_REASON,
 )
 def test_the_reference_reads_every_strategys_memory_and_archive(tmp_path: Path) -> None:
     copies: dict[str, list[str]] = {}  # file -> contents memorylab reads in it
@@ -325,24 +325,7 @@ def test_the_reference_reads_every_strategys_memory_and_archive(tmp_path: Path) 
             copy.parent.mkdir(parents=True)
             copy.write_bytes(path.read_bytes())
             copies[str(copy)] = [m.content for m in _read(path).messages]
-    script = (
-        "import json, sys\n"
-        "from swarms.structs.conversation import Conversation\n"
-        "out = {}\n"
-        "for path in sys.argv[2:]:\n"
-        "    c = Conversation(memory_md_path=path, conversations_dir=sys.argv[1])\n"
-        "    out[path] = '\\n'.join(str(m['content']) for m in c.conversation_history)\n"
-        "print('<<<' + json.dumps(out) + '>>>')\n"
-    )
-    env = {**os.environ, "SWARMS_TELEMETRY_ON": "false", "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-           "LITELLM_OFFLINE_MODE": "true", "HF_HUB_OFFLINE": "1"}  # fmt: skip
-    done = subprocess.run(
-        [str(SWARMS_PYTHON), "-c", script, str(tmp_path / "c"), *copies],
-        capture_output=True, text=True, env=env, timeout=300,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    loaded = json.loads(done.stdout[done.stdout.index("<<<") + 3 : done.stdout.rindex(">>>")])
-    assert set(loaded) == set(copies)
+    loaded = read_with_swarms(copies, tmp_path / "c")
     for path, contents in copies.items():
         for content in contents:  # every block's text reaches the reference's context
             assert content.split("\n")[0] in loaded[path], (path, content[:80])
