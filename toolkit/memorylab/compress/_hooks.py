@@ -118,7 +118,10 @@ def keep_recorded(
 ) -> Callable[[CompactionPreview], list[int]]:
     """A ``before_compaction`` hook keeping the entries of the recorded ``marks``
     (:func:`kept_marks`: a role and a timestamp, compared as instants): what a replay runs in
-    place of the hooks of the run it replays."""
+    place of the hooks of the run it replays. It keeps them at every compaction, the marks of
+    all the run's compactions together: a live hook that kept an entry once and let it go at a
+    later compaction replays differently (marks per compaction would mean nothing to a replay at
+    another threshold, whose compactions are others)."""
     wanted = {(str(m.get("role")), _instant(m.get("timestamp"))) for m in marks}
 
     def keep_recorded_entries(preview: CompactionPreview) -> list[int]:
