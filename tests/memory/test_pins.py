@@ -336,3 +336,23 @@ def test_an_edited_pinned_message_stays_pinned(isolated_workspace: Path) -> None
     conv.update(-1, "User", INSTRUCTION)
     again = Conversation(agent_name="Editor", token_counter=COUNTER)
     assert [entry["content"] for entry in again.pinned()] == [INSTRUCTION]
+
+
+def test_a_pinned_run_with_the_fact_ledger_replays(tmp_path: Path) -> None:
+    """A pinned task beside the ledger a compaction carries (an entry with no time until it is
+    on disk): the replay flags what the run had pinned without tripping on the ledger, and
+    reproduces the run."""
+    from memorylab.compress import FactLedger
+
+    rng, clock = random.Random(7), Clock()
+    agent = _agent(tmp_path / "ws", clock, rng, 0)
+    agent.context_compressor.strategy = FactLedger()
+    agent.run(INSTRUCTION + " Deploy from /srv/app with `make deploy`.", pin=True)
+    for task in range(14):
+        agent.run(f"Task {task}: {_words(rng, 30)}")
+    live = [e for e in agent.compaction_events if e.ok]
+    assert len(live) >= 2
+    folder = agent.short_memory.memory_md_path.parent  # type: ignore[union-attr]
+    assert INSTRUCTION in (folder / "MEMORY.md").read_text()
+    replayed = [e for e in replay(memory_df(folder), cache=False).events if e.ok]
+    assert [e.tokens_before for e in replayed] == [e.tokens_before for e in live]

@@ -238,7 +238,9 @@ class _RecordedPins:
             if kind is EntryKind.PRELOAD:
                 entry["pins"] = sorted(preload_pins(str(entry["content"]), pinned))
             elif kind in (EntryKind.MESSAGE, EntryKind.SUMMARY):
-                if self._key(entry) in pinned:
+                # a block a compaction carries has its time once it is on disk (a ledger):
+                # until then it is no block a pin names
+                if isinstance(entry.get("timestamp"), str) and self._key(entry) in pinned:
                     entry["pinned"] = True
                 else:
                     entry.pop("pinned", None)
