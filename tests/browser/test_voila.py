@@ -416,7 +416,10 @@ def _reference_workspace(root: Path) -> Path:
 
 REPORT_HEADINGS = {
     # the workspace README.md's first command reports on, and one the reference wrote
-    "bundled": ["memorylab report", "Agents", "Compactions", "BugHunter", "DataEngineer",
+    # the bundled one: its compactions keep the turn in progress, copies the report says it read
+    # once ("How the files were read": not problems)
+    "bundled": ["memorylab report", "Agents", "How the files were read", "Compactions",
+                "BugHunter", "DataEngineer",
                 "Researcher", "Which facts survive each summary",
                 "What each compaction cost, with prompt caching",
                 "Did compaction fire when it should have?", "What-if thresholds", "Privacy"],
