@@ -31,9 +31,10 @@ defers a compaction by these rules, the analysis floor measures with them.
    rest at ``input_cost_per_token``. A model whose map entry lists no cache-read price has no
    cached cost (NaN): no discount is assumed.
 6. Not modelled: OpenAI's 128-token steps (a cached read is up to 127 tokens shorter), the tool
-   schemas and the provider's per-message overhead (the counts are memorylab's), the one-hour
-   cache's and the context-size tiers' prices (the base prices are used), and the summarizer's
-   own calls (priced without a cache).
+   calls' arguments and a tool result's call id (the counts are memorylab's, which leave them
+   out: :mod:`memorylab.memory._request`), the one-hour cache's and the context-size tiers'
+   prices (the base prices are used), and the summarizer's own calls (priced without a
+   cache).
 
 What a compaction costs and saves by these rules (:func:`rebuild_usd`, :func:`carried_usd`,
 :func:`compaction_rebuild_usd`) is

@@ -57,7 +57,7 @@ from memorylab.memory._records import (
     CompactionEvent,
     EntryKind,
     UsageRecord,
-    is_user_message,
+    turn_start,
 )
 from memorylab.memory._redact import SECRETS
 
@@ -392,7 +392,8 @@ class ContextCompressor:
         plan = plan.keeping(i for i, entry in enumerate(entries) if entry.get("pinned"))
         record: dict[str, Any] = {}
         if self.keep_turn:
-            turn = _turn_in_progress(entries, user_role)
+            start = turn_start(entries, user_role)
+            turn = [] if start is None else list(range(start, len(entries)))
             kept = plan.keeping(turn)
             if kept.empty and turn:  # the turn is all there is: its request and newest step
                 newest = KeepWindow(keep_messages=1).window_start(entries, None, None)
@@ -470,7 +471,8 @@ class ContextCompressor:
         ceiling = self.trigger.ceiling_tokens(context_length)
         if not timing.warm(self._last_call[0], previous[0]):
             return False
-        if counted + max(0, counted - previous[1]) >= ceiling:  # the growth expected next
+        growth = max(0, counted - previous[1])  # what the next call is expected to add
+        if counted + growth >= ceiling:
             return False
         model = timing.model
         static = _context_record(conversation).get("static_tokens", 0)
@@ -480,7 +482,6 @@ class ContextCompressor:
             (e.tokens_after for e in reversed(self.events) if e.ok and e.tokens_after),
             static + self.summary_budget(context_length),
         )
-        growth = max(0, counted - previous[1])
         rebuild = cache_model.compaction_rebuild_usd(
             model, after=after, static=static, growth=growth
         )
@@ -651,15 +652,6 @@ def _usage(summary: Summary) -> dict[str, Any]:
         )
         if value is not None
     }
-
-
-def _turn_in_progress(entries: Sequence[Mapping[str, Any]], user_role: str) -> list[int]:
-    """The positions of the turn in progress: the user's last message and every entry after
-    it (none without a message of the user)."""
-    for index in range(len(entries) - 1, -1, -1):
-        if is_user_message(entries[index], user_role):
-            return list(range(index, len(entries)))
-    return []
 
 
 def _newest_time(conversation: Conversation) -> float | None:

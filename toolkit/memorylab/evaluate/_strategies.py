@@ -26,7 +26,7 @@ compressor carried out (the strategy's, with the turn in progress, pinned entrie
 kept: :meth:`~memorylab.compress.CompactionPlan.keeping`), never guessed from counts.
 
 * **Task losses**: the compactions at which the turn in progress (the last message of the user
-  and every entry after it, :func:`~memorylab.memory._records.is_user_message`'s rule) was not
+  and every entry after it, :func:`~memorylab.memory._records.turn_start`) was not
   all kept verbatim: an entry of it summarized, cleared or dropped.
 * **Fact survival**: the facts :func:`~memorylab.evaluate.extract_facts` finds in the messages
   each compaction took out of the context (summarized, dropped or cleared; a fact enters at the
@@ -75,7 +75,7 @@ from memorylab.evaluate._engine import ComparisonResult
 from memorylab.evaluate._peers import StrategyPreset
 from memorylab.evaluate._tables import bootstrap_interval
 from memorylab.memory._format import content_to_text
-from memorylab.memory._records import SUMMARY_PREFIX, EntryKind, entry_kind, is_user_message
+from memorylab.memory._records import SUMMARY_PREFIX, EntryKind, entry_kind, turn_start
 from memorylab.results import TableResult
 
 if TYPE_CHECKING:
@@ -165,8 +165,8 @@ class _Compaction:
     def lost_turn(self, user_role: str) -> bool:
         """Whether an entry of the turn in progress (the user's last message and every entry
         after it) left the messages."""
-        starts = [i for i, e in enumerate(self.entries) if is_user_message(e, user_role)]
-        return bool(starts) and any(i >= starts[-1] for i in self.leaving())
+        start = turn_start(self.entries, user_role)
+        return start is not None and any(i >= start for i in self.leaving())
 
     def context_after(self) -> str:
         """What the context holds of the history right after it (the summary, the carried

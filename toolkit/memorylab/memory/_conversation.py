@@ -629,10 +629,13 @@ class Conversation(ReferenceMethods):
         tool result without its call's id, which no file keeps): the one rule of an entry's
         tokens (:func:`memorylab.memory._request.message_tokens`: OpenAI's count of a chat
         message). ``counter`` defaults to :attr:`counter`."""
-        message = request.request_message(
+        return request.message_tokens(self._counted_message(entry), counter or self.counter)
+
+    def _counted_message(self, entry: Mapping[str, Any]) -> dict[str, Any]:
+        """``entry`` as the request is counted (``request_message(counted=True)``)."""
+        return request.request_message(
             entry, user=self.user, stamped=self.time_enabled, counted=True
         )
-        return request.message_tokens(message, counter or self.counter)
 
     @property
     def fixed_request_tokens(self) -> int:
@@ -688,11 +691,7 @@ class Conversation(ReferenceMethods):
             new = history[self._counted :]
             batch = getattr(counter, "count_batch", None)
             if len(new) > 64 and batch is not None:
-                messages = [
-                    request.request_message(e, user=self.user, stamped=self.time_enabled,
-                                            counted=True)
-                    for e in new
-                ]  # fmt: skip
+                messages = [self._counted_message(e) for e in new]
                 contents = batch([m["content"] for m in messages])
                 self._total_tokens += sum(
                     request.message_tokens(m, counter, content_tokens=c)

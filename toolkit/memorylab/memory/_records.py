@@ -13,7 +13,7 @@ import html
 import json
 import math
 import numbers
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from enum import StrEnum
@@ -96,6 +96,20 @@ def is_user_message(entry: Mapping[str, Any], user_role: str) -> bool:
         return False
     role = str(entry.get("role", "")).lower()
     return role == user_role.lower() or role in USER_ROLES
+
+
+def turn_start(entries: Sequence[Mapping[str, Any]], user_role: str) -> int | None:
+    """Where the turn in progress starts among ``entries``: the position of the user's last
+    message (:func:`is_user_message`), the turn being it and every entry after it; ``None``
+    without a message of the user.
+
+    >>> turn_start([{"role": "User", "content": "a"}, {"role": "Bot", "content": "b"}], "User")
+    0
+    """
+    for index in range(len(entries) - 1, -1, -1):
+        if is_user_message(entries[index], user_role):
+            return index
+    return None
 
 
 @functools.singledispatch
