@@ -33,9 +33,9 @@ def _run(tmp_path: Path, strategy: object) -> tuple[Path, list[str]]:
     ids=["keep_recent", "clear_tool_results"],
 )
 def test_each_message_is_read_once_from_where_it_was_first_written(
-    tmp_path: Path, strategy: object
+    tmp_path: Path, strategy: object, caplog: pytest.LogCaptureFixture
 ) -> None:
-    logging.getLogger("memorylab").setLevel(logging.ERROR)
+    caplog.set_level(logging.ERROR, logger="memorylab")  # restored after the test
     folder, written = _run(tmp_path, strategy)
     read = memory_df_with_problems(folder)
     frame = read.frame
