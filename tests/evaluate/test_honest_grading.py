@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from fakes import FakeOpenAIServer, FakeRequest, Reply
+from fakes import FakeOpenAIServer, FakeRequest, PromptCacheServer, Reply
 from memorylab.evaluate import ProbeQAScorer, cases_from_locomo, compare_summarizers
 from memorylab.evaluate._grading import answer_span, cut_to_tokens, relative_date
 from memorylab.llm import RetryPolicy
@@ -388,34 +388,13 @@ def test_the_answers_are_in_the_result_and_tabled_by_category_in_probes(tmp_path
         probe_table(result, "judge.overall")
 
 
-class _PromptCache:
-    """A local server's one prompt cache, as llama.cpp keeps it: each request reuses the
-    longest common prefix (in words, standing for tokens) with the previous request's prompt
-    and reply, and processes the rest."""
-
-    def __init__(self) -> None:
-        self.last: list[str] = []
-        self.processed = 0
-        self.prompts: list[list[str]] = []
-
-    def __call__(self, request: FakeRequest) -> Reply:
-        words = " ".join(m["content"] for m in request.body["messages"]).split()
-        shared = 0
-        while shared < min(len(words), len(self.last)) and words[shared] == self.last[shared]:
-            shared += 1
-        self.processed += len(words) - shared
-        self.prompts.append(words)
-        self.last = [*words, "UNKNOWN"]
-        return Reply("UNKNOWN")
-
-
 @pytest.mark.parametrize("split", ["session", "conversation"])
 def test_the_probes_of_one_memory_read_it_once(split: str) -> None:
     """Probes of one memory cost at most 1.3x one read of the memory (its prompt up to the
     question) plus each probe's question and answer, in tokens a server with a prompt cache
     processes. Before, the instructions followed the question, so every probe read them again
     (2,069 words processed where 1,016 are now, on the session split)."""
-    cache = _PromptCache()
+    cache = PromptCacheServer()
     cases = cases_from_locomo(LOCOMO, split=split)
     with FakeOpenAIServer(cache) as server:
         reader = ProbeQAScorer("openai/reader", llm_args={"api_base": server.base_url})
