@@ -16,6 +16,9 @@
   (the turn in progress, facts by generation) and cost; :mod:`~memorylab.evaluate._peers` —
   :data:`PEER_STRATEGIES`, the peers' strategies re-created as :class:`StrategyPreset` values,
   beside :data:`MEMORYLAB_STRATEGIES`.
+* :mod:`~memorylab.evaluate._power` — :func:`detectable_difference` and :func:`probes_needed`:
+  the difference a paired comparison of so many probes detects, and the probes a difference
+  needs (before the run).
 * :mod:`~memorylab.evaluate._plots` — ``plot_*(df, ax=None) -> Axes``.
 
 pandas, matplotlib, litellm, rapidfuzz and the optional extras are imported only when used.
@@ -67,6 +70,7 @@ from memorylab.evaluate._llm_scorers import (
 )
 from memorylab.evaluate._peers import MEMORYLAB_STRATEGIES, PEER_STRATEGIES, StrategyPreset
 from memorylab.evaluate._plots import plot_cost_quality, plot_latency, plot_quality
+from memorylab.evaluate._power import detectable_difference, probes_needed
 from memorylab.evaluate._scorers import (
     CompressionScorer,
     CostScorer,
@@ -143,6 +147,7 @@ __all__ = [
     "compare_strategies",
     "compare_summarizers",
     "default_cache_dir",
+    "detectable_difference",
     "dropped_questions",
     "estimate_cost",
     "extract_facts",
@@ -159,6 +164,7 @@ __all__ = [
     "plot_latency",
     "plot_quality",
     "probe_table",
+    "probes_needed",
     "register_scorer",
     "relative_date",
     "scorer_names",
