@@ -27,7 +27,14 @@ pandas, matplotlib, litellm, rapidfuzz and the optional extras are imported only
 from memorylab._facts import extract_facts, fact_kept, normalize_answer
 from memorylab._names import moved as _moved
 from memorylab.compress._baselines import BOUNDS
-from memorylab.evaluate._base import BaseScorer, FunctionScorer, Sample, Score, Scorer
+from memorylab.evaluate._base import (
+    BaseScorer,
+    FunctionScorer,
+    PlannedCall,
+    Sample,
+    Score,
+    Scorer,
+)
 from memorylab.evaluate._cache import LLMCache
 from memorylab.evaluate._cases import (
     LOCOMO_CATEGORIES,
@@ -42,7 +49,6 @@ from memorylab.evaluate._cases import (
 from memorylab.evaluate._compare import (
     BASELINES,
     DEFAULT_SCORERS,
-    Plan,
     compare_summarizers,
     estimate_cost,
     plan_comparison,
@@ -54,6 +60,7 @@ from memorylab.evaluate._grading import (
     GRADER_SYSTEM_PROMPT,
     answer_span,
     grade_answer,
+    listed_candidates,
     relative_date,
 )
 from memorylab.evaluate._llm_scorers import (
@@ -69,6 +76,7 @@ from memorylab.evaluate._llm_scorers import (
     parse_judge_reply,
 )
 from memorylab.evaluate._peers import MEMORYLAB_STRATEGIES, PEER_STRATEGIES, StrategyPreset
+from memorylab.evaluate._plan import Plan
 from memorylab.evaluate._plots import plot_cost_quality, plot_latency, plot_quality
 from memorylab.evaluate._power import detectable_difference, probes_needed
 from memorylab.evaluate._scorers import (
@@ -84,6 +92,7 @@ from memorylab.evaluate._strategies import StrategyComparison, StrategyMemory, c
 from memorylab.evaluate._tables import (
     SummaryTable,
     bootstrap_interval,
+    differences_table,
     fact_survival_table,
     markdown_table,
     probe_table,
@@ -124,6 +133,7 @@ __all__ = [
     "MEMORYLAB_STRATEGIES",
     "PEER_STRATEGIES",
     "Plan",
+    "PlannedCall",
     "Probe",
     "ProbeQAScorer",
     "READER_PROMPT",
@@ -148,6 +158,7 @@ __all__ = [
     "compare_summarizers",
     "default_cache_dir",
     "detectable_difference",
+    "differences_table",
     "dropped_questions",
     "estimate_cost",
     "extract_facts",
@@ -155,6 +166,7 @@ __all__ = [
     "fact_survival_table",
     "get_scorer",
     "grade_answer",
+    "listed_candidates",
     "lookup_answer",
     "markdown_table",
     "normalize_answer",

@@ -39,10 +39,11 @@ from __future__ import annotations
 import dataclasses
 import math
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from memorylab._validation import check_columns
 from memorylab.compress._baselines import CEILING, FLOOR
 from memorylab.errors import InvalidSetting
 from memorylab.evaluate._engine import ComparisonResult
@@ -74,8 +75,10 @@ def _weighted(group: pd.DataFrame) -> float:
 # --------------------------------------------------------------------------- the bootstrap
 
 
-Units = dict[tuple[str, int], tuple[float, float]]
-"""``(case, item index) -> (value, weight)``; index -1 for a case's one value."""
+Units = dict[tuple[str, Hashable], tuple[float, float]]
+"""``(case, item) -> (value, weight)``: the units one row's value averages, keyed so that two
+rows' common units are the same items (a fact's or probe's index in its case, -1 for a case's
+one value; a probe's id)."""
 
 
 def _units(rows: pd.DataFrame, weighted: bool) -> Units:
@@ -154,19 +157,130 @@ def _quantiles(draws: np.ndarray, confidence: float) -> tuple[float, float]:
 
 def _paired(
     a: Units, b: Units, confidence: float, resamples: int, rng: np.random.Generator
-) -> tuple[float, float, float]:
-    """Mean difference a - b over their common units, and its interval."""
+) -> tuple[float, float, float, int]:
+    """Mean difference a - b over their common units, its interval, and how many units."""
     import numpy as np
 
-    keys = sorted(set(a) & set(b))
+    keys = sorted(set(a) & set(b), key=repr)  # repr: keys of mixed kinds still sort
     if not keys:
-        return math.nan, math.nan, math.nan
+        return math.nan, math.nan, math.nan, 0
     va = np.array([a[k][0] for k in keys])
     vb = np.array([b[k][0] for k in keys])
     w = np.array([a[k][1] for k in keys])
     diff = float((va * w).sum() / w.sum() - (vb * w).sum() / w.sum())
     low, high = _quantiles(_draws([(va, w), (vb, w)], resamples, rng), confidence)
-    return diff, low, high
+    return diff, low, high, len(keys)
+
+
+# --------------------------------------------------------------------------- differences
+
+DIFFERENCE_COLUMNS = ("column", "a", "b", "difference", "lo", "hi", "n")
+"""The columns of :attr:`SummaryTable.differences`: for each compared column and pair of rows,
+``difference`` = the mean of ``a`` minus that of ``b`` over the units both have (``n``: facts,
+probes, or cases), ``lo``/``hi`` its paired bootstrap interval. ``a`` is the higher of the
+pair (the difference is never negative; ties keep the table's order)."""
+
+RECALL_LABEL = " + recall "
+"""What joins a memory's label and a recall depth in a recall condition's label
+(``"summary + recall 5"``): the pairs such a condition makes with its memory are shown."""
+
+
+def pair_differences(
+    column: str,
+    units: Mapping[str, Units],
+    *,
+    confidence: float = 0.95,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
+    """Rows of :data:`DIFFERENCE_COLUMNS`: every pair of the labels of ``units`` (in their
+    order) compared on ``column`` over their common units, each pair's bootstrap seeded by the
+    column and the pair (the same numbers every run); pairs with no unit in common are left
+    out."""
+    labels = list(units)
+    rows = []
+    for index, first in enumerate(labels):
+        for second in labels[index + 1 :]:
+            rng = _rng(seed, column, first, second)
+            diff, low, high, n = _paired(units[first], units[second], confidence, resamples, rng)
+            if not n:
+                continue
+            a, b = (first, second) if diff >= 0 else (second, first)
+            if diff < 0:
+                diff, low, high = -diff, 0.0 - high, 0.0 - low  # 0.0 -: no "-0" bound
+            rows.append({"column": column, "a": a, "b": b, "difference": diff, "lo": low,
+                         "hi": high, "n": n})  # fmt: skip
+    return rows
+
+
+def _difference_frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    import pandas as pd
+
+    frame = pd.DataFrame(list(rows), columns=list(DIFFERENCE_COLUMNS))
+    return frame.astype({"difference": float, "lo": float, "hi": float, "n": int})
+
+
+def _no_differences() -> pd.DataFrame:
+    return _difference_frame([])
+
+
+def _pair(differences: pd.DataFrame, column: str, a: str, b: str) -> tuple[float, float, float]:
+    """The difference ``a - b`` on ``column`` and its interval, read off ``differences`` (NaN:
+    the two have no unit in common)."""
+    rows = differences[differences["column"] == column]
+    for sign, x, y in ((1.0, a, b), (-1.0, b, a)):
+        match = rows[(rows["a"] == x) & (rows["b"] == y)]
+        if len(match):
+            diff, low, high = (float(match.iloc[0][k]) for k in ("difference", "lo", "hi"))
+            return (diff, low, high) if sign > 0 else (-diff, 0.0 - high, 0.0 - low)
+    return math.nan, math.nan, math.nan
+
+
+def _best(means: pd.Series, bounds: Mapping[str, str]) -> str | None:
+    """The column's best row, the bounds aside (the first of equals); None without one."""
+    ranked = [label for label in means.index if label not in bounds.values()
+              and not math.isnan(float(means[label]))]  # fmt: skip
+    return max(ranked, key=lambda label: float(means[label])) if ranked else None
+
+
+def _shown(table: SummaryTable, column: str) -> pd.DataFrame:
+    """The differences on ``column`` worth printing: each row against the column's best, a
+    recall condition against its memory (``L + recall k`` vs ``L``), the ceiling against the
+    floor."""
+    rows = table.differences[table.differences["column"] == column]
+    wanted: set[frozenset[str]] = set()
+    if column in table.frame.columns:
+        best = _best(table.frame[column], table.bounds)
+        wanted |= {frozenset((best, label)) for label in table.frame.index if label != best}
+    labels = set(rows["a"]) | set(rows["b"])
+    for label in labels:
+        memory, joined, depth = str(label).rpartition(RECALL_LABEL)
+        if joined and depth.isdigit() and memory in labels:
+            wanted.add(frozenset((label, memory)))
+    if {"ceiling", "floor"} <= set(table.bounds):
+        wanted.add(frozenset((table.bounds["ceiling"], table.bounds["floor"])))
+    keep = [frozenset((a, b)) in wanted for a, b in zip(rows["a"], rows["b"], strict=True)]
+    return rows[keep]
+
+
+def _is_rate(rows: pd.DataFrame) -> bool:
+    """Whether a column's differences are of shares (every bound within [-1, 1]): shown in
+    percentage points."""
+    bounds = rows[["difference", "lo", "hi"]].abs()
+    return bool(len(rows)) and bool((bounds <= 1).all().all())
+
+
+def _difference_text(row: Mapping[str, Any], points: bool) -> str:
+    scale, unit, form = (100.0, " pts", "+.1f") if points else (1.0, "", "+.3g")
+    diff, low, high = (float(row[k]) * scale for k in ("difference", "lo", "hi"))
+    if math.isnan(low) or math.isnan(high):
+        return f"{diff:{form}}{unit}"
+    return f"{diff:{form}}{unit} [{low:{form}}, {high:{form}}]"
+
+
+def _ranks(row: Mapping[str, Any]) -> bool:
+    """Whether a difference's interval excludes 0 (``a`` is the higher: its low bound > 0)."""
+    return float(row["lo"]) > 0
 
 
 # --------------------------------------------------------------------------- the tables
@@ -183,9 +297,11 @@ class SummaryTable(FormerFrame, TableResult):
     marks (module docstring): ``bounds`` (``{"ceiling": label, "floor": label}``), ``tied``
     (per quality column, the summarizers not significantly below its best one, the best
     first), ``not_measuring`` (columns whose ceiling is not clearly above their floor, with
-    why), ``biased`` (per column, the flagged summarizers); :meth:`notes` says them all in
-    sentences. Earlier versions returned the frame with these in ``frame.attrs``: that still
-    works for now and warns."""
+    why), ``biased`` (per column, the flagged summarizers), ``differences`` (every pair of rows
+    compared on each quality column, a - b over their common units with its paired bootstrap
+    interval: :data:`DIFFERENCE_COLUMNS`; :func:`differences_table` prints them); :meth:`notes`
+    says them all in sentences. Earlier versions returned the frame with these in
+    ``frame.attrs``: that still works for now and warns."""
 
     frame: pd.DataFrame
     bounds: Mapping[str, str]
@@ -194,6 +310,7 @@ class SummaryTable(FormerFrame, TableResult):
     biased: Mapping[str, list[str]]
     confidence: float = 0.95
     grader_agreement: Mapping[str, tuple[float, int]] = dataclasses.field(default_factory=dict)
+    differences: pd.DataFrame = dataclasses.field(default_factory=_no_differences)
 
     _former: ClassVar[str] = "summary_table() (and fact_survival_table())"
 
@@ -222,6 +339,25 @@ class SummaryTable(FormerFrame, TableResult):
                 f"≈ not significantly below the column's best ({self.confidence:.0%} paired "
                 "bootstrap interval of the difference includes 0)."
             )
+        return notes + self._ranking_notes()
+
+    def _ranking_notes(self) -> list[str]:
+        """Per column, the shown differences between conditions (the bounds aside) whose
+        interval excludes 0, and how many of all its pairs do."""
+        notes = []
+        bounds = set(self.bounds.values())
+        for column, rows in self.differences.groupby("column", sort=False):
+            shown = _shown(self, str(column))
+            ranked = [row for _, row in shown.iterrows()
+                      if _ranks(row) and not {row["a"], row["b"]} & bounds]  # fmt: skip
+            points = _is_rate(rows)
+            said = ", ".join(f"{row['a']} − {row['b']} {_difference_text(row, points)}"
+                             for row in ranked) or "none of the shown pairs"  # fmt: skip
+            excluding = sum(_ranks(row) for _, row in rows.iterrows())
+            notes.append(
+                f"{column}, paired differences whose {self.confidence:.0%} interval excludes 0: "
+                f"{said} ({excluding} of its {len(rows)} pairs; all in .differences)."
+            )
         return notes
 
     def reframed(self, frame: pd.DataFrame, rename: Mapping[str, str] | None = None
@@ -233,10 +369,15 @@ class SummaryTable(FormerFrame, TableResult):
             renamed = {(rename or {}).get(k, k): v for k, v in marks.items()}
             return {k: v for k, v in renamed.items() if k in frame.columns}
 
+        differences = self.differences.assign(
+            column=self.differences["column"].map(lambda c: (rename or {}).get(c, c))
+        )
+        differences = differences[differences["column"].isin(frame.columns)]
         return dataclasses.replace(self, frame=frame, tied=kept(self.tied),
                                    not_measuring=kept(self.not_measuring),
                                    biased=kept(self.biased),
-                                   grader_agreement=kept(self.grader_agreement))  # fmt: skip
+                                   grader_agreement=kept(self.grader_agreement),
+                                   differences=differences.reset_index(drop=True))  # fmt: skip
 
 
 def _bounds(given: Mapping[str, str], labels: Sequence[str]) -> dict[str, str]:
@@ -292,7 +433,7 @@ def summary_table(
     else:
         table = table[list(dict.fromkeys(ok["column"]))] if len(ok) else table
     bounds = _bounds(result.bounds, order)
-    marks: dict[str, Any] = {"tied": {}, "not_measuring": {}, "biased": {}}
+    marks: dict[str, Any] = {"tied": {}, "not_measuring": {}, "biased": {}, "differences": []}
     if ci:
         table = _with_intervals(table, ok, order, result.quality, bounds, marks, weighted,
                                 confidence, resamples, seed)  # fmt: skip
@@ -308,6 +449,7 @@ def summary_table(
     table["errors"] = errors.reindex(order).fillna(0).astype(int)
     agreement = {column: value for column, value in _grader_agreement(ok, bounds.get("floor"))
                  .items() if column in table.columns}  # fmt: skip
+    marks["differences"] = _difference_frame(marks["differences"])
     return SummaryTable(table, bounds, **marks, confidence=confidence,
                         grader_agreement=agreement)  # fmt: skip
 
@@ -353,7 +495,6 @@ def _with_intervals(
 
     columns: list[str] = []
     data: dict[str, Any] = {}
-    ranked = [label for label in order if label not in bounds.values()]
     for column in table.columns:
         columns.append(column)
         data[column] = table[column]
@@ -378,24 +519,26 @@ def _with_intervals(
         data[f"{column}.lo"] = low
         data[f"{column}.hi"] = high
         columns += [f"{column}.lo", f"{column}.hi"]
+        rows_made = pair_differences(str(column), units, confidence=confidence,
+                                     resamples=resamples, seed=seed)  # fmt: skip
+        marks["differences"] += rows_made
+        differences = _difference_frame(rows_made)
         means = table[column]
-        candidates = [label for label in ranked if not math.isnan(float(means[label]))]
-        if len(candidates) > 1:
-            best = max(candidates, key=lambda label: float(means[label]))
+        # the marks read the pairs' differences: one rule for a difference that counts
+        best = _best(means, bounds)
+        if best is not None:
             tied = [best]
-            for label in candidates:
-                if label == best:
+            for label in order:
+                if label == best or label in bounds.values() or math.isnan(float(means[label])):
                     continue
-                _, lo, _hi = _paired(units[best], units[label], confidence, resamples,
-                                     _rng(seed, str(column), best, label))  # fmt: skip
+                _, lo, _hi = _pair(differences, str(column), best, label)
                 if not lo > 0:
                     tied.append(label)
             if len(tied) > 1:
                 marks["tied"][str(column)] = tied
         if "ceiling" in bounds and "floor" in bounds:
             ceiling, floor = bounds["ceiling"], bounds["floor"]
-            gap, lo, _hi = _paired(units[ceiling], units[floor], confidence, resamples,
-                                   _rng(seed, str(column), ceiling, floor))  # fmt: skip
+            gap, lo, _hi = _pair(differences, str(column), ceiling, floor)
             if not math.isnan(gap) and not lo > 0:  # no common items: nothing was scored
                 floor_mean = float(means[floor])
                 marks["not_measuring"][str(column)] = (
@@ -424,7 +567,8 @@ def probe_table(
     probe), so a category needs no matching of items to probes by hand. ``metric`` is
     ``<scorer>.<metric>`` (``probe_qa.exact``, ``probe_qa[local].llm`` ...). Each column is
     named with its number of probes (``temporal (n=64)``; a probe whose call failed is not
-    counted), each cell has its bootstrap interval over those probes (``.lo`` / ``.hi``)."""
+    counted), each cell has its bootstrap interval over those probes (``.lo`` / ``.hi``), and
+    ``differences`` every pair of summarizers per column over the probes both answered."""
     import pandas as pd
 
     result = ComparisonResult.of(results)
@@ -440,6 +584,7 @@ def probe_table(
     order = list(dict.fromkeys(rows["summarizer"]))
     groups = [*dict.fromkeys(rows["category"]), None]  # None: every category
     data: dict[str, list[float]] = {}
+    differences: list[dict[str, Any]] = []
     for category in groups:
         cell = rows if category is None else rows[rows["category"] == category]
         count = int(cell.groupby("summarizer")[name].count().max())
@@ -453,8 +598,17 @@ def probe_table(
             lows.append(low)
             highs.append(high)
         data[column], data[f"{column}.lo"], data[f"{column}.hi"] = values, lows, highs
+        units: dict[str, Units] = {label: {} for label in order}
+        for case, label, probe, outcome in cell[["case", "summarizer", "probe", name]].itertuples(
+            index=False
+        ):
+            if outcome == outcome:  # NaN: the probe's call failed
+                units[label][(str(case), str(probe))] = (float(outcome), 1.0)
+        differences += pair_differences(column, units, confidence=confidence,
+                                        resamples=resamples, seed=seed)  # fmt: skip
     frame = pd.DataFrame(data, index=pd.Index(order, name="summarizer"))
-    return SummaryTable(frame, _bounds(result.bounds, order), {}, {}, {}, confidence)
+    return SummaryTable(frame, _bounds(result.bounds, order), {}, {}, {}, confidence,
+                        differences=_difference_frame(differences))  # fmt: skip
 
 
 def fact_survival_table(results: ComparisonResult | pd.DataFrame, *, ci: bool = False
@@ -534,3 +688,44 @@ def markdown_table(
     if notes and marks.notes():
         lines += ["", *marks.notes()]
     return "\n".join(lines)
+
+
+def differences_table(
+    table: SummaryTable | pd.DataFrame,
+    *,
+    columns: Sequence[str] | None = None,
+    every: bool = False,
+) -> str:
+    """The paired differences of ``table`` (a :class:`SummaryTable`, or a frame of
+    :data:`DIFFERENCE_COLUMNS` such as :meth:`StrategyComparison.differences`) as a GitHub
+    markdown table: one line per pair, ``a − b``, the difference with its interval (in
+    percentage points where the column is a share), ``n`` (the units both were scored on) and
+    whether the interval excludes 0 (``ranks``). Of a :class:`SummaryTable`, unless ``every``,
+    the pairs worth reading: each row against the column's best (the bounds aside), a recall
+    condition against its memory (``L + recall k`` vs ``L``) and the ceiling against the floor;
+    ``.differences`` has every pair. ``columns``: which columns (default all). An empty string
+    when there is no pair.
+    """
+    summary = table if isinstance(table, SummaryTable) else None
+    frame = check_columns("table", table.differences if summary else table, DIFFERENCE_COLUMNS,
+                          made_by="SummaryTable.differences")  # fmt: skip
+    chosen = list(dict.fromkeys(frame["column"])) if columns is None else list(columns)
+    missing = [c for c in chosen if c not in set(frame["column"])]
+    if missing:
+        raise InvalidSetting(
+            f"columns: no differences for {missing}; the table compares "
+            f"{list(dict.fromkeys(frame['column'])) or 'none'}"
+        )
+    interval = f"{summary.confidence:.0%} interval" if summary else "interval"
+    lines = [f"| column | a − b | difference [{interval}] | n | ranks |",
+             "|---|---|---:|---:|:---:|"]  # fmt: skip
+    for column in chosen:
+        rows = frame[frame["column"] == column]
+        points = _is_rate(rows)
+        shown = rows if summary is None or every else _shown(summary, column)
+        for _, row in shown.iterrows():
+            lines.append(
+                f"| {column} | {row['a']} − {row['b']} | {_difference_text(row, points)} | "
+                f"{int(row['n'])} | {'yes' if _ranks(row) else 'no'} |"
+            )
+    return "\n".join(lines) if len(lines) > 2 else ""
