@@ -75,7 +75,8 @@ def test_an_answer_followed_by_rambling_scores_as_the_answer_alone(tmp_path: Pat
 
 def test_a_reply_past_max_tokens_is_cut_and_counted(tmp_path: Path) -> None:
     """A server that ignores ``max_tokens``: the answer after 200 words of preamble is never
-    reached within 16 tokens; the same answer first is."""
+    reached within 16 tokens; the same answer on the first line is (on that line, followed by
+    the rambling, it would be a span far longer than the reference: not an answer)."""
 
     def late(request: FakeRequest) -> Reply:
         return Reply("well " * 200 + ANSWERS[_question(request)])
@@ -84,7 +85,8 @@ def test_a_reply_past_max_tokens_is_cut_and_counted(tmp_path: Path) -> None:
     assert _exact(frame) == 0.0
     explanation = frame.loc[("memorylab/full", "exact"), "explanation"]
     assert f"{len(CASE.probes)} answer(s) cut at max_tokens" in explanation
-    early = _run(lambda r: Reply(ANSWERS[_question(r)] + " well" * 200), tmp_path, max_tokens=16)
+    early = _run(lambda r: Reply(ANSWERS[_question(r)] + "\n" + " well" * 200), tmp_path,
+                 max_tokens=16)
     assert _exact(early) == 1.0
 
 

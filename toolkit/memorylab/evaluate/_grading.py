@@ -28,6 +28,7 @@ LoCoMo and mem0 evaluations grade) is the ``llm`` metric of
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable
 
 from memorylab._facts import normalize_answer
@@ -133,6 +134,62 @@ def relative_date(answer: str, expected: str) -> bool:
     if not _DATE_IN_NORMALIZED.search(want) or _RELATIVE_DATE.search(str(answer)) is None:
         return False
     return f" {want} " not in f" {normalize_answer(answer)} "
+
+
+LISTED_LENGTH_FACTOR = 3
+"""An answer longer than this many times its reference's words (and :data:`LISTED_SLACK` words
+more than it) is not an answer (:func:`listed_candidates`)."""
+
+LISTED_SLACK = 8
+"""The words an answer may add to its reference before it is too long to be one, however short
+the reference (:func:`listed_candidates`)."""
+
+# Where a reply lists: commas (not the one before the year of "May 7, 2023", nor in "12,000"),
+# semicolons, bars and "or".
+_ITEM_SEPARATOR = re.compile(
+    r"\s*(?:,(?!\s*(?:1[89]|20)\d\d(?![\d\-/]))(?!\d{3}\b)|;|\||\bor\b)\s*", re.IGNORECASE
+)
+_PATH_LIKE = re.compile(r"\S/\S|\b[\w\-]+\.[A-Za-z]{1,5}\b")
+_NAME_ALONE = re.compile(r"[A-Z][\w'\u2019.\-]*(?:\s+[A-Z][\w'\u2019.\-]*){0,3}")
+
+
+def _candidate_kinds(text: str) -> Counter[str]:
+    """How many of ``text``'s items (its parts between commas, semicolons, bars and "or") hold a
+    date, a number (outside a date), a path or file name, or are a name alone."""
+    counts: Counter[str] = Counter()
+    for item in _ITEM_SEPARATOR.split(str(text)):
+        item = item.strip(" .!?\"'*_`()[]")
+        normalized = normalize_answer(item)
+        dates = _DATE_IN_NORMALIZED.findall(normalized)
+        counts["date"] += bool(dates)
+        counts["number"] += bool(_numbers(_DATE_IN_NORMALIZED.sub(" ", normalized)))
+        counts["path"] += bool(_PATH_LIKE.search(item))
+        counts["name"] += bool(_NAME_ALONE.fullmatch(item))
+    return counts
+
+
+def listed_candidates(answer: str, expected: str) -> bool:
+    """Whether ``answer`` is a list of candidates rather than an answer to ``expected``: longer
+    than :data:`LISTED_LENGTH_FACTOR` times the reference's words and :data:`LISTED_SLACK`
+    words more than it (after :func:`~memorylab.evaluate.normalize_answer`), or several
+    candidates of the reference's kind where the reference has fewer (dates, numbers, paths,
+    names alone, each counted once per item of a list: ``"3 or 4"``, ``"Paris, London"``). Such
+    a reply holds the answer whenever its notes do, as a reader that echoes them does.
+
+    >>> listed_candidates("3 or 4", "3"), listed_candidates("Melanie ran 3 laps", "3")
+    (True, False)
+    >>> listed_candidates("Caroline, Melanie, Jon", "Caroline")
+    True
+    >>> listed_candidates("On May 7, 2023, she ran 3 laps", "7 May 2023")
+    False
+    """
+    want, got = normalize_answer(expected).split(), normalize_answer(answer).split()
+    if not want:
+        return False
+    if len(got) > max(LISTED_LENGTH_FACTOR * len(want), len(want) + LISTED_SLACK):
+        return True
+    reference, reply = _candidate_kinds(expected), _candidate_kinds(answer)
+    return any(reply[kind] > count for kind, count in reference.items() if count)
 
 
 GRADER_SYSTEM_PROMPT = (

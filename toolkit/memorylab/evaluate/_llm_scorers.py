@@ -30,6 +30,7 @@ from memorylab.evaluate._grading import (
     answer_span,
     cut_to_tokens,
     grade_answer,
+    listed_candidates,
     parse_grade,
     relative_date,
 )
@@ -360,8 +361,11 @@ class ProbeQAScorer(BaseScorer):
             return dict.fromkeys(metrics, none)
         outcomes: dict[str, list[float]] = {m: [] for m in metrics}
         wrong: list[str] = []
-        counted: dict[str, list[str]] = {"cut": [], "relative": [], "empty": []}
+        counted: dict[str, list[str]] = {"cut": [], "relative": [], "listed": [], "empty": []}
         failed: dict[str, str] = {}
+        # The lexical baseline answers with a whole line by design (it measures that the answer
+        # is present and findable), so it is not held to the candidate-list rule.
+        held_to_lists = self.reader != LOOKUP_READER
         for index, (probe, answer) in enumerate(zip(probes, answers, strict=True)):
             span = answer_span(answer.text)
             if answer.error is not None:
@@ -369,6 +373,9 @@ class ProbeQAScorer(BaseScorer):
                 is_exact = is_fuzzy = NAN
             elif relative_date(span, probe.answer):
                 counted["relative"].append(probe.id)
+                is_exact = is_fuzzy = 0.0
+            elif held_to_lists and listed_candidates(span, probe.answer):
+                counted["listed"].append(probe.id)
                 is_exact = is_fuzzy = 0.0
             else:
                 exact, fuzzy, _ = grade_answer(span, probe.answer)
@@ -395,6 +402,7 @@ class ProbeQAScorer(BaseScorer):
         notes = [f"{len(ids)} {what}" for what, ids in (
             ("answer(s) cut at max_tokens", counted["cut"]),
             ("relative date(s) graded wrong", counted["relative"]),
+            ("candidate list(s) graded wrong", counted["listed"]),
             ("empty answer(s)", counted["empty"]),
             ("probe(s) failed, left out", list(failed)),
         ) if ids]  # fmt: skip
