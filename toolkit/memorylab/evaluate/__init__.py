@@ -2,7 +2,8 @@
 
 * :mod:`~memorylab.evaluate._cases` — :class:`Case` (a history, reference facts and probes, an
   existing summary); :func:`cases_from_transcripts`, :func:`cases_from_workspace`, and the
-  public benchmarks' files: :func:`cases_from_locomo`, :func:`cases_from_longmemeval`.
+  public benchmarks' files: :func:`cases_from_locomo`, :func:`cases_from_longmemeval`;
+  :func:`sample_cases` (a seeded sample to a probe budget), :func:`dropped_questions`.
 * :mod:`~memorylab.evaluate._grading` — :func:`grade_answer` (dates, numbers, case, articles
   and punctuation normalized), the LLM grade's prompts; the fact rules (:func:`extract_facts`,
   :func:`fact_kept`, :func:`normalize_answer`) are shared with the analysis, below both;
@@ -45,6 +46,7 @@ from memorylab.evaluate._cases import (
     cases_from_transcripts,
     cases_from_workspace,
     dropped_questions,
+    sample_cases,
 )
 from memorylab.evaluate._compare import (
     BASELINES,
@@ -179,6 +181,7 @@ __all__ = [
     "probes_needed",
     "register_scorer",
     "relative_date",
+    "sample_cases",
     "scorer_names",
     "summary_table",
 ]

@@ -28,6 +28,7 @@ import dataclasses
 import itertools
 import json
 import os
+import random
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -382,11 +383,13 @@ def cases_from_locomo(
     (the adversarial ones have ``adversarial_answer`` instead) are left out and counted in
     ``metadata["unanswered"]``.
 
-    Every question left out is counted, by reason and category, in each case's
-    ``metadata["dropped"]`` (``{reason: {category: count}}``, the sample's counts: sum them
-    over samples with :func:`dropped_questions`): ``"no answer"``; with ``split="session"``
-    also ``"spans sessions"`` (its evidence lies in more than one session: 270 of LoCoMo's 282
-    multi-hop questions; the conversation split keeps them) and ``"no evidence"``.
+    Every question left out is named, by reason and category, in the ``metadata["dropped"]``
+    of each case it was dropped from (``{reason: {category: [question id ...]}}``: a session
+    case names the questions whose evidence touches it, and those whose evidence lies in no
+    session; count them over cases with :func:`dropped_questions`): ``"no answer"``; with
+    ``split="session"`` also ``"spans sessions"`` (its evidence lies in more than one session:
+    270 of LoCoMo's 282 multi-hop questions; the conversation split keeps them) and ``"no
+    evidence"``.
     """
     if split not in ("session", "conversation"):
         raise InvalidSetting(f"split must be 'session' or 'conversation', not {split!r}")
@@ -429,26 +432,29 @@ def cases_from_locomo(
             raise _bad(path, "LoCoMo", f"{sample_id}: 'qa' must be a list")
         probes: list[tuple[set[int], Probe]] = []
         unanswered = 0
-        dropped: dict[str, Counter[str]] = {}
+        left_out: list[tuple[set[int], str, str, str]] = []  # (sessions, reason, category, id)
         for q_index, item in enumerate(questions):
-            answer = _answer(item.get("answer")) if isinstance(item, Mapping) else None
-            if answer is None or not str(item.get("question") or "").strip():
-                unanswered += 1
-                label = item.get("category") if isinstance(item, Mapping) else None
-                dropped.setdefault("no answer", Counter())[_category_name(label)] += 1
-                continue
+            question_id = f"{sample_id}-q{q_index + 1}"
+            item = item if isinstance(item, Mapping) else {}
             evidence = " ".join(map(str, item.get("evidence") or ()))
             where = {int(m.group(1)) for m in _DIA.finditer(evidence)}
+            answer = _answer(item.get("answer"))
+            if answer is None or not str(item.get("question") or "").strip():
+                unanswered += 1
+                category_name = _category_name(item.get("category"))
+                left_out.append((where, "no answer", category_name, question_id))
+                continue
             category = item.get("category")
             probes.append((where, Probe(
-                f"{sample_id}-q{q_index + 1}", None, str(item["question"]).strip(), answer,
+                question_id, None, str(item["question"]).strip(), answer,
                 category=None if category is None else str(category),
             )))  # fmt: skip
         if split == "session":
             for where, probe in probes:
                 if len(where) != 1:
                     reason = "spans sessions" if where else "no evidence"
-                    dropped.setdefault(reason, Counter())[_category_name(probe.category)] += 1
+                    left_out.append((where, reason, _category_name(probe.category), probe.id))
+        numbers = {i for i, _ in sessions}
         groups = (
             [(f"#s{i}", [i], m) for i, m in sessions]
             if split == "session"
@@ -461,6 +467,12 @@ def cases_from_locomo(
                 p for where, p in probes
                 if (where and where <= set(indices)) or (not where and split == "conversation")
             )  # fmt: skip
+            # A question is dropped from each session its evidence lies in; one whose evidence
+            # lies in none of them, from every case of its conversation.
+            dropped: dict[str, dict[str, list[str]]] = {}
+            for where, reason, category, question_id in left_out:
+                if where & set(indices) or not where & numbers:
+                    dropped.setdefault(reason, {}).setdefault(category, []).append(question_id)
             cases.append(Case(
                 f"{sample_id}{suffix}",
                 tuple({k: v for k, v in m.items() if k != "dia_id"} for m in messages),
@@ -468,7 +480,7 @@ def cases_from_locomo(
                 source=str(path),
                 metadata={"benchmark": "locomo", "sample_id": sample_id, "sessions": indices,
                           "unanswered": unanswered,
-                          "dropped": {reason: dict(counts) for reason, counts in dropped.items()},
+                          "dropped": dropped,
                           "speakers": [conversation.get("speaker_a"),
                                        conversation.get("speaker_b")]},
             ))  # fmt: skip
@@ -494,20 +506,56 @@ def probe_category(case: Case, probe: Probe) -> str | None:
 
 
 def dropped_questions(cases: Sequence[Case]) -> dict[str, dict[str, int]]:
-    """The questions the benchmark's loader left out of ``cases``, ``{reason: {category:
-    count}}`` over the samples the cases come from (each sample counted once, however many
-    cases it makes)."""
-    total: dict[str, Counter[str]] = {}
-    seen: set[Any] = set()
+    """The questions the benchmark's loader left out of ``cases`` themselves, ``{reason:
+    {category: count}}``: those each case names in ``metadata["dropped"]``, each question
+    counted once however many of the cases dropped it (a question spanning two sessions drawn).
+    A sample of a conversation's sessions (:func:`sample_cases`) reports what its sessions
+    dropped, not the whole conversation's."""
+    found: dict[tuple[str, str], tuple[str, str]] = {}
     for case in cases:
-        key = (case.source, case.metadata.get("sample_id"))
         dropped = case.metadata.get("dropped")
-        if key in seen or not isinstance(dropped, Mapping):
-            continue
-        seen.add(key)
-        for reason, counts in dropped.items():
-            total.setdefault(str(reason), Counter()).update(counts)
+        for reason, by_category in dropped.items() if isinstance(dropped, Mapping) else ():
+            for category, question_ids in by_category.items():
+                for question_id in question_ids:
+                    found.setdefault((case.source, question_id), (str(reason), str(category)))
+    total: dict[str, Counter[str]] = {}
+    for reason, category in found.values():
+        total.setdefault(reason, Counter())[category] += 1
     return {reason: dict(counts.most_common()) for reason, counts in total.items()}
+
+
+def sample_cases(cases: Sequence[Case], probes: int, *, seed: int = 0) -> list[Case]:
+    """A sample of ``cases`` drawn to a budget of ``probes``: the cases that have probes, in an
+    order shuffled with ``seed``, until they hold at least ``probes`` probes (all of them when
+    they hold fewer). The order depends on the seed and the cases alone, so a larger budget
+    draws the smaller one's cases first (its run reuses the smaller run's cached calls).
+    Report :func:`dropped_questions` of the sample, not of the cases it was drawn from.
+
+    >>> from memorylab.transcripts import Probe
+    >>> pool = [Case(f"s{n}", ({"content": "..."},), probes=(Probe(f"q{n}", None, "?", "!"),) * 2)
+    ...         for n in range(10)]
+    >>> [case.id for case in sample_cases(pool, 5, seed=1)]
+    ['s6', 's8', 's9']
+    """
+    budget = check_int("probes", probes, 1)
+    order = random.Random(check_int("seed", seed, 0))
+    pool = list(cases)
+    strays = [c for c in pool if not isinstance(c, Case)]
+    if strays:
+        raise InvalidSetting(
+            f"cases must be Case objects (from cases_from_locomo, cases_from_transcripts ...), "
+            f"not {type(strays[0]).__name__}"
+        )
+    pool = [case for case in pool if case.probes]  # a case without probes adds none
+    order.shuffle(pool)
+    drawn: list[Case] = []
+    count = 0
+    for case in pool:
+        if count >= budget:
+            break
+        drawn.append(case)
+        count += len(case.probes)
+    return drawn
 
 
 def _longmem_stamp(text: Any) -> str | None:
