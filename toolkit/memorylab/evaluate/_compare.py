@@ -37,10 +37,10 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memorylab._validation import check_int, check_number
@@ -48,6 +48,7 @@ from memorylab.compress._base import Summarizer, as_summarizer
 from memorylab.compress._summarizers import get_summarizer, summarizer_names
 from memorylab.errors import BudgetExceeded, InvalidSetting
 from memorylab.evaluate._base import Scorer, run_sync
+from memorylab.evaluate._budget import estimate_units
 from memorylab.evaluate._cache import LLMCache, RunStats
 from memorylab.evaluate._cases import Case
 from memorylab.evaluate._engine import (
@@ -63,10 +64,12 @@ from memorylab.evaluate._engine import (
     run_unit,
     run_unit_job,
 )
+from memorylab.evaluate._llm_scorers import ProbeQAScorer
+from memorylab.evaluate._plan import Plan, duration
+from memorylab.evaluate._recall_condition import recall_conditions
 from memorylab.evaluate._scorers import get_scorer
 from memorylab.llm import ModelSpeed, start_litellm_import
 from memorylab.memory._holders import default_cache_dir
-from memorylab.results import TableResult
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -178,64 +181,6 @@ def _check_settings(concurrency: Any, max_cost_usd: Any, max_tokens: Any) -> Non
 # --------------------------------------------------------------------------- the plan
 
 
-@dataclass(frozen=True, slots=True, repr=False)
-class Plan(TableResult):
-    """What a comparison will send, known before its first call (:func:`plan_comparison`):
-    ``frame``, :func:`estimate_cost`'s table (per model: requests, the cached ones, tokens at
-    their upper bound, USD), and ``speeds``, the models whose speed is known; :meth:`text` (its
-    :meth:`notes`) says it in one line."""
-
-    frame: pd.DataFrame
-    speeds: Mapping[str, ModelSpeed]
-
-    def notes(self) -> list[str]:
-        return [self.text()]
-
-    @property
-    def requests(self) -> int:
-        """Model requests not in the cache."""
-        return int(self.frame["calls"].sum())
-
-    @property
-    def usd(self) -> float:
-        return float(self.frame["usd"].sum())
-
-    @property
-    def seconds(self) -> float | None:
-        """The requests' time, one at a time (a local server answers one at a time), with
-        output at its upper bound; None when a model that gets requests has no known speed."""
-        total = 0.0
-        for row in self.frame.itertuples():
-            if row.calls:
-                speed = self.speeds.get(str(row.model))
-                if speed is None:
-                    return None
-                total += speed.seconds(row.input_tokens, row.output_tokens)
-        return total
-
-    def text(self) -> str:
-        """The plan in one line."""
-        calls, seconds = self.frame, self.seconds
-        unknown = [m for m, n in zip(calls["model"], calls["calls"], strict=True)
-                   if n and m not in self.speeds]  # fmt: skip
-        when = (f"~{_duration(seconds)} at most" if seconds is not None
-                else f"time unknown ({', '.join(unknown)}: no measured speed)")  # fmt: skip
-        speeds = "; ".join(f"{model} reads {speed.read:,.0f} and writes {speed.write:,.0f} "
-                           "tokens/s" for model, speed in self.speeds.items())  # fmt: skip
-        return (f"plan: {self.requests:,} model requests ({int(calls['cached_calls'].sum()):,} "
-                f"more cached), ~{int(calls['input_tokens'].sum()):,} tokens read, <= "
-                f"{int(calls['output_tokens'].sum()):,} written, ${self.usd:.4f}, {when}"
-                + (f" ({speeds})" if speeds else ""))  # fmt: skip
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
 def plan_comparison(
     cases: Case | Iterable[Case],
     summarizers: SummarizerSpec | Sequence[SummarizerSpec] | Mapping[str, SummarizerSpec],
@@ -245,13 +190,20 @@ def plan_comparison(
     max_tokens: int | None = None,
     summarizer_args: Mapping[str, Any] | None = None,
     speeds: Mapping[str, ModelSpeed] | None = None,
+    recall: Sequence[int] = (0,),
 ) -> Plan:
-    """What :func:`compare_summarizers` with these arguments would send (:class:`Plan`):
-    :func:`estimate_cost`'s table, timed with ``speeds`` (``{model: ModelSpeed}``, from
-    :func:`memorylab.llm.measure_speed`; the model names as the table writes them)."""
-    calls = estimate_cost(cases, summarizers, scorers, cache_dir=cache_dir,
-                          max_tokens=max_tokens, summarizer_args=summarizer_args)  # fmt: skip
-    return Plan(calls, dict(speeds or {}))
+    """What :func:`compare_summarizers` with these arguments would send (:class:`Plan`, the
+    one the run returns as :attr:`ComparisonResult.plan`), timed with ``speeds`` (``{model:
+    ModelSpeed}``, from :func:`memorylab.llm.measure_speed`; the model names as the table
+    writes them). Nothing is sent: local summaries are made, cached calls read."""
+    items = resolve_cases(cases)
+    resolved = recall_conditions(resolve_summarizers(summarizers, summarizer_args), recall)
+    scorer_list = _resolve_scorers(scorers)
+    cache = cache_dir if isinstance(cache_dir, LLMCache) else _cache(cache_dir)
+    frame = estimate_units(items, resolved, scorer_list, cache, max_tokens, speeds)
+    graded = any(isinstance(s, ProbeQAScorer) for s in scorer_list)
+    probes = sum(len(case.probes) for case in items) if graded else 0
+    return Plan(frame, dict(speeds or {}), probes)
 
 
 def _check_plan(plan: Plan, max_cost_usd: float | None, max_seconds: float | None) -> None:
@@ -277,7 +229,7 @@ def _check_plan(plan: Plan, max_cost_usd: float | None, max_seconds: float | Non
             )
         if seconds > max_seconds:
             raise BudgetExceeded(
-                f"this comparison may take {_duration(seconds)}, above max_seconds="
+                f"this comparison is expected to take {duration(seconds)}, above max_seconds="
                 f"{max_seconds:g} ({plan.text()}). Compare fewer cases or summarizers, lower "
                 "max_tokens, or raise max_seconds."
             )
@@ -360,6 +312,7 @@ def compare_summarizers(
     with_summaries: bool | None = None,
     max_seconds: float | None = None,
     speeds: Mapping[str, ModelSpeed] | None = None,
+    recall: Sequence[int] = (0,),
 ) -> ComparisonResult:
     """Summarize every case with every summarizer, score the summaries (module docstring).
 
@@ -387,6 +340,12 @@ def compare_summarizers(
             ``retry`` ...).
         with_summaries: deprecated (the summaries are always there): ``True`` returns a
             result that also unpacks as the former ``(scores, summaries)`` pair.
+        recall: recall depths, each a memory condition: every summarizer (memory) ``L`` is
+            compared once per depth ``k``, as ``L`` for 0 and ``f"{L} + recall {k}"`` for
+            ``k > 0``, whose probe reader also gets the ``k`` messages of the history that best
+            match each question among those that left the memory; each memory is made once
+            for all its depths. ``memorylab/full + recall k`` is the ceiling's same requests
+            (nothing left it); ``memorylab/none + recall k`` is recall alone, not the floor.
 
     Returns:
         A :class:`ComparisonResult`: ``frame``, the long-form scores, one row per (case,
@@ -398,7 +357,7 @@ def compare_summarizers(
 
     _check_settings(concurrency, max_cost_usd, max_tokens)
     items = resolve_cases(cases)
-    resolved = resolve_summarizers(summarizers, summarizer_args)
+    resolved = recall_conditions(resolve_summarizers(summarizers, summarizer_args), recall)
     scorer_list = _resolve_scorers(scorers)
     cache = _cache(cache_dir)
     if max_seconds is not None:
@@ -409,8 +368,9 @@ def compare_summarizers(
         not s.local for s in resolved.values())  # fmt: skip
     if models and executor is None:
         start_litellm_import()  # on a worker thread, while the plan and the first units go on
-    if max_cost_usd is not None or max_seconds is not None or (progress and models):
-        plan = plan_comparison(items, resolved, scorer_list, cache_dir=cache or False,
+    if max_cost_usd is not None or max_seconds is not None or models:
+        plan = plan_comparison(items, resolved, scorer_list,
+                               cache_dir=cache if cache is not None else False,
                                max_tokens=max_tokens, speeds=speeds)  # fmt: skip
         _check_plan(plan, max_cost_usd, max_seconds)
     units = [(case, label, s) for case in items for label, s in resolved.items()]
@@ -422,6 +382,7 @@ def compare_summarizers(
         bar.write(plan.text(), file=sys.stderr)
     if by_request:
         stats.on_request = lambda: bar.update(1)
+    started = time.perf_counter()
     try:
         if executor is None:
             ctx = Context(cache, stats, concurrency, max_tokens)
@@ -432,15 +393,19 @@ def compare_summarizers(
                                     max_tokens, stats, bar)  # fmt: skip
     finally:
         bar.close()
+    wall_s = time.perf_counter() - started
     rows = [row for unit_rows, _ in results for row in unit_rows]
     frame = _frame(rows, COLUMNS)
     run: dict[str, Any] = {**stats.as_dict(), "estimate_usd": None, "unpriced_models": [],
-                           "planned_requests": None}  # fmt: skip
+                           "planned_requests": None, "wall_s": wall_s}  # fmt: skip
     if plan is not None:
         run["estimate_usd"] = plan.usd
         run["unpriced_models"] = sorted(plan.frame.loc[~plan.frame["priced"], "model"])
         run["planned_requests"] = plan.requests
-    bounds = {label: s.bound for label, s in resolved.items() if s.bound}
+    bounds: dict[str, str] = {}
+    for label, summarizer in resolved.items():  # the first of each: the ceiling with recall
+        if summarizer.bound and summarizer.bound not in bounds.values():  # repeats it
+            bounds[label] = summarizer.bound
     made = FormerComparison if with_summaries else ComparisonResult
     if with_summaries is not None:
         warnings.warn(
@@ -453,7 +418,7 @@ def compare_summarizers(
     answers = _frame([a for row in rows for a in row.get(ANSWERS_KEY, ())], ANSWER_COLUMNS,
                      extra=True)  # fmt: skip
     return made(frame, summaries, run, bounds, {s.name: bool(s.quality) for s in scorer_list},
-                answers)  # fmt: skip
+                answers, plan)  # fmt: skip
 
 
 # --------------------------------------------------------------------------- cost estimate

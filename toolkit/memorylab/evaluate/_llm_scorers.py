@@ -23,7 +23,7 @@ from memorylab import llm
 from memorylab.compress._baselines import HeadTailSummarizer
 from memorylab.compress._tokens import get_token_counter
 from memorylab.errors import InvalidSetting, ModelError
-from memorylab.evaluate._base import NAN, BaseScorer, Sample, Score
+from memorylab.evaluate._base import NAN, BaseScorer, PlannedCall, Sample, Score
 from memorylab.evaluate._grading import (
     GRADER_PROMPT,
     GRADER_SYSTEM_PROMPT,
@@ -34,6 +34,7 @@ from memorylab.evaluate._grading import (
     parse_grade,
     relative_date,
 )
+from memorylab.evaluate._recall_condition import RecalledSummary
 from memorylab.memory import _format as fmt
 
 if TYPE_CHECKING:
@@ -48,16 +49,20 @@ READER_SYSTEM_PROMPT = (
 
 READER_PROMPT = (
     "<notes>\n{summary}\n</notes>\n\n"
-    "Answer the question below in a few words, with the exact names, numbers, dates, paths or "
-    "commands the notes use. Give a date as the date itself (day, month, year), worked out "
-    'from the dates the notes carry, never as "yesterday" or "last week". If the notes do '
-    "not contain the answer, answer UNKNOWN.\n\n"
-    "Question: {question}"
+    "Answer the question below in a few words, from the notes and any recalled messages that "
+    "follow them, with the exact names, numbers, dates, paths or commands they use. Give a date "
+    "as the date itself (day, month, year), worked out from the dates they carry, never as "
+    '"yesterday" or "last week". If they do not contain the answer, answer UNKNOWN.\n\n'
+    "{recalled}Question: {question}"
 )
-"""The reader's prompt: ``{summary}`` and ``{question}`` are filled in (a probe asked on a known
-date gets ``(asked on <date>)`` after its question). The question comes last: every probe of
-one memory shares all that precedes it, which a local server with a prompt cache reads once
-(the probes after the first read only their question)."""
+"""The reader's prompt: ``{summary}``, ``{recalled}`` and ``{question}`` are filled in (a probe
+asked on a known date gets ``(asked on <date>)`` after its question; ``{recalled}`` is empty, or
+the recalled messages of a reader with recall as ``<recalled>...</recalled>`` and a blank line).
+What every probe of one memory shares comes first (the system prompt, the notes, the
+instructions), which a server with a prompt cache reads once; then what is each probe's own,
+the recalled messages and the question, so the probes after the first read only those. A
+template of your own without ``{recalled}`` gets the recalled messages after the memory in
+``{summary}`` (as before 0.4: each probe then reads again all the template puts after it)."""
 
 JUDGE_SYSTEM_PROMPT = (
     "You are a strict evaluator of summaries of conversations. You reply with one JSON object "
@@ -138,6 +143,13 @@ def lookup_answer(question: str, summary: str) -> str:
 
 
 _RECALLED_TOKENS = 200  # a recalled message in the cost estimate (a message and its heading)
+_JUDGE_REPLY_TOKENS = 80  # the judge's JSON: three ratings and one or two sentences
+
+
+def _joined(memory: str, recalled: str) -> str:
+    """The memory and the recalled messages as one text (a reader without a ``{recalled}``
+    field: the lexical baseline, a function, a template of one's own)."""
+    return f"{memory}\n\n{recalled}" if recalled else memory
 
 
 def _question(probe: Probe) -> str:
@@ -168,11 +180,14 @@ class ProbeQAScorer(BaseScorer):
     (``metadata["items"]``, ``nan`` for a failed probe) for the confidence intervals of a
     comparison, and the answers (``metadata["answers"]``).
 
-    ``recall_k``: recall mode. The reader of each probe gets the memory and the ``recall_k``
-    messages of the case's history that best match its question among those that left the
-    memory (BM25, the ranking of :func:`memorylab.memory._recall`), as an agent with a
-    ``recall`` tool would fetch them; the scorer is then named ``probe_qa_recall`` unless
-    ``name`` says otherwise, so both modes fit in one comparison.
+    Recall: the reader of each probe of a memory condition with recall
+    (``compare_summarizers(recall=(0, 5))``: ``"<memory> + recall 5"``) gets the memory and the
+    ``k`` messages of the case's history that best match its question among those that left
+    the memory (BM25, the ranking of :func:`memorylab.memory._recall`), as an agent with a
+    ``recall`` tool would fetch them, after the instructions and before the question
+    (:data:`READER_PROMPT`). ``recall_k`` is the scorer-side form, kept for compatibility: this
+    scorer recalls ``recall_k`` messages for every memory but a recall condition's (which says
+    its own depth), and is then named ``probe_qa_recall`` unless ``name`` says otherwise.
 
     Known failure modes: the lexical baseline answers with whole lines, so a line that holds
     the answer among other words counts as exact, and a question that shares no words with the
@@ -241,16 +256,27 @@ class ProbeQAScorer(BaseScorer):
     def offline(self) -> bool:
         return self.caller is None and self.grader is None
 
-    def estimate(self, case: Case, summary_tokens: int) -> list[tuple[str, int, int]]:
-        calls: list[tuple[str, int, int]] = []
+    def estimate(self, case: Case, summary_tokens: int) -> list[PlannedCall]:
+        """A reader call per probe (the memory, the instructions, the question, the recalled
+        messages), each after the first sharing its memory and instructions with the one before
+        (a prompt cache reads them once); a grader call per probe. The expected reply: the
+        reference answer's tokens and one more (the prompt asks for a few words; a reader that
+        rambles writes up to ``max_tokens``, the plan's "at most"); the grader's, one word."""
+        calls: list[PlannedCall] = []
         if self.caller is not None:
-            overhead = 120
-            overhead += self.recall_k * _RECALLED_TOKENS
-            calls += [(self.caller.model, summary_tokens + overhead, self.max_tokens)] * len(
+            count = get_token_counter(self.caller.model).count
+            before, _, after = self.prompt.partition("{question}")
+            shared = (summary_tokens + count(self.system_prompt)
+                      + count(before.replace("{summary}", "")))  # fmt: skip
+            for index, probe in enumerate(case.probes):
+                own = count(_question(probe) + after) + self.recall_k * _RECALLED_TOKENS
+                expected = min(self.max_tokens, count(probe.answer) + 1)
+                calls.append(PlannedCall(self.caller.model, shared + own, self.max_tokens,
+                                         shared if index else 0, expected))  # fmt: skip
+        if self.grader is not None:
+            calls += [PlannedCall(self.grader.model, 200 + self.max_tokens, 8, 0, 2)] * len(
                 case.probes
             )
-        if self.grader is not None:
-            calls += [(self.grader.model, 200 + self.max_tokens, 8)] * len(case.probes)
         return calls
 
     def _local_answer(self, question: str, summary: str) -> _Answer:
@@ -258,12 +284,13 @@ class ProbeQAScorer(BaseScorer):
             return _Answer(str(self.reader(question, summary)))
         return _Answer(lookup_answer(question, summary))
 
-    async def _answer(self, question: str, summary: str, llm_: CachedLLM) -> _Answer:
+    async def _answer(self, question: str, memory: str, recalled: str, llm_: CachedLLM
+                      ) -> _Answer:  # fmt: skip
         if self.caller is None:
-            return self._local_answer(question, summary)
+            return self._local_answer(question, _joined(memory, recalled))
         messages = [
             {"role": "system", "content": self.system_prompt},
-            {"role": "user", "content": self.prompt.format(summary=summary, question=question)},
+            {"role": "user", "content": self._prompt(question, memory, recalled)},
         ]
         try:
             reply = await llm_.acomplete(self.caller, messages, temperature=0.0,
@@ -298,44 +325,51 @@ class ProbeQAScorer(BaseScorer):
             return NAN, NAN
         return verdict, reply.cost_usd if reply.cost_usd is not None else NAN
 
-    def _memories(self, sample: Sample) -> list[str]:
-        """What the reader of each probe is given: the memory, and in recall mode the
-        ``recall_k`` messages of the history that best match the probe's question among those
-        that left the memory (:func:`memorylab.memory.recall_messages`: the ranking of
-        :func:`memorylab.memory._recall`)."""
+    def _memories(self, sample: Sample) -> list[tuple[str, str]]:
+        """What the reader of each probe is given: the memory, and with recall (a recall
+        condition's depth, else ``recall_k``) the messages of the history that best match the
+        probe's question among those that left the memory
+        (:func:`memorylab.memory.recall_messages`: the ranking of
+        :func:`memorylab.memory._recall`), as :func:`~memorylab.memory.format_recalled` writes
+        them (``""``: none)."""
         probes = sample.case.probes
-        if not self.recall_k:
-            return [sample.text] * len(probes)
-        from memorylab.memory._recall import format_recalled, recall_messages
-
+        summary = sample.summary
+        depth = summary.recall_k if isinstance(summary, RecalledSummary) else self.recall_k
         archived = [
             m for m in sample.case.messages if fmt.content_to_text(m["content"]) not in sample.text
-        ]
+        ] if depth else []  # fmt: skip
         if not archived:
-            return [sample.text] * len(probes)
-        found = recall_messages(archived, [p.question for p in probes], k=self.recall_k)
-        extras = [format_recalled(messages) for messages in found]
-        return [f"{sample.text}\n\n{extra}" if extra else sample.text for extra in extras]
+            return [(sample.text, "")] * len(probes)
+        from memorylab.memory._recall import format_recalled, recall_messages
+
+        found = recall_messages(archived, [p.question for p in probes], k=depth)
+        return [(sample.text, format_recalled(messages)) for messages in found]
+
+    def _prompt(self, question: str, memory: str, recalled: str) -> str:
+        """The reader's prompt: the recalled messages in ``{recalled}`` (tagged), or for a
+        template without the field after the memory in ``{summary}``, as before."""
+        if "{recalled}" not in self.prompt:
+            memory, recalled = _joined(memory, recalled), ""
+        block = f"<recalled>\n{recalled}\n</recalled>\n\n" if recalled else ""
+        return self.prompt.format(summary=memory, recalled=block, question=question)
 
     def score(self, sample: Sample) -> Mapping[str, Score]:
         if not self.offline:
             return super().score(sample)
         probes = sample.case.probes
-        memories = self._memories(sample)
         answers = [
-            self._local_answer(_question(p), memory)
-            for p, memory in zip(probes, memories, strict=True)
+            self._local_answer(_question(p), _joined(memory, recalled))
+            for p, (memory, recalled) in zip(probes, self._memories(sample), strict=True)
         ]
         return self._grade(sample, answers, None)
 
     async def ascore(self, sample: Sample, llm: CachedLLM) -> Mapping[str, Score]:
         probes = sample.case.probes
-        memories = self._memories(sample)
         answers = list(
             await asyncio.gather(
                 *(
-                    self._answer(_question(p), memory, llm)
-                    for p, memory in zip(probes, memories, strict=True)
+                    self._answer(_question(p), memory, recalled, llm)
+                    for p, (memory, recalled) in zip(probes, self._memories(sample), strict=True)
                 )
             )
         )
@@ -595,9 +629,14 @@ class JudgeScorer(BaseScorer):
         cut = HeadTailSummarizer(self.max_history_tokens, head_share=0.5)
         return cut.summarize(case.messages).text, True
 
-    def estimate(self, case: Case, summary_tokens: int) -> list[tuple[str, int, int]]:
+    def estimate(self, case: Case, summary_tokens: int) -> list[PlannedCall]:
+        """One call: the history (at most ``max_history_tokens``), the summary, the rubric; the
+        expected reply, the JSON object of three ratings and a sentence (at most
+        ``max_tokens``)."""
         history = min(get_token_counter(None).count(case.history_text), self.max_history_tokens)
-        return [(self.model, history + summary_tokens + 400, self.max_tokens)]
+        expected = min(self.max_tokens, _JUDGE_REPLY_TOKENS)
+        return [PlannedCall(self.model, history + summary_tokens + 400, self.max_tokens, 0,
+                            expected)]  # fmt: skip
 
     async def ascore(self, sample: Sample, llm: CachedLLM) -> Mapping[str, Score]:
         transcript, cut = await asyncio.to_thread(self._transcript, sample.case)
