@@ -351,7 +351,12 @@ def test_two_local_servers_under_one_alias_do_not_share_cached_answers(tmp_path:
     case = cases_from_locomo(LOCOMO)[0]
     cache = tmp_path / "cache"
     results = []
-    with FakeOpenAIServer("Ines Duarte") as one, FakeOpenAIServer("UNKNOWN") as two:
+    # Two models (llama-cpp-python's /v1/models says each one's GGUF path): the cache keys a
+    # server by what it says it serves, so a model alias shared by the two is no one model.
+    with (
+        FakeOpenAIServer("Ines Duarte", model="/models/qwen.gguf") as one,
+        FakeOpenAIServer("UNKNOWN", model="/models/smol.gguf") as two,
+    ):
         for server in (one, two):
             reader = get_scorer("probe_qa", reader="openai/local",
                                 llm_args={"api_base": server.base_url})  # fmt: skip

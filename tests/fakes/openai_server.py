@@ -30,6 +30,10 @@ Usage with litellm::
         litellm.completion(model="openai/fake-model", api_base=server.base_url, api_key="x",
                            messages=[...], max_retries=0, timeout=5)
 
+``GET /v1/models`` lists one model, ``model=`` (default ``fake-model``; ``models_endpoint=False``:
+404, a server that does not say what it serves); ``props=`` also answers llama-server's
+``GET /props`` (``{"model_path": ...}``) with that mapping.
+
 ``closed_port()`` returns a port nobody listens on (for "connection refused").
 
 ``run_off_main_thread(fn, ...)``: call a *synchronous* ``litellm.completion`` from a test through
@@ -197,6 +201,8 @@ class FakeOpenAIServer:
         *,
         default: Behavior | None = None,
         model: str | None = None,
+        props: Mapping[str, Any] | None = None,
+        models_endpoint: bool = True,
     ) -> None:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -211,6 +217,8 @@ class FakeOpenAIServer:
             self._queue.extend(script)
         self.default = default
         self.model = model
+        self.props = props  # llama-server's GET /props (model_path ...), served when given
+        self.models_endpoint = models_endpoint  # False: GET /v1/models answers 404
         self._requests: list[dict[str, Any]] = []
         self._headers: list[dict[str, str]] = []
         self._paths: list[str] = []
@@ -423,9 +431,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.fake._wait(byte_delay)
 
     def do_GET(self) -> None:
-        if self.path.rstrip("/") in ("/v1/models", "/models"):
+        path = self.path.rstrip("/")
+        if path in ("/v1/models", "/models") and self.fake.models_endpoint:
             model = self.fake.model or "fake-model"
             self._send_json(200, {"object": "list", "data": [{"id": model, "object": "model"}]})
+        elif path == "/props" and self.fake.props is not None:
+            self._send_json(200, dict(self.fake.props))
         else:
             self._send_json(
                 404, {"error": {"message": f"no route {self.path}", "type": "not_found"}}

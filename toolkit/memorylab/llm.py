@@ -44,8 +44,10 @@ import; asynchronous code awaits :func:`aimport_litellm`, which imports it on a 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import dataclasses
 import functools
+import hashlib
 import json
 import os
 import re
@@ -100,6 +102,7 @@ __all__ = [
     "response_usage",
     "response_usage_details",
     "retry_policy",
+    "same_server",
     "served_model",
     "start_litellm_import",
     "token_prices",
@@ -421,6 +424,33 @@ _FORBIDDEN_LLM_ARGS = {
     "backoff_max": "use retry=RetryPolicy(backoff_max=...)",
 }
 
+_SERVER_KEY: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "memorylab_server_key", default=None
+)
+
+
+@contextlib.contextmanager
+def same_server(key: str) -> Iterator[None]:
+    """Requests made in this block (and in the tasks it starts) to a model with
+    several servers, ``llm_args={"api_base": [url, ...]}``, go to one of them, the one ``key``
+    picks (by its SHA-256: the same in every process). A comparison gives each (case, memory)
+    its key, so that a server's prompt cache reads the memory once for all its probes;
+    outside such a block every request goes to the first server."""
+    token = _SERVER_KEY.set(str(key))
+    try:
+        yield
+    finally:
+        _SERVER_KEY.reset(token)
+
+
+def _served_text(said: Mapping[str, Any] | None) -> str:
+    if said is None:
+        return "a model it does not name"
+    names = [str(m.get("id")) for m in said.get("models", ())] or [str(said)]
+    return ", ".join(names) + (f" ({said['props']['model_path']})"
+                               if "model_path" in said.get("props", {}) else "")  # fmt: skip
+
+
 _CREDENTIAL = re.compile(r"KEY|TOKEN|SECRET|PASSWORD")
 LOCAL_API_KEY = "memorylab-local"
 """The key sent to a server given by ``api_base`` when no key is configured for it."""
@@ -455,6 +485,14 @@ class Caller:
         for key, why in _FORBIDDEN_LLM_ARGS.items():
             if key in args:
                 raise InvalidSetting(f"llm_args may not contain {key!r}: {why}")
+        servers = args.get("api_base")
+        if isinstance(servers, list | tuple):
+            if not servers or not all(isinstance(b, str) and b.strip() for b in servers):
+                raise InvalidSetting(
+                    "llm_args['api_base'] must be a server's URL or a non-empty list of URLs of "
+                    f"servers of one model, not {servers!r}"
+                )
+            args["api_base"] = list(servers)
         timeout = args.pop("timeout", None)
         self.retry = retry_policy(retry, RetryPolicy(), timeout=timeout)
         self.model = model
@@ -466,13 +504,40 @@ class Caller:
         placeholder ``api_key`` for an ``api_base`` that has none configured."""
         kwargs = {**defaults, **self.llm_args, **forced}
         kwargs.update(model=self.model, timeout=self.retry.timeout, max_retries=0)
+        if isinstance(kwargs.get("api_base"), list):
+            kwargs["api_base"] = self._server(kwargs["api_base"], kwargs.get("api_key"))
         if self._api_base() and not kwargs.get("api_key") and self._unset_keys():
             kwargs["api_key"] = LOCAL_API_KEY
         return kwargs
 
     def _api_base(self) -> str | None:
         base = self.llm_args.get("api_base") or self.llm_args.get("base_url")
-        return str(base) if base else None
+        return (", ".join(base) if isinstance(base, list) else str(base)) if base else None
+
+    def _server(self, servers: list[str], api_key: str | None) -> str:
+        """The server of ``servers`` this request goes to: the one the key of
+        :func:`same_server` picks (the first outside such a block), once every server has said
+        it serves the same model (:func:`served_model`), so that their answers are one
+        model's and share the cache."""
+        said = [served_model(base, model=self.model, api_key=api_key) for base in servers]
+        silent = [base for base, one in zip(servers, said, strict=True) if one is None]
+        if silent and len(servers) > 1:
+            raise InvalidSetting(
+                f"llm_args['api_base'] lists several servers, and {silent[0]} does not say what "
+                f"model it serves (GET {silent[0].rstrip('/')}/models: no answer): several "
+                "servers must say that they serve one model; give that one api_base alone"
+            )
+        if any(one != said[0] for one in said):
+            serves = "; ".join(f"{base} serves {_served_text(one)}"
+                               for base, one in zip(servers, said, strict=True))  # fmt: skip
+            raise InvalidSetting(
+                f"llm_args['api_base'] lists servers of different models ({serves}); give "
+                "servers of one model"
+            )
+        key = _SERVER_KEY.get()
+        if key is None:
+            return servers[0]
+        return servers[int(hashlib.sha256(key.encode("utf-8")).hexdigest()[:12], 16) % len(servers)]
 
     def missing_keys(self) -> list[str]:
         """The credential variables litellm says this model needs and the environment lacks
@@ -1037,13 +1102,95 @@ def _log_excerpt(path: str, lines: int = 15) -> str:
 _SERVED: dict[str, dict[str, Any]] = {}
 """The model behind each ``api_base`` that :func:`local_server` is serving in this process."""
 
+_SAID: dict[str, dict[str, Any] | None] = {}
+"""What the server at each ``api_base`` said it serves (:func:`served_model`), asked once per
+process; a server that could not be reached is asked again next time."""
+_SAID_LOCK = threading.Lock()
 
-def served_model(api_base: str) -> dict[str, Any] | None:
-    """What a model served by :func:`local_server` at ``api_base`` is — its GGUF file's SHA-256
-    and the settings that change its answers — or None for any other endpoint. The cache keys a
-    local model by this, not by where it listens: a server on a new port (the default) finds
-    its answers again, and another model on the same port never gets the first one's."""
-    return _SERVED.get(api_base.rstrip("/"))
+_MODEL_FIELDS = ("id", "root", "max_model_len", "meta")
+"""What of a ``/models`` entry names the model: its id (llama-cpp-python: the GGUF's path;
+Ollama: its tag; vLLM: the served name), vLLM's ``root`` (the weights behind a served name) and
+``max_model_len``, llama-server's ``meta`` (parameters, size, vocabulary). Not ``created`` or
+``permission``, which change from one request to the next."""
+_PROPS_FIELDS = ("model_path", "chat_template")
+"""What of llama-server's ``GET /props`` names the model: the GGUF's path (its id may be an
+``--alias``) and the chat template the prompt is rendered with."""
+
+
+def served_model(
+    api_base: str, *, model: str | None = None, api_key: str | None = None
+) -> dict[str, Any] | None:
+    """What model answers at ``api_base`` — what it is, not where it listens — or ``None``.
+
+    A server :func:`local_server` runs in this process: its GGUF file's SHA-256 and the settings
+    that change its answers. Any other OpenAI-compatible server (llama-server, vLLM, Ollama,
+    llama-cpp-python): what it says it serves, asked once per ``api_base`` per process:
+    ``{"models": [...]}``, the entries of its ``GET {api_base}/models`` (:data:`_MODEL_FIELDS`;
+    when it lists several, the one ``model`` names, without its ``provider/`` prefix), and
+    ``"props"``, from llama-server's ``GET /props`` (:data:`_PROPS_FIELDS`). ``None`` for a
+    server that does not say (no ``/models``, or not reachable) and for no ``api_base`` (a
+    hosted provider): the cache keys those by their address. ``api_key``: sent as a bearer
+    token (vLLM started with ``--api-key`` asks for one).
+
+    The cache keys a served model by this: a server on a new port finds its answers again,
+    several servers of one model share them, and another model at the same address never gets
+    the first one's. A server restarted at the same address with another model is not asked
+    again by the same process: start a new one (a :func:`local_server` is forgotten when it
+    stops).
+    """
+    base = api_base.rstrip("/")
+    if not base:
+        return None
+    if base in _SERVED:
+        return _SERVED[base]
+    with _SAID_LOCK:  # one question per server, whatever the threads asking
+        if base in _SAID:
+            said = _SAID[base]
+        else:
+            said, settled = _ask_server(base, api_key)
+            if settled:
+                _SAID[base] = said
+    if said is None or len(said["models"]) < 2:
+        return said
+    name = (model or "").split("/", 1)[-1]  # an Ollama tag may leave out its ":latest"
+    named = [m for m in said["models"] if m["id"] in (name, f"{name}:latest")]
+    return {**said, "models": named} if named else said
+
+
+def _get_json(url: str, api_key: str | None) -> tuple[Any, bool]:
+    """``(the JSON a GET of url answered, settled)``: ``(None, True)`` for an endpoint the
+    server does not have; ``(None, False)`` when it could not tell (unreachable, busy,
+    refused the key): asked again next time."""
+    import urllib.error
+    import urllib.request
+
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers),
+                                    timeout=10) as answer:  # fmt: skip
+            return json.loads(answer.read()), True
+    except urllib.error.HTTPError as error:
+        return None, error.code in (404, 405, 501)
+    except ValueError:  # an answer that is not JSON: no such endpoint
+        return None, True
+    except OSError:
+        return None, False
+
+
+def _ask_server(base: str, api_key: str | None) -> tuple[dict[str, Any] | None, bool]:
+    """What the server at ``base`` says it serves (:func:`served_model`), and whether that is
+    settled."""
+    listed, settled = _get_json(f"{base}/models", api_key)
+    data = listed.get("data") if isinstance(listed, dict) else None
+    models = [{k: m[k] for k in _MODEL_FIELDS if m.get(k) is not None}
+              for m in data or () if isinstance(m, dict) and m.get("id")]  # fmt: skip
+    if not models:
+        return None, settled
+    said: dict[str, Any] = {"models": sorted(models, key=lambda m: json.dumps(m, default=str))}
+    props, _ = _get_json(f"{base.removesuffix('/v1')}/props", api_key)  # at llama-server's root
+    if isinstance(props, dict) and any(props.get(k) for k in _PROPS_FIELDS):
+        said["props"] = {k: props[k] for k in _PROPS_FIELDS if props.get(k)}
+    return said, True
 
 
 @functools.lru_cache(maxsize=16)
@@ -1160,6 +1307,7 @@ def local_server(
         yield base
     finally:
         _SERVED.pop(base, None)
+        _SAID.pop(base, None)
         if process.poll() is None:
             process.terminate()
             try:

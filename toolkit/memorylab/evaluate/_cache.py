@@ -1,10 +1,11 @@
 """An on-disk, content-addressed cache of LLM calls, and the cached calls evaluate makes.
 
 Key: the SHA-256 of a canonical JSON (sorted keys, no spaces, UTF-8) of the request as litellm
-receives it — the model, the endpoint (``api_base``: two local servers under one model alias are
-two models; a model that :func:`memorylab.llm.local_server` runs is its GGUF file's SHA-256 and
-context window instead, wherever it listens), every generation parameter and the messages —
-*without* the transport settings in
+receives it — the model, the endpoint (for an OpenAI-compatible server, what it serves,
+:func:`memorylab.llm.served_model`, wherever it listens: the GGUF file's SHA-256 and context
+window of a model that :func:`memorylab.llm.local_server` runs, else what the server's
+``/models`` and llama-server's ``/props`` say; the address of a server that says nothing), every
+generation parameter and the messages — *without* the transport settings in
 :data:`TRANSPORT_KEYS` (API key, timeout, retries, headers), which change how a request is sent
 but not what answers it. A cached entry is
 ``<cache_dir>/<key[:2]>/<key>.json`` holding the request and the provider's response as litellm
@@ -72,8 +73,9 @@ def _canonical(value: Any) -> str:
 def request_key(kwargs: Mapping[str, Any]) -> str:
     """The cache key of a litellm request (see the module docstring)."""
     payload = {k: v for k, v in kwargs.items() if k not in TRANSPORT_KEYS}
-    served = llm.served_model(str(payload.get("api_base") or ""))
-    if served is not None:  # a model local_server runs: what it is, not where it listens
+    served = llm.served_model(str(payload.get("api_base") or ""), model=str(kwargs.get("model")),
+                              api_key=kwargs.get("api_key"))  # fmt: skip
+    if served is not None:  # what the server serves, not where it listens
         payload["api_base"] = {"served_model": served}
     payload["__cache_version__"] = CACHE_VERSION
     return hashlib.sha256(_canonical(payload).encode("utf-8")).hexdigest()

@@ -31,7 +31,7 @@ from memorylab.errors import InvalidSetting
 from memorylab.evaluate._base import Sample, Scorer, run_sync
 from memorylab.evaluate._cache import CachedLLM, CacheMiss, CachingCaller, LLMCache, RunStats
 from memorylab.evaluate._cases import Case, probe_category
-from memorylab.llm import Caller, aimport_litellm
+from memorylab.llm import Caller, aimport_litellm, same_server
 from memorylab.results import FormerFrame, FormerPair, TableResult
 
 if TYPE_CHECKING:
@@ -296,6 +296,18 @@ async def run_unit(
     case: Case, label: str, summarizer: Summarizer, scorers: Sequence[Scorer], ctx: Context
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Rows of one (case, summarizer) and its summary record."""
+    # A model served by several servers (llm_args={"api_base": [...]}) answers all the requests
+    # of one unit on one server, the one its key picks in every process (an executor's jobs
+    # too): the probes of one memory share all but their question, which that server's prompt
+    # cache then reads once. Chosen per unit, where what the requests share is known, rather
+    # than guessed from each prompt's text; units are many, so the servers share the work.
+    with same_server(f"{case.id}\n{label}"):
+        return await _run_unit(case, label, summarizer, scorers, ctx)
+
+
+async def _run_unit(
+    case: Case, label: str, summarizer: Summarizer, scorers: Sequence[Scorer], ctx: Context
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     if ctx.semaphore is None:
         ctx.semaphore = asyncio.Semaphore(ctx.concurrency)
     try:
