@@ -73,7 +73,14 @@ from memorylab.evaluate._compare import (
 )
 from memorylab.evaluate._engine import ComparisonResult
 from memorylab.evaluate._peers import StrategyPreset
-from memorylab.evaluate._tables import bootstrap_interval
+from memorylab.evaluate._tables import (
+    SummaryTable,
+    Units,
+    bootstrap_interval,
+    differences_frame,
+    pair_differences,
+    probe_table,
+)
 from memorylab.memory._format import content_to_text
 from memorylab.memory._records import SUMMARY_PREFIX, EntryKind, entry_kind, turn_start
 from memorylab.results import TableResult
@@ -384,10 +391,9 @@ class StrategyComparison(TableResult):
         bootstrap interval (``.lo`` / ``.hi``, seeded), then the runs' sums: task losses,
         compactions, tokens the model read, summarizer input tokens and the cost with and
         without prompt caching.
-        :func:`~memorylab.evaluate.markdown_table` shows it."""
+        :func:`~memorylab.evaluate.markdown_table` shows it; :meth:`differences` pairs the
+        strategies on the same probes and facts, and :meth:`notes` says which differences rank."""
         import pandas as pd
-
-        from memorylab.evaluate._tables import probe_table
 
         labels = list(dict.fromkeys(self.comparison.frame["summarizer"]))
         out = pd.DataFrame(index=pd.Index(labels, name="strategy"))
@@ -423,6 +429,55 @@ class StrategyComparison(TableResult):
         for name, column in summed.items():
             out[name] = sums[column].reindex(labels)
         return out
+
+    def differences(
+        self,
+        metric: str = "probe_qa.exact",
+        *,
+        confidence: float = 0.95,
+        resamples: int = 1000,
+        seed: int = 0,
+    ) -> pd.DataFrame:
+        """Every pair of strategies (the bounds too) compared on :meth:`table`'s quality
+        columns, paired: ``probe QA`` (``metric``) on the probes both answered, ``facts after
+        n`` on the facts both runs followed through n compactions (the same fact: its case,
+        category and text, each occurrence once; a fact another strategy's compactions never
+        took out is not compared). A frame of
+        :data:`~memorylab.evaluate._tables.DIFFERENCE_COLUMNS` (``a - b``, the higher first,
+        with its seeded paired bootstrap interval and ``n``, the units compared), as
+        :attr:`SummaryTable.differences <memorylab.evaluate.SummaryTable>`;
+        :func:`~memorylab.evaluate.differences_table` prints it."""
+        rows: list[dict[str, Any]] = []
+        if len(self.comparison.answers):
+            probes = probe_table(self.comparison, metric, confidence=confidence,
+                                 resamples=resamples, seed=seed).differences  # fmt: skip
+            overall = probes[probes["column"].str.startswith("overall")]
+            rows += overall.assign(column="probe QA").to_dict("records")
+        labels = list(dict.fromkeys(self.comparison.frame["summarizer"]))
+        for n in GENERATIONS:
+            followed = self.facts[self.facts["since"] == n - 1]
+            units: dict[str, Units] = {label: {} for label in labels
+                                       if label in set(followed["strategy"])}  # fmt: skip
+            seen: dict[tuple[str, ...], int] = {}
+            for case, label, category, fact, survived in followed[
+                ["case", "strategy", "category", "fact", "survived"]
+            ].itertuples(index=False):
+                same = (str(label), str(case), str(category), str(fact))
+                seen[same] = seen.get(same, 0) + 1  # a fact said twice is two facts
+                key = (str(case), (str(category), str(fact), seen[same]))
+                units[str(label)][key] = (float(survived), 1.0)
+            rows += pair_differences(f"facts after {n}", units, confidence=confidence,
+                                     resamples=resamples, seed=seed)  # fmt: skip
+        return differences_frame(rows)
+
+    def notes(self) -> list[str]:
+        """The differences of :meth:`differences` (defaults) whose interval excludes 0, per
+        column: each strategy against the column's best, the bounds aside, as a
+        :class:`~memorylab.evaluate.SummaryTable` says them."""
+        table = self.table()
+        bounds = {kind: label for kind, label in (("ceiling", CEILING), ("floor", FLOOR))
+                  if label in table.index}  # fmt: skip
+        return SummaryTable(table, bounds, {}, {}, {}, differences=self.differences()).notes()
 
 
 _COMPARE_OPTIONS = tuple(

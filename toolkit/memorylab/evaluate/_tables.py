@@ -213,7 +213,8 @@ def pair_differences(
     return rows
 
 
-def _difference_frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+def differences_frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """Rows of :func:`pair_differences` as the frame of :data:`DIFFERENCE_COLUMNS`."""
     import pandas as pd
 
     frame = pd.DataFrame(list(rows), columns=list(DIFFERENCE_COLUMNS))
@@ -221,7 +222,7 @@ def _difference_frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
 
 
 def _no_differences() -> pd.DataFrame:
-    return _difference_frame([])
+    return differences_frame([])
 
 
 def _pair(differences: pd.DataFrame, column: str, a: str, b: str) -> tuple[float, float, float]:
@@ -249,8 +250,8 @@ def _shown(table: SummaryTable, column: str) -> pd.DataFrame:
     floor."""
     rows = table.differences[table.differences["column"] == column]
     wanted: set[frozenset[str]] = set()
-    if column in table.frame.columns:
-        best = _best(table.frame[column], table.bounds)
+    best = _best(table.frame[column], table.bounds) if column in table.frame.columns else None
+    if best is not None:
         wanted |= {frozenset((best, label)) for label in table.frame.index if label != best}
     labels = set(rows["a"]) | set(rows["b"])
     for label in labels:
@@ -342,23 +343,28 @@ class SummaryTable(FormerFrame, TableResult):
         return notes + self._ranking_notes()
 
     def _ranking_notes(self) -> list[str]:
-        """Per column, the shown differences between conditions (the bounds aside) whose
-        interval excludes 0, and how many of all its pairs do."""
-        notes = []
+        """Per column, the differences between conditions (the bounds aside) that
+        :func:`differences_table` shows and whose interval excludes 0, and how many of all the
+        column's pairs do; a column where none does is left out (its ``≈`` says it)."""
+        lines = []
         bounds = set(self.bounds.values())
         for column, rows in self.differences.groupby("column", sort=False):
-            shown = _shown(self, str(column))
-            ranked = [row for _, row in shown.iterrows()
+            ranked = [row for _, row in _shown(self, str(column)).iterrows()
                       if _ranks(row) and not {row["a"], row["b"]} & bounds]  # fmt: skip
-            points = _is_rate(rows)
-            said = ", ".join(f"{row['a']} − {row['b']} {_difference_text(row, points)}"
-                             for row in ranked) or "none of the shown pairs"  # fmt: skip
-            excluding = sum(_ranks(row) for _, row in rows.iterrows())
-            notes.append(
-                f"{column}, paired differences whose {self.confidence:.0%} interval excludes 0: "
-                f"{said} ({excluding} of its {len(rows)} pairs; all in .differences)."
-            )
-        return notes
+            if ranked:
+                points = _is_rate(rows)
+                said = "; ".join(f"{row['a']} − {row['b']} {_difference_text(row, points)}"
+                                 for row in ranked)  # fmt: skip
+                ranking = sum(_ranks(row) for _, row in rows.iterrows())
+                lines.append(f"- {column}: {said} ({ranking} of its {len(rows)} pairs rank).")
+        if not lines:
+            return []
+        return [
+            f"Differences that rank (the {self.confidence:.0%} paired bootstrap interval, over "
+            "the units both rows were scored on, excludes 0; each row against the column's "
+            "best, a recall condition against its memory; every pair in .differences):",
+            *lines,
+        ]
 
     def reframed(self, frame: pd.DataFrame, rename: Mapping[str, str] | None = None
                  ) -> SummaryTable:  # fmt: skip
@@ -373,6 +379,8 @@ class SummaryTable(FormerFrame, TableResult):
             column=self.differences["column"].map(lambda c: (rename or {}).get(c, c))
         )
         differences = differences[differences["column"].isin(frame.columns)]
+        order = {column: index for index, column in enumerate(frame.columns)}
+        differences = differences.sort_values("column", key=lambda c: c.map(order), kind="stable")
         return dataclasses.replace(self, frame=frame, tied=kept(self.tied),
                                    not_measuring=kept(self.not_measuring),
                                    biased=kept(self.biased),
@@ -403,6 +411,8 @@ def summary_table(
     cases; weighted by ``n`` — facts, probes — when ``weighted``), with each quality column's
     confidence interval in ``<metric>.lo`` / ``<metric>.hi`` (``ci``), plus ``cases`` and
     ``errors``. ``metrics`` selects and orders columns (``["fact_recall.overall", ...]``).
+    With ``ci``, ``differences`` pairs every two rows on each quality column (over the units
+    both were scored on) and the marks read those pairs.
 
     A :class:`SummaryTable`: the table in ``frame``, its marks (``bounds``, ``tied``,
     ``not_measuring``, ``biased``) in its fields and in sentences in ``notes()``. See the
@@ -449,7 +459,7 @@ def summary_table(
     table["errors"] = errors.reindex(order).fillna(0).astype(int)
     agreement = {column: value for column, value in _grader_agreement(ok, bounds.get("floor"))
                  .items() if column in table.columns}  # fmt: skip
-    marks["differences"] = _difference_frame(marks["differences"])
+    marks["differences"] = differences_frame(marks["differences"])
     return SummaryTable(table, bounds, **marks, confidence=confidence,
                         grader_agreement=agreement)  # fmt: skip
 
@@ -522,7 +532,7 @@ def _with_intervals(
         rows_made = pair_differences(str(column), units, confidence=confidence,
                                      resamples=resamples, seed=seed)  # fmt: skip
         marks["differences"] += rows_made
-        differences = _difference_frame(rows_made)
+        differences = differences_frame(rows_made)
         means = table[column]
         # the marks read the pairs' differences: one rule for a difference that counts
         best = _best(means, bounds)
@@ -608,14 +618,15 @@ def probe_table(
                                         resamples=resamples, seed=seed)  # fmt: skip
     frame = pd.DataFrame(data, index=pd.Index(order, name="summarizer"))
     return SummaryTable(frame, _bounds(result.bounds, order), {}, {}, {}, confidence,
-                        differences=_difference_frame(differences))  # fmt: skip
+                        differences=differences_frame(differences))  # fmt: skip
 
 
 def fact_survival_table(results: ComparisonResult | pd.DataFrame, *, ci: bool = False
                         ) -> SummaryTable:  # fmt: skip
     """Share of facts kept per category (columns ``number … decision``, ``overall``) and
     summarizer: kept facts / facts over all cases (micro average), plus ``facts`` counted;
-    ``ci=True`` adds each cell's interval (``<category>.lo`` / ``.hi``). Categories without a
+    ``ci=True`` adds each cell's interval (``<category>.lo`` / ``.hi``), the marks and the
+    paired ``differences`` of the summarizers per category. Categories without a
     fact in any case are left out. A :class:`SummaryTable`, as :func:`summary_table`'s."""
     result = ComparisonResult.of(results)
     df = result.frame
@@ -707,8 +718,8 @@ def differences_table(
     when there is no pair.
     """
     summary = table if isinstance(table, SummaryTable) else None
-    frame = check_columns("table", table.differences if summary else table, DIFFERENCE_COLUMNS,
-                          made_by="SummaryTable.differences")  # fmt: skip
+    given = table.differences if isinstance(table, SummaryTable) else table
+    frame = check_columns("table", given, DIFFERENCE_COLUMNS, made_by="SummaryTable.differences")
     chosen = list(dict.fromkeys(frame["column"])) if columns is None else list(columns)
     missing = [c for c in chosen if c not in set(frame["column"])]
     if missing:
@@ -716,7 +727,7 @@ def differences_table(
             f"columns: no differences for {missing}; the table compares "
             f"{list(dict.fromkeys(frame['column'])) or 'none'}"
         )
-    interval = f"{summary.confidence:.0%} interval" if summary else "interval"
+    interval = "interval" if summary is None else f"{summary.confidence:.0%} interval"
     lines = [f"| column | a − b | difference [{interval}] | n | ranks |",
              "|---|---|---:|---:|:---:|"]  # fmt: skip
     for column in chosen:
