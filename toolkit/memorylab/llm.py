@@ -1036,24 +1036,39 @@ async def achat(
 
 @dataclass(frozen=True, slots=True)
 class ModelSpeed:
-    """How fast a model reads its prompt and writes its reply, in tokens per second, measured
-    by :func:`measure_speed` (what a run's time is estimated from)."""
+    """How fast a model reads its prompt and writes its reply, in the server's tokens per
+    second, measured by :func:`measure_speed` (what a run's time is estimated from).
+    ``tokens_per_char``: the server's tokens per character of the text it read, where that was
+    measured on a sample of a run's own text (a plan converts the prompts it knows into the
+    server's tokens with it; memorylab's tokenizer for the model is an approximation for a
+    model on a local server)."""
 
     read: float
     write: float
+    tokens_per_char: float | None = None
 
     def seconds(self, input_tokens: float, output_tokens: float) -> float:
         return input_tokens / self.read + output_tokens / self.write
 
 
 def measure_speed(
-    model: str, *, prompt_words: int = 400, reply_tokens: int = 24, **llm_args: Any
+    model: str,
+    *,
+    prompt_words: int = 400,
+    reply_tokens: int = 24,
+    sample: str | None = None,
+    **llm_args: Any,
 ) -> ModelSpeed:
     """A short warm-up of ``model`` (three calls): one untimed (the first call loads what the
     client and the server load once), then one reads a prompt of ``prompt_words`` random words
     and writes one token, and one reads a line and writes ``reply_tokens``; the tokens each took
     come from the server's usage. The words are new each time, so no prompt cache of the server
-    applies. For a model on this machine, whose speed no price list knows."""
+    applies. For a model on this machine, whose speed no price list knows.
+
+    ``sample``: text like the run's (a case's history): the timed read is a new random word
+    and then ``sample``'s first ``prompt_words`` words, and :attr:`ModelSpeed.tokens_per_char`
+    is what the server counted of it per character (beyond what it counted of the first call,
+    its chat template's own tokens)."""
     import secrets
 
     def timed(content: str, max_tokens: int) -> tuple[float, ChatReply]:
@@ -1062,16 +1077,25 @@ def measure_speed(
                      max_tokens=max_tokens, **llm_args)  # fmt: skip
         return time.perf_counter() - started, reply
 
-    words = " ".join(secrets.token_hex(3) for _ in range(check_int("prompt_words", prompt_words,
-                                                                    10)))  # fmt: skip
-    timed("Reply with one word.", 1)
-    read_s, read = timed(f"{words}\nReply with one word.", 1)
+    size = check_int("prompt_words", prompt_words, 10)
+    if sample is not None and (not isinstance(sample, str) or len(sample.split()) < 10):
+        raise InvalidSetting("sample must be a text of at least 10 words (a case's history)")
+    words = (" ".join(sample.split(" ")[:size]) if sample
+             else " ".join(secrets.token_hex(3) for _ in range(size)))  # fmt: skip
+    instruction = "Reply with one word."
+    _, first = timed(instruction, 1)
+    read_prompt = f"{secrets.token_hex(3)} {words}\n{instruction}"
+    read_s, read = timed(read_prompt, 1)
     write_s, wrote = timed(f"{secrets.token_hex(4)}: count from one to fifty in words.",
                            check_int("reply_tokens", reply_tokens, 2))  # fmt: skip
-    read_tokens = read.input_tokens or prompt_words * 3
+    read_tokens = read.input_tokens or size * 3
     written = wrote.output_tokens or reply_tokens
+    per_char = None
+    if sample and read.input_tokens and first.input_tokens:  # the chat template's own tokens
+        per_char = (read.input_tokens - first.input_tokens) / (len(read_prompt) - len(instruction))
     # The second call also read a short prompt, the first wrote one token: both are small.
-    return ModelSpeed(read=read_tokens / max(read_s, 1e-6), write=written / max(write_s, 1e-6))
+    return ModelSpeed(read=read_tokens / max(read_s, 1e-6), write=written / max(write_s, 1e-6),
+                      tokens_per_char=per_char)  # fmt: skip
 
 
 # --------------------------------------------------------------------------- a local model server

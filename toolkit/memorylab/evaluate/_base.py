@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 from memorylab.errors import InvalidSetting
 
@@ -74,6 +74,22 @@ class Sample:
         return self.summary.text
 
 
+class PlannedCall(NamedTuple):
+    """One model call a scorer will make, as its :meth:`Scorer.estimate` says before the run:
+    the ``model``, the prompt's ``input_tokens``, the reply's ``output_tokens`` at most (its
+    ``max_tokens``), ``shared_tokens``: how many of the prompt's first tokens are those of the
+    scorer's previous call on the same memory (what a server's prompt cache reads once: the
+    memory and the instructions before a probe's question), and ``expected_output_tokens``, the
+    reply's expected length (``None``: ``output_tokens``). A plain ``(model, input_tokens,
+    output_tokens)`` tuple is read as a call that shares nothing and writes its bound."""
+
+    model: str
+    input_tokens: int
+    output_tokens: int
+    shared_tokens: int = 0
+    expected_output_tokens: int | None = None
+
+
 @runtime_checkable
 class Scorer(Protocol):
     """What a comparison reads of a scorer: its ``name``, whether it measures ``quality`` and
@@ -93,17 +109,17 @@ class Scorer(Protocol):
 
     async def ascore(self, sample: Sample, llm: CachedLLM) -> Mapping[str, Score]: ...
 
-    def estimate(self, case: Case, summary_tokens: int) -> list[tuple[str, int, int]]: ...
+    def estimate(self, case: Case, summary_tokens: int) -> list[PlannedCall]: ...
 
 
 class BaseScorer:
     """Base class: override :meth:`score` (offline) or :meth:`ascore` (model calls).
 
     :meth:`estimate` lists the model calls a scorer will make for a case, as
-    ``(model, input_tokens, output_tokens)``, for the cost guard (``summary_tokens`` is an
-    upper bound of the summary's size). ``quality``: whether its metrics measure what a summary
-    keeps (higher is better; the tables check them against the bounds and mark ties), rather
-    than its size, time or cost.
+    :class:`PlannedCall` values (or ``(model, input_tokens, output_tokens)`` tuples), for the
+    plan and the cost guard (``summary_tokens`` is an upper bound of the summary's size).
+    ``quality``: whether its metrics measure what a summary keeps (higher is better; the tables
+    check them against the bounds and mark ties), rather than its size, time or cost.
     """
 
     name = "scorer"
@@ -121,7 +137,7 @@ class BaseScorer:
     async def ascore(self, sample: Sample, llm: CachedLLM) -> Mapping[str, Score]:
         return self.score(sample)
 
-    def estimate(self, case: Case, summary_tokens: int) -> list[tuple[str, int, int]]:
+    def estimate(self, case: Case, summary_tokens: int) -> list[PlannedCall]:
         return []
 
     @property

@@ -37,6 +37,8 @@ from memorylab.results import FormerFrame, FormerPair, TableResult
 if TYPE_CHECKING:
     import pandas as pd
 
+    from memorylab.evaluate._plan import Plan
+
 EXISTING = "memorylab/existing"
 
 COLUMNS = (
@@ -63,9 +65,11 @@ class ComparisonResult(FormerFrame, TableResult):
     """What :func:`~memorylab.evaluate.compare_summarizers` returns: ``frame``, the long-form
     scores (:data:`COLUMNS`); ``summaries`` (:data:`SUMMARY_COLUMNS`); ``run``, the run's
     counters (``requests``, ``cache_hits``, ``spent_usd``, ``estimate_usd``,
-    ``unpriced_models`` ...); ``bounds`` (``{label: "ceiling" | "floor"}``); ``quality``, which
-    scorers measure quality. The former frame with these in ``attrs`` still works for now and
-    warns (:class:`~memorylab.results.FormerFrame`); ``.scores`` is ``.frame``."""
+    ``unpriced_models``, ``planned_requests``, ``wall_s`` ...); ``plan``, its
+    :class:`~memorylab.evaluate.Plan`; ``bounds`` (``{label: "ceiling" | "floor"}``);
+    ``quality``, which scorers measure quality. The former frame with these in ``attrs``
+    still works for now and warns (:class:`~memorylab.results.FormerFrame`); ``.scores`` is
+    ``.frame``."""
 
     frame: pd.DataFrame
     summaries: pd.DataFrame
@@ -74,6 +78,10 @@ class ComparisonResult(FormerFrame, TableResult):
     quality: Mapping[str, bool]
     answers: pd.DataFrame = dataclasses.field(default_factory=lambda: _empty(ANSWER_COLUMNS))
     """The readers' answers, one row per probe (:data:`ANSWER_COLUMNS`)."""
+    plan: Plan | None = None
+    """The plan made before the run's first call (:func:`~memorylab.evaluate.plan_comparison`),
+    beside the run's own figures in :attr:`run` (``requests`` sent, ``wall_s``); None for a run
+    that sends no model request."""
 
     _former: ClassVar[str] = "compare_summarizers()"
 
