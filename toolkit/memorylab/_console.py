@@ -167,6 +167,29 @@ MAX_CONTEXT_TOKENS = 100_000_000
 """The largest context window a command accepts (no model comes near it)."""
 
 
+def threshold_value(text: str, flag: str = "--threshold") -> float | int:
+    """A threshold as every command takes it: a fraction of the window (``0.9``) or a whole
+    number of tokens (``6000``); else :class:`InvalidSetting` naming ``flag``."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise InvalidSetting(
+            f"{flag} {text!r} is not a number: give a fraction such as 0.9 or tokens such "
+            "as 6000"
+        ) from None
+    if not math.isfinite(value) or value <= 0 or value > MAX_CONTEXT_TOKENS:
+        raise InvalidSetting(
+            f"{flag} {text} is out of range: give a fraction such as 0.9 or tokens such "
+            f"as 6000 (at most {MAX_CONTEXT_TOKENS:,})"
+        )
+    if value > 1 and not value.is_integer():
+        raise InvalidSetting(
+            f"{flag} {text}: a fraction of the window is at most 1 (0.9 = compress at 90 %), "
+            "and tokens are a whole number such as 6000"
+        )
+    return int(value) if value > 1 else value
+
+
 def check_output(
     path: Path, flag: str, *, overwrite: bool = True, formats: Sequence[str] = ()
 ) -> Path:

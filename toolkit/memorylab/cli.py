@@ -8,7 +8,6 @@ rules of :mod:`memorylab._console`, shared with ``memorylab compare``.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 import tempfile
@@ -28,6 +27,7 @@ from memorylab._console import (
     column,
     image_formats,
     run_handler,
+    threshold_value,
 )
 from memorylab._version import __version__
 from memorylab.errors import AgentNotFound, InvalidSetting, MemoryFormatError
@@ -251,7 +251,7 @@ def _stats(args: argparse.Namespace) -> int:
 
 def _plot(args: argparse.Namespace) -> int:
     output = check_output(Path(args.output), "-o", formats=image_formats())
-    threshold = _threshold(args.threshold) if args.threshold else None
+    threshold = threshold_value(args.threshold) if args.threshold else None
     if args.model is not None:
         check_model_name(args.model, "--model")
     import matplotlib
@@ -281,7 +281,7 @@ def _report(args: argparse.Namespace) -> int:
     from memorylab.report import write_report
 
     output = check_output(Path(args.output), "-o", formats=("html", "htm"))
-    threshold = _threshold(args.threshold) if args.threshold else None
+    threshold = threshold_value(args.threshold) if args.threshold else None
     if args.model is not None:
         check_model_name(args.model, "--model")
     workspace = _existing_workspace(args.workspace, agent_folder_ok=True)
@@ -294,27 +294,6 @@ def _report(args: argparse.Namespace) -> int:
     )
     print(f"wrote {path} ({path.stat().st_size:,} bytes) for {workspace}")
     return 0
-
-
-def _threshold(text: str) -> float | int:
-    try:
-        value = float(text)
-    except ValueError:
-        raise InvalidSetting(
-            f"--threshold {text!r} is not a number: give a fraction such as 0.9 or tokens such "
-            "as 6000"
-        ) from None
-    if not math.isfinite(value) or value <= 0 or value > MAX_CONTEXT_TOKENS:
-        raise InvalidSetting(
-            f"--threshold {text} is out of range: give a fraction such as 0.9 or tokens such "
-            f"as 6000 (at most {MAX_CONTEXT_TOKENS:,})"
-        )
-    if value > 1 and not value.is_integer():
-        raise InvalidSetting(
-            f"--threshold {text}: a fraction of the window is at most 1 (0.9 = compress at 90 %), "
-            "and tokens are a whole number such as 6000"
-        )
-    return int(value) if value > 1 else value
 
 
 def _duration(text: str) -> timedelta:

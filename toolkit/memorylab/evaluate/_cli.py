@@ -36,6 +36,7 @@ import sys
 import textwrap
 import warnings
 from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -50,13 +51,19 @@ from memorylab._console import (
     cost_limit,
     image_formats,
     run_handler,
+    threshold_value,
 )
-from memorylab.errors import InvalidSetting
+from memorylab.errors import InvalidSetting, PrerequisiteError
 
 if TYPE_CHECKING:
     from memorylab.evaluate._cases import Case
     from memorylab.evaluate._engine import ComparisonResult
+    from memorylab.evaluate._strategies import StrategyComparison
     from memorylab.evaluate._tables import SummaryTable
+
+STRATEGY_WINDOW = 8192
+"""The window ``--strategy`` runs compact in when ``--memory-window`` is not given."""
+
 
 def add_compare_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the ``compare`` options to ``parser`` (and ``run_compare`` as its handler)."""
@@ -79,12 +86,16 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
     parser.add_argument(
         "--reader", action="append", dest="readers", metavar="MODEL",
         help="a litellm model that answers the probes, scored as probe_qa[MODEL] beside the "
-        "offline lexical baseline (repeatable)",
+        "offline lexical baseline ('.' in MODEL written '_'; repeatable)",
     )  # fmt: skip
     parser.add_argument("--grader", metavar="MODEL",
                         help="grade the readers' answers with this model too (metric llm)")
     parser.add_argument("--judge", metavar="MODEL", help="add the judge scorer with this model")
-    parser.add_argument("--api-base", help="api_base for every model call (a local server)")
+    parser.add_argument(
+        "--api-base", action="append", metavar="URL",
+        help="the OpenAI-compatible server of every model call (a local server); repeatable: "
+        "several servers of one model share its requests, each memory's on one server",
+    )  # fmt: skip
     parser.add_argument(
         "--local-model", type=Path, metavar="PATH.gguf",
         help="start llama.cpp's server for this GGUF file for the run; call it 'local' in -s, "
@@ -102,10 +113,38 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
     parser.add_argument("--max-tokens", type=bounded_int(1, MAX_CONTEXT_TOKENS, "tokens"),
                         help="summary budget for every summarizer")  # fmt: skip
     parser.add_argument(
-        "--split", choices=("whole", "session", "window"), default="whole",
-        help="how transcripts and benchmarks are cut into cases: whole (a LoCoMo conversation, "
-        "a LongMemEval haystack), session (a LoCoMo session, LongMemEval's evidence sessions) "
-        "or window",
+        "--strategy", action="append", dest="strategies", metavar="SPEC",
+        help="compare memory strategies instead of summarizers (repeatable): a registered name "
+        "(summary, keep_recent, trim ...), NAME:key=value,... with its settings "
+        "(keep_recent:keep_messages=20), or a preset's label ('Letta: keep 30 %%'); each case's "
+        "whole history runs through it in --memory-window, with the bounds beside; -s then "
+        "names the summaries' summarizer (default memorylab/extractive)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--memory-window", "--context-length-window", type=length, metavar="TOKENS",
+        help=f"the window the --strategy runs compact in (default: {STRATEGY_WINDOW:,})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--threshold", metavar="T",
+        help="when a --strategy run compacts: a fraction of --memory-window (0.9) or tokens "
+        "(6000) (default: 0.9, as the Agent)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--recall", action="append", type=bounded_int(1, 10_000, "messages"), metavar="K",
+        help="also compare every memory with the K messages recalled for each question "
+        "(labelled '<memory> + recall K'; repeatable)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--probes", type=bounded_int(1, 10**9, "probes"), metavar="N",
+        help="draw cases in a seeded order until they hold N probes (the rest are not run)",
+    )  # fmt: skip
+    parser.add_argument("--seed", type=bounded_int(0, 2**32 - 1, "a seed"), metavar="S",
+                        help="the order --probes draws cases in (default: 0)")  # fmt: skip
+    parser.add_argument(
+        "--split", choices=("whole", "conversation", "session", "window"), default="whole",
+        help="how transcripts and benchmarks are cut into cases: whole, or its other name "
+        "conversation (a LoCoMo conversation, a LongMemEval haystack, a whole transcript), "
+        "session (a LoCoMo session, LongMemEval's evidence sessions) or window",
     )  # fmt: skip
     parser.add_argument("--window", type=bounded_int(1, 1_000_000, "messages"), default=40,
                         help="messages per --split window")  # fmt: skip
@@ -113,6 +152,12 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
         "--concurrency", type=bounded_int(1, 1024, "calls"),
         help="parallel calls (default: 8), or 1 with --local-model (default: its server answers "
         "one request at a time, and one memory's probes in a row share its prompt cache)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--dask", metavar="ADDRESS",
+        help="run the (case, summarizer) jobs on a Dask cluster: a scheduler's address "
+        "(tcp://host:8786), or 'local' for a cluster on this machine (the 'dask' extra; not "
+        "with --strategy)",
     )  # fmt: skip
     parser.add_argument("--cache-dir", type=Path,
                         help="LLM call cache (default: $MEMORYLAB_CACHE_DIR, else the "
@@ -169,9 +214,11 @@ def _benchmark(path: Path, split: str) -> list[Any]:
 
 
 def load_cases(sources: Sequence[Path], split: str = "whole", window: int = 40) -> list[Any]:
-    """Cases from command-line sources (see the module docstring)."""
+    """Cases from command-line sources (see the module docstring); ``split`` ``conversation``
+    is ``whole``."""
     from memorylab.evaluate._cases import cases_from_transcripts, cases_from_workspace
 
+    split = "whole" if split == "conversation" else split
     if not sources:
         return cases_from_transcripts(None, split=split, window=window)  # type: ignore[arg-type]
     cases: list[Any] = []
@@ -288,13 +335,14 @@ def _terminal_table(marks: SummaryTable) -> str:
             renamed[column] = header
     out = out.rename(columns=renamed)
     rates = [c for c in out.columns if _scorer_of(str(c)).split("[", 1)[0] in _RATE_SCORERS]
-    text = markdown_table(marks.reframed(out, renamed), percent=rates)
+    shown_marks = marks.reframed(out, renamed)
+    text = markdown_table(shown_marks, percent=rates)
     hidden = [c for c in table.columns if c not in (*columns, "cases", "errors")
               and not str(c).endswith((".lo", ".hi"))]  # fmt: skip
     if hidden:
         more = f"More columns in --csv (long form): {', '.join(map(str, hidden))}."
         text += "\n\n" + "\n".join(textwrap.wrap(more, TERMINAL_WIDTH, break_on_hyphens=False))
-    return text
+    return text + _differences(shown_marks)
 
 
 LOCAL = "local"
@@ -312,8 +360,86 @@ def _failed_summarizers(df: Any) -> list[tuple[str, str]]:
     return out
 
 
+def _setting(text: str) -> bool | int | float | str:
+    """A strategy setting's value as written: true/false, a whole number, a number, or text."""
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    for kind in (int, float):
+        with contextlib.suppress(ValueError):
+            return kind(text)  # type: ignore[no-any-return]
+    return text
+
+
+def strategy_specs(specs: Sequence[str]) -> dict[str, Any]:
+    """``{label: strategy or preset}`` from ``--strategy`` values: a preset's label
+    (:data:`~memorylab.evaluate.PEER_STRATEGIES`, :data:`~memorylab.evaluate.MEMORYLAB_STRATEGIES`),
+    a registered name, or ``NAME:key=value,...`` (values parsed as true/false, numbers, text)."""
+    from memorylab.compress import get_strategy
+    from memorylab.evaluate._peers import MEMORYLAB_STRATEGIES, PEER_STRATEGIES
+
+    presets = {**PEER_STRATEGIES, **MEMORYLAB_STRATEGIES}
+    chosen: dict[str, Any] = {}
+    for spec in specs:
+        if spec in presets:
+            label, strategy = spec, presets[spec]
+        else:
+            name, _, written = spec.partition(":")
+            pairs = [part.partition("=") for part in written.split(",")] if written else []
+            bad = [key for key, sign, _ in pairs if not sign or not key.strip()]
+            if bad:
+                raise InvalidSetting(
+                    f"--strategy {spec!r}: settings are key=value, comma-separated (e.g. "
+                    "keep_recent:keep_messages=20,keep_tokens=2000)"
+                )
+            settings = {key.strip(): _setting(value.strip()) for key, _, value in pairs}
+            try:
+                strategy = get_strategy(name.strip(), **settings)
+            except (InvalidSetting, TypeError) as error:
+                known = "" if name.strip() and "unknown strategy" not in str(error) else (
+                    "; or a preset: " + ", ".join(repr(label) for label in presets))  # fmt: skip
+                raise InvalidSetting(f"--strategy {spec!r}: {error}{known}") from None
+            label = strategy.describe()
+        if label in chosen:
+            raise InvalidSetting(f"--strategy {spec!r} is given twice (as {label!r}); give "
+                                 "each strategy once")  # fmt: skip
+        chosen[label] = strategy
+    return chosen
+
+
+def _check_strategy_arguments(args: argparse.Namespace) -> None:
+    """``--strategy`` and the options that go with it, or refuse them without it."""
+    if not args.strategies:
+        for flag, given in (("--memory-window", args.memory_window),
+                            ("--threshold", args.threshold)):  # fmt: skip
+            if given is not None:
+                raise InvalidSetting(f"{flag} sets the window of the --strategy runs: give "
+                                     "--strategy too")  # fmt: skip
+        return
+    args.strategies = strategy_specs(args.strategies)
+    if args.threshold is not None:
+        args.threshold = threshold_value(args.threshold)
+    if args.dask:
+        raise InvalidSetting(
+            "--strategy runs the strategies in this process (each run's figures are read from "
+            "it): leave --dask out, or compare summarizers on the cluster"
+        )
+    named = args.summarizers or []
+    if len(named) > 1 or LOCAL in named:
+        raise InvalidSetting(
+            "with --strategy, -s names the one summarizer of the strategies' summaries, called "
+            "by its name: a memorylab summarizer (memorylab/extractive ...) or a hosted model "
+            "(--local-model and --api-base do not reach it)"
+        )
+
+
 def _check_arguments(args: argparse.Namespace) -> None:
     """Everything that can be refused before any work: model names, outputs, sources."""
+    if args.local_model is None and LOCAL in [*(args.summarizers or ()), *(args.readers or ()),
+                                              args.judge, args.grader]:  # fmt: skip
+        raise InvalidSetting("the model 'local' needs --local-model PATH.gguf")
+    _check_strategy_arguments(args)
+    if args.seed is not None and args.probes is None:
+        raise InvalidSetting("--seed orders the cases --probes draws: give --probes N too")
     for flag, names in (("-s", args.summarizers), ("--reader", args.readers),
                         ("--judge", [args.judge]), ("--grader", [args.grader])):  # fmt: skip
         for name in names or ():
@@ -343,11 +469,12 @@ def run_compare(args: argparse.Namespace) -> int:
                 "--n_threads", str(args.threads), "--n_threads_batch", str(args.threads)]
             local_base = stack.enter_context(local_server(
                 args.local_model, context_length=args.context_length, server_args=threads))
+        executor = _dask_executor(args.dask, stack) if args.dask else None
         # Calls that an interrupt cuts short inside litellm are never awaited: not the user's
         # business (the library's own tests turn such warnings into errors).
         warnings.filterwarnings("ignore", "coroutine .* was never awaited", RuntimeWarning)
         try:
-            return _run(args, local_base)
+            return _run(args, local_base, executor)
         except KeyboardInterrupt:
             # One line and what was kept; run_handler's exit code. (Every finished call is
             # in the cache as soon as it ends.)
@@ -359,95 +486,147 @@ def run_compare(args: argparse.Namespace) -> int:
     raise AssertionError("unreachable")
 
 
+def _dask_executor(address: str, stack: contextlib.ExitStack) -> Executor:
+    """The executor of a Dask client of ``address`` (``local``: a cluster on this machine),
+    closed with ``stack``."""
+    try:
+        import distributed
+    except ImportError:
+        raise PrerequisiteError(
+            "--dask needs Dask's distributed package: pip install 'memorylab[dask]'"
+        ) from None
+    try:
+        cluster: Any = address
+        if address == LOCAL:
+            cluster = stack.enter_context(distributed.LocalCluster(dashboard_address=None))
+        client = stack.enter_context(distributed.Client(cluster))
+    except (OSError, ValueError) as error:
+        raise NothingThere(
+            f"--dask {address}: no Dask scheduler answers there ({error}); give a scheduler's "
+            "address (tcp://host:8786) or 'local'"
+        ) from None
+    executor: Executor = client.get_executor()
+    return executor
+
+
 def _cache_dir(args: argparse.Namespace) -> Path:
     from memorylab.memory._holders import default_cache_dir
 
     return Path(args.cache_dir) if args.cache_dir else default_cache_dir()
 
 
-def _run(args: argparse.Namespace, local_base: str | None) -> int:
-    from memorylab.compress._baselines import BOUNDS
-    from memorylab.compress._litellm_summarizer import LiteLLMSummarizer
-    from memorylab.evaluate._compare import BASELINES, DEFAULT_SCORERS, compare_summarizers
-    from memorylab.evaluate._engine import EXISTING
-    from memorylab.evaluate._scorers import get_scorer
-    from memorylab.evaluate._tables import fact_survival_table, markdown_table, summary_table
+ModelOf = Callable[[str], tuple[str, dict[str, Any]]]
+"""How a model named on the command line is called: ``(litellm model, llm_args)``."""
 
-    cases = load_cases(args.sources, args.split, args.window)
-    llm_args = {"api_base": args.api_base} if args.api_base else {}
+
+def _models(args: argparse.Namespace, local_base: str | None) -> ModelOf:
+    """How a model named on the command line is called: ``(litellm model, llm_args)``; ``local``
+    is the ``--local-model``, every other model goes to ``--api-base`` (a list: several
+    servers)."""
+    servers = args.api_base or []
+    llm_args = {"api_base": servers[0] if len(servers) == 1 else list(servers)} if servers else {}
     local_args = {"api_base": local_base} if local_base else {}
-    if local_base is None and LOCAL in [*(args.summarizers or ()), *(args.readers or ()),
-                                        args.judge, args.grader]:  # fmt: skip
-        raise InvalidSetting("the model 'local' needs --local-model PATH.gguf")
 
     def model(name: str) -> tuple[str, dict[str, Any]]:
         return ("openai/local", local_args) if name == LOCAL else (name, llm_args)
 
-    named = [*(args.summarizers or ())]
-    if local_base and not (named or args.readers or args.judge or args.grader):
-        named = [*BOUNDS, *BASELINES, LOCAL]
-    if not named:
-        named = [EXISTING] if all(c.summary for c in cases) else [*BOUNDS, *BASELINES]
-    summarizers: dict[str, Any] = {name: name for name in named}
-    if LOCAL in summarizers:
-        summarizers[LOCAL] = LiteLLMSummarizer(
-            "openai/local", llm_args=local_args, context_length=args.context_length
-        )
+    return model
+
+
+def _scorers(args: argparse.Namespace, model: ModelOf) -> list[Any]:
+    """The scorers ``--scorer``, ``--reader``, ``--grader`` and ``--judge`` name."""
+    from memorylab.evaluate._compare import DEFAULT_SCORERS
+    from memorylab.evaluate._scorers import get_scorer
+
     grader = model(args.grader) if args.grader else None
     scorers: list[Any] = [name for name in args.scorers or DEFAULT_SCORERS if name != "judge"]
     if "probe_qa" in (args.scorers or DEFAULT_SCORERS):
         for reader in args.readers or ():
             reader_model, reader_args = model(reader)
+            # no '.' in a scorer's name (columns are <scorer>.<metric>): qwen2.5 -> qwen2_5
+            name = f"probe_qa[{reader.replace('.', '_')}]"
             scorers.append(get_scorer(
-                "probe_qa", name=f"probe_qa[{reader}]", reader=reader_model, llm_args=reader_args,
+                "probe_qa", name=name, reader=reader_model, llm_args=reader_args,
                 grader=grader[0] if grader else None, grader_args=grader[1] if grader else None,
             ))  # fmt: skip
     if args.judge or "judge" in (args.scorers or ()):
         judge_model, judge_args = model(args.judge) if args.judge else (None, {})
         scorers.append(get_scorer("judge", model=judge_model, llm_args=judge_args))
-    cache_dir: Any = False if args.no_cache else (args.cache_dir or True)
+    return scorers
+
+
+def _summarizers(args: argparse.Namespace, cases: Sequence[Case], model: ModelOf
+                 ) -> dict[str, Any]:  # fmt: skip
+    """``{label: summarizer}`` of ``-s`` (default: the bounds and the offline baselines, the
+    existing summaries of workspace cases, or with ``--local-model`` alone that model too)."""
+    from memorylab.compress._baselines import BOUNDS
+    from memorylab.compress._litellm_summarizer import LiteLLMSummarizer
+    from memorylab.evaluate._compare import BASELINES
+    from memorylab.evaluate._engine import EXISTING
+
+    named = [*(args.summarizers or ())]
+    if args.local_model and not (named or args.readers or args.judge or args.grader):
+        named = [*BOUNDS, *BASELINES, LOCAL]
+    if not named:
+        named = [EXISTING] if all(c.summary for c in cases) else [*BOUNDS, *BASELINES]
+    summarizers: dict[str, Any] = {name: name for name in named}
+    if LOCAL in summarizers:
+        local_model, local_args = model(LOCAL)
+        summarizers[LOCAL] = LiteLLMSummarizer(
+            local_model, llm_args=local_args, context_length=args.context_length
+        )
+    return summarizers
+
+
+def _run(args: argparse.Namespace, local_base: str | None, executor: Executor | None) -> int:
+    from memorylab.evaluate._compare import compare_summarizers
+    from memorylab.evaluate._strategies import compare_strategies
+
+    cases = load_cases(args.sources, args.split, args.window)
+    if args.probes is not None:
+        from memorylab.evaluate._cases import sample_cases
+
+        cases = sample_cases(cases, args.probes, seed=args.seed or 0)
+    model = _models(args, local_base)
+    scorers = _scorers(args, model)
     speeds = {}
     if local_base:  # a short warm-up: the plan's time (and the first load of the model)
         from memorylab.llm import measure_speed
 
         speeds["openai/local"] = measure_speed("openai/local", api_base=local_base)
-    result = compare_summarizers(
-        cases,
-        summarizers,
-        scorers,
-        concurrency=args.concurrency or (1 if local_base else 8),
-        cache_dir=cache_dir,
-        max_cost_usd=args.max_cost,
-        max_seconds=args.max_seconds,
-        speeds=speeds,
-        progress=not args.no_progress,
-        max_tokens=args.max_tokens,
-        summarizer_args={"llm_args": llm_args} if llm_args else None,
-    )
-    df = result.frame
-    if args.table == "fact-survival":
-        table = fact_survival_table(result, ci=True)
-        shares = [c for c in table.frame.columns if c != "facts"]
-        print(markdown_table(table, percent=shares))
-    elif args.table == "probes":
-        from memorylab.evaluate._tables import probe_table
-
-        readers = dict.fromkeys(result.answers["scorer"]) if len(result.answers) else {}
-        if not readers:
-            raise InvalidSetting("--table probes needs a reader's answers: --scorer probe_qa "
-                                 "(and --reader MODEL)")  # fmt: skip
-        for number, reader in enumerate(readers):
-            table = probe_table(result, f"{reader}.exact")
-            print(("\n" if number else "") + f"{reader}.exact, per question category:")
-            print(markdown_table(table, percent=list(table.frame.columns)))
+    options: dict[str, Any] = {
+        "concurrency": args.concurrency or (1 if local_base else 8),
+        "cache_dir": False if args.no_cache else (args.cache_dir or True),
+        "max_cost_usd": args.max_cost,
+        "max_seconds": args.max_seconds,
+        "speeds": speeds,
+        "progress": not args.no_progress,
+        "max_tokens": args.max_tokens,
+    }
+    if args.recall:
+        options["recall"] = (0, *dict.fromkeys(args.recall))
+    strategies = None
+    if args.strategies:
+        threshold = {} if args.threshold is None else {"threshold": args.threshold}
+        strategies = compare_strategies(
+            cases, args.strategies, scorers, context_length=args.memory_window or STRATEGY_WINDOW,
+            summarizer=(args.summarizers or [None])[0], **threshold, **options,
+        )  # fmt: skip
+        result = strategies.comparison
     else:
-        print(_terminal_table(summary_table(result)))
+        llm_args = model("")[1]
+        result = compare_summarizers(
+            cases, _summarizers(args, cases, model), scorers, executor=executor,
+            summarizer_args={"llm_args": llm_args} if llm_args else None, **options,
+        )  # fmt: skip
+    _print_tables(args, result, strategies)
     dropped = _dropped_note(cases)
     if dropped:
         print(f"\n{dropped}")
-    run = result.run
+    df, run = result.frame, result.run
+    compared = "strategies" if strategies is not None else "summarizers"
     print(
-        f"\n{len(cases)} cases x {len(set(df['summarizer']))} summarizers; model requests "
+        f"\n{len(cases)} cases x {len(set(df['summarizer']))} {compared}; model requests "
         f"{run.get('requests', 0)}, cache hits {run.get('cache_hits', 0)}, spent "
         f"${run.get('spent_usd', 0.0):.4f}",
         file=sys.stderr,
@@ -463,6 +642,78 @@ def _run(args: argparse.Namespace, local_base: str | None) -> int:
         print(f"memorylab: every summary of {label} failed; the first error: {error}",
               file=sys.stderr)  # fmt: skip
     return 1 if failed else 0
+
+
+def _readers(result: ComparisonResult) -> list[str]:
+    """The probe scorers that answered, in order (the lexical baseline first)."""
+    return list(dict.fromkeys(result.answers["scorer"])) if len(result.answers) else []
+
+
+def _print_tables(args: argparse.Namespace, result: ComparisonResult,
+                  strategies: StrategyComparison | None) -> None:  # fmt: skip
+    """The ``--table`` asked for: the summary's key columns (the strategies' table with
+    ``--strategy``), the facts' survival per category, or each reader's probes per
+    category."""
+    from memorylab.evaluate._tables import fact_survival_table, markdown_table, summary_table
+
+    if args.table == "fact-survival":
+        table = fact_survival_table(result, ci=True)
+        shares = [c for c in table.frame.columns if c != "facts"]
+        print(markdown_table(table, percent=shares) + _differences(table))
+    elif args.table == "probes":
+        from memorylab.evaluate._tables import probe_table
+
+        readers = _readers(result)
+        if not readers:
+            raise InvalidSetting("--table probes needs a reader's answers: --scorer probe_qa "
+                                 "(and --reader MODEL)")  # fmt: skip
+        for number, reader in enumerate(readers):
+            table = probe_table(result, f"{reader}.exact")
+            print(("\n" if number else "") + f"{reader}.exact, per question category:")
+            print(markdown_table(table, percent=list(table.frame.columns)) + _differences(table))
+    elif strategies is not None:
+        print(_strategies_table(strategies, _readers(result)))
+    else:
+        print(_terminal_table(summary_table(result)))
+
+
+def _strategies_table(compared: StrategyComparison, readers: Sequence[str]) -> str:
+    """:meth:`StrategyComparison.table` as markdown: the probes each reader answered (exact,
+    with intervals), then the facts' survival and what the runs cost (columns with no value,
+    the costs without a priced model, left out); its notes; its paired differences."""
+    import pandas as pd
+
+    from memorylab.evaluate._strategies import TABLE_COLUMNS
+    from memorylab.evaluate._tables import SummaryTable, markdown_table
+
+    probes = TABLE_COLUMNS[0]
+    ends = ("", ".lo", ".hi")
+    table = compared.table()
+    parts, differences = {}, []
+    for number, reader in enumerate(readers or ["probe_qa"]):
+        metric = f"{reader}.exact"
+        answered = table if metric == "probe_qa.exact" else compared.table(metric)
+        parts.update({f"{metric}{end}": answered[f"{probes}{end}"] for end in ends})
+        pairs = compared.differences(metric)
+        pairs = pairs if number == 0 else pairs[pairs["column"] == probes]  # facts: once
+        differences.append(pairs.replace({"column": {probes: metric}}))
+    rest = table.drop(columns=[f"{probes}{end}" for end in ends])
+    rest = rest.loc[:, rest.notna().any()]
+    out = rest.assign(**parts)[[*parts, *rest.columns]]
+    bounds = {kind: label for label, kind in compared.comparison.bounds.items()}
+    marks = SummaryTable(out, bounds, {}, {}, {},
+                         differences=pd.concat(differences, ignore_index=True))  # fmt: skip
+    shares = [c for c in out.columns if str(c).endswith(".exact") or str(c).startswith("facts")]
+    return markdown_table(marks, percent=shares) + _differences(marks)
+
+
+def _differences(marks: SummaryTable) -> str:
+    """The paired differences worth reading under a table (:func:`differences_table`), or
+    nothing when the table compares no pair."""
+    from memorylab.evaluate._tables import differences_table
+
+    pairs = differences_table(marks)
+    return f"\n\nPaired differences (over the units both rows have):\n{pairs}" if pairs else ""
 
 
 def main(argv: Sequence[str] | None = None) -> int:

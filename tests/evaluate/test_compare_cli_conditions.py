@@ -1,0 +1,151 @@
+"""``memorylab compare`` asks the research question: strategies (with their settings) and recall
+as conditions, on a benchmark file or the bundled transcripts, sampled to a probe budget,
+spread over servers (issue 39)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from fakes import FakeOpenAIServer
+from memorylab.evaluate import PEER_STRATEGIES
+from memorylab.evaluate._cli import main
+
+LOCOMO = Path(__file__).parent / "data" / "locomo_sample.json"
+QUIET = ["--no-cache", "--no-progress"]
+SMALL_WINDOW = ["--memory-window", "256", "--threshold", "0.5"]
+"""A window the LoCoMo fixture's conversation (about 500 tokens) overflows: several
+compactions."""
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main([*argv, *QUIET])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def rows(table: str) -> dict[str, list[str]]:
+    """A markdown table's cells by row label."""
+    first = table.split("\n\n")[0]  # notes and paired differences follow it
+    cells = [[c.strip() for c in line.strip("|").split("|")] for line in first.splitlines()
+             if line.startswith("| ") and not line.startswith("| strategy ")]  # fmt: skip
+    return {row[0]: row[1:] for row in cells}
+
+
+def test_strategies_with_settings_and_presets_on_a_benchmark_file(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = run([str(LOCOMO), "--split", "conversation", "--strategy", "summary",
+                          "--strategy", "trim:keep_fraction=0.5", "--strategy",
+                          "Letta: keep 30 %", *SMALL_WINDOW, "--scorer", "probe_qa"], capsys)  # fmt: skip
+    assert code == 0, err
+    table = rows(out)
+    assert list(table) == ["summary()", "trim(keep_fraction=0.5)", "Letta: keep 30 %",
+                           "memorylab/full (ceiling)", "memorylab/none (floor)"]  # fmt: skip
+    header = out.splitlines()[0]
+    assert header.startswith("| strategy | probe_qa.exact | facts after 1 |"), header
+    assert "compactions" in header and "tokens read" in header
+    summary = table["summary()"]
+    assert summary[0].endswith("]") and "[" in summary[0]  # an interval
+    compactions = header.strip("|").split("|").index(" compactions ") - 1
+    assert int(table["trim(keep_fraction=0.5)"][compactions]) > 0  # the window was overflowed
+    assert "x 5 strategies" in err
+    differences = out.split("Paired differences")[1]  # under the table
+    assert "| probe_qa.exact | memorylab/full − memorylab/none | +" in differences
+    assert "| facts after 1 | " in differences
+
+
+def test_strategies_on_the_bundled_transcripts(capsys: pytest.CaptureFixture[str]) -> None:
+    """No source: the bundled transcripts, run through a strategy without a model."""
+    code, out, err = run(["--split", "session", "--strategy", "trim", "--memory-window",
+                          "2048", "--scorer", "probe_qa"], capsys)  # fmt: skip
+    assert code == 0, err
+    assert list(rows(out)) == ["trim(keep_fraction=0.5)", "memorylab/full (ceiling)",
+                               "memorylab/none (floor)"]  # fmt: skip
+    assert "18 cases x 3 strategies" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--strategy", "nope"], ["unknown strategy 'nope'", "keep_recent", "'Letta: keep 30 %'"]),
+        (["--strategy", "keep_recent:keep=3"], ["no setting keep", "keep_messages"]),
+        (["--strategy", "keep_recent:keep_fraction=lots"], ["keep_fraction", "'lots'"]),
+        (["--strategy", "keep_recent:20"], ["key=value", "keep_recent:keep_messages=20"]),
+        (["--strategy", "trim", "--strategy", "trim:keep_fraction=0.5"], ["given twice"]),
+        (["--memory-window", "4096"], ["--memory-window", "give --strategy"]),
+        (["--threshold", "0.7"], ["--threshold", "give --strategy"]),
+        (["--strategy", "trim", "--threshold", "lots"], ["--threshold 'lots' is not a number"]),
+        (["--strategy", "trim", "--dask", "local"], ["leave --dask out"]),
+        (["--strategy", "trim", "-s", "memorylab/extractive", "-s", "memorylab/truncate"],
+         ["-s names the one summarizer"]),
+        (["--seed", "3"], ["--seed", "--probes"]),
+        (["--reader", "local"], ["needs --local-model"]),
+    ],
+)  # fmt: skip
+def test_bad_conditions_are_one_line_and_exit_2(
+    argv: list[str], says: list[str], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, err = run([str(tmp_path / "missing.jsonl"), *argv], capsys)  # refused first
+    assert code == 2, err
+    assert out == "" and err.startswith("memorylab: ") and err.count("\n") == 1, err
+    for part in says:
+        assert part in err
+
+
+def test_every_preset_is_a_strategy_spec() -> None:
+    from memorylab.evaluate._cli import strategy_specs
+
+    chosen = strategy_specs([*PEER_STRATEGIES, "fact_ledger:keep_messages=20,ledger_tokens=300"])
+    assert list(chosen)[:-1] == list(PEER_STRATEGIES)
+    ledger = chosen.popitem()[1]
+    assert (ledger.name, ledger.keep_messages, ledger.ledger_tokens) == ("fact_ledger", 20, 300)
+
+
+def test_split_conversation_is_whole(capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/evaluation.md's LoCoMo command says ``--split conversation``: the same cases as
+    ``whole``, and the help says so."""
+    results = []
+    for split in ("conversation", "whole"):
+        code, out, err = run([str(LOCOMO), "--split", split, "-s", "memorylab/full",
+                              "--scorer", "probe_qa"], capsys)  # fmt: skip
+        assert code == 0, err
+        results.append(out)
+    assert results[0] == results[1]
+    assert main(["--help"]) == 0
+    assert "its other name conversation" in " ".join(capsys.readouterr().out.split())
+
+
+def test_dask_without_distributed_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "distributed", None)  # as if the extra were not installed
+    code, out, err = run([str(LOCOMO), "--dask", "local", "-s", "memorylab/full"], capsys)
+    assert code == 1 and out == "" and err.startswith("memorylab: --dask needs")
+    assert "memorylab[dask]" in err and err.count("\n") == 1
+
+
+def test_a_reader_whose_name_has_a_dot(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--reader openai/qwen2.5:1.5b`` (Ollama's names) is a column of its own, not a refused
+    scorer name."""
+    with FakeOpenAIServer("Ines Duarte") as server:
+        code, out, err = run([str(LOCOMO), "--split", "session", "-s", "memorylab/full",
+                              "--reader", "openai/qwen2.5:1.5b", "--api-base", server.base_url,
+                              "--scorer", "probe_qa"], capsys)  # fmt: skip
+        assert code == 0, err
+        assert server.request_count > 0
+    assert "probe_qa[openai/qwen2_5:1_5b].exact" in out.splitlines()[0]
+
+
+def test_paired_differences_under_every_table(capsys: pytest.CaptureFixture[str]) -> None:
+    base = [str(LOCOMO), "--split", "session", "-s", "memorylab/full", "-s", "memorylab/none",
+            "-s", "memorylab/extractive", "--scorer", "probe_qa", "--scorer", "fact_recall"]  # fmt: skip
+    for table, column in (("summary", "probe_qa.exact"), ("probes", "overall (n=9)"),
+                          ("fact-survival", "overall")):  # fmt: skip
+        code, out, err = run([*base, "--table", table], capsys)
+        assert code == 0, err
+        table_text, _, differences = out.partition("\nPaired differences")
+        assert "\n|---|" in table_text
+        assert f"| {column} | memorylab/full − memorylab/none | +" in differences, out
