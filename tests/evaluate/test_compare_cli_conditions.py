@@ -149,3 +149,17 @@ def test_paired_differences_under_every_table(capsys: pytest.CaptureFixture[str]
         table_text, _, differences = out.partition("\nPaired differences")
         assert "\n|---|" in table_text
         assert f"| {column} | memorylab/full − memorylab/none | +" in differences, out
+
+
+def test_the_plan_line_is_printed_without_a_progress_bar(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--no-progress`` hides the bar, not the plan (summarizers and strategies alike)."""
+    with FakeOpenAIServer("Ines Duarte") as server:
+        reader = ["--reader", "openai/reader", "--api-base", server.base_url, "--scorer",
+                  "probe_qa"]  # fmt: skip
+        for conditions in (["-s", "memorylab/full"], ["--strategy", "trim", *SMALL_WINDOW]):
+            code, _, err = run([str(LOCOMO), *conditions, *reader], capsys)  # --no-progress
+            assert code == 0, err
+            plans = [line for line in err.splitlines() if line.startswith("plan: ")]
+            assert len(plans) == 1 and "model requests" in plans[0], err

@@ -601,6 +601,7 @@ def _run(args: argparse.Namespace, local_base: str | None, executor: Executor | 
         "max_seconds": args.max_seconds,
         "speeds": speeds,
         "progress": not args.no_progress,
+        "show_plan": True,  # before the first call, with or without the bar
         "max_tokens": args.max_tokens,
     }
     if args.recall:

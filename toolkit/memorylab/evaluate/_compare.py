@@ -313,6 +313,7 @@ def compare_summarizers(
     max_seconds: float | None = None,
     speeds: Mapping[str, ModelSpeed] | None = None,
     recall: Sequence[int] = (0,),
+    show_plan: bool | None = None,
 ) -> ComparisonResult:
     """Summarize every case with every summarizer, score the summaries (module docstring).
 
@@ -334,6 +335,8 @@ def compare_summarizers(
         executor: a :class:`concurrent.futures.Executor` that runs each (case, summarizer) as
             a job (Dask's ``client.get_executor()``, a process pool).
         progress: show a progress bar.
+        show_plan: print the plan's line on stderr before the first call (``None``: with the
+            progress bar, when it sends requests; ``memorylab compare`` always does).
         max_tokens: the summary budget given to every summarizer (``None``: each one's
             default).
         summarizer_args: options for summarizers given as litellm model names (``llm_args``,
@@ -378,7 +381,7 @@ def compare_summarizers(
     bar = tqdm(total=plan.requests if by_request and plan else len(units), desc="compare",
                unit="request" if by_request else "summary", disable=not progress,
                leave=False)  # fmt: skip
-    if plan is not None and plan.requests and progress:
+    if plan is not None and (progress and plan.requests if show_plan is None else show_plan):
         bar.write(plan.text(), file=sys.stderr)
     if by_request:
         stats.on_request = lambda: bar.update(1)
