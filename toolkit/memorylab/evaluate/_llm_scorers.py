@@ -62,7 +62,7 @@ What every probe of one memory shares comes first (the system prompt, the notes,
 instructions), which a server with a prompt cache reads once; then what is each probe's own,
 the recalled messages and the question, so the probes after the first read only those. A
 template of your own without ``{recalled}`` gets the recalled messages after the memory in
-``{summary}`` (as before 0.4: each probe then reads again all the template puts after it)."""
+``{summary}``, as before (each probe then reads again all the template puts after it)."""
 
 JUDGE_SYSTEM_PROMPT = (
     "You are a strict evaluator of summaries of conversations. You reply with one JSON object "
