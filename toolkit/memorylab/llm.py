@@ -29,6 +29,9 @@ An OpenAI-compatible server on this machine (llama.cpp's ``llama_cpp.server``, O
 a model like any other: ``model="openai/<name>"`` with ``llm_args={"api_base": ...}``; when no key
 is configured for it, a placeholder key is sent (such servers accept any).
 :func:`local_server` starts llama.cpp's server for a GGUF file and stops it afterwards.
+:func:`served_model` is what such a server says it serves (what the evaluation cache keys its
+answers by). ``api_base`` may list several servers of one model: each request goes to one, the
+one the key of the :func:`same_server` block around it picks.
 
 :func:`model_context_length` is litellm's input window for a model, or
 :data:`DEFAULT_CONTEXT_LENGTH`; :func:`token_prices` its list price, :func:`cache_prices` its
@@ -1153,7 +1156,8 @@ def served_model(
     when it lists several, the one ``model`` names, without its ``provider/`` prefix), and
     ``"props"``, from llama-server's ``GET /props`` (:data:`_PROPS_FIELDS`). ``None`` for a
     server that does not say (no ``/models``, or not reachable) and for no ``api_base`` (a
-    hosted provider): the cache keys those by their address. ``api_key``: sent as a bearer
+    hosted provider): the cache keys those by their address. ``api_key`` (else
+    ``OPENAI_API_KEY``, as litellm sends an ``openai/`` model's requests): sent as a bearer
     token (vLLM started with ``--api-key`` asks for one).
 
     The cache keys a served model by this: a server on a new port finds its answers again,
@@ -1171,7 +1175,7 @@ def served_model(
         if base in _SAID:
             said = _SAID[base]
         else:
-            said, settled = _ask_server(base, api_key)
+            said, settled = _ask_server(base, api_key or os.environ.get("OPENAI_API_KEY"))
             if settled:
                 _SAID[base] = said
     if said is None or len(said["models"]) < 2:
