@@ -127,6 +127,7 @@ def test_each_documented_failure_gives_its_code_and_one_line(
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("memorylab: "), err
     assert "Traceback" not in err and "strict=False" not in err and "overwrite=True" not in err
+    assert "max_seconds" not in err and "speeds=" not in err  # flags, not Python arguments
 
 
 def test_the_same_codes_from_compare_on_its_own(capsys: pytest.CaptureFixture[str]) -> None:

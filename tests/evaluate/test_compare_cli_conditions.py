@@ -163,3 +163,48 @@ def test_the_plan_line_is_printed_without_a_progress_bar(
             assert code == 0, err
             plans = [line for line in err.splitlines() if line.startswith("plan: ")]
             assert len(plans) == 1 and "model requests" in plans[0], err
+
+
+def test_recall_conditions(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--recall K`` adds ``<memory> + recall K`` for every memory, and its difference from the
+    memory is among the pairs shown."""
+    code, out, err = run([str(LOCOMO), "--split", "session", "-s", "memorylab/none", "-s",
+                          "memorylab/extractive", "--recall", "2", "--scorer", "probe_qa"],
+                         capsys)  # fmt: skip
+    assert code == 0, err
+    table = rows(out.replace("| summarizer ", "| strategy "))
+    assert list(table) == ["memorylab/none (floor)", "memorylab/extractive",
+                           "memorylab/none + recall 2", "memorylab/extractive + recall 2"]  # fmt: skip
+    assert table["memorylab/none (floor)"][0].startswith("0%")
+    assert not table["memorylab/none + recall 2"][0].startswith("0%")  # recall alone answers
+    assert "| probe_qa.exact | memorylab/none + recall 2 − memorylab/none | +" in out
+
+
+def test_a_sample_to_a_probe_budget(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """``--probes N --seed S``: cases in a seeded order until N probes; the same seed, the same
+    sample."""
+    import pandas as pd
+
+    samples = []
+    for seed in ("1", "1", "2"):
+        csv = tmp_path / f"seed{seed}.csv"
+        code, _, err = run(["--split", "session", "-s", "memorylab/full", "--scorer", "probe_qa",
+                            "--probes", "12", "--seed", seed, "--csv", str(csv)], capsys)  # fmt: skip
+        assert code == 0, err
+        frame = pd.read_csv(csv)
+        probes = frame[(frame.scorer == "probe_qa") & (frame.metric == "exact")]["n"].sum()
+        assert 12 <= probes < 12 + 9  # the last case drawn holds at most 8 probes
+        samples.append(sorted(set(frame["case"])))
+    assert samples[0] == samples[1] != samples[2]
+
+
+def test_several_servers_share_one_model(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--api-base`` twice: the reader's requests spread over both servers."""
+    with FakeOpenAIServer("Ines Duarte") as one, FakeOpenAIServer("Ines Duarte") as two:
+        code, out, err = run([str(LOCOMO), "--split", "session", "-s", "memorylab/full", "-s",
+                              "memorylab/extractive", "--reader", "openai/reader", "--api-base",
+                              one.base_url, "--api-base", two.base_url, "--scorer", "probe_qa"],
+                             capsys)  # fmt: skip
+        assert code == 0, err
+        assert one.request_count > 0 and two.request_count > 0
+    assert "probe_qa[openai/reader].exact" in out.splitlines()[0]

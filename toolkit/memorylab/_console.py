@@ -76,6 +76,12 @@ _FLAG_FOR_ARGUMENT: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\b[Uu]se on_bad='warn'", "use --lenient"),  # memory_df(on_bad="error")'s advice
         (r"\bmax_cost_usd=(?=\S)", "--max-cost "),
         (r"\bmax_cost_usd\b", "--max-cost"),
+        # a command measures no speed but the --local-model's (compare_summarizers' speeds=)
+        (r"Give speeds=\{+model: memorylab\.llm\.measure_speed\(model, \.\.\.\)\}+ or leave "
+         r"max_seconds out", "Only a --local-model's speed is measured (a short warm-up): leave "
+         "--max-seconds out for other models"),
+        (r"\bmax_seconds=(?=\S)", "--max-seconds "),
+        (r"\bmax_seconds\b", "--max-seconds"),
         (r"\bmax_tokens\b", "--max-tokens"),
         (r"\bworkspace_dir, else \$WORKSPACE_DIR", "--workspace, else $WORKSPACE_DIR"),
         (r"""format=["']json["']""", "--format json"),
