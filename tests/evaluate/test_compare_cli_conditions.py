@@ -208,3 +208,19 @@ def test_several_servers_share_one_model(capsys: pytest.CaptureFixture[str]) -> 
         assert code == 0, err
         assert one.request_count > 0 and two.request_count > 0
     assert "probe_qa[openai/reader].exact" in out.splitlines()[0]
+
+
+def test_a_dask_cluster_gives_the_same_table(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--dask local``: the jobs on a cluster of this machine, the table the same."""
+    pytest.importorskip("distributed", reason="the dask extra is not installed")
+    with FakeOpenAIServer("Ines Duarte") as server:
+        argv = [str(LOCOMO), "--split", "session", "-s", "memorylab/full", "-s",
+                "memorylab/extractive", "--reader", "openai/reader", "--api-base",
+                server.base_url, "--scorer", "probe_qa"]  # fmt: skip
+        tables = []
+        for dask in ([], ["--dask", "local"]):
+            code, out, err = run([*argv, *dask], capsys)
+            assert code == 0, err
+            tables.append(out)
+    assert tables[0] == tables[1]
+    assert "probe_qa[openai/reader].exact" in tables[1]

@@ -41,13 +41,21 @@ above ``--max-seconds`` stops before the first call (exit code 1)."""
 
 
 def documented_commands() -> list[tuple[str, str]]:
-    """``(page, command)`` for every ``memorylab compare`` line of the pages' ``sh`` blocks."""
+    """``(page, command)`` for every ``memorylab compare`` line of the pages' ``sh`` blocks, and
+    every command with arguments quoted inline in docs/evaluation.md's prose (``memorylab
+    compare X ...`` between backticks, over several lines; docs/cli.md's inline ones are its
+    exit-code table's, run by tests/test_cli_exit_codes.py)."""
     found = []
     for page in PAGES:
-        for block in re.findall(r"^```sh\n(.*?)^```", page.read_text(), re.M | re.S):
+        text = page.read_text()
+        for block in re.findall(r"^```sh\n(.*?)^```", text, re.M | re.S):
             for line in re.sub(r"\\\n\s*", " ", block).splitlines():
                 if line.strip().startswith("memorylab compare"):
                     found.append((page.name, " ".join(line.split())))
+        if page.name == "evaluation.md":
+            prose = re.sub(r"^```.*?^```", "", text, flags=re.M | re.S)
+            for span in re.findall(r"`(memorylab compare [^`]+)`", prose):
+                found.append((page.name, " ".join(span.split())))
     return found
 
 
@@ -61,6 +69,7 @@ def test_the_pages_show_commands_to_run() -> None:
     assert len(COMMANDS) >= 10
     joined = "\n".join(command for _, command in COMMANDS)
     assert "--strategy" in joined and "--recall" in joined and "--local-model" in joined
+    assert "--dask local" in joined and "--probes" in joined
     assert "ollama/" not in joined  # Ollama through its OpenAI-compatible endpoint
 
 
