@@ -56,8 +56,10 @@ from memorylab._console import (
 from memorylab.errors import InvalidSetting, PrerequisiteError
 
 if TYPE_CHECKING:
+    from memorylab.compress import Strategy
     from memorylab.evaluate._cases import Case
     from memorylab.evaluate._engine import ComparisonResult
+    from memorylab.evaluate._peers import StrategyPreset
     from memorylab.evaluate._strategies import StrategyComparison
     from memorylab.evaluate._tables import SummaryTable
 
@@ -366,7 +368,7 @@ def _setting(text: str) -> bool | int | float | str:
         return text.lower() == "true"
     for kind in (int, float):
         with contextlib.suppress(ValueError):
-            return kind(text)  # type: ignore[no-any-return]
+            return kind(text)
     return text
 
 
@@ -380,6 +382,7 @@ def strategy_specs(specs: Sequence[str]) -> dict[str, Any]:
     presets = {**PEER_STRATEGIES, **MEMORYLAB_STRATEGIES}
     chosen: dict[str, Any] = {}
     for spec in specs:
+        strategy: Strategy | StrategyPreset
         if spec in presets:
             label, strategy = spec, presets[spec]
         else:
@@ -490,12 +493,13 @@ def _dask_executor(address: str, stack: contextlib.ExitStack) -> Executor:
     """The executor of a Dask client of ``address`` (``local``: a cluster on this machine),
     closed with ``stack``."""
     try:
-        import distributed
+        import distributed as untyped
     except ImportError:
         raise PrerequisiteError(
             "--dask needs Dask's distributed package: pip install 'memorylab[dask]'"
         ) from None
     try:
+        distributed: Any = untyped  # an untyped package
         cluster: Any = address
         if address == LOCAL:
             cluster = stack.enter_context(distributed.LocalCluster(dashboard_address=None))
