@@ -184,3 +184,33 @@ def test_the_probes_of_one_memory_read_it_once_on_the_real_server(tmp_path: Path
           f"ideal {ideal}, {reused} reused")  # fmt: skip
     assert len(memories) == 4 and len(prompts) == len(result.answers)
     assert processed <= 1.3 * ideal, (processed, ideal)
+
+
+def test_the_plan_is_within_1_5x_of_the_real_servers_figures(tmp_path: Path) -> None:
+    """The plan's tokens processed with the prompt cache and its time, at the speed
+    ``measure_speed`` measured on a sample of the cases' text, against what llama.cpp's log says
+    it evaluated ("Llama.generate: R prefix-match hit, remaining M prompt tokens to eval": M,
+    for the run's requests) and the run's wall time. Before, the plan priced every probe as a
+    cold read of its whole memory, replies at their bound (here ~3x the tokens)."""
+    from memorylab.llm import measure_speed
+
+    cases = cases_from_locomo(Path(__file__).parent / "data" / "locomo_sample.json")
+    log = tmp_path / "server.log"
+    with local_server(MODEL, context_length=2048, server_args=["--n_threads", "2"],
+                      log_path=log) as api_base:  # fmt: skip
+        speed = measure_speed("openai/local", api_base=api_base, sample=cases[0].history_text)
+        measured_at = len(log.read_bytes())
+        reader = get_scorer("probe_qa", reader="openai/local", llm_args={"api_base": api_base},
+                            max_tokens=16)  # fmt: skip
+        result = compare_summarizers(cases, ["memorylab/full", "memorylab/extractive"],
+                                     [reader], progress=False, cache_dir=tmp_path / "cache",
+                                     concurrency=1, speeds={"openai/local": speed})  # fmt: skip
+    evaluated = log.read_bytes()[measured_at:].decode(errors="replace")
+    processed = sum(int(m) for m in re.findall(r"remaining (\d+) prompt tokens", evaluated))
+    plan, wall_s = result.plan, result.run["wall_s"]
+    assert plan is not None and plan.seconds is not None
+    print(f"\n{plan.text()}\nmeasured: {result.run['requests']} requests, {processed} tokens "
+          f"processed, {wall_s:.1f} s")  # fmt: skip
+    assert plan.requests == result.run["requests"] == 2 * sum(len(c.probes) for c in cases)
+    assert processed / 1.5 <= plan.processed_tokens <= processed * 1.5, processed
+    assert wall_s / 1.5 <= plan.seconds <= wall_s * 1.5, wall_s
