@@ -506,7 +506,12 @@ def build_parser() -> argparse.ArgumentParser:
     purge.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
     add_compare_arguments(
-        command("compare", "compare summarizers: which facts survive, at what cost", run_compare)
+        command(
+            "compare",
+            "compare summarizers or memory strategies (and recall): which facts "
+            "survive, which questions are answered, at what cost",
+            run_compare,
+        )
     )
     return parser
 

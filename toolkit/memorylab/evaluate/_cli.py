@@ -1,4 +1,4 @@
-"""``memorylab compare``: compare summarizers from the command line (thin over the library).
+"""``memorylab compare``: summarizers or memory strategies compared, with recall as a condition.
 
 Wired into ``memorylab`` as a sub-command with :func:`add_compare_arguments` and
 :func:`run_compare`; also runnable on its own: ``python -m memorylab.evaluate._cli [...]``.
@@ -10,6 +10,16 @@ With no source the bundled transcripts are used. Without ``-s`` the bounds (``me
 ``memorylab/none``) and the offline baselines are compared. The wide table is printed as
 markdown, with confidence intervals and its notes; ``--csv`` writes the long-form scores,
 ``--png`` the plots.
+
+``--strategy SPEC`` (repeatable: a registered name, ``NAME:key=value,...`` with its settings,
+or a preset's label of :data:`~memorylab.evaluate.PEER_STRATEGIES` /
+:data:`~memorylab.evaluate.MEMORYLAB_STRATEGIES`) compares strategies instead
+(:func:`~memorylab.evaluate.compare_strategies`, the bounds beside; ``--memory-window`` and
+``--threshold`` their window; ``-s`` the one summarizer of their summaries) and prints their
+table. ``--recall K`` (repeatable) adds each memory with K recalled messages as a condition,
+``--probes N --seed S`` samples the cases to a probe budget, ``--api-base`` repeated spreads a
+model over several servers, ``--dask ADDRESS|local`` the jobs over a Dask cluster. Under every
+table the paired differences worth reading; before the first call, the plan (stderr).
 
 ``--local-model PATH.gguf`` starts llama.cpp's server for that model file for the run (extra
 ``local``); the name ``local`` then means that model in ``-s``, ``--reader`` and ``--judge``
