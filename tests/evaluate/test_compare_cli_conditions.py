@@ -78,6 +78,7 @@ def test_strategies_on_the_bundled_transcripts(capsys: pytest.CaptureFixture[str
         (["--memory-window", "4096"], ["--memory-window", "give --strategy"]),
         (["--threshold", "0.7"], ["--threshold", "give --strategy"]),
         (["--strategy", "trim", "--threshold", "lots"], ["--threshold 'lots' is not a number"]),
+        (["--strategy", "trim", "--threshold", "9000"], ["--threshold 9000 with --memory-window 8192"]),
         (["--strategy", "trim", "--dask", "local"], ["leave --dask out"]),
         (["--strategy", "trim", "-s", "memorylab/extractive", "-s", "memorylab/truncate"],
          ["-s names the one summarizer"]),

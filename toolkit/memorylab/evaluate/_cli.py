@@ -430,7 +430,16 @@ def _check_strategy_arguments(args: argparse.Namespace) -> None:
         return
     args.strategies = strategy_specs(args.strategies)
     if args.threshold is not None:
+        from memorylab.compress import trigger_tokens
+
         args.threshold = threshold_value(args.threshold)
+        window = args.memory_window or STRATEGY_WINDOW
+        try:
+            trigger_tokens(window, args.threshold)
+        except InvalidSetting as error:
+            raise InvalidSetting(
+                f"--threshold {args.threshold} with --memory-window {window}: {error}"
+            ) from None
     if args.dask:
         raise InvalidSetting(
             "--strategy runs the strategies in this process (each run's figures are read from "
