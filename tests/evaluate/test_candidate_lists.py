@@ -101,7 +101,7 @@ def test_a_candidate_list_is_counted_as_listed() -> None:
         ("Caroline, Melanie, Jon", "Caroline"),
         ("Paris or London", "Paris"),
         ("refs/raw.bib; refs/clean.bib", "refs/clean.bib"),
-        (" ".join(f"Name{i} {i}" for i in range(10)), "Caroline"),  # 20 words for one
+        (" ".join(f"Name{i} {i}" for i in range(7)), "Caroline"),  # 14 words for one
     ],
 )
 def test_candidates_are_not_an_answer(answer: str, expected: str) -> None:
@@ -113,6 +113,7 @@ def test_candidates_are_not_an_answer(answer: str, expected: str) -> None:
     [
         ("8443", "8443"),
         ("The staging server listens on port 8443.", "8443"),
+        ("The bowl Noor made is a blue ceramic bowl with a white rim.", "blue"),  # SmolLM2's
         ("Melanie ran 3 laps around the park on Saturday", "3"),
         ("On May 7, 2023, Caroline went to the support group", "7 May 2023"),
         ("Caroline and Melanie went to Sweden", "Sweden"),
