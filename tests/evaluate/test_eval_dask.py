@@ -22,7 +22,7 @@ CASES = [Case(f"c{i}", (*HISTORY, {"role": "user", "content": f"ticket {i}"}),
 
 def test_local_dask_cluster_executor(tmp_path: object) -> None:
     with (
-        distributed.LocalCluster(n_workers=2, processes=False, dashboard_address=None) as cluster,
+        distributed.LocalCluster(n_workers=2, processes=False, dashboard_address="127.0.0.1:0") as cluster,
         distributed.Client(cluster) as client,
         FakeOpenAIServer(Reply("config /srv/api/config.yaml")) as server,
     ):

@@ -197,8 +197,9 @@ def test_judge_cuts_long_histories() -> None:
     long_case = Case("long", tuple({"role": "user", "content": f"step {i} done"} for i in range(200)))
     text, cut = judge._transcript(long_case)
     assert cut and "step 0 done" in text and "step 199 done" in text and "omitted" in text
-    [(model, tokens_in, tokens_out)] = judge.estimate(long_case, 100)
-    assert model == "gpt-4o-mini" and tokens_in == 40 + 100 + 400 and tokens_out == 300
+    [call] = judge.estimate(long_case, 100)
+    assert call.model == "gpt-4o-mini" and call.input_tokens == 40 + 100 + 400
+    assert call.output_tokens == 300
 
 
 def test_missing_extras_name_the_pip_install(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -268,10 +268,13 @@ def test_a_local_model_is_cached_by_what_it_is_not_where_it_listens(
 def test_an_interrupted_run_says_one_line_and_the_rerun_repeats_no_finished_call(
     tmp_path: Path,
 ) -> None:
+    """The interrupt never races the run: every request after the first waits until the test has
+    sent its SIGINT, so the run is always cut short mid-way, however slow the machine."""
     import os
     import signal
     import subprocess
     import sys
+    import threading
     import time
 
     cache = tmp_path / "cache"
@@ -279,27 +282,38 @@ def test_an_interrupted_run_says_one_line_and_the_rerun_repeats_no_finished_call
     command = [sys.executable, "-m", "memorylab.evaluate._cli", str(LOCOMO), "--split", "session",
                "--no-progress", "--cache-dir", str(cache), "-s", "memorylab/full",
                "--reader", "openai/r", "--concurrency", "1"]  # fmt: skip
-    with FakeOpenAIServer(Reply("Ines Duarte", delay=0.3)) as server:
+    interrupted = threading.Event()
+
+    def answer(request: FakeRequest) -> Reply:
+        if request.index > 0:
+            interrupted.wait(120)
+        return Reply("Ines Duarte")
+
+    with FakeOpenAIServer(answer) as server:
         run = subprocess.Popen([*command, "--api-base", server.base_url], text=True,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                env={**os.environ, "PYTHONWARNINGS": "default"})  # fmt: skip
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120
         while not list(cache.rglob("*.json")) and time.monotonic() < deadline:
             time.sleep(0.05)
         run.send_signal(signal.SIGINT)
-        _, err = run.communicate(timeout=60)
+        _, err = run.communicate(timeout=120)
+        interrupted.set()
         finished = len(list(cache.rglob("*.json")))
-        assert run.returncode == 130
-        assert err.strip().splitlines() == [
+        assert run.returncode == 130, err
+        lines = err.strip().splitlines()
+        assert lines[0].startswith("plan: ") and len(lines) == 2, lines
+        assert lines[-1] == (
             f"memorylab: interrupted; every call that finished is cached in {cache}: the same "
             "command goes on from there"
-        ]
+        )
         assert 1 <= finished < total
         before = server.request_count
         done = subprocess.run([*command, "--api-base", server.base_url], capture_output=True,
-                              text=True, timeout=120)  # fmt: skip
+                              text=True, timeout=300)  # fmt: skip
         assert done.returncode == 0, done.stderr
         assert server.request_count - before == total - finished
+        assert f"({finished} more cached)" in done.stderr.splitlines()[0]
 
 
 def test_a_run_prints_its_plan_and_counts_requests(

@@ -153,7 +153,7 @@ def test_a_dask_cluster_of_processes_gives_the_result_of_one_server(tmp_path: Pa
         FakeOpenAIServer(answer_from_prompt, model="smol") as one,
         FakeOpenAIServer(answer_from_prompt, model="smol") as two,
         distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                 dashboard_address=None) as cluster,
+                                 dashboard_address="127.0.0.1:0") as cluster,
         distributed.Client(cluster) as client,
     ):  # fmt: skip
         single = compare(tmp_path / "single", alone.base_url)

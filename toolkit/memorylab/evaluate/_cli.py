@@ -521,7 +521,7 @@ def _dask_executor(address: str, stack: contextlib.ExitStack) -> Executor:
         distributed: Any = untyped  # an untyped package
         cluster: Any = address
         if address == LOCAL:
-            cluster = stack.enter_context(distributed.LocalCluster(dashboard_address=None))
+            cluster = stack.enter_context(distributed.LocalCluster(dashboard_address="127.0.0.1:0"))
         client = stack.enter_context(distributed.Client(cluster))
     except (OSError, ValueError) as error:
         raise NothingThere(
