@@ -225,3 +225,18 @@ def test_a_dask_cluster_gives_the_same_table(capsys: pytest.CaptureFixture[str])
             tables.append(out)
     assert tables[0] == tables[1]
     assert "probe_qa[openai/reader].exact" in tables[1]
+
+
+def test_a_strategys_failed_compactions_are_summed_in_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A strategy that cannot compact a window (keep_recent keeping more than the window holds)
+    failed at every attempt, and the command printed a warning for each (42 lines on 30
+    probes); the runs record them, and one line sums them per strategy."""
+    code, _, err = run(["--split", "window", "--window", "16", "--probes", "10", "--strategy",
+                        "keep_recent:keep_messages=6", "--memory-window", "768",
+                        "--scorer", "probe_qa"], capsys)  # fmt: skip
+    assert code == 0
+    assert "compression failed (" not in err
+    [note] = [line for line in err.splitlines() if "failed in the strategies' runs" in line]
+    assert note.endswith("keep_recent(keep_messages=6) 9")

@@ -45,7 +45,7 @@ import math
 import sys
 import textwrap
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -632,10 +632,12 @@ def _run(args: argparse.Namespace, local_base: str | None, executor: Executor | 
     strategies = None
     if args.strategies:
         threshold = {} if args.threshold is None else {"threshold": args.threshold}
-        strategies = compare_strategies(
-            cases, args.strategies, scorers, context_length=args.memory_window or STRATEGY_WINDOW,
-            summarizer=(args.summarizers or [None])[0], **threshold, **options,
-        )  # fmt: skip
+        with _failures_counted():
+            strategies = compare_strategies(
+                cases, args.strategies, scorers,
+                context_length=args.memory_window or STRATEGY_WINDOW,
+                summarizer=(args.summarizers or [None])[0], **threshold, **options,
+            )  # fmt: skip
         result = strategies.comparison
     else:
         llm_args = model("")[1]
@@ -661,11 +663,41 @@ def _run(args: argparse.Namespace, local_base: str | None, executor: Executor | 
         write_private_file(args.csv, df.to_csv(index=False).encode("utf-8"))
     if args.png:
         _plots(result, args.png)
+    if strategies is not None:
+        _failed_compactions_note(strategies)
     failed = _failed_summarizers(df)
     for label, error in failed:
         print(f"memorylab: every summary of {label} failed; the first error: {error}",
               file=sys.stderr)  # fmt: skip
     return 1 if failed else 0
+
+
+@contextlib.contextmanager
+def _failures_counted() -> Iterator[None]:
+    """The compressor's "compression failed" warnings of the strategies' runs are not printed
+    one by one (a strategy that cannot compact a window says so at every attempt): the runs
+    record them (``runs.failed_compactions``) and :func:`_failed_compactions_note` sums them."""
+    import logging
+
+    def printed(record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("memorylab: compression failed")
+
+    logger = logging.getLogger("memorylab")
+    logger.addFilter(printed)
+    try:
+        yield
+    finally:
+        logger.removeFilter(printed)
+
+
+def _failed_compactions_note(strategies: StrategyComparison) -> None:
+    """One line for the compactions the strategies' runs attempted and could not make."""
+    failed = strategies.runs.groupby("strategy", sort=False)["failed_compactions"].sum()
+    failed = failed[failed > 0]
+    if len(failed):
+        each = ", ".join(f"{label} {int(count)}" for label, count in failed.items())
+        print(f"memorylab: compactions that failed in the strategies' runs, the memory left "
+              f"unchanged each time (runs.failed_compactions): {each}", file=sys.stderr)
 
 
 def _readers(result: ComparisonResult) -> list[str]:
