@@ -160,6 +160,11 @@ def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
             ["report", "--threshold", "1.5"],
             "--threshold 1.5: a fraction of the window is at most 1",
         ),
+        (
+            ["plot", "BugHunter", "--threshold", "2"],
+            "--threshold 2 reads as 2 tokens, fewer than any window holds (at least 256): give a "
+            "fraction such as 0.02 (2 %)",
+        ),
         (["report", "-o", "-"], "-o -: memorylab writes a file, not standard output"),
         (["report", "-o", "report"], "-o report has no file extension: end it with one of .html"),
     ],

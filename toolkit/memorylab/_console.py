@@ -173,6 +173,12 @@ MAX_CONTEXT_TOKENS = 100_000_000
 """The largest context window a command accepts (no model comes near it)."""
 
 
+MIN_THRESHOLD_TOKENS = 256
+"""The fewest tokens a threshold given in tokens may be: the smallest window the commands take.
+Below it a whole number is a percentage or a fraction mistyped (``--threshold 2`` drew the line
+below a workspace's 42-token static context, and every strategy's compaction failed)."""
+
+
 def threshold_value(text: str, flag: str = "--threshold") -> float | int:
     """A threshold as every command takes it: a fraction of the window (``0.9``) or a whole
     number of tokens (``6000``); else :class:`InvalidSetting` naming ``flag``."""
@@ -193,6 +199,14 @@ def threshold_value(text: str, flag: str = "--threshold") -> float | int:
             f"{flag} {text}: a fraction of the window is at most 1 (0.9 = compress at 90 %), "
             "and tokens are a whole number such as 6000"
         )
+    if value > 1 and value < MIN_THRESHOLD_TOKENS:
+        raise InvalidSetting(
+            f"{flag} {text} reads as {int(value)} tokens, fewer than any window holds (at least "
+            f"{MIN_THRESHOLD_TOKENS}): give "
+            + (f"a fraction such as {value / 100:g} ({int(value)} %)" if value <= 100
+               else "a fraction such as 0.9")
+            + " or tokens such as 6000"
+        )  # fmt: skip
     return int(value) if value > 1 else value
 
 
