@@ -240,3 +240,28 @@ def test_a_strategys_failed_compactions_are_summed_in_one_line(
     assert "compression failed (" not in err
     [note] = [line for line in err.splitlines() if "failed in the strategies' runs" in line]
     assert note.endswith("keep_recent(keep_messages=6) 9")
+
+
+def test_an_api_base_that_is_no_address_is_refused_before_any_work(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, _, err = run(["--reader", "openai/x", "--api-base", "notaurl"], capsys)
+    assert code == 2
+    assert err.strip() == ("memorylab: --api-base 'notaurl' is not a server's address: give its "
+                           "URL, such as http://127.0.0.1:8080/v1")  # fmt: skip
+
+
+def test_a_reader_whose_every_probe_failed_exits_1_with_its_first_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Before, a reader whose server refused every call left an empty column (hidden among the
+    --csv columns) and the command exited 0."""
+    from fakes import HTTPError
+
+    with FakeOpenAIServer(HTTPError(401)) as server:
+        code, _, err = run([str(LOCOMO), "--split", "session", "-s", "memorylab/full",
+                            "--reader", "openai/x", "--api-base", server.base_url], capsys)  # fmt: skip
+    assert code == 1
+    [line] = [x for x in err.splitlines() if "every probe" in x]
+    assert line.startswith("memorylab: every probe of probe_qa[openai/x] failed; the first error: "
+                           "ModelAuthError")  # fmt: skip

@@ -372,6 +372,16 @@ def _failed_summarizers(df: Any) -> list[tuple[str, str]]:
     return out
 
 
+def _failed_readers(answers: Any) -> list[tuple[str, str]]:
+    """``(reader, first error)`` of each reader whose every probe's call failed (a server
+    that is not there: its column would be empty and the run look fine)."""
+    if "error" not in answers.columns:
+        return []
+    return [(str(scorer), str(rows["error"].iloc[0]))
+            for scorer, rows in answers.groupby("scorer", sort=False)
+            if rows["error"].notna().all()]  # fmt: skip
+
+
 def _setting(text: str) -> bool | int | float | str:
     """A strategy setting's value as written: true/false, a whole number, a number, or text."""
     if text.lower() in ("true", "false"):
@@ -467,6 +477,12 @@ def _check_arguments(args: argparse.Namespace) -> None:
         for name in names or ():
             if name is not None and name != LOCAL:
                 check_model_name(name, flag, summarizers=flag == "-s")
+    for url in args.api_base or ():
+        if not url.startswith(("http://", "https://")) or "://" == url.rstrip("/")[-3:]:
+            raise InvalidSetting(
+                f"--api-base {url!r} is not a server's address: give its URL, such as "
+                "http://127.0.0.1:8080/v1"
+            )
     if args.csv is not None:
         args.csv = check_output(args.csv, "--csv", formats=("csv",))
     if args.png is not None:
@@ -669,7 +685,11 @@ def _run(args: argparse.Namespace, local_base: str | None, executor: Executor | 
     for label, error in failed:
         print(f"memorylab: every summary of {label} failed; the first error: {error}",
               file=sys.stderr)  # fmt: skip
-    return 1 if failed else 0
+    unanswered = _failed_readers(result.answers)
+    for reader, error in unanswered:
+        print(f"memorylab: every probe of {reader} failed; the first error: {error}",
+              file=sys.stderr)  # fmt: skip
+    return 1 if failed or unanswered else 0
 
 
 @contextlib.contextmanager

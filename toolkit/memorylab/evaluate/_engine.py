@@ -53,7 +53,8 @@ ANSWER_COLUMNS = (
 )  # fmt: skip
 """The answers frame's first columns (:attr:`ComparisonResult.answers`): one row per probe a
 reader answered, then one column per metric of its scorer (``exact``, ``fuzzy``, ``llm``: 1, 0,
-or NaN for a probe whose call failed)."""
+or NaN for a probe whose call failed) and, where a reader's call failed, ``error``: why (None for
+the probes answered)."""
 SUMMARY_COLUMNS = (
     "case", "summarizer", "text", "model", "input_tokens", "output_tokens", "cost_usd",
     "latency_s", "chunks", "truncated", "cached", "error",
@@ -243,6 +244,8 @@ def _answer_rows(sample: Sample, scorer: str, scores: Mapping[str, Any]) -> list
     answers = next((m["answers"] for m in metas.values() if "answers" in m), None)
     if answers is None or len(answers) != len(probes):
         return []
+    failed = next((m["failed"] for m in metas.values() if isinstance(m.get("failed"), Mapping)),
+                  {})  # fmt: skip
     rows = []
     for index, (probe, answer) in enumerate(zip(probes, answers, strict=True)):
         category = probe_category(sample.case, probe)
@@ -253,6 +256,8 @@ def _answer_rows(sample: Sample, scorer: str, scores: Mapping[str, Any]) -> list
             items = meta.get("items")
             if isinstance(items, tuple | list) and len(items) == len(probes):
                 row[str(metric)] = float(items[index])
+        if failed:
+            row["error"] = failed.get(probe.id)
         rows.append(row)
     return rows
 
