@@ -478,7 +478,7 @@ def _check_arguments(args: argparse.Namespace) -> None:
             if name is not None and name != LOCAL:
                 check_model_name(name, flag, summarizers=flag == "-s")
     for url in args.api_base or ():
-        if not url.startswith(("http://", "https://")) or "://" == url.rstrip("/")[-3:]:
+        if not url.startswith(("http://", "https://")) or url.rstrip("/").endswith("://"):
             raise InvalidSetting(
                 f"--api-base {url!r} is not a server's address: give its URL, such as "
                 "http://127.0.0.1:8080/v1"
