@@ -244,8 +244,9 @@ def _answer_rows(sample: Sample, scorer: str, scores: Mapping[str, Any]) -> list
     answers = next((m["answers"] for m in metas.values() if "answers" in m), None)
     if answers is None or len(answers) != len(probes):
         return []
-    failed = next((m["failed"] for m in metas.values() if isinstance(m.get("failed"), Mapping)),
-                  {})  # fmt: skip
+    failed: Mapping[str, Any] = next(
+        (m["failed"] for m in metas.values() if isinstance(m.get("failed"), Mapping)), {}
+    )
     rows = []
     for index, (probe, answer) in enumerate(zip(probes, answers, strict=True)):
         category = probe_category(sample.case, probe)
