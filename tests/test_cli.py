@@ -458,3 +458,20 @@ def test_ls_columns_stay_in_line_with_wide_characters(
     # equally wide on screen.
     assert len(rows) == 2 and cells(rows[0]) == cells(rows[1]), rows
     assert column("研究", 6) == "研究  " and column("ab", 4) == "ab  "
+
+
+@pytest.mark.parametrize("command", ["report", "stats"])
+def test_a_run_another_loader_reads_is_reported_like_a_workspace(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 40: `report` and `stats` refused any file that is not a MEMORY.md before the
+    loaders were asked; a run any registered loader reads (here a memorylab transcript) is read
+    as every reader reads it (`loader_for`)."""
+    transcript = Path(__file__).parents[1] / "data" / "transcripts" / "checkout-bug-hunt.jsonl"
+    out = ["-o", str(tmp_path / "r.html")] if command == "report" else []
+    assert main([command, str(transcript), *out]) == 0
+    printed = capsys.readouterr().out
+    if command == "report":
+        assert "checkout-bug-hunt" in (tmp_path / "r.html").read_text(encoding="utf-8")
+    else:
+        assert "checkout-bug-hunt" in printed and "721" in printed

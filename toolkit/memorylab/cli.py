@@ -89,8 +89,9 @@ def _existing_workspace(value: str | None, *, agent_folder_ok: bool = False) -> 
     if (workspace / "agents").is_dir():
         return _with_agents(workspace)
     if agent_folder_ok and workspace.is_file():
-        return _memory_file(workspace)
-    if agent_folder_ok and ((workspace / "MEMORY.md").exists() or (workspace / "archive").is_dir()):
+        return workspace if _foreign_run(workspace) else _memory_file(workspace)
+    if agent_folder_ok and ((workspace / "MEMORY.md").exists() or (workspace / "archive").is_dir()
+                            or _foreign_run(workspace)):  # fmt: skip
         return workspace
     raise NothingThere(
         f"{workspace} has no agents/ folder: is it a memorylab workspace? Give the folder that "
@@ -118,6 +119,19 @@ def _with_agents(workspace: Path) -> Path:
     )
 
 
+def _foreign_run(path: Path) -> bool:
+    """Whether a loader other than memorylab's own files reads ``path`` (a transcript, a save
+    file, another framework's run: docs/formats/), decided as every reader decides it
+    (:func:`memorylab.analysis.loader_for`)."""
+    from memorylab.analysis import loader_for
+    from memorylab.errors import InvalidSetting
+
+    try:
+        return loader_for(path).name != "memorylab"
+    except InvalidSetting:  # no loader reads it: said by the caller's own check
+        return False
+
+
 def _memory_file(path: Path) -> Path:
     """``path`` when it is a memory file (it starts as one: ``# Agent Memory``); a file that
     is not is refused before any work (a report of it would be one unreadable agent)."""
@@ -130,8 +144,9 @@ def _memory_file(path: Path) -> Path:
         raise NothingThere(f"cannot read {path}: {error.strerror or error}") from error
     if not start.removeprefix(b"\xef\xbb\xbf").startswith(TITLE_LINE.encode()):
         raise MemoryFormatError(
-            f"{path} is a file but not a memory file (it does not start with {TITLE_LINE!r}): "
-            "give a workspace, an agent folder or a MEMORY.md"
+            f"{path} is a file but not a memory file (it does not start with {TITLE_LINE!r}) "
+            "nor a run memorylab reads (a transcript, a save file, another framework's: "
+            "docs/formats/): give a workspace, an agent folder, a MEMORY.md or such a run"
         )
     return path
 
