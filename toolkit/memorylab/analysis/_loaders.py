@@ -266,6 +266,16 @@ def loader_for(path: str | os.PathLike[str]) -> Loader:
     )
 
 
+def reads_as_transcript(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a memorylab transcript as the loaders decide (another framework's
+    JSON Lines, a Claude Code session, is not one); a ``.jsonl`` no loader reads counts as one, so
+    that the transcript reader says what a transcript must be."""
+    try:
+        return loader_for(path).name == "transcript"
+    except InvalidSetting:
+        return str(path).endswith(".jsonl")
+
+
 def load_records(
     source: Source | Records, notes: list[Note] | None = None, *, strict: bool = False
 ) -> list[AgentRecord]:

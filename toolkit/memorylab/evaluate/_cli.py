@@ -202,9 +202,14 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
 
 
 def _is_transcripts(path: Path) -> bool:
-    return path.suffix == ".jsonl" or (
-        path.is_dir() and not (path / "agents").is_dir() and any(path.glob("*.jsonl"))
-    )
+    """Transcripts with planted facts: a file the loaders read as one (``reads_as_transcript``),
+    or a folder of them."""
+    from memorylab.analysis._loaders import reads_as_transcript
+
+    if path.is_dir():
+        files = [] if (path / "agents").is_dir() else sorted(path.glob("*.jsonl"))
+        return bool(files) and reads_as_transcript(files[0])
+    return reads_as_transcript(path)
 
 
 def _benchmark(path: Path, split: str) -> list[Any]:

@@ -137,9 +137,10 @@ def _calibration_lines(source: Any) -> list[str]:
 
 def tuner_source(source: Any) -> _Source:
     """Normalize what :class:`ThresholdTuner` accepts (see its docstring)."""
+    from memorylab.analysis._loaders import reads_as_transcript
     from memorylab.transcripts import Transcript, load_transcript
 
-    if isinstance(source, str | os.PathLike) and str(source).endswith(".jsonl"):
+    if isinstance(source, str | os.PathLike) and reads_as_transcript(source):
         source = load_transcript(source)
     if isinstance(source, Transcript):
         return _Source(
