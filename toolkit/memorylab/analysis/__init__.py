@@ -27,6 +27,7 @@ from memorylab.analysis._calibration import (
     calibration_summary,
     compaction_timing_df,
 )
+from memorylab.analysis._foreign import RunCompaction, RunMessage, run_record
 from memorylab.analysis._frames import (
     MEMORY_COLUMNS,
     ReadResult,
@@ -86,6 +87,8 @@ __all__ = [
     "MEMORY_COLUMNS",
     "ReadResult",
     "ReplayResult",
+    "RunCompaction",
+    "RunMessage",
     "RunOverrides",
     "RunSettings",
     "SummarySize",
@@ -123,6 +126,7 @@ __all__ = [
     "problems_df",
     "register_loader",
     "replay",
+    "run_record",
     "run_settings",
     "save_plot",
     "summary_provenance",

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from memorylab._names import plugged_in, plugin_lookup
+from memorylab.analysis._foreign import foreign_record, record_among, source_file
 from memorylab.analysis._record import AgentRecord, Records, kept_record, read_agent_records
 from memorylab.analysis._sources import Note, Segment, Source
 from memorylab.errors import InvalidSetting, StoreError
@@ -314,6 +315,12 @@ def record_of_frame(frame: pd.DataFrame) -> AgentRecord | None:
     if not (hasattr(frame, "columns") and "file" in frame.columns and len(frame)):
         return None
     files = [str(f) for f in frame["file"].unique()]
+    foreign = foreign_record(files)  # another framework's run: its segments are named, not files
+    if foreign is not None:
+        return foreign
+    read = list(dict.fromkeys(map(source_file, files)))
+    if read != files:  # a foreign run's segments: the file they were read from, read again
+        return record_among(load_records(read), files)
     kept = kept_record(files)
     if kept is not None:
         return kept
