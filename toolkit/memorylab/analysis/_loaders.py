@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from memorylab._names import plugged_in, plugin_lookup
 from memorylab.analysis._foreign import foreign_record, record_among, source_file
+from memorylab.analysis._inspect_loader import InspectLog
 from memorylab.analysis._record import AgentRecord, Records, kept_record, read_agent_records
 from memorylab.analysis._sources import Note, Segment, Source
 from memorylab.errors import InvalidSetting, StoreError
@@ -203,6 +204,7 @@ _LOADERS: dict[str, Loader] = {
     "memorylab": _MEMORYLAB,
     "reference-save": _ReferenceSaveFile(),
     "transcript": _TranscriptFile(),
+    "inspect-ai": InspectLog(),
 }
 """The registry: the built-in formats, then those registered, then installed packages'."""
 
