@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from memorylab._names import plugged_in, plugin_lookup
+from memorylab.analysis._deepagents_loader import DeepagentsThread
 from memorylab.analysis._foreign import foreign_record, record_among, source_file
 from memorylab.analysis._inspect_loader import InspectLog
 from memorylab.analysis._record import AgentRecord, Records, kept_record, read_agent_records
@@ -204,6 +205,7 @@ _LOADERS: dict[str, Loader] = {
     "memorylab": _MEMORYLAB,
     "reference-save": _ReferenceSaveFile(),
     "transcript": _TranscriptFile(),
+    "deepagents": DeepagentsThread(),
     "inspect-ai": InspectLog(),
 }
 """The registry: the built-in formats, then those registered, then installed packages'."""
