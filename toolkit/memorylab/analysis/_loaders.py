@@ -48,6 +48,7 @@ from memorylab._names import plugged_in, plugin_lookup
 from memorylab.analysis._deepagents_loader import DeepagentsThread
 from memorylab.analysis._foreign import foreign_record, record_among, source_file
 from memorylab.analysis._inspect_loader import InspectLog
+from memorylab.analysis._openai_agents_loader import OpenAIAgentsSessions
 from memorylab.analysis._record import AgentRecord, Records, kept_record, read_agent_records
 from memorylab.analysis._sources import Note, Segment, Source
 from memorylab.errors import InvalidSetting, StoreError
@@ -206,6 +207,7 @@ _LOADERS: dict[str, Loader] = {
     "reference-save": _ReferenceSaveFile(),
     "transcript": _TranscriptFile(),
     "deepagents": DeepagentsThread(),
+    "openai-agents": OpenAIAgentsSessions(),
     "inspect-ai": InspectLog(),
 }
 """The registry: the built-in formats, then those registered, then installed packages'."""
