@@ -13,12 +13,13 @@ import subprocess
 import sys
 import zipfile
 from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from memorylab.analysis import AgentRecord, load_records, loader_for
+from memorylab.analysis import AgentRecord, load_records, loader_for, memory_df
 from memorylab.cli import main
 from memorylab.errors import MemoryFormatError, PrerequisiteError
 
@@ -109,6 +110,22 @@ def test_each_summary_is_the_compaction_record_of_its_event() -> None:
     # each summary opens the segment after its boundary, as a MEMORY.md's compaction does
     firsts = [segment.document.messages[0].content for segment in record.segments[1:]]
     assert all(first.endswith(summary) for first, summary in zip(firsts, written, strict=True))
+
+
+def test_messages_are_timed_by_their_events_and_keep_their_tool_calls() -> None:
+    """Messages keep no time in a log: each takes its event's, so the frame's rows are in the
+    sample's order and within its run; tool calls are shown in the assistant's row."""
+    sample = _sample(json.loads(JSON_LOG.read_text(encoding="utf-8")))
+    df = memory_df(JSON_LOG)
+    history = [m for m in sample["messages"] if "summary" not in (m.get("metadata") or {})]
+    rows = df[~df.is_summary]
+    assert list(rows.role) == [m["role"] for m in history]
+    times = list(rows.timestamp)
+    assert times == sorted(times)
+    start, end = (datetime.fromisoformat(sample[k]) for k in ("started_at", "completed_at"))
+    assert start <= times[0] and times[-1] <= end
+    calls = sum(len(m.get("tool_calls") or ()) for m in history)
+    assert calls and rows.content.str.count(r"\[tool call run ").sum() == calls
 
 
 @needs_zstd

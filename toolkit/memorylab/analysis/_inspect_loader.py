@@ -200,6 +200,23 @@ def _text(content: Any, attachments: Mapping[str, Any]) -> str:
     return "" if content is None else str(content)
 
 
+def _with_calls(text: str, calls: Any, attachments: Mapping[str, Any]) -> str:
+    """An assistant message's text with its tool calls after it, each as
+    ``[tool call <function> <arguments as JSON>]`` (the deepagents loader's rendering; an
+    argument stored as an attachment read back)."""
+    shown = []
+    for call in calls if isinstance(calls, list) else ():
+        if not isinstance(call, Mapping):
+            continue
+        arguments = call.get("arguments")
+        if isinstance(arguments, Mapping):
+            arguments = {k: _text(v, attachments) if isinstance(v, str) else v
+                         for k, v in arguments.items()}  # fmt: skip
+        shown.append(f"[tool call {call.get('function')} "
+                     f"{json.dumps(arguments, sort_keys=True, ensure_ascii=False)}]")  # fmt: skip
+    return "\n".join([text, *shown]) if text else "\n".join(shown)
+
+
 def _input_ids(event: Mapping[str, Any], pool: Sequence[Any]) -> list[str]:
     """The ids of a ``ModelEvent``'s input messages (condensed logs keep ``input_refs``:
     ``[start, end)`` ranges into the sample's ``events_data["messages"]`` pool)."""
@@ -298,6 +315,8 @@ def _sample_record(path: Path, log: Mapping[str, Any], sample: Mapping[str, Any]
         role = message.get("role")
         when = seen.get(str(message.get("id")))
         text = _text(message.get("content"), attachments)
+        if role == "assistant":
+            text = _with_calls(text, message.get("tool_calls"), attachments)
         if role == "user" and "summary" in (message.get("metadata") or {}):
             summaries.append((len(messages), text, when))
             continue
