@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from memorylab.analysis import AgentRecord, load_records, loader_for, memory_df
+from memorylab.analysis import AgentRecord, load_records, loader_for, memory_df, run_settings
 from memorylab.cli import main
 from memorylab.errors import MemoryFormatError, PrerequisiteError
 
@@ -126,6 +126,20 @@ def test_messages_are_timed_by_their_events_and_keep_their_tool_calls() -> None:
     assert start <= times[0] and times[-1] <= end
     calls = sum(len(m.get("tool_calls") or ()) for m in history)
     assert calls and rows.content.str.count(r"\[tool call run ").sum() == calls
+
+
+def test_what_the_log_does_not_record_is_said_in_notes() -> None:
+    [record] = load_records(JSON_LOG)
+    said = " ".join(note.message for note in record.notes)
+    assert "whose reply is not in the history" in said  # the summarizer's calls
+    assert all(c["extra"]["recorded"] == ["summary", "tokens_before", "tokens_after", "trigger"]
+               for c in record.compactions)  # fmt: skip
+
+
+@pytest.mark.xfail(reason="run_record makes the threshold a float: inspect_ai's token count "
+                   "(int 1500) becomes 1500.0, which validate_threshold refuses", strict=False)  # fmt: skip
+def test_the_recorded_threshold_is_the_runs() -> None:
+    assert run_settings(memory_df(JSON_LOG)).threshold == 1500
 
 
 @needs_zstd
