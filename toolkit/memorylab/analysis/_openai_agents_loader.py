@@ -109,7 +109,8 @@ def _text(content: object) -> str:
         elif isinstance(part.get("refusal"), str):
             texts.append(part["refusal"])
         elif part.get("type") in ("input_image", "input_file", "input_audio"):
-            texts.append(f"[{part['type'].removeprefix('input_')} {part.get('filename') or ''}]")
+            label, name = part["type"].removeprefix("input_"), part.get("filename")
+            texts.append(f"[{label} {name}]" if name else f"[{label}]")
     return "\n".join(texts)
 
 
