@@ -18,7 +18,14 @@ from typing import Any
 
 import pytest
 
-from memorylab.analysis import AgentRecord, compactions_df, load_records, loader_for, memory_df
+from memorylab.analysis import (
+    AgentRecord,
+    compactions_df,
+    load_records,
+    loader_for,
+    memory_df,
+    token_growth,
+)
 from memorylab.cli import main
 from memorylab.errors import InvalidSetting, MemoryFormatError
 
@@ -95,6 +102,14 @@ def test_the_compactions_frame_has_one_row_per_summary() -> None:
     frame = compactions_df(SAMPLE)
     assert len(frame) == len(_thread(SAMPLE)["summarization_events"])
     assert frame["tokens_before"].isna().all()  # not recorded, never guessed
+
+
+def test_the_growth_marks_each_recorded_compaction_at_the_recorded_threshold() -> None:
+    thread = _thread(SAMPLE)
+    growth = token_growth(memory_df(SAMPLE))
+    assert int(growth["compaction"].sum()) == len(thread["summarization_events"])
+    window = thread["model"]["profile"]["max_input_tokens"]
+    assert set(growth["trigger"]) == {int(window * thread["summarization"]["trigger"][1])}
 
 
 def test_what_the_format_does_not_record_is_said() -> None:

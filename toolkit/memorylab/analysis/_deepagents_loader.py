@@ -46,7 +46,10 @@ BACKEND_FOLDER = "backend"
 _HEAD_BYTES = 256
 _OPENING = re.compile(rb'\s*\{\s*"deepagents_thread"\s*:\s*1\b')
 """How an exported thread opens: its version first."""
-_ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
+_ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system",
+          "HumanMessageChunk": "user", "AIMessageChunk": "assistant",
+          "ToolMessageChunk": "tool", "SystemMessageChunk": "system"}  # fmt: skip
+"""``messages_to_dict``'s types: a message's ``type``, a chunk's class name."""
 _SECTION = re.compile(r"^## Summarized at (\S+)\s*$", re.M)
 _OFFLOADED = re.compile(r'^<message type="')
 _SUMMARY = re.compile(r"<summary>\n?(.*?)\n?</summary>", re.S)
