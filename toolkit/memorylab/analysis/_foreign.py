@@ -108,16 +108,17 @@ def run_record(
 ) -> AgentRecord:
     """The record of one run of another framework, read from ``path`` (the module docstring).
 
-    ``messages``: the run's history in order, summaries left out; ``compactions``: where it was
-    compacted (in order; ``at`` never decreasing, ``kept`` at most ``at``); ``calls``: the
-    provider-reported usage of its model calls (:class:`UsageRecord`: ``input_tokens``,
-    ``output_tokens``, ``cached_tokens``, ``cache_write_tokens`` where reported); ``settings``:
-    what the run recorded of ``context_length``, ``threshold`` (a fraction of the window) and
-    ``model`` (given to each compaction record, which is where the readers look for them);
-    ``notes``: what the format does not record or what reading it found (a text is a
-    :data:`NOT_RECORDED` note on ``path``). ``format``: the loader's name; ``agent``: default, the
-    file's name without its extension; ``key``: what tells this run apart from the file's others
-    (an eval log's sample), carried by its segments' names."""
+        ``messages``: the run's history in order, summaries left out; ``compactions``: where it was
+        compacted (in order; ``at`` never decreasing, ``kept`` at most ``at``); ``calls``: the
+        provider-reported usage of its model calls (:class:`UsageRecord`: ``input_tokens``,
+        ``output_tokens``, ``cached_tokens``, ``cache_write_tokens`` where reported); ``settings``:
+        what the run recorded of ``context_length``, ``threshold`` (a fraction of the window) and
+        ``model`` (given to each compaction record, where the readers look for them: the model as
+    ``extra["token_model"]``, whose tokenizer counts the messages and whose prices the costs
+    use); ``notes``: what the format does not record or what reading it found (a text is a
+    :data:`NOT_RECORDED` note on ``path``). ``format``: the loader's name; ``agent``: default,
+    the file's name without its extension; ``key``: what tells this run apart from the file's
+    others (an eval log's sample), carried by its segments' names."""
     path = Path(path)
     name = agent if agent is not None else path.stem
     given = dict(settings or {})
@@ -244,8 +245,8 @@ def _compaction_record(
     extra: dict[str, Any] = {"format": format, "recorded": recorded, "kept": compaction.kept}
     if compaction.trigger is not None:  # not "trigger": that field is memorylab's Trigger
         extra["fired_by"] = compaction.trigger
-    if settings.get("model") is not None:
-        extra["model"] = settings["model"]
+    if settings.get("model") is not None:  # the run's model: its tokenizer and prices
+        extra["token_model"] = settings["model"]
     record["extra"] = extra
     return record
 

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from memorylab._names import plugged_in, plugin_lookup
+from memorylab.analysis._claude_code_loader import ClaudeCodeSessions
 from memorylab.analysis._deepagents_loader import DeepagentsThread
 from memorylab.analysis._foreign import foreign_record, record_among, source_file
 from memorylab.analysis._inspect_loader import InspectLog
@@ -206,6 +207,7 @@ _LOADERS: dict[str, Loader] = {
     "memorylab": _MEMORYLAB,
     "reference-save": _ReferenceSaveFile(),
     "transcript": _TranscriptFile(),
+    "claude-code": ClaudeCodeSessions(),
     "deepagents": DeepagentsThread(),
     "openai-agents": OpenAIAgentsSessions(),
     "inspect-ai": InspectLog(),
