@@ -30,6 +30,7 @@ when it is installed, else the error says what to install (or to convert the log
 
 from __future__ import annotations
 
+import importlib
 import io
 import json
 import re
@@ -132,8 +133,8 @@ def _member(path: Path, log: zipfile.ZipFile, name: str) -> bytes:
     info = log.getinfo(name)
     if info.compress_type != _ZSTD or getattr(zipfile, "ZIP_ZSTANDARD", None) == _ZSTD:
         return log.read(name)
-    try:
-        import zstandard
+    try:  # by name: an optional package, typed or not, installed or not where mypy runs
+        zstandard: Any = importlib.import_module("zstandard")
     except ImportError:
         raise PrerequisiteError(
             f"{path}: its members are compressed with Zstandard, which Python before 3.14 "
