@@ -227,6 +227,9 @@ def _thread_record(path: Path, data: Mapping[str, Any]) -> AgentRecord:
                  "and after each compaction are not recorded")  # fmt: skip
     notes.append("the summarizer's model calls are not in the thread: their usage is not "
                  "recorded")  # fmt: skip
+    notes.append("the trigger counts the system prompt and the tool schemas, which the thread "
+                 "does not keep: the growth counts the messages alone, and a replay at the "
+                 "recorded settings fires later than deepagents did")  # fmt: skip
     return run_record(path, messages, format=FORMAT, agent=agent, compactions=compactions,
                       calls=calls, settings=_settings(data, notes), notes=notes)  # fmt: skip
 
