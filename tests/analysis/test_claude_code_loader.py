@@ -53,7 +53,7 @@ def test_the_public_sample_reads_messages_tool_calls_and_results() -> None:
     assert frame["role"].tolist() == [
         "user", "assistant", "tool", "assistant", "tool", "user", "assistant",
     ]  # fmt: skip
-    assert "Calling tools: Write(" in frame["content"].iloc[1]
+    assert '[tool call Write {"content": ' in frame["content"].iloc[1]
     assert frame["content"].iloc[2] == "File written successfully"
     assert frame["timestamp"].is_monotonic_increasing
     assert len(compactions_df(PUBLIC)) == 0

@@ -104,3 +104,10 @@ def test_a_loaders_mistake_is_said(tmp_path: Path) -> None:
                    compactions=[RunCompaction(at=20, time=START)])  # fmt: skip
     with pytest.raises(InvalidSetting, match="role 'human'"):
         run_record(tmp_path / "x.jsonl", [RunMessage("human", "hi", START)], format="test")
+
+
+def test_a_token_count_threshold_stays_a_count(tmp_path: Path) -> None:
+    record = _record(tmp_path / "run.jsonl", settings={"threshold": 3000, "model": "gpt-4o"})
+    (compaction,) = record.compactions
+    assert compaction["threshold"] == 3000 and isinstance(compaction["threshold"], int)
+    assert compaction["extra"]["token_model"] == "gpt-4o"

@@ -22,7 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memorylab.analysis._foreign import RunCompaction, RunMessage, run_record
+from memorylab.analysis._foreign import RunCompaction, RunMessage, run_record, tool_call_text
 from memorylab.analysis._record import AgentRecord
 from memorylab.analysis._sources import Note
 from memorylab.errors import MemoryFormatError, StoreError
@@ -277,8 +277,7 @@ class _Reader:
             elif block.get("type") == "text":
                 parts.append(str(block.get("text", "")))
             elif block.get("type") == "tool_use":
-                arguments = json.dumps(block.get("input"), ensure_ascii=False)
-                parts.append(f"Calling tools: {block.get('name')}({arguments})")
+                parts.append(tool_call_text(block.get("name"), block.get("input")))
             elif block.get("type") in ("thinking", "redacted_thinking"):
                 self.thinking += 1  # not in the next request's context: left out
         self.reply = (ident, parts, when if self.reply is None else self.reply[2])

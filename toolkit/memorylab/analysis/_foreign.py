@@ -23,6 +23,7 @@ from, so ``token_growth(memory_df(path))`` works as it does for memorylab's file
 
 from __future__ import annotations
 
+import json
 import os
 import weakref
 from collections import OrderedDict
@@ -86,6 +87,14 @@ class RunCompaction:
     trigger: str | None = None
 
 
+def tool_call_text(name: object, arguments: object) -> str:
+    """A tool call as every foreign loader shows it in its assistant message's content, after
+    the message's text: ``[tool call <name> <arguments as JSON>]`` (what the request carried of
+    it, so the frames count its tokens; one rendering for every format)."""
+    shown = json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
+    return f"[tool call {name} {shown}]"
+
+
 def segment_name(path: Path, number: int | None, key: str | None = None) -> Path:
     """The name of a foreign run's segment: ``number`` (from 1) the history up to that
     compaction, ``None`` the last (the history after the last compaction, or the whole run)."""
@@ -108,15 +117,15 @@ def run_record(
 ) -> AgentRecord:
     """The record of one run of another framework, read from ``path`` (the module docstring).
 
-        ``messages``: the run's history in order, summaries left out; ``compactions``: where it was
-        compacted (in order; ``at`` never decreasing, ``kept`` at most ``at``); ``calls``: the
-        provider-reported usage of its model calls (:class:`UsageRecord`: ``input_tokens``,
-        ``output_tokens``, ``cached_tokens``, ``cache_write_tokens`` where reported); ``settings``:
-        what the run recorded of ``context_length``, ``threshold`` (a fraction of the window) and
-        ``model`` (given to each compaction record, where the readers look for them: the model as
-    ``extra["token_model"]``, whose tokenizer counts the messages and whose prices the costs
-    use); ``notes``: what the format does not record or what reading it found (a text is a
-    :data:`NOT_RECORDED` note on ``path``). ``format``: the loader's name; ``agent``: default,
+    ``messages``: the run's history in order, summaries left out; ``compactions``: where it was
+    compacted (in order; ``at`` never decreasing, ``kept`` at most ``at``); ``calls``: the
+    provider-reported usage of its model calls (:class:`UsageRecord`: ``input_tokens``,
+    ``output_tokens``, ``cached_tokens``, ``cache_write_tokens`` where reported); ``settings``:
+    what the run recorded of ``context_length``, ``threshold`` (a fraction of the window, or a
+    count of tokens) and ``model``, given to each compaction record, where the readers look for
+    them (the model as ``extra["token_model"]``: its tokenizer counts the messages, its prices
+    the costs); ``notes``: what the format does not record or what reading it found (a text is
+    a :data:`NOT_RECORDED` note on ``path``). ``format``: the loader's name; ``agent``: default,
     the file's name without its extension; ``key``: what tells this run apart from the file's
     others (an eval log's sample), carried by its segments' names."""
     path = Path(path)
@@ -240,8 +249,9 @@ def _compaction_record(
             record[name] = getattr(compaction, name)
     if settings.get("context_length") is not None:
         record["context_length"] = settings["context_length"]
-    if settings.get("threshold") is not None:
-        record["threshold"] = float(settings["threshold"])
+    threshold = settings.get("threshold")
+    if isinstance(threshold, int | float) and not isinstance(threshold, bool):
+        record["threshold"] = threshold  # a fraction of the window, or a count of tokens (int)
     extra: dict[str, Any] = {"format": format, "recorded": recorded, "kept": compaction.kept}
     if compaction.trigger is not None:  # not "trigger": that field is memorylab's Trigger
         extra["fired_by"] = compaction.trigger
