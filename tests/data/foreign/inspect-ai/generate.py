@@ -178,15 +178,15 @@ def run_tool(script: Script) -> Any:
 @solver
 def replay(strategy: CompactionStrategy) -> Any:
     """A chat loop over the transcript's user turns, compacting as inspect_ai's agents do (the
-    turns and the mock come from :data:`RUN`, so the log's plan records only the strategy and its threshold)."""
+    turns and the mock come from :data:`RUN`, so the log's plan records only the strategy:
+    its type and threshold, as it records ``react(compaction=...)``'s)."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         script, mock = RUN
         model = get_model()
         tools = [run_tool(mock)]
         state.messages = [ChatMessageSystem(content="You are a helpful coding assistant.")]
-        handler = compaction(strategy, prefix=state.messages[:1],
-                             tools=tools)  # fmt: skip
+        handler = compaction(strategy, prefix=state.messages[:1], tools=tools)
         for user, _ in script:
             state.messages.append(ChatMessageUser(content=user))
             while True:
