@@ -136,8 +136,6 @@ def test_what_the_log_does_not_record_is_said_in_notes() -> None:
                for c in record.compactions)  # fmt: skip
 
 
-@pytest.mark.xfail(reason="run_record makes the threshold a float: inspect_ai's token count "
-                   "(int 1500) becomes 1500.0, which validate_threshold refuses", strict=False)  # fmt: skip
 def test_the_recorded_threshold_is_the_runs() -> None:
     assert run_settings(memory_df(JSON_LOG)).threshold == 1500
 

@@ -42,7 +42,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memorylab.analysis._foreign import RunCompaction, RunMessage, run_record
+from memorylab.analysis._foreign import RunCompaction, RunMessage, run_record, tool_call_text
 from memorylab.analysis._record import AgentRecord
 from memorylab.errors import MemoryFormatError, PrerequisiteError
 from memorylab.memory._records import UsageRecord
@@ -202,9 +202,9 @@ def _text(content: Any, attachments: Mapping[str, Any]) -> str:
 
 
 def _with_calls(text: str, calls: Any, attachments: Mapping[str, Any]) -> str:
-    """An assistant message's text with its tool calls after it, each as
-    ``[tool call <function> <arguments as JSON>]`` (the deepagents loader's rendering; an
-    argument stored as an attachment read back)."""
+    """An assistant message's text with its tool calls after it, each as every foreign loader
+    shows one (:func:`~memorylab.analysis._foreign.tool_call_text`; an argument stored as an
+    attachment read back)."""
     shown = []
     for call in calls if isinstance(calls, list) else ():
         if not isinstance(call, Mapping):
@@ -213,8 +213,7 @@ def _with_calls(text: str, calls: Any, attachments: Mapping[str, Any]) -> str:
         if isinstance(arguments, Mapping):
             arguments = {k: _text(v, attachments) if isinstance(v, str) else v
                          for k, v in arguments.items()}  # fmt: skip
-        shown.append(f"[tool call {call.get('function')} "
-                     f"{json.dumps(arguments, sort_keys=True, ensure_ascii=False)}]")  # fmt: skip
+        shown.append(tool_call_text(call.get("function"), arguments))
     return "\n".join([text, *shown]) if text else "\n".join(shown)
 
 
