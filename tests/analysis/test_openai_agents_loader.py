@@ -25,6 +25,7 @@ from memorylab.analysis import (
     load_records,
     loader_for,
     memory_df,
+    token_growth,
 )
 from memorylab.cli import main
 from memorylab.errors import InvalidSetting, MemoryFormatError
@@ -35,12 +36,33 @@ AGENTS_PYTHON = os.environ.get("MEMORYLAB_OPENAI_AGENTS_PYTHON")  # .ci/run sets
 
 
 def _items(path: Path, messages: str = "agent_messages") -> dict[str, list[dict[str, object]]]:
-    """Each session's items as the file holds them, read here with sqlite3 and json alone."""
+    """Each run's items as the file holds them, read here with sqlite3 and json alone: a
+    session's rows, or where AdvancedSQLiteSession's message_structure places them in branches,
+    each branch's (``session@branch``, the first branch ``main`` named by the session)."""
     with closing(sqlite3.connect(f"{path.resolve().as_uri()}?immutable=1", uri=True)) as db:
-        rows = db.execute(f"SELECT session_id, message_data FROM {messages} ORDER BY id")
-        found: dict[str, list[dict[str, object]]] = {}
-        for session, data in rows:
-            found.setdefault(session, []).append(json.loads(data))
+        rows = {
+            row_id: (session, json.loads(data))
+            for row_id, session, data in db.execute(
+                f"SELECT id, session_id, message_data FROM {messages} ORDER BY id"
+            )
+        }
+        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
+        structure = (
+            db.execute(
+                "SELECT session_id, branch_id, message_id FROM message_structure "
+                "ORDER BY branch_id != 'main', sequence_number"
+            ).fetchall()
+            if "message_structure" in tables
+            else []
+        )
+    found: dict[str, list[dict[str, object]]] = {}
+    branched = {session for session, _, _ in structure}
+    for session, item in rows.values():
+        if session not in branched:
+            found.setdefault(session, []).append(item)
+    for session, branch, message in structure:
+        run = session if branch == "main" else f"{session}@{branch}"
+        found.setdefault(run, []).append(rows[message][1])
     return found
 
 
@@ -57,14 +79,15 @@ def _messages(record: AgentRecord) -> list[tuple[str, str]]:
 def _check(path: Path) -> list[AgentRecord]:
     items = _items(path)
     records = load_records(path)
-    assert [r.agent for r in records] == list(items)  # one per session, in the file's order
+    assert sorted(r.agent for r in records) == sorted(items)  # one per session (and branch)
     for record in records:
         own = items[record.agent]
         compactions = [i for i in own if i.get("type") == "compaction"]
         assert record.format == "openai-agents"
         assert len(record.compactions) == len(compactions)
-        assert not record.calls  # the file records no usage
+        assert not record.calls  # the file records no usage per call
         assert {n.kind for n in record.notes} == {"not-recorded"}
+        assert all(n.file == str(path) for n in record.notes)
         messages = _messages(record)
         assert len(messages) == len(own) - len(compactions)  # every other item is a message
         calls = [i for i in own if i.get("type") == "function_call"]
@@ -94,21 +117,56 @@ def test_the_sample_is_chosen_by_what_it_is(tmp_path: Path) -> None:
 
 
 def test_each_session_is_a_record_with_its_compactions() -> None:
-    records = _check(SAMPLE)
-    compacted, plain = records
+    records = {r.agent: r for r in _check(SAMPLE)}
+    assert list(records) == [
+        "pipeline-migration",
+        "literature-review",
+        "checkout-bug-hunt",
+        "checkout-bug-hunt@retry",
+    ]
+    compacted = records["pipeline-migration"]
     assert len(compacted.compactions) == 1  # the last replacement's compaction item
-    assert not plain.compactions
+    assert not any(r.compactions for r in records.values() if r is not compacted)
     kept = compacted.compactions[0]["extra"]["kept"]
     assert kept == compacted.compactions[0]["messages_archived"] > 0  # the user messages
     notes = " ".join(n.message for n in compacted.notes)
-    assert "encrypted" in notes and "no usage" in notes
+    assert "encrypted" in notes and "no usage per model call" in notes
+    plain = records["literature-review"]
     assert "plain SQLiteSession never compacts" in " ".join(n.message for n in plain.notes)
+
+
+def test_branches_and_turn_usage_of_an_advanced_session() -> None:
+    """AdvancedSQLiteSession: a branch made from turn 2 shares the first turn's rows with main
+    and adds its own; the usage summed per user turn is a note, never calls."""
+    records = {r.agent: r for r in load_records(SAMPLE)}
+    main_run, branch = records["checkout-bug-hunt"], records["checkout-bug-hunt@retry"]
+    shared = [m.content for m in branch.segments[-1].document.messages[:2]]
+    assert shared == [m.content for m in main_run.segments[-1].document.messages[:2]]
+    with closing(sqlite3.connect(f"{SAMPLE.resolve().as_uri()}?immutable=1", uri=True)) as db:
+        usage = dict(
+            db.execute(
+                "SELECT branch_id, SUM(input_tokens) FROM turn_usage "
+                "WHERE session_id = 'checkout-bug-hunt' GROUP BY branch_id"
+            ).fetchall()
+        )
+    for record, name in ((main_run, "main"), (branch, "retry")):
+        assert not record.calls
+        assert any(f"{usage[name]} input" in n.message for n in record.notes)
 
 
 def test_frames_read_the_file() -> None:
     frame = memory_df(SAMPLE)
-    assert set(frame["agent"]) == {"pipeline-migration", "literature-review"}
+    assert {"pipeline-migration", "literature-review", "checkout-bug-hunt@retry"} <= set(
+        frame["agent"]
+    )
     assert len(compactions_df(SAMPLE)) == 1
+    growth = token_growth(frame)  # its compactions are the file's compaction items
+    assert growth.groupby("agent")["compaction"].sum().to_dict() == {
+        "checkout-bug-hunt": 0,
+        "checkout-bug-hunt@retry": 0,
+        "literature-review": 0,
+        "pipeline-migration": 1,
+    }
 
 
 def test_renamed_tables_and_a_damaged_row_are_read(tmp_path: Path) -> None:
@@ -130,7 +188,7 @@ def test_renamed_tables_and_a_damaged_row_are_read(tmp_path: Path) -> None:
 def _check_renamed(path: Path) -> list[AgentRecord]:
     assert loader_for(path).name == "openai-agents"
     records = load_records(path)
-    assert [r.agent for r in records] == ["pipeline-migration", "literature-review"]
+    assert [r.agent for r in records][:2] == ["pipeline-migration", "literature-review"]
     return records
 
 
@@ -155,7 +213,7 @@ def test_report_on_the_sample(tmp_path: Path) -> None:
     html = tmp_path / "report.html"
     assert main(["report", str(SAMPLE), "-o", str(html)]) == 0
     text = html.read_text(encoding="utf-8")
-    assert "pipeline-migration" in text and "literature-review" in text
+    assert all(name in text for name in ("pipeline-migration", "checkout-bug-hunt@retry"))
 
 
 @pytest.mark.skipif(
@@ -166,9 +224,9 @@ def test_report_on_the_sample(tmp_path: Path) -> None:
 def test_a_database_generated_here(tmp_path: Path) -> None:
     out = tmp_path / "run.sqlite"
     command = [str(AGENTS_PYTHON), str(SAMPLES / "generate.py"), str(out), "--turns", "24",
-               "--plain-turns", "4", "--latency", "0"]  # fmt: skip
+               "--plain-turns", "4", "--advanced-turns", "3", "--latency", "0"]  # fmt: skip
     subprocess.run(command, check=True, capture_output=True, timeout=300)
     records = _check(out)
-    assert len(records) == 2 and len(records[0].compactions) >= 1
+    assert len(records) == 4 and len(records[0].compactions) >= 1
     html = tmp_path / "report.html"
     assert main(["report", str(out), "-o", str(html)]) == 0

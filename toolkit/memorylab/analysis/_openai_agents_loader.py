@@ -23,8 +23,12 @@ What the file keeps (openai-agents 0.24.0, ``agents/memory/sqlite_session.py``):
 What it does not keep, said in each record's notes: the summary's text (encrypted), the tokens
 before or after a compaction, the history a compaction replaced, the model, the threshold (the
 session's decision hook is code), and any usage (``RunResult.context_wrapper.usage`` is in
-memory only; ``AdvancedSQLiteSession.store_run_usage`` writes a ``turn_usage`` table, per user
-turn, not per call, which is not read here).
+memory only; ``AdvancedSQLiteSession.store_run_usage`` writes a ``turn_usage`` table, summed per
+user turn, not per call: its totals are given in a note, not as calls).
+
+``AdvancedSQLiteSession`` also writes ``message_structure``, which places each row in a branch
+(``create_branch_from_turn``): a branch's rows are read in its order, one record per branch, the
+rows a branch shares with the one it was made from in both.
 """
 
 from __future__ import annotations
@@ -48,6 +52,10 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 _REFERENCES = re.compile(r'REFERENCES\s+["`\[]?(\w+)["`\]]?\s*\(\s*session_id\s*\)', re.I)
 _MESSAGE_COLUMNS = frozenset({"id", "session_id", "message_data", "created_at"})
 _SESSION_COLUMNS = frozenset({"session_id", "created_at", "updated_at"})
+_Row = tuple[int, str, object]
+"""A messages row: ``id``, ``message_data``, ``created_at``."""
+_MAIN = "main"
+"""AdvancedSQLiteSession's first branch: its runs are named by the session alone."""
 _ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
 
 
@@ -137,9 +145,9 @@ def _message(item: Mapping[str, Any], when: datetime) -> RunMessage | None:
     return None
 
 
-def _session(path: Path, session: str, rows: list[tuple[int, str, object]]) -> AgentRecord:
-    """One session's record from its rows (``id``, ``message_data``, ``created_at``), in
-    order."""
+def _session(path: Path, agent: str, rows: list[_Row], found: list[str]) -> AgentRecord:
+    """One session's (or branch's) record from its rows, in order; ``found``: notes of what
+    reading the file found about it."""
     messages: list[RunMessage] = []
     compactions: list[RunCompaction] = []
     skipped: Counter[str] = Counter()
@@ -174,8 +182,10 @@ def _session(path: Path, session: str, rows: list[tuple[int, str, object]]) -> A
         else:
             messages.append(message)
     notes = [
-        "openai-agents sessions record no usage (a run's usage is in memory only), no model and "
-        "no compaction threshold"
+        *found,
+        "openai-agents sessions record no usage per model call (a run's usage is in memory only; "
+        "AdvancedSQLiteSession's turn_usage sums it per user turn), no model and no compaction "
+        "threshold",
     ]
     if compactions:
         notes.append(
@@ -197,8 +207,8 @@ def _session(path: Path, session: str, rows: list[tuple[int, str, object]]) -> A
         notes.append(f"{damaged} row(s) whose message_data is no JSON object left out")
     if untimed:
         notes.append(f"{untimed} row(s) without a readable created_at timed as the row before")
-    return run_record(path, messages, format=FORMAT, agent=session, compactions=compactions,
-                      notes=notes, key=session)  # fmt: skip
+    return run_record(path, messages, format=FORMAT, agent=agent, compactions=compactions,
+                      notes=notes, key=agent)  # fmt: skip
 
 
 class OpenAIAgentsSessions:
@@ -228,22 +238,72 @@ class OpenAIAgentsSessions:
                         "message_data and created_at): give the database a SQLiteSession wrote",
                         path=path,
                     )
-                messages, sessions = tables
-                order = [
-                    str(row[0])
-                    for row in connection.execute(
-                        f'SELECT session_id FROM "{sessions}" ORDER BY created_at, rowid'
-                    )
-                ]
-                by_session: dict[str, list[tuple[int, str, object]]] = {s: [] for s in order}
-                for session, *row in connection.execute(
-                    f'SELECT session_id, id, message_data, created_at FROM "{messages}" ORDER BY id'
-                ):
-                    by_session.setdefault(str(session), []).append((row[0], row[1], row[2]))
+                runs = _runs(connection, *tables)
         except sqlite3.Error as error:
             raise MemoryFormatError(
                 f"cannot read the SQLite database ({error}); check that it is a complete "
                 "SQLiteSession file (copy its -wal file beside it, or close the session first)",
                 path=path,
             ) from error
-        return [_session(path, session, rows) for session, rows in by_session.items()]
+        return [_session(path, agent, rows, found) for agent, rows, found in runs]
+
+
+def _runs(
+    connection: sqlite3.Connection, messages: str, sessions: str
+) -> list[tuple[str, list[_Row], list[str]]]:
+    """Each run the database holds: its name, its rows in order and notes on them. A session is
+    a run; a session an ``AdvancedSQLiteSession`` wrote (rows in its ``message_structure``) is a
+    run per branch (the rows a branch shares with the one it was made from are read in both),
+    named ``session@branch`` but for the first branch, ``main``."""
+    order = [
+        str(row[0])
+        for row in connection.execute(
+            f'SELECT session_id FROM "{sessions}" ORDER BY created_at, rowid'
+        )
+    ]
+    by_session: dict[str, dict[int, _Row]] = {s: {} for s in order}
+    query = f'SELECT session_id, id, message_data, created_at FROM "{messages}" ORDER BY id'
+    for session, row_id, data, created in connection.execute(query):
+        by_session.setdefault(str(session), {})[row_id] = (row_id, data, created)
+    branches: dict[str, dict[str, list[int]]] = {}
+    if _columns(connection, "message_structure") >= {"session_id", "message_id", "branch_id",
+                                                     "sequence_number"}:  # fmt: skip
+        for session, branch, message in connection.execute(
+            "SELECT session_id, branch_id, message_id FROM message_structure "
+            "ORDER BY sequence_number, message_id"
+        ):
+            branches.setdefault(str(session), {}).setdefault(str(branch), []).append(message)
+    usage = _turn_usage(connection)
+    runs: list[tuple[str, list[_Row], list[str]]] = []
+    for session, rows in by_session.items():
+        if session not in branches:
+            runs.append((session, list(rows.values()), usage.get((session, _MAIN), [])))
+            continue
+        held = {m for ids in branches[session].values() for m in ids}
+        stray = [row_id for row_id in rows if row_id not in held]
+        for branch, ids in sorted(branches[session].items(), key=lambda b: b[0] != _MAIN):
+            found = list(usage.get((session, branch), []))
+            if stray and branch == _MAIN:
+                found.append(f"{len(stray)} row(s) of the session no branch holds left out")
+            agent = session if branch == _MAIN else f"{session}@{branch}"
+            runs.append((agent, [rows[m] for m in ids if m in rows], found))
+    return runs
+
+
+def _turn_usage(connection: sqlite3.Connection) -> dict[tuple[str, str], list[str]]:
+    """What an ``AdvancedSQLiteSession``'s ``turn_usage`` table says of each branch: usage
+    summed per user turn (``store_run_usage``), not per model call, so no call of the record
+    (a note gives its totals)."""
+    if not _columns(connection, "turn_usage") >= {"session_id", "branch_id", "requests",
+                                                  "input_tokens", "output_tokens"}:  # fmt: skip
+        return {}
+    notes: dict[tuple[str, str], list[str]] = {}
+    for session, branch, turns, requests, given, taken in connection.execute(
+        "SELECT session_id, branch_id, COUNT(*), SUM(requests), SUM(input_tokens), "
+        "SUM(output_tokens) FROM turn_usage GROUP BY session_id, branch_id"
+    ):
+        notes[(str(session), str(branch))] = [
+            f"turn_usage records {turns} user turn(s): {requests} request(s), {given} input and "
+            f"{taken} output tokens, summed per turn (not per model call): not read as calls"
+        ]
+    return notes

@@ -13,7 +13,10 @@ stores every item (user messages, assistant messages, function calls and their o
 when its default decision (10 or more items that are not user messages) fires after a turn,
 calls ``responses.compact`` and replaces the compacted items in the file with what it returned.
 A second session in the same file (``--plain-turns`` turns of ``literature-review.jsonl``) is a
-plain ``SQLiteSession``, which never compacts: a database holds several sessions.
+plain ``SQLiteSession``, which never compacts: a database holds several sessions. A third
+(``--advanced-turns`` turns of ``checkout-bug-hunt.jsonl``) is an ``AdvancedSQLiteSession``,
+given each run's usage (``store_run_usage``: its ``turn_usage`` table) and branched from its
+second turn (``create_branch_from_turn(2, "retry")``), where two more turns run.
 
 Two things are this script's, not the SDK's, and the README says so:
 
@@ -53,6 +56,7 @@ from agents import (
     function_tool,
     set_tracing_disabled,
 )
+from agents.extensions.memory import AdvancedSQLiteSession
 from agents.memory import OpenAIResponsesCompactionSession
 from openai.types.responses import (
     ResponseFunctionToolCall,
@@ -65,6 +69,7 @@ from openai.types.responses.response_usage import InputTokensDetails, OutputToke
 TRANSCRIPTS = Path(__file__).resolve().parents[4] / "data" / "transcripts"
 COMPACTING = "pipeline-migration"
 PLAIN = "literature-review"
+ADVANCED = "checkout-bug-hunt"
 
 
 def _turns(name: str, count: int) -> list[tuple[str, list[tuple[str, str | None]]]]:
@@ -176,7 +181,9 @@ class CompactClient:
         self.responses = _Responses()
 
 
-async def _run(session: Any, name: str, count: int, latency: float) -> int:
+async def _run(session: Any, name: str, count: int, latency: float, skip: int = 0) -> int:
+    """Run the user turns ``skip`` to ``count`` of a transcript in ``session``; the model calls
+    made. A session that records usage (``store_run_usage``) is given each run's."""
     outputs: deque[str] = deque()
 
     @function_tool
@@ -187,13 +194,17 @@ async def _run(session: Any, name: str, count: int, latency: float) -> int:
     model = ScriptedModel(outputs, latency)
     agent = Agent(name=name, instructions="You are a careful engineering assistant.",
                   model=model, tools=[run], model_settings=ModelSettings())  # fmt: skip
-    for user, steps in _turns(name, count):
+    for user, steps in _turns(name, count)[skip:]:
         model.steps = deque(steps)
-        await Runner.run(agent, user, session=session, max_turns=50)
+        result = await Runner.run(agent, user, session=session, max_turns=50)
+        if hasattr(session, "store_run_usage"):
+            await session.store_run_usage(result)
     return model.calls
 
 
-async def main(out: Path, turns: int, plain_turns: int, latency: float) -> None:
+async def main(
+    out: Path, turns: int, plain_turns: int, advanced_turns: int, latency: float
+) -> None:
     set_tracing_disabled(True)  # offline: no trace is exported
     out.parent.mkdir(parents=True, exist_ok=True)
     for path in (out, out.with_name(out.name + "-wal"), out.with_name(out.name + "-shm")):
@@ -206,9 +217,17 @@ async def main(out: Path, turns: int, plain_turns: int, latency: float) -> None:
     calls = await _run(session, COMPACTING, turns, latency)
     plain = SQLiteSession(PLAIN, out)
     calls += await _run(plain, PLAIN, plain_turns, latency)
+    if advanced_turns:
+        # AdvancedSQLiteSession: usage per user turn (turn_usage), and a branch from turn 2
+        # whose rows are copies of the main branch's first turn (message_structure says which)
+        advanced = AdvancedSQLiteSession(session_id=ADVANCED, db_path=out, create_tables=True)
+        calls += await _run(advanced, ADVANCED, advanced_turns, latency)
+        await advanced.create_branch_from_turn(2, "retry")
+        calls += await _run(advanced, ADVANCED, advanced_turns + 2, latency, skip=advanced_turns)
+        advanced.close()
     plain.close()
     store.close()  # the last connection closed checkpoints the WAL into the file
-    print(f"{out}: {turns} + {plain_turns} turns, {calls} model calls, "
+    print(f"{out}: {turns} + {plain_turns} + {advanced_turns} (+2 on a branch) turns, {calls} model calls, "
           f"{client.responses.count} compactions", file=sys.stderr)  # fmt: skip
 
 
@@ -217,6 +236,8 @@ if __name__ == "__main__":
     parser.add_argument("out", type=Path)
     parser.add_argument("--turns", type=int, default=40)
     parser.add_argument("--plain-turns", type=int, default=8)
+    parser.add_argument("--advanced-turns", type=int, default=6)
     parser.add_argument("--latency", type=float, default=1.0)
     arguments = parser.parse_args()
-    asyncio.run(main(arguments.out, arguments.turns, arguments.plain_turns, arguments.latency))
+    asyncio.run(main(arguments.out, arguments.turns, arguments.plain_turns,
+                     arguments.advanced_turns, arguments.latency))  # fmt: skip
