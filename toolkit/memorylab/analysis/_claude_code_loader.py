@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -190,7 +189,7 @@ class _Reader:
         self.notes = notes
         self.messages: list[RunMessage] = []
         self.compactions: list[RunCompaction] = []
-        self.calls: dict[str, UsageRecord] = {}  # by message.id: the last line's usage
+        self.calls: dict[str, dict[str, Any]] = {}  # by message.id: the last line's usage
         self.models: list[str] = []
         self.thinking = 0
         self.untimed = 0
@@ -290,14 +289,14 @@ class _Reader:
             read = _count(usage.get("cache_read_input_tokens"))
             written = _count(usage.get("cache_creation_input_tokens"))
             total = None if fresh is None else fresh + (read or 0) + (written or 0)
-            self.calls[ident] = UsageRecord(
-                time=when,
-                model=model,
-                input_tokens=total,
-                output_tokens=_count(usage.get("output_tokens")),
-                cached_tokens=read,
-                cache_write_tokens=written,
-            )
+            self.calls[ident] = {  # a UsageRecord once the session's start is known
+                "time": when,
+                "model": model,
+                "input_tokens": total,
+                "output_tokens": _count(usage.get("output_tokens")),
+                "cached_tokens": read,
+                "cache_write_tokens": written,
+            }
 
     def _end_reply(self) -> None:
         if self.reply is None:
@@ -323,7 +322,7 @@ def read_session(path: Path) -> AgentRecord:
     session = next((e["sessionId"] for e in entries if isinstance(e.get("sessionId"), str)), None)
     first = reader.messages[0].timestamp.isoformat() if reader.messages else None
     calls = [  # one process: the session's calls numbered from its first message
-        replace(call, agent=session or path.stem, session_start=first, call=number)
+        UsageRecord(**call, agent=session or path.stem, session_start=first, call=number)
         for number, call in enumerate(reader.calls.values(), 1)
     ]
     said = [

@@ -37,7 +37,7 @@ from memorylab.analysis._record import AgentRecord
 from memorylab.analysis._sources import Note, Segment
 from memorylab.errors import InvalidSetting
 from memorylab.memory import _format as fmt
-from memorylab.memory._records import SUMMARY_PREFIX, MemoryDocument, Message, UsageRecord
+from memorylab.memory._records import SUMMARY_PREFIX, UsageRecord
 
 NOT_RECORDED = "not-recorded"
 """The kind of a note that says what a format does not record (left out, never guessed)."""
@@ -148,23 +148,23 @@ def run_record(
     segments: list[Segment] = []
     records: list[dict[str, Any]] = []
     start = 0
-    carried: tuple[Message, ...] = ()
-    opening: Message | None = None
+    carried: Sequence[RunMessage] = ()
+    opening: RunMessage | None = None
     for number, compaction in enumerate(ordered, 1):
         archive = segment_name(path, number, key)
-        own = tuple(_message(m) for m in messages[start : compaction.at])
+        own = messages[start : compaction.at]
         segments.append(_segment(archive, "archive", name, opening, carried, own))
         records.append(_compaction_record(name, archive.name, compaction, len(carried) + len(own),
                                           given, format))  # fmt: skip
-        history = (*carried, *own)
+        history = [*carried, *own]
         carried = history[len(history) - compaction.kept :] if compaction.kept else ()
         opening = (
             None
             if compaction.summary is None
-            else Message("system", f"{SUMMARY_PREFIX} {compaction.summary}", compaction.time)
+            else RunMessage("system", f"{SUMMARY_PREFIX} {compaction.summary}", compaction.time)
         )
         start = compaction.at
-    own = tuple(_message(m) for m in messages[start:])
+    own = messages[start:]
     segments.append(_segment(segment_name(path, None, key), "memory", name, opening, carried, own))
     found = [
         note if isinstance(note, Note) else Note(str(path), 0, NOT_RECORDED, note) for note in notes
@@ -199,26 +199,25 @@ def _check_compactions(path: Path, compactions: Sequence[RunCompaction], count: 
         before = compaction.at
 
 
-def _message(message: RunMessage) -> Message:
-    return Message(message.role, message.content, message.timestamp)
-
-
 def _segment(
     path: Path,
     kind: str,
     agent: str,
-    opening: Message | None,
-    carried: tuple[Message, ...],
-    own: tuple[Message, ...],
+    opening: RunMessage | None,
+    carried: Sequence[RunMessage],
+    own: Sequence[RunMessage],
 ) -> Segment:
     """One segment as memorylab's file would hold it: the summary, the messages the compaction
-    kept (copies: ``repeated``, read from the segment before), then its own."""
+    kept (copies: ``repeated``, read from the segment before), then its own; as the parser's
+    columns (no :class:`~memorylab.memory._records.Message` made: a long session makes none)."""
     head = () if opening is None else (opening,)
-    blocks = (*head, *carried, *own)
+    blocks = [*head, *carried, *own]
+    columns = fmt.Blocks(
+        [m.role for m in blocks], [m.content for m in blocks], [m.timestamp for m in blocks]
+    )
     created = blocks[0].timestamp if blocks else None
-    document = MemoryDocument(agent, created, blocks)
     repeated = frozenset(range(len(head), len(head) + len(carried)))
-    return Segment(path, kind, fmt.ParsedFile.of(document), repeated)
+    return Segment(path, kind, fmt.ParsedFile(agent, created, columns), repeated)
 
 
 def _compaction_record(
