@@ -202,6 +202,25 @@ def test_reading_writes_nothing_beside_the_file(tmp_path: Path) -> None:
     assert sorted(p.name for p in folder.iterdir()) == ["sessions.sqlite"]
 
 
+def test_a_session_still_open_is_read_with_its_wal(tmp_path: Path) -> None:
+    """While a session is open the SDK's recent items are in the -wal file beside the database
+    (WAL mode): they are read too."""
+    path = tmp_path / "live.sqlite"
+    shutil.copyfile(SAMPLE, path)
+    item = json.dumps({"content": "still open", "role": "user"})
+    with closing(sqlite3.connect(path)) as writer:
+        writer.execute("PRAGMA journal_mode=WAL")
+        writer.execute(
+            "INSERT INTO agent_messages (session_id, message_data) VALUES (?, ?)",
+            ("literature-review", item),
+        )
+        writer.commit()
+        assert path.with_name("live.sqlite-wal").stat().st_size > 0
+        records = {r.agent: r for r in load_records(path)}
+    last = records["literature-review"].segments[-1].document.messages[-1]
+    assert (last.role, last.content) == ("user", "still open")
+
+
 def test_a_damaged_database_is_refused_naming_it(tmp_path: Path) -> None:
     path = tmp_path / "cut.sqlite"
     path.write_bytes(SAMPLE.read_bytes()[:1024])  # the header and part of the schema

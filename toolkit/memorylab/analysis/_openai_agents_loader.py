@@ -153,8 +153,9 @@ def _session(path: Path, agent: str, rows: list[_Row], found: list[str]) -> Agen
     skipped: Counter[str] = Counter()
     damaged = untimed = 0
     last: datetime | None = None
+    times: dict[object, datetime | None] = {}  # rows of one second share it: parsed once
     for _, data, created in rows:
-        when = _time(created)
+        when = times[created] if created in times else times.setdefault(created, _time(created))
         if when is None:
             untimed += 1
         when = when or last or datetime.fromtimestamp(path.stat().st_mtime, UTC)
@@ -164,7 +165,7 @@ def _session(path: Path, agent: str, rows: list[_Row], found: list[str]) -> Agen
         except (TypeError, ValueError):
             damaged += 1  # the SDK skips such a row too
             continue
-        if not isinstance(item, Mapping):
+        if not isinstance(item, dict):  # json's objects (not Mapping: an ABC check per row)
             damaged += 1
             continue
         if item.get("type") == "compaction":
