@@ -131,3 +131,13 @@ def test_a_cut_last_line_is_a_note_and_a_missing_file_an_error(tmp_path: Path) -
 
     with pytest.raises(StoreError, match="cannot read the Claude Code session"):
         get_loader("claude-code").load(tmp_path / "missing.jsonl")
+
+
+def test_a_frame_of_a_changed_session_is_read_again(tmp_path: Path) -> None:
+    session = tmp_path / "session.jsonl"
+    shutil.copy(COMPACTED, session)
+    frame = memory_df(session)
+    with session.open("a") as file:  # the session goes on: its record is stale
+        file.write('{"type":"queue-operation","operation":"enqueue","sessionId":"x"}\n')
+    growth = token_growth(frame, context_length=200_000)  # its file read again by its loader
+    assert growth[growth["compaction"]]["recorded_tokens"].tolist() == [160_512, 31_800]
