@@ -336,3 +336,23 @@ def test_the_report_renders_every_audit_the_same_way(monkeypatch: pytest.MonkeyP
     assert "A fourth audit, added to the table by this test. It was found 3 times." in section
     assert section.count("data:image/png") == 1  # its figure, drawn by its plot()
     assert "<th class=\"\">checks made</th>" in section and ">3</td>" in section
+
+
+FOREIGN = Path(__file__).parent / "data" / "foreign"
+
+
+@pytest.mark.parametrize("run", [
+    FOREIGN / "claude-code" / "compacted-session.jsonl",
+    FOREIGN / "deepagents" / "sample",
+    FOREIGN / "inspect-ai" / "checkout-bug-hunt.eval",
+    FOREIGN / "openai-agents" / "sessions.sqlite",
+], ids=lambda p: p.parent.name)  # fmt: skip
+def test_another_frameworks_run_is_no_unreadable_agent(run: Path) -> None:
+    """Issue 40: what a format does not record was listed as a problem of an agent named after
+    the run's folder, so every foreign run read "N agents, 1 unreadable"; those notes are the
+    run's own record's, and say how it was read."""
+    if run.suffix == ".eval":
+        pytest.importorskip("zstandard", reason="inspect's .eval members are zstd-compressed")
+    page = build_report(run)
+    assert "unreadable" not in page and "<h2>Problems found</h2>" not in page
+    assert "<h2>How the files were read</h2>" in page and ">not-recorded<" in page

@@ -180,7 +180,7 @@ def build_report(
     problems, remarks = notes[~is_remark], notes[is_remark]
     compactions = compactions_df(records)
     agents = sorted(messages["agent"].unique()) if len(messages) else []
-    unreadable = _unreadable_agents(problems, agents)
+    unreadable = _unreadable_agents(problems, agents, records)
     overrides: dict[str, Any] = {
         "context_length": context_length,
         "threshold": threshold,
@@ -223,7 +223,9 @@ def build_report(
         parts.append(
             "<h2>How the files were read</h2><p class=note>Not problems: archives of edits and "
             "copies of messages in more than one file (the turn in progress a compaction keeps "
-            "is in the archive and in the new file), each message read once.</p>"
+            "is in the archive and in the new file), each message read once; what another "
+            "framework's format does not record (left out, never guessed) and the branches of its "
+            "run left out.</p>"
             + _notes_table(remarks, root, "remark")
         )
     if len(compactions):
@@ -392,9 +394,12 @@ def _agent_of(file: str) -> str:
     return agent_name(workspace, folder)
 
 
-def _unreadable_agents(problems: Any, readable: Sequence[str]) -> list[str]:
-    """The agents that problems name and of which not one message could be read."""
-    named = dict.fromkeys(_agent_of(str(f)) for f in problems["file"]) if len(problems) else {}
+def _unreadable_agents(problems: Any, readable: Sequence[str], records: Sequence[Any]) -> list[str]:
+    """The agents that problems name and of which not one message could be read. A note a
+    record holds is its agent's (another framework's run: its file is no agent folder); any
+    other is the agent of the folder its file is in."""
+    owner = {note.file: record.agent for record in records for note in record.notes}
+    named = dict.fromkeys(owner.get(str(f)) or _agent_of(str(f)) for f in problems["file"])
     return sorted(agent for agent in named if agent not in set(readable))
 
 

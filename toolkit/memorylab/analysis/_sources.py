@@ -93,9 +93,11 @@ def _note(notes: list[Note], path: Path, kind: str, message: str, *, damaged: bo
     notes.append(Note(str(path), 0, kind, message, damaged))
 
 
-# The kinds of notes that say how files were read (an edit's archive, copies read once), not
-# that anything is damaged or missing: the report lists them apart from its problems.
-REMARK_KINDS = frozenset({"edit", "duplicate"})
+# The kinds of notes that say how files were read (an edit's archive, copies read once; what
+# another framework's format does not record, the branches of its run left out, messages read in
+# file order), not that anything is damaged or missing: the report lists them apart from its
+# problems.
+REMARK_KINDS = frozenset({"edit", "duplicate", "not-recorded", "branches", "order"})
 
 
 @dataclass
