@@ -9,7 +9,7 @@ import contextlib
 import json
 import logging
 import os
-import select
+import selectors
 import sqlite3
 import subprocess
 import sys
@@ -242,9 +242,13 @@ def _events(proc: subprocess.Popen[bytes]) -> Iterator[dict[str, Any]]:
     """The worker's JSON lines, each waited for at most EVENT_TIMEOUT_S."""
     assert proc.stdout is not None
     buffer = b""
+    # selectors, not select.select: a descriptor numbered past 1023 (a suite with many files
+    # open in one worker) is out of select()'s range.
+    waiting = selectors.DefaultSelector()
+    waiting.register(proc.stdout, selectors.EVENT_READ)
     while True:
         while b"\n" not in buffer:
-            ready, _, _ = select.select([proc.stdout], [], [], EVENT_TIMEOUT_S)
+            ready = waiting.select(EVENT_TIMEOUT_S)
             if not ready:
                 raise AssertionError(f"the worker said nothing for {EVENT_TIMEOUT_S} s: blocked")
             chunk = os.read(proc.stdout.fileno(), 65536)
