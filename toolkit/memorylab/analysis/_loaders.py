@@ -13,7 +13,16 @@ name                    reads
                         ``save_as_yaml``, ``export``): JSON or YAML whose first entry is a
                         message (``role``), or ``{"conversation_history": [...]}``
 ``transcript``          a memorylab transcript (JSON Lines opening with ``{"type": "meta"}``)
+``claude-code``         a Claude Code session (JSON Lines with ``sessionId``), or a project
+                        folder of them (``_claude_code_loader``)
+``deepagents``          a LangChain deepagents thread exported from its checkpointer, with
+                        the history it offloaded (``_deepagents_loader``)
+``openai-agents``       an OpenAI Agents SDK session database (SQLite; ``_openai_agents_loader``)
+``inspect-ai``          an inspect_ai eval log (``.eval`` or ``.json``; ``_inspect_loader``)
 ======================  ===================================================================
+
+Another framework's run is built by :func:`memorylab.analysis._foreign.run_record` (each
+compaction a boundary between segments, a record holding only what the format recorded).
 
 :func:`load_records` reads a source through them: each path by the first loader that handles
 it, in the table's order, then loaders registered by :func:`register_loader`, then those of
