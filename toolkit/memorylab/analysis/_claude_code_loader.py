@@ -23,7 +23,7 @@ from typing import Any
 
 from memorylab.analysis._foreign import RunCompaction, RunMessage, run_record, tool_call_text
 from memorylab.analysis._record import AgentRecord
-from memorylab.analysis._sources import Note
+from memorylab.analysis._sources import Note, file_head
 from memorylab.errors import MemoryFormatError, StoreError
 from memorylab.memory._records import UsageRecord
 
@@ -39,20 +39,13 @@ _FOLDER_LOOK = 3
 """How many of a folder's ``.jsonl`` files ``handles`` looks at."""
 
 
-def _head(path: Path, size: int = _HEAD_BYTES) -> bytes:
-    try:
-        with path.open("rb") as file:
-            return file.read(size)
-    except OSError:
-        return b""
-
 
 def _is_session(path: Path) -> bool:
     """Whether the first bytes of ``path`` are Claude Code's: a ``sessionId`` and an entry type
     of its own (a memorylab transcript opens with ``{"type": "meta"}`` and has no session)."""
     if path.suffix != ".jsonl" or not path.is_file():
         return False
-    head = _head(path)
+    head = file_head(path, _HEAD_BYTES)
     return _SESSION.search(head) is not None and _TYPE.search(head) is not None
 
 

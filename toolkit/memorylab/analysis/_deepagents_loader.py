@@ -37,6 +37,7 @@ from typing import Any
 
 from memorylab.analysis._foreign import RunCompaction, RunMessage, run_record
 from memorylab.analysis._record import AgentRecord
+from memorylab.analysis._sources import file_head
 from memorylab.errors import MemoryFormatError
 from memorylab.memory._records import UsageRecord
 
@@ -64,21 +65,12 @@ class DeepagentsThread:
 
     def handles(self, path: Path) -> bool:
         thread = path / THREAD_FILE if path.is_dir() else path
-        return _OPENING.match(_head(thread)) is not None
+        return _OPENING.match(file_head(thread, _HEAD_BYTES)) is not None
 
     def load(self, path: Path) -> list[AgentRecord]:
         thread = path / THREAD_FILE if path.is_dir() else path
         return [_thread_record(thread, _read_thread(thread))]
 
-
-def _head(path: Path) -> bytes:
-    try:
-        if not path.is_file():
-            return b""
-        with path.open("rb") as file:
-            return file.read(_HEAD_BYTES)
-    except OSError:
-        return b""
 
 
 def _fail(path: Path, what: str) -> MemoryFormatError:

@@ -44,6 +44,7 @@ from typing import Any
 
 from memorylab.analysis._foreign import RunCompaction, RunMessage, run_record, tool_call_text
 from memorylab.analysis._record import AgentRecord
+from memorylab.analysis._sources import file_head
 from memorylab.errors import MemoryFormatError, PrerequisiteError
 from memorylab.memory._records import UsageRecord
 
@@ -66,7 +67,7 @@ class InspectLog:
     name = FORMAT
 
     def handles(self, path: Path) -> bool:
-        head = _head(path)
+        head = file_head(path, _HEAD_BYTES)
         if head.startswith(_ZIP_MAGIC):
             try:  # the central directory only: names, no member read
                 with zipfile.ZipFile(path) as log:
@@ -80,22 +81,13 @@ class InspectLog:
         return [_sample_record(path, log, sample) for log, sample in _samples(path)]
 
 
-def _head(path: Path) -> bytes:
-    try:
-        if not path.is_file():
-            return b""
-        with path.open("rb") as file:
-            return file.read(_HEAD_BYTES)
-    except OSError:
-        return b""
-
 
 # ------------------------------------------------------------------------------- the file
 
 
 def _samples(path: Path) -> Iterator[tuple[Mapping[str, Any], Mapping[str, Any]]]:
     """The log's header (``eval``, ``plan``, ...) with each sample, in the file's order."""
-    if _head(path).startswith(_ZIP_MAGIC):
+    if file_head(path, _HEAD_BYTES).startswith(_ZIP_MAGIC):
         yield from _eval_samples(path)
         return
     log = _json(path, path.read_bytes(), "the log")

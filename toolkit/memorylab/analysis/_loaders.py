@@ -60,7 +60,7 @@ from memorylab.analysis._foreign import foreign_record, record_among, source_fil
 from memorylab.analysis._inspect_loader import InspectLog
 from memorylab.analysis._openai_agents_loader import OpenAIAgentsSessions
 from memorylab.analysis._record import AgentRecord, Records, kept_record, read_agent_records
-from memorylab.analysis._sources import Note, Segment, Source
+from memorylab.analysis._sources import Note, Segment, Source, file_head
 from memorylab.errors import InvalidSetting, StoreError
 from memorylab.memory import _format as fmt
 from memorylab.memory._pins import pin_key, pin_line
@@ -73,8 +73,6 @@ if TYPE_CHECKING:
 
 _PLUGINS = "memorylab.loaders"
 """The entry-point group of loaders from installed packages."""
-_HEAD_BYTES = 4096
-"""How much of a file a built-in loader looks at to say whether it handles it."""
 
 
 @runtime_checkable
@@ -91,17 +89,6 @@ class Loader(Protocol):
 
     def load(self, path: Path) -> list[AgentRecord]: ...
 
-
-def _head(path: Path, size: int = _HEAD_BYTES) -> bytes:
-    """The first ``size`` bytes of a regular file (``b""``: not one, or unreadable): what a
-    loader's ``handles`` looks at."""
-    try:
-        if not path.is_file():
-            return b""
-        with path.open("rb") as file:
-            return file.read(size)
-    except OSError:
-        return b""
 
 
 def messages_record(
@@ -164,7 +151,7 @@ class _MemorylabFiles:
         if path.is_dir():
             # MEMORY.md that is not a regular file too: its reader reports it as a problem
             return any(os.path.lexists(path / name) for name in ("agents", "MEMORY.md", "archive"))
-        return path.suffix == ".md" or _head(path).startswith(fmt.TITLE_LINE.encode())
+        return path.suffix == ".md" or file_head(path).startswith(fmt.TITLE_LINE.encode())
 
     def load(self, path: Path) -> list[AgentRecord]:
         return read_agent_records(path)
@@ -184,7 +171,7 @@ class _ReferenceSaveFile:
     name = "reference-save"
 
     def handles(self, path: Path) -> bool:
-        return _SAVE_FILE.match(_head(path)) is not None
+        return _SAVE_FILE.match(file_head(path)) is not None
 
     def load(self, path: Path) -> list[AgentRecord]:
         agent = path.stem.removeprefix("conversation_")  # its default name
@@ -197,7 +184,7 @@ class _TranscriptFile:
     name = "transcript"
 
     def handles(self, path: Path) -> bool:
-        first = _head(path).split(b"\n", 1)[0]
+        first = file_head(path).split(b"\n", 1)[0]
         try:
             line = json.loads(first)
         except ValueError:

@@ -93,6 +93,22 @@ def _note(notes: list[Note], path: Path, kind: str, message: str, *, damaged: bo
     notes.append(Note(str(path), 0, kind, message, damaged))
 
 
+HEAD_BYTES = 4096
+"""How much of a file a loader looks at to say whether it handles it."""
+
+
+def file_head(path: Path, size: int = HEAD_BYTES) -> bytes:
+    """The first ``size`` bytes of a regular file (``b""``: not one, or unreadable): what a
+    loader's ``handles`` looks at, never a whole read."""
+    try:
+        if not path.is_file():
+            return b""
+        with path.open("rb") as file:
+            return file.read(size)
+    except OSError:
+        return b""
+
+
 # The kinds of notes that say how files were read (an edit's archive, copies read once; what
 # another framework's format does not record, the branches of its run left out, messages read in
 # file order), not that anything is damaged or missing: the report lists them apart from its
