@@ -221,3 +221,21 @@ def test_format_page_example_is_what_the_code_writes() -> None:
     assert doc.format_version == 1
     assert doc.continues == "history_2026-05-01_09-59-58.md"
     assert doc.messages[1].content.splitlines()[1:] == ["---", "### System — 2020-01-01T00:00:00"]
+
+
+def test_a_python_block_is_one_a_reader_can_paste() -> None:
+    """Issue 41: four blocks marked as Python were signatures (``memory_md_path=<from
+    agent_name>``, ``*`` before keywords) that fail when pasted. A ``python`` block is a doctest
+    (``>>>``, run above) or code that at least compiles; a signature is a ``text`` block."""
+    failing = []
+    for page in [*DOCS.rglob("*.md"), ROOT / "README.md"]:
+        text = page.read_text(encoding="utf-8")
+        for block in re.finditer(r"```python\n(.*?)```", text, re.S):
+            if ">>>" in block.group(1):
+                continue
+            try:
+                compile(block.group(1), str(page), "exec")
+            except SyntaxError as error:
+                line = text[: block.start()].count("\n") + 1
+                failing.append(f"{page.relative_to(ROOT)}:{line}: {error.msg}")
+    assert not failing, failing
