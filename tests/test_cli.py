@@ -475,3 +475,19 @@ def test_a_run_another_loader_reads_is_reported_like_a_workspace(
         assert "checkout-bug-hunt" in (tmp_path / "r.html").read_text(encoding="utf-8")
     else:
         assert "checkout-bug-hunt" in printed and "721" in printed
+
+
+def test_a_report_of_a_workspace_where_nothing_reads_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 41: a workspace whose only agent's MEMORY.md is not a memory file got a report of
+    its problems alone and exit 0 ("wrote g.html"); now, as `stats`, one line and exit 3, and no
+    page is written."""
+    (tmp_path / "agents" / "A").mkdir(parents=True)
+    (tmp_path / "agents" / "A" / "MEMORY.md").write_text("hello\nnot a memory\n")
+    assert main(["report", str(tmp_path), "-o", str(tmp_path / "g.html")]) == 3
+    lines = [line for line in capsys.readouterr().err.splitlines()
+             if "can be read by other users" not in line]  # fmt: skip
+    assert len(lines) == 1 and lines[0].startswith(f"memorylab: nothing under {tmp_path} could")
+    assert "A/MEMORY.md, line 1: missing header" in lines[0]
+    assert not (tmp_path / "g.html").exists()

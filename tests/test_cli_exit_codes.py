@@ -49,6 +49,12 @@ def _binary_memory(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> list[str
     return ["show", "Alpha"]
 
 
+def _nothing_readable(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    (Path("ws") / "agents" / "A").mkdir(parents=True)
+    (Path("ws") / "agents" / "A" / "MEMORY.md").write_text("hello\nnot a memory\n")
+    return ["report", "ws", "-o", "g.html"]
+
+
 def _taken(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     Path("taken.json").write_text("{}", encoding="utf-8")
     return ["export", "Alpha", "-o", "taken.json"]
@@ -94,6 +100,8 @@ FAILURES: dict[str, Setup] = {
     "an output that exists, without `--overwrite`": _taken,
     "`forget` or `purge` without `--yes` and no terminal to ask": _no_terminal,
     "a memory file that does not parse (not UTF-8, not MEMORY.md)": _binary_memory,
+    "`report` of a workspace where no agent could be read at all (no page is written)":
+        _nothing_readable,
     "the filesystem refused (permissions, disk full, lock timeout, a symlink where memory belongs)": _proc,
     "a memory file that is not a regular file (a FIFO, a device), refused at once": _fifo_memory,
     "no such agent": _argv("show", "Nobody"),

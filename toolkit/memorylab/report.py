@@ -181,6 +181,16 @@ def build_report(
     compactions = compactions_df(records)
     agents = sorted(messages["agent"].unique()) if len(messages) else []
     unreadable = _unreadable_agents(problems, agents, records)
+    if unreadable and not agents:  # never a report of nothing: say why, as every command does
+        from memorylab.errors import MemoryFormatError
+
+        first = problems.iloc[0]
+        more = f" (and {len(problems) - 1:,} more)" if len(problems) > 1 else ""
+        raise MemoryFormatError(
+            f"nothing under {root} could be read: {first['file']}, line {first['line']}: "
+            f"{first['message']}{more}; read what can be salvaged with memory_df(..., "
+            "on_bad='warn'), or fix or remove the file"
+        )
     overrides: dict[str, Any] = {
         "context_length": context_length,
         "threshold": threshold,
