@@ -491,3 +491,18 @@ def test_a_report_of_a_workspace_where_nothing_reads_is_refused(
     assert len(lines) == 1 and lines[0].startswith(f"memorylab: nothing under {tmp_path} could")
     assert "A/MEMORY.md, line 1: missing header" in lines[0]
     assert not (tmp_path / "g.html").exists()
+
+
+def test_stats_lenient_names_what_it_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 41: `stats --lenient` said "skipped 2 unreadable part(s)" and not which."""
+    from memorylab import Conversation
+
+    Conversation(agent_name="A", workspace_dir=tmp_path).add("User", "hello")
+    archive = tmp_path / "agents" / "A" / "archive" / "history_2026-01-01_00-00-00Z.md"
+    archive.parent.mkdir(exist_ok=True)
+    archive.write_bytes(b"\xff\xfe garbage")
+    assert main(["stats", str(tmp_path), "--lenient"]) == 0
+    [line] = [x for x in capsys.readouterr().err.splitlines() if "skipped" in x]
+    assert f"(--lenient): {archive}, line 1: encoding" in line

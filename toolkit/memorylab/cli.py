@@ -220,13 +220,19 @@ def _read_frame(source: Path, args: argparse.Namespace, model: str | None = None
 
     if not getattr(args, "lenient", False):
         return memory_df(source, model=model, on_bad="error")
+    from memorylab.analysis._sources import REMARK_KINDS
+
     result = memory_df_with_problems(source, model=model)
-    if len(result.problems):
+    problems = result.problems[~result.problems["kind"].isin(REMARK_KINDS)]
+    if len(problems):
+        named = "; ".join(f"{file}, line {line}: {kind}" for file, line, kind in
+                          problems[["file", "line", "kind"]].head(3).itertuples(index=False))
+        more = f" (and {len(problems) - 3:,} more)" if len(problems) > 3 else ""
         print(
-            f"memorylab: warning: skipped {len(result.problems)} unreadable part(s) of {source} "
-            "(--lenient)",
+            f"memorylab: warning: skipped {len(problems)} unreadable part(s) of {source} "
+            f"(--lenient): {named}{more}",
             file=sys.stderr,
-        )
+        )  # fmt: skip
     return result.frame
 
 
