@@ -506,3 +506,27 @@ def test_stats_lenient_names_what_it_skipped(
     assert main(["stats", str(tmp_path), "--lenient"]) == 0
     [line] = [x for x in capsys.readouterr().err.splitlines() if "skipped" in x]
     assert f"(--lenient): {archive}, line 1: encoding" in line
+
+
+def test_a_warning_while_a_command_runs_is_one_memorylab_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 41: `report` printed Python's warning format, the library's source file and line
+    and the code on a second line (`_cache_costs.py:150: MemoryReadWarning: ...`), breaking the
+    one-line `memorylab:` rule of docs/cli.md."""
+    import warnings
+
+    from memorylab import Conversation
+
+    Conversation(agent_name="A", workspace_dir=tmp_path).add("User", "hello")
+    archive = tmp_path / "agents" / "A" / "archive" / "history_2026-01-01_00-00-00Z.md"
+    archive.parent.mkdir(exist_ok=True)
+    archive.write_bytes(b"\xff\xfe garbage")
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")  # as a user's shell shows them (the suite raises them)
+        assert main(["report", str(tmp_path), "-o", str(tmp_path / "r.html")]) == 0
+    err = [line for line in capsys.readouterr().err.splitlines()
+           if "can be read by other users" not in line]  # fmt: skip
+    warned = [line for line in err if "did not read whole" in line]
+    assert warned and all(line.startswith("memorylab: warning: memory_df:") for line in warned)
+    assert not [line for line in err if ".py:" in line], err

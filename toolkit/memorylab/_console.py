@@ -20,6 +20,7 @@ import os
 import re
 import sys
 import unicodedata
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -101,7 +102,9 @@ def run_handler(handler: Callable[[argparse.Namespace], int], args: argparse.Nam
     """Run a command: a memorylab error is one line on stderr and its exit code; a reader that
     closed the pipe (``| head``) ends the command quietly, as Unix tools do."""
     try:
-        return int(handler(args))
+        with warnings.catch_warnings():
+            warnings.showwarning = _one_line_warning
+            return int(handler(args))
     except MemorylabError as error:
         print(cli_message(error), file=sys.stderr)
         return exit_code(error)
@@ -111,6 +114,14 @@ def run_handler(handler: Callable[[argparse.Namespace], int], args: argparse.Nam
     except KeyboardInterrupt:
         print("memorylab: interrupted", file=sys.stderr)
         return 130
+
+
+def _one_line_warning(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> None:
+    """A warning while a command runs, as the command's own line: ``memorylab: warning: ...``
+    (Python's format adds the source file and line of the library, which say nothing to a user
+    of the command)."""
+    text = " ".join(str(message).split())
+    print(f"memorylab: warning: {text.removeprefix('memorylab: ')}", file=sys.stderr)
 
 
 def _silence_stdout() -> None:
