@@ -338,7 +338,7 @@ def test_the_report_renders_every_audit_the_same_way(monkeypatch: pytest.MonkeyP
     assert "<th class=\"\">checks made</th>" in section and ">3</td>" in section
 
 
-FOREIGN = Path(__file__).parent / "data" / "foreign"
+FOREIGN = Path(__file__).parents[1] / "data" / "foreign"
 
 
 @pytest.mark.parametrize("run", [

@@ -1,6 +1,6 @@
 """Claude Code session files read through the registry (issue 40): a public sample
 (simonw/claude-code-transcripts' test fixture, Apache-2.0) and a session written to the
-documented format with compactions (tests/data/foreign/claude-code/README.md says which is which)."""
+documented format with compactions (data/foreign/claude-code/README.md says which is which)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from memorylab.analysis import (
 )
 from memorylab.errors import StoreError
 
-SAMPLES = Path(__file__).parents[1] / "data" / "foreign" / "claude-code"
+SAMPLES = Path(__file__).parents[2] / "data" / "foreign" / "claude-code"
 PUBLIC = SAMPLES / "simonw-sample_session.jsonl"
 COMPACTED = SAMPLES / "compacted-session.jsonl"
 

@@ -1,4 +1,4 @@
-"""LangChain deepagents threads, as deepagents 0.7.32 writes them (tests/data/foreign/deepagents/:
+"""LangChain deepagents threads, as deepagents 0.7.32 writes them (data/foreign/deepagents/:
 a real run, offline, with a fake chat model, whose SummarizationMiddleware summarized several
 times): the thread its checkpointer held (exported as thread.json) and the history the middleware
 offloaded to its FilesystemBackend, read through the registry: the messages, each summarization
@@ -29,7 +29,7 @@ from memorylab.analysis import (
 from memorylab.cli import main
 from memorylab.errors import InvalidSetting, MemoryFormatError
 
-HERE = Path(__file__).resolve().parents[1] / "data" / "foreign" / "deepagents"
+HERE = Path(__file__).resolve().parents[2] / "data" / "foreign" / "deepagents"
 SAMPLE = HERE / "sample"
 DEEPAGENTS_PYTHON = os.environ.get("MEMORYLAB_DEEPAGENTS_PYTHON")  # .ci/run sets it
 ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}

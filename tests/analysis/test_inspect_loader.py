@@ -1,4 +1,4 @@
-"""inspect_ai's eval logs, as inspect-ai 0.3.285 writes them (tests/data/foreign/inspect-ai/: a
+"""inspect_ai's eval logs, as inspect-ai 0.3.285 writes them (data/foreign/inspect-ai/: a
 real run, offline, with its mock model and its summary compaction), read through the registry:
 one record per sample, its compactions as the log's CompactionEvents, each agent call's usage
 as its ModelEvent's, and `memorylab report` on the file. With MEMORYLAB_INSPECT_AI_PYTHON naming
@@ -23,7 +23,7 @@ from memorylab.analysis import AgentRecord, load_records, loader_for, memory_df,
 from memorylab.cli import main
 from memorylab.errors import MemoryFormatError, PrerequisiteError
 
-SAMPLES = Path(__file__).resolve().parents[1] / "data" / "foreign" / "inspect-ai"
+SAMPLES = Path(__file__).resolve().parents[2] / "data" / "foreign" / "inspect-ai"
 JSON_LOG = SAMPLES / "checkout-bug-hunt.json"
 EVAL_LOG = SAMPLES / "checkout-bug-hunt.eval"
 INSPECT_PYTHON = os.environ.get("MEMORYLAB_INSPECT_AI_PYTHON")  # .ci/run sets it

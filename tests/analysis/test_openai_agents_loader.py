@@ -1,5 +1,5 @@
 """The OpenAI Agents SDK's session databases, as openai-agents 0.24.0 writes them
-(tests/data/foreign/openai-agents/: a real run, offline, with a scripted model, two sessions in
+(data/foreign/openai-agents/: a real run, offline, with a scripted model, two sessions in
 one file, one of them an OpenAIResponsesCompactionSession over a SQLiteSession), read through the
 registry: one record per session, its items as messages, its compaction items as compactions, what
 the format does not record said in notes, and `memorylab report` on the file. With
@@ -30,7 +30,7 @@ from memorylab.analysis import (
 from memorylab.cli import main
 from memorylab.errors import InvalidSetting, MemoryFormatError
 
-SAMPLES = Path(__file__).resolve().parents[1] / "data" / "foreign" / "openai-agents"
+SAMPLES = Path(__file__).resolve().parents[2] / "data" / "foreign" / "openai-agents"
 SAMPLE = SAMPLES / "sessions.sqlite"
 AGENTS_PYTHON = os.environ.get("MEMORYLAB_OPENAI_AGENTS_PYTHON")  # .ci/run sets it
 

@@ -49,7 +49,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 HERE = Path(__file__).resolve().parent
-TRANSCRIPT = HERE.parents[3] / "data" / "transcripts" / "checkout-bug-hunt.jsonl"
+TRANSCRIPT = HERE.parents[1] / "transcripts" / "checkout-bug-hunt.jsonl"
 MAX_INPUT_TOKENS = 6_000
 """The fake model's context window: deepagents' own system prompt and tool schemas take about
 6,000 tokens of it, so the trigger (0.85) leaves a few thousand for the conversation."""
@@ -198,7 +198,7 @@ def main() -> int:
     thread_file: dict[str, Any] = {
         "deepagents_thread": 1,
         "written_by": {
-            "generator": "tests/data/foreign/deepagents/generate.py",
+            "generator": "data/foreign/deepagents/generate.py",
             "packages": {name: metadata.version(name) for name in
                          ("deepagents", "langchain", "langchain-core", "langgraph",
                           "langgraph-checkpoint")},

@@ -66,7 +66,7 @@ from openai.types.responses import (
 )
 from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 
-TRANSCRIPTS = Path(__file__).resolve().parents[4] / "data" / "transcripts"
+TRANSCRIPTS = Path(__file__).resolve().parents[2] / "transcripts"
 COMPACTING = "pipeline-migration"
 PLAIN = "literature-review"
 ADVANCED = "checkout-bug-hunt"
