@@ -4,7 +4,7 @@
 What deepagents keeps, and how it is read (docs/formats/deepagents.md):
 
 * The thread's state, through a langgraph checkpointer, exported as JSON (``thread.json``: the
-  shape ``tests/data/foreign/deepagents/generate.py`` writes from ``get_state_history``, opening
+  shape ``data/foreign/deepagents/generate.py`` writes from ``get_state_history``, opening
   with ``"deepagents_thread": 1``): ``messages`` (``messages_to_dict``), never rewritten by the
   middleware (it summarizes through a private state key, not by removing messages), and
   ``checkpoints``, each with its ``created_at``, its message count and the summarization event it
@@ -76,7 +76,7 @@ class DeepagentsThread:
 def _fail(path: Path, what: str) -> MemoryFormatError:
     return MemoryFormatError(
         f"{path} is not a deepagents thread memorylab reads: {what}. Export the thread with "
-        "tests/data/foreign/deepagents/generate.py's checkpoints() (docs/formats/deepagents.md)"
+        "data/foreign/deepagents/generate.py's checkpoints() (docs/formats/deepagents.md)"
     )
 
 
