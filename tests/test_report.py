@@ -266,7 +266,9 @@ def test_the_lineage_section_bounds_what_it_follows(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(report, "_LINEAGE_FILES", 3)
     page = build_report(bundled_workspace(), sweep_thresholds=(0.85,))
     section = page.split("<h2>Which facts survive each summary</h2>", 1)[1].split("<h2>", 1)[0]
-    kept = re.search(r"Only each agent&#x27;s latest files are followed \(([\d,]+) of ([\d,]+)", section)
+    kept = re.search(
+        r"Only each agent&#x27;s latest files are followed \(([\d,]+) of ([\d,]+)", section
+    )
     assert kept is not None, section[:600]
     followed, total = (int(g.replace(",", "")) for g in kept.groups())
     assert 0 < followed < total == 641  # 625 messages + 16 summaries
@@ -278,7 +280,11 @@ def test_the_report_prices_each_compaction_with_prompt_caching(reference_report:
     from memorylab.analysis import compaction_costs_df
 
     page = build_report(bundled_workspace(), sweep_thresholds=(0.85,))
-    section = _text(page.split("<h2>What each compaction cost, with prompt caching</h2>", 1)[1].split("<h2>", 1)[0])
+    section = _text(
+        page.split("<h2>What each compaction cost, with prompt caching</h2>", 1)[1].split(
+            "<h2>", 1
+        )[0]
+    )
     costs = compaction_costs_df(bundled_workspace())
     for agent, rows in costs.groupby("agent"):
         paid = int((rows["net_cost_usd"] < 0).sum())
@@ -295,7 +301,9 @@ def test_the_report_says_whether_compaction_fired_on_time(reference_report: str)
     from memorylab.analysis import calibration_audit
 
     page = build_report(bundled_workspace(), sweep_thresholds=(0.85,))
-    section = page.split("<h2>Did compaction fire when it should have?</h2>", 1)[1].split("<h2>", 1)[0]
+    section = page.split("<h2>Did compaction fire when it should have?</h2>", 1)[1].split(
+        "<h2>", 1
+    )[0]
     result = calibration_audit(bundled_workspace())
     for line in result.notes():
         assert html.escape(line) in section
@@ -335,7 +343,7 @@ def test_the_report_renders_every_audit_the_same_way(monkeypatch: pytest.MonkeyP
     section = page.split("<h2>Was the fake audit rendered?</h2>", 1)[1].split("<h2>", 1)[0]
     assert "A fourth audit, added to the table by this test. It was found 3 times." in section
     assert section.count("data:image/png") == 1  # its figure, drawn by its plot()
-    assert "<th class=\"\">checks made</th>" in section and ">3</td>" in section
+    assert '<th class="">checks made</th>' in section and ">3</td>" in section
 
 
 FOREIGN = Path(__file__).parents[1] / "data" / "foreign"
@@ -356,3 +364,37 @@ def test_another_frameworks_run_is_no_unreadable_agent(run: Path) -> None:
     page = build_report(run)
     assert "unreadable" not in page and "<h2>Problems found</h2>" not in page
     assert "<h2>How the files were read</h2>" in page and ">not-recorded<" in page
+
+
+def test_one_agent_only_is_read_and_reported(tmp_path: Path) -> None:
+    """``agent=`` reports that agent alone (its section, its row, no other agent's); an agent
+    folder given as the source takes it too (issue 41)."""
+    workspace = bundled_workspace()
+    names = sorted(p.name for p in (workspace / "agents").iterdir() if p.is_dir())
+    chosen, others = names[0], names[1:]
+    page = _text(build_report(workspace, agent=chosen, sweep_thresholds=(0.5, 0.9)))
+    assert f"agent {chosen} only" in page
+    assert f"<h2>{chosen}</h2>" in build_report(workspace, agent=chosen, sweep_thresholds=(0.9,))
+    for other in others:
+        assert other not in page
+    folder_page = _text(
+        build_report(workspace / "agents" / chosen, agent=chosen, sweep_thresholds=(0.9,))
+    )
+    assert f"agent {chosen} only" in folder_page
+    written = write_report(workspace, tmp_path / "one.html", agent=chosen, sweep_thresholds=(0.9,))
+    assert f"agent {chosen} only" in _text(written.read_text())
+
+
+def test_an_unknown_agent_is_one_line_naming_the_agents_there(tmp_path: Path) -> None:
+    """A name that is no agent of the workspace is InvalidSetting naming the agents there, and
+    no report file is written."""
+    from memorylab.errors import InvalidSetting
+
+    workspace = bundled_workspace()
+    names = sorted(p.name for p in (workspace / "agents").iterdir() if p.is_dir())
+    with pytest.raises(InvalidSetting, match="no agent 'Nobody'") as raised:
+        write_report(workspace, tmp_path / "none.html", agent="Nobody")
+    assert all(name in str(raised.value) for name in names)
+    assert not (tmp_path / "none.html").exists()
+    with pytest.raises(InvalidSetting, match="the agents there: " + names[0]):
+        build_report(workspace / "agents" / names[0], agent="Nobody")

@@ -144,8 +144,13 @@ def build_report(
     threshold: Threshold | None = None,
     model: str | None = None,
     sweep_thresholds: Sequence[float] = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95),
+    agent: str | None = None,
 ) -> str:
     """The report's HTML for ``workspace``.
+
+    ``agent`` names the one agent to read and report (as ``memorylab ls`` names it, nested ones
+    ``team/alpha``); an agent not there raises :class:`~memorylab.errors.InvalidSetting` naming
+    the agents that are.
 
     Each agent's curves, table and what-if sweep use the settings its compaction records hold
     (:func:`memorylab.analysis.run_settings`: window, threshold, tokenizer, static context,
@@ -174,7 +179,8 @@ def build_report(
 
     root = Path(workspace)
     counted_as = model or "gpt-4o"
-    read = memory_df_with_problems(root, model=counted_as)  # each agent read once: its record
+    source = root if agent is None else _one_agent(root, agent)
+    read = memory_df_with_problems(source, model=counted_as)  # each agent read once: its record
     records, messages, notes = list(read.records), read.frame, read.problems
     is_remark = notes["kind"].isin(REMARK_KINDS)
     problems, remarks = notes[~is_remark], notes[is_remark]
@@ -200,8 +206,11 @@ def build_report(
     agent_count = _counted(len(agents) + len(unreadable), "agent") + (
         f", {len(unreadable):,} unreadable" if unreadable else ""
     )
+    if agent is not None:
+        agent_count = f"agent {agent} only"
     parts = [
-        f"<h1>memorylab report</h1><p class=meta>{html.escape(str(root))} · {agent_count} · "
+        f"<h1>memorylab report</h1><p class=meta>{html.escape(str(root))} · "
+        f"{html.escape(agent_count)} · "
         "generated "
         f"{datetime.now(UTC):%Y-%m-%d %H:%M UTC} · memorylab {__version__} · "
         f"files' tokens counted as {html.escape(counted_as)} · "
@@ -235,8 +244,7 @@ def build_report(
             "copies of messages in more than one file (the turn in progress a compaction keeps "
             "is in the archive and in the new file), each message read once; what another "
             "framework's format does not record (left out, never guessed) and the branches of its "
-            "run left out.</p>"
-            + _notes_table(remarks, root, "remark")
+            "run left out.</p>" + _notes_table(remarks, root, "remark")
         )
     if len(compactions):
         figure, ax = plt.subplots(figsize=(9, 3.2), layout="constrained")
@@ -395,6 +403,32 @@ def _recent_segments(messages: Any) -> tuple[Any, bool]:
 
     chosen = pd.concat(kept) if kept else messages
     return chosen, len(chosen) < len(messages)
+
+
+def _one_agent(root: Path, agent: str) -> Any:
+    """What to read for the one agent ``agent`` of ``root``: its folder, where ``root`` is a
+    workspace (no other agent is read), else its record among those ``root`` holds (another
+    framework's run, an agent folder, a file). Not there: InvalidSetting naming the agents."""
+    from memorylab._validation import check_name
+    from memorylab.analysis._loaders import load_records
+    from memorylab.errors import InvalidSetting
+    from memorylab.memory._paths import agent_folders
+
+    check_name("agent", agent, what="agent name or None")
+    agents_dir = root / "agents" if (root / "agents").is_dir() else None
+    if agents_dir is not None:
+        folders = {f.relative_to(agents_dir).as_posix(): f for f in agent_folders(agents_dir)}
+        if agent in folders:
+            return folders[agent]
+        names = list(folders)
+    else:
+        records = load_records(root)
+        chosen = [record for record in records if record.agent == agent]
+        if chosen:
+            return chosen
+        names = sorted({record.agent for record in records})
+    there = ", ".join(names) if names else "none"
+    raise InvalidSetting(f"no agent {agent!r} in {root}; the agents there: {there}")
 
 
 def _agent_of(file: str) -> str:
@@ -586,15 +620,22 @@ def _agent_table(messages: Any, compactions: Any) -> Any:
 
 
 def write_report(
-    workspace: str | os.PathLike[str], output: str | os.PathLike[str], **options: Any
+    workspace: str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    *,
+    agent: str | None = None,
+    **options: Any,
 ) -> Path:
-    """Write :func:`build_report` to ``output`` (an ``.html`` file) and return its path.
+    """Write :func:`build_report` to ``output`` (an ``.html`` file) and return its path;
+    ``agent`` and ``options`` as :func:`build_report` takes them.
 
-    The file is private (0o600, replaced atomically): it quotes stored conversations."""
+    The file is private (0o600, replaced atomically): it quotes stored conversations. The page
+    is built before anything is written, so a bad option (an unknown agent) writes no file."""
     from memorylab.memory._fsutil import write_private_file
 
     path = Path(output)
-    write_private_file(path, build_report(workspace, **options).encode("utf-8"), overwrite=True)
+    page = build_report(workspace, agent=agent, **options)
+    write_private_file(path, page.encode("utf-8"), overwrite=True)
     return path
 
 
