@@ -28,6 +28,7 @@ from memorylab.transcripts import (
     Transcript,
     TranscriptMessage,
     bundled_data_dir,
+    bundled_foreign_runs,
     bundled_transcripts,
     bundled_workspace,
     dumps_transcript,
@@ -437,6 +438,20 @@ def test_data_dir_from_the_environment(tmp_path: Path, monkeypatch: pytest.Monke
         bundled_transcripts()
     with pytest.raises(PrerequisiteError, match=r"make_data\.py"):
         bundled_workspace()
+    with pytest.raises(PrerequisiteError, match="runs of other frameworks are missing"):
+        bundled_foreign_runs()
+
+
+def test_one_bundled_run_of_each_other_framework_read_by_its_loader() -> None:
+    """Each format in data/foreign/ has one run the notebook and docs can open from an installed
+    memorylab, read by the loader of the name it is listed under."""
+    from memorylab.analysis import loader_for
+
+    runs = bundled_foreign_runs()
+    assert sorted(runs) == sorted(p.name for p in (DATA / "foreign").iterdir() if p.is_dir())
+    for name, path in runs.items():
+        assert path.is_relative_to(DATA / "foreign" / name)
+        assert loader_for(path).name == name
 
 
 def test_bundled_data_dir_says_when_the_data_package_is_missing(
@@ -482,3 +497,17 @@ def test_package_data_holds_every_generated_file_and_the_domains() -> None:
     }
     assert wanted - shipped == set()
     assert set(DATA.glob("domains/*.toml")) <= shipped
+
+
+def test_package_data_holds_the_runs_other_frameworks_wrote() -> None:
+    """data/foreign/ ships whole: each run with its README, generator and licence."""
+    patterns = _setuptools_config()["package-data"]["memorylab._data"]
+    shipped = {path for pattern in patterns for path in DATA.glob(pattern) if path.is_file()}
+    wanted = {
+        path
+        for path in (DATA / "foreign").rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts and not path.name.startswith(".")
+    }
+    assert sorted(str(p.relative_to(DATA)) for p in wanted - shipped) == [], (
+        "add a pattern for these to [tool.setuptools.package-data] memorylab._data in pyproject.toml"
+    )

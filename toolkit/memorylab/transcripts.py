@@ -40,6 +40,7 @@ __all__ = [
     "Transcript",
     "TranscriptMessage",
     "bundled_data_dir",
+    "bundled_foreign_runs",
     "bundled_transcripts",
     "bundled_workspace",
     "dumps_transcript",
@@ -55,6 +56,12 @@ _DATA_PACKAGE = "memorylab._data"
 """The package the bundled data is installed as: pyproject.toml maps the repository's data/ onto
 it, so an editable install reads data/ itself and a wheel carries a copy."""
 _WORKSPACES = {"memorylab": "workspace", "reference": "reference_workspace"}
+_FOREIGN_RUNS = {  # loader name -> one run in data/foreign/ (its folder's README says who wrote it)
+    "claude-code": "claude-code/compacted-session.jsonl",
+    "deepagents": "deepagents/sample",
+    "inspect-ai": "inspect-ai/checkout-bug-hunt.eval",
+    "openai-agents": "openai-agents/sessions.sqlite",
+}
 _KEYS = {  # each line type's keys, in the order they are written
     "meta": ("name", "seed", "description", "sessions"),
     "message": ("session", "role", "content", "timestamp"),
@@ -424,3 +431,20 @@ def bundled_workspace(kind: Literal["memorylab", "reference"] = "memorylab") -> 
             "`python data/make_data.py`"
         )
     return folder
+
+
+def bundled_foreign_runs() -> dict[str, Path]:
+    """One run of each other framework's format memorylab reads, keyed by the name of the loader
+    that reads it (``loader_for(path).name``): a Claude Code session written to its documented
+    format, and what deepagents, inspect-ai and the OpenAI Agents SDK wrote themselves, offline,
+    replaying a bundled transcript (``data/foreign/<format>/``, each with its generator, the
+    versions it ran and its licence)."""
+    folder = bundled_data_dir() / "foreign"
+    runs = {name: folder / relative for name, relative in _FOREIGN_RUNS.items()}
+    missing = [str(path) for path in runs.values() if not path.exists()]
+    if missing:
+        raise PrerequisiteError(
+            f"the bundled runs of other frameworks are missing ({', '.join(missing)}): install "
+            f"memorylab with its data, or set ${DATA_DIR_ENV} to a copy of the repository's data/"
+        )
+    return runs

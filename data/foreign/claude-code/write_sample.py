@@ -116,8 +116,9 @@ def session() -> list[dict[str, object]]:
             ],
             context, 120,
         )  # fmt: skip
+        source = f"def total_{turn}(items):\n    return sum(i.price for i in items)\n"
         w.user([{"type": "tool_result", "tool_use_id": f"toolu_{turn:03d}",
-                 "content": f"def total_{turn}(items):\n    return sum(i.price for i in items)\n" * 3}])  # fmt: skip
+                 "content": source * 3}])  # fmt: skip
         context += 9_000
         w.reply([{"type": "text", "text": f"Part {turn} done: totals now include taxes."}],
                 context, 60)  # fmt: skip

@@ -49,9 +49,7 @@ from inspect_ai.model._providers.mockllm import MockLLM
 from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.tool import ToolCall, ToolChoice, ToolInfo, tool
 
-TRANSCRIPT = (
-    Path(__file__).resolve().parents[2] / "transcripts" / "checkout-bug-hunt.jsonl"
-)
+TRANSCRIPT = Path(__file__).resolve().parents[2] / "transcripts" / "checkout-bug-hunt.jsonl"
 THRESHOLD = 1500
 """Compaction threshold in tokens: small, so a few dozen turns compact several times."""
 SUMMARY_ASK = "summarizing conversations"

@@ -121,7 +121,8 @@ class ScriptedModel(Model):
                 self.outputs.append(tool_output)
                 output.append(ResponseFunctionToolCall(
                     type="function_call", id=f"fc_{self.calls}", call_id=f"call_{self.calls}",
-                    name="run", arguments=json.dumps({"command": text}), status="completed"))  # fmt: skip
+                    name="run", arguments=json.dumps({"command": text}),
+                    status="completed"))  # fmt: skip
                 break
         message = ResponseOutputMessage(
             type="message", id=f"msg_{self.calls}", role="assistant", status="completed",
@@ -155,7 +156,8 @@ class _Responses:
             {"type": "message", "role": "user", "id": f"cmsg_{self.count}_{n}",
              "status": "completed", "content": [{"type": "input_text", "text": _text(item)}]}
             for n, item in enumerate(users)
-        ] + [{"type": "compaction", "id": f"cmp_{self.count}", "encrypted_content": opaque}]  # fmt: skip
+        ] + [{"type": "compaction", "id": f"cmp_{self.count}",
+              "encrypted_content": opaque}]  # fmt: skip
         before = _tokens(items)
         return CompactedResponse.model_construct(
             id=f"resp_compact_{self.count}", created_at=int(time.time()),
@@ -227,8 +229,9 @@ async def main(
         advanced.close()
     plain.close()
     store.close()  # the last connection closed checkpoints the WAL into the file
-    print(f"{out}: {turns} + {plain_turns} + {advanced_turns} (+2 on a branch) turns, {calls} model calls, "
-          f"{client.responses.count} compactions", file=sys.stderr)  # fmt: skip
+    print(f"{out}: {turns} + {plain_turns} + {advanced_turns} (+2 on a branch) turns, "
+          f"{calls} model calls, {client.responses.count} compactions",
+          file=sys.stderr)  # fmt: skip
 
 
 if __name__ == "__main__":
