@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from memorylab.errors import BudgetExceeded
 from memorylab.evaluate._power import detectable_difference
 from memorylab.llm import ModelSpeed
 from memorylab.results import TableResult
@@ -92,6 +93,39 @@ class Plan(TableResult):
     def seconds_at_most(self) -> float | None:
         """:attr:`seconds` with every reply at its ``max_tokens``."""
         return self._time("output_tokens")
+
+    def check(self, max_cost_usd: float | None = None, max_seconds: float | None = None) -> None:
+        """Raise :class:`~memorylab.errors.BudgetExceeded`, saying what to change, when the plan
+        costs more than ``max_cost_usd`` or is expected to take longer than ``max_seconds``
+        (which needs the speed of every model it calls); None: no limit."""
+        if max_cost_usd is not None and self.usd > max_cost_usd:
+            lines = "; ".join(
+                f"{r.model}: {int(r.calls)} calls, ~{int(r.input_tokens):,} in / "
+                f"{int(r.output_tokens):,} out tokens, ${r.usd:.4f}"
+                for r in self.frame.itertuples()
+                if r.usd > 0
+            )
+            raise BudgetExceeded(
+                f"the estimated cost of this comparison is ${self.usd:.4f}, above max_cost_usd="
+                f"{max_cost_usd:g} ({lines}). Compare fewer cases or summarizers, use cheaper "
+                "models, lower max_tokens, or raise max_cost_usd."
+            )
+        if max_seconds is None or not self.requests:
+            return
+        seconds = self.seconds
+        if seconds is None:
+            # one f-string: a brace doubled in a plain string part prints doubled
+            raise BudgetExceeded(
+                f"max_seconds={max_seconds:g} needs the time of every model this comparison "
+                f"calls: {self.text()}. Give speeds={{model: memorylab.llm.measure_speed(model, "
+                f"...)}} or leave max_seconds out."
+            )
+        if seconds > max_seconds:
+            raise BudgetExceeded(
+                f"this comparison is expected to take {duration(seconds)}, above max_seconds="
+                f"{max_seconds:g} ({self.text()}). Compare fewer cases or summarizers, lower "
+                "max_tokens, or raise max_seconds."
+            )
 
     def text(self) -> str:
         """The plan in one line."""

@@ -316,6 +316,11 @@ class SummaryTable(FormerFrame, TableResult):
     _former: ClassVar[str] = "summary_table() (and fact_survival_table())"
 
     def notes(self) -> list[str]:
+        return self._mark_notes() + self._ranking_notes()
+
+    def _mark_notes(self) -> list[str]:
+        """The notes of the marks (``†``, the graders, ``*``, ``≈``): :meth:`notes` but the
+        differences that rank, which a table of the differences printed below says itself."""
         notes = [f"† {column} measures nothing on these cases: {why}."
                  for column, why in self.not_measuring.items()]  # fmt: skip
         graders = sorted(self.grader_agreement.items(), key=lambda item: -item[1][0])
@@ -340,7 +345,7 @@ class SummaryTable(FormerFrame, TableResult):
                 f"≈ not significantly below the column's best ({self.confidence:.0%} paired "
                 "bootstrap interval of the difference includes 0)."
             )
-        return notes + self._ranking_notes()
+        return notes
 
     def _ranking_notes(self) -> list[str]:
         """Per column, the differences between conditions (the bounds aside) that
@@ -532,36 +537,49 @@ def _with_intervals(
         rows_made = pair_differences(str(column), units, confidence=confidence,
                                      resamples=resamples, seed=seed)  # fmt: skip
         marks["differences"] += rows_made
-        differences = differences_frame(rows_made)
-        means = table[column]
-        # the marks read the pairs' differences: one rule for a difference that counts
-        best = _best(means, bounds)
-        if best is not None:
-            tied = [best]
-            for label in order:
-                if label == best or label in bounds.values() or math.isnan(float(means[label])):
-                    continue
-                _, lo, _hi = _pair(differences, str(column), best, label)
-                if not lo > 0:
-                    tied.append(label)
-            if len(tied) > 1:
-                marks["tied"][str(column)] = tied
-        if "ceiling" in bounds and "floor" in bounds:
-            ceiling, floor = bounds["ceiling"], bounds["floor"]
-            gap, lo, _hi = _pair(differences, str(column), ceiling, floor)
-            if not math.isnan(gap) and not lo > 0:  # no common items: nothing was scored
-                floor_mean = float(means[floor])
-                marks["not_measuring"][str(column)] = (
-                    f"the ceiling ({ceiling}) is not clearly above the floor ({floor}): "
-                    f"{float(means[ceiling]):.2f} vs {floor_mean:.2f}, the "
-                    f"{confidence:.0%} interval of the gap reaches {lo:.2f}"
-                ) + (f"; given no notes at all the floor scores {floor_mean:.2f}: the metric "
-                     "accepts answers that cannot be right (an llm grade: its grader agrees "
-                     "with everything)" if floor_mean >= 0.5 else "")  # fmt: skip
+        _mark_column(marks, str(column), table[column], differences_frame(rows_made), order,
+                     bounds, confidence)  # fmt: skip
     out = table.copy()
     for name in columns:
         out[name] = data[name]
     return out[columns]
+
+
+def _mark_column(
+    marks: dict[str, Any],
+    column: str,
+    means: pd.Series,
+    differences: pd.DataFrame,
+    order: Sequence[str],
+    bounds: Mapping[str, str],
+    confidence: float,
+) -> None:
+    """The marks of one quality column, read off its pairs' differences (one rule for a
+    difference that counts, in every table): the rows tied with its best (``≈``), and why it
+    measures nothing when its ceiling is not clearly above its floor (``†``)."""
+    best = _best(means, bounds)
+    if best is not None:
+        tied = [best]
+        for label in order:
+            if label == best or label in bounds.values() or math.isnan(float(means[label])):
+                continue
+            _, lo, _hi = _pair(differences, column, best, label)
+            if not lo > 0:
+                tied.append(label)
+        if len(tied) > 1:
+            marks["tied"][column] = tied
+    if "ceiling" in bounds and "floor" in bounds:
+        ceiling, floor = bounds["ceiling"], bounds["floor"]
+        gap, lo, _hi = _pair(differences, column, ceiling, floor)
+        if not math.isnan(gap) and not lo > 0:  # no common items: nothing was scored
+            floor_mean = float(means[floor])
+            marks["not_measuring"][column] = (
+                f"the ceiling ({ceiling}) is not clearly above the floor ({floor}): "
+                f"{float(means[ceiling]):.2f} vs {floor_mean:.2f}, the "
+                f"{confidence:.0%} interval of the gap reaches {lo:.2f}"
+            ) + (f"; given no notes at all the floor scores {floor_mean:.2f}: the metric "
+                 "accepts answers that cannot be right (an llm grade: its grader agrees "
+                 "with everything)" if floor_mean >= 0.5 else "")  # fmt: skip
 
 
 def probe_table(
@@ -577,8 +595,10 @@ def probe_table(
     probe), so a category needs no matching of items to probes by hand. ``metric`` is
     ``<scorer>.<metric>`` (``probe_qa.exact``, ``probe_qa[local].llm`` ...). Each column is
     named with its number of probes (``temporal (n=64)``; a probe whose call failed is not
-    counted), each cell has its bootstrap interval over those probes (``.lo`` / ``.hi``), and
-    ``differences`` every pair of summarizers per column over the probes both answered."""
+    counted), each cell has its bootstrap interval over those probes (``.lo`` / ``.hi``),
+    ``differences`` every pair of summarizers per column over the probes both answered, and the
+    marks those pairs make, as :func:`summary_table`'s (``tied``: ``≈``; ``not_measuring``:
+    ``†``, a column whose ceiling is not clearly above its floor)."""
     import pandas as pd
 
     result = ComparisonResult.of(results)
@@ -595,10 +615,12 @@ def probe_table(
     groups = [*dict.fromkeys(rows["category"]), None]  # None: every category
     data: dict[str, list[float]] = {}
     differences: list[dict[str, Any]] = []
+    columns: list[str] = []
     for category in groups:
         cell = rows if category is None else rows[rows["category"] == category]
         count = int(cell.groupby("summarizer")[name].count().max())
         column = f"{'overall' if category is None else category} (n={count})"
+        columns.append(column)
         values, lows, highs = [], [], []
         for label in order:
             outcomes = cell.loc[cell["summarizer"] == label, name].dropna().to_numpy(float)
@@ -617,8 +639,14 @@ def probe_table(
         differences += pair_differences(column, units, confidence=confidence,
                                         resamples=resamples, seed=seed)  # fmt: skip
     frame = pd.DataFrame(data, index=pd.Index(order, name="summarizer"))
-    return SummaryTable(frame, _bounds(result.bounds, order), {}, {}, {}, confidence,
-                        differences=differences_frame(differences))  # fmt: skip
+    bounds = _bounds(result.bounds, order)
+    paired = differences_frame(differences)
+    marks: dict[str, Any] = {"tied": {}, "not_measuring": {}}
+    for column in columns:  # the marks summary_table draws, by the same rule
+        _mark_column(marks, column, frame[column], paired[paired["column"] == column], order,
+                     bounds, confidence)  # fmt: skip
+    return SummaryTable(frame, bounds, marks["tied"], marks["not_measuring"], {}, confidence,
+                        differences=paired)  # fmt: skip
 
 
 def fact_survival_table(results: ComparisonResult | pd.DataFrame, *, ci: bool = False
@@ -651,13 +679,20 @@ def markdown_table(
     percent: Sequence[str] = (),
     digits: int = 3,
     notes: bool = True,
+    differences: bool = False,
+    labels: Mapping[str, str] | None = None,
 ) -> str:
     """``table`` as a GitHub markdown table (index first); ``percent`` columns as ``42%``.
 
     A column with ``.lo`` / ``.hi`` columns (:func:`summary_table`) shows each cell as
     ``value [lo, hi]``; the marks of a :class:`SummaryTable` are drawn (``≈`` tied with the
     best, ``*`` biased, ``†`` a column that measures nothing here; the bounds' rows are named
-    ``(ceiling)``/``(floor)``) and, with ``notes``, explained below the table.
+    ``(ceiling)``/``(floor)``) and, with ``notes``, explained below the table, with the
+    differences that rank. With ``differences``, the pairs worth reading follow the table
+    (:func:`differences_table`, each pair once: its notes then leave out the differences that
+    rank, which that table says in its ``ranks`` column). ``labels``: the names some rows are
+    shown by (``{"memorylab/none": "no memory"}``), in place of their labels and a bound's
+    role; the marks still read the labels.
     """
     marks = table if isinstance(table, SummaryTable) else SummaryTable(table, {}, {}, {}, {})
     frame, not_measuring, tied, biased = marks.frame, marks.not_measuring, marks.tied, marks.biased
@@ -692,12 +727,17 @@ def markdown_table(
     headers += [f"{c} †" if c in not_measuring else str(c) for c in shown]
     rule = "|" + "|".join(["---"] + ["---:"] * len(shown)) + "|"
     lines = ["| " + " | ".join(headers) + " |", rule]
+    names = dict(labels or {})
     for index, row in frame.iterrows():
         label = f"{index} ({roles[index]})" if index in roles else str(index)
-        cells = [label, *[cell(index, c, row) for c in shown]]
+        cells = [names.get(str(index), label), *[cell(index, c, row) for c in shown]]
         lines.append("| " + " | ".join(cells) + " |")
-    if notes and marks.notes():
-        lines += ["", *marks.notes()]
+    said = marks._mark_notes() if differences else marks.notes()
+    if notes and said:
+        lines += ["", *said]
+    pairs = differences_table(marks, labels=names) if differences else ""
+    if pairs:
+        lines += ["", "Paired differences (over the units both rows have):", pairs]
     return "\n".join(lines)
 
 
@@ -706,6 +746,7 @@ def differences_table(
     *,
     columns: Sequence[str] | None = None,
     every: bool = False,
+    labels: Mapping[str, str] | None = None,
 ) -> str:
     """The paired differences of ``table`` (a :class:`SummaryTable`, or a frame of
     :data:`DIFFERENCE_COLUMNS` such as :meth:`StrategyComparison.differences`) as a GitHub
@@ -714,8 +755,8 @@ def differences_table(
     whether the interval excludes 0 (``ranks``). Of a :class:`SummaryTable`, unless ``every``,
     the pairs worth reading: each row against the column's best (the bounds aside), a recall
     condition against its memory (``L + recall k`` vs ``L``) and the ceiling against the floor;
-    ``.differences`` has every pair. ``columns``: which columns (default all). An empty string
-    when there is no pair.
+    ``.differences`` has every pair. ``columns``: which columns (default all); ``labels``: the
+    names rows are shown by, as :func:`markdown_table`'s. An empty string when there is no pair.
     """
     summary = table if isinstance(table, SummaryTable) else None
     given = table.differences if isinstance(table, SummaryTable) else table
@@ -730,13 +771,15 @@ def differences_table(
     interval = "interval" if summary is None else f"{summary.confidence:.0%} interval"
     lines = [f"| column | a − b | difference [{interval}] | n | ranks |",
              "|---|---|---:|---:|:---:|"]  # fmt: skip
+    names = dict(labels or {})
     for column in chosen:
         rows = frame[frame["column"] == column]
         points = _is_rate(rows)
         shown = rows if summary is None or every else _shown(summary, column)
         for _, row in shown.iterrows():
             lines.append(
-                f"| {column} | {row['a']} − {row['b']} | {_difference_text(row, points)} | "
+                f"| {column} | {names.get(str(row['a']), row['a'])} − "
+                f"{names.get(str(row['b']), row['b'])} | {_difference_text(row, points)} | "
                 f"{int(row['n'])} | {'yes' if _ranks(row) else 'no'} |"
             )
     return "\n".join(lines) if len(lines) > 2 else ""
