@@ -727,15 +727,15 @@ def markdown_table(
     headers += [f"{c} †" if c in not_measuring else str(c) for c in shown]
     rule = "|" + "|".join(["---"] + ["---:"] * len(shown)) + "|"
     lines = ["| " + " | ".join(headers) + " |", rule]
-    names = dict(labels or {})
+    shown_as = dict(labels or {})
     for index, row in frame.iterrows():
         label = f"{index} ({roles[index]})" if index in roles else str(index)
-        cells = [names.get(str(index), label), *[cell(index, c, row) for c in shown]]
+        cells = [shown_as.get(str(index), label), *[cell(index, c, row) for c in shown]]
         lines.append("| " + " | ".join(cells) + " |")
     said = marks._mark_notes() if differences else marks.notes()
     if notes and said:
         lines += ["", *said]
-    pairs = differences_table(marks, labels=names) if differences else ""
+    pairs = differences_table(marks, labels=shown_as) if differences else ""
     if pairs:
         lines += ["", "Paired differences (over the units both rows have):", pairs]
     return "\n".join(lines)
