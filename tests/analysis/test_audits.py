@@ -56,7 +56,16 @@ def test_each_audit_returns_the_one_result_type(name: str) -> None:
 def test_the_audits_summaries_are_their_tables_per_model_agent_and_category() -> None:
     workspace = bundled_workspace()
     calibration = audit(workspace, "calibration")
-    assert calibration.summary.equals(calibration_summary(calibration_df(workspace)))
+    calls, timing = calibration_df(workspace), compaction_timing_df(workspace)
+    by_agent = calibration.summary.set_index("agent")
+    assert list(by_agent.index) == list(dict.fromkeys(calls["agent"]))  # one row per agent
+    for agent, mine in calls.groupby("agent", sort=False):
+        fired = timing[timing["agent"] == agent]
+        row = by_agent.loc[agent]
+        assert (row["calls"], row["compactions"]) == (len(mine), len(fired))
+        assert row["median_drift"] == pytest.approx(mine["drift"].median())
+        assert row["late"] == int((fired["timing"] == "late").sum())
+    assert calibration_summary(calls)["reported_calls"].sum() == by_agent["reported_calls"].sum()
     costs = audit(workspace, "costs")
     frame = compaction_costs_df(workspace)
     for row in costs.summary.itertuples():

@@ -238,18 +238,20 @@ def test_the_notes_and_table_say_it_in_words(runs: dict[str, Path]) -> None:
     audit = calibration_audit(runs["estimated"])  # the audit result (issue 37)
     timing = audit.frame
     assert timing.equals(compaction_timing_df(runs["estimated"]))
-    assert audit.summary.equals(calibration_summary(calibration_df(runs["estimated"])))
+    by_model = calibration_summary(calibration_df(runs["estimated"]))
+    row = audit.summary.iloc[0]  # one row per agent, adding up to the notes (issue 41)
+    assert (row["agent"], row["model"]) == ("Metered_estimated", by_model["model"].iloc[0])
+    assert row["median_drift"] == by_model["median_drift"].iloc[0]
+    assert (row["compactions"], row["late"]) == (len(timing), len(timing))
     model, compactions = audit.notes()
     assert model.startswith("openai/fake-model: the estimate undercounted 40 of 40 calls")
     assert "median drift +20" in model
-    assert compactions.startswith(f"{len(timing)} compactions against the billed count: ")
-    assert f"{len(timing)} late" in compactions and "0 on time, 0 early." in compactions
+    assert compactions.startswith(f"{len(timing)} compactions of 1 agent against the billed")
+    assert f"{len(timing)} late" in compactions and "0 on time, 0 early (" in compactions
     table = audit.text()
     assert list(table.columns)[:3] == ["agent", "process", "time"]
     assert table["timing"].tolist() == ["late"] * len(timing)
     assert all(v.startswith("+") for v in table["calls late"])
     assert table["trigger (tokens)"].tolist() == ["2,400"] * len(timing)
     assert audit.text("summary")["median drift"].str.startswith("+20").all()
-    assert calibration_audit([]).notes() == [
-        "No model call was recorded (usage.jsonl): nothing to compare."
-    ]
+    assert calibration_audit([]).notes() == ["No agent was read: nothing to compare."]

@@ -49,6 +49,9 @@ class AuditResult(TableResult):
     """The columns of the frame and the summary that :meth:`text` shows, with their headings."""
     formats: Mapping[str, Callable[[Any], str]] = field(default_factory=dict)
     """A column's own format in :meth:`text` (given a present value)."""
+    counts: Mapping[str, str] = field(default_factory=dict)
+    """A share's column → the column of the count it is a share of: :meth:`text` shows the
+    share with its count (``86% of 7``), so a reader sees what each cell rests on."""
 
     def notes(self) -> list[str]:
         """What a reader should see with the tables, in words."""
@@ -60,7 +63,16 @@ class AuditResult(TableResult):
         counts as ``12,345``, times to the minute; costs, drifts and shares formatted)."""
         if table not in ("frame", "summary"):
             raise InvalidSetting(f"table must be 'frame' or 'summary', not {table!r}")
-        return text_table(getattr(self, table), self.headings, self.formats)
+        frame = getattr(self, table)
+        shown = text_table(frame, self.headings, self.formats)
+        for share, count in self.counts.items():
+            if share in frame.columns and count in frame.columns:
+                heading = self.headings[share]
+                shown[heading] = [
+                    text if text == "–" or n != n or n is None else f"{text} of {int(n):,}"
+                    for text, n in zip(shown[heading], frame[count].tolist(), strict=True)
+                ]
+        return shown
 
     def plot(self, ax: Axes | None = None) -> Axes:
         """The audit's figure on ``ax`` (new axes when ``None``); never shown."""
@@ -87,25 +99,31 @@ _TIMINGS = ("late", "on time", "early", "unknown")
 def calibration_audit(source: Any) -> AuditResult:
     """Did compaction fire when it should have: memorylab's estimate of each model call's input
     against what the provider billed (docs/analysis.md, "Calibration"). ``source`` as
-    :func:`~memorylab.analysis.calibration_df` takes it. ``frame``:
+    :func:`~memorylab.analysis.calibration_df` takes it (read once). ``frame``:
     :func:`~memorylab.analysis.compaction_timing_df` (each compaction against the billed
-    count); ``summary``: :func:`~memorylab.analysis.calibration_summary` (per model); the plot:
+    count); ``summary``: one row per agent (``calibration_by_agent``: its calls and their drift,
+    its compactions late, on time, early), whose rows add up to what the notes say; the plot:
     :func:`~memorylab.analysis.plot_calibration` of each call; the notes: per model how often
-    and how far the estimate missed, and how many compactions fired late, on time or early."""
+    and how far the estimate missed, and how many compactions fired late, on time or early (or
+    why there is nothing to compare)."""
     from memorylab.analysis._calibration import (
+        calibration_by_agent,
         calibration_df,
+        calibration_records,
         calibration_summary,
         compaction_timing_df,
+        why_nothing_to_calibrate,
     )
     from memorylab.analysis._plots import plot_calibration
 
-    calls = calibration_df(source)
-    timing = compaction_timing_df(source)
-    summary = calibration_summary(calls)
+    records = calibration_records(source)
+    calls = calibration_df(records)
+    timing = compaction_timing_df(records)
+    summary = calibration_by_agent(calls, timing)
     lines = []
     if not len(calls):
-        lines.append("No model call was recorded (usage.jsonl): nothing to compare.")
-    for row in summary.to_dict("records"):
+        lines.append(why_nothing_to_calibrate(records))
+    for row in calibration_summary(calls).to_dict("records"):
         model = row["model"] or "(no model)"
         reported = int(row["reported_calls"])
         if not reported:
@@ -123,10 +141,13 @@ def calibration_audit(source: Any) -> AuditResult:
         by = f" (by {int(late.min())}-{int(late.max())} calls)" if len(late) else ""
         if len(late) and late.min() == late.max():
             by = f" (by {int(late.min())} call{'s' if late.min() != 1 else ''})"
+        agents = len(summary)
         lines.append(
-            f"{len(timing):,} compactions against the billed count: {counts['late']} late{by}, "
+            f"{len(timing):,} compactions of {agents:,} agent{'s' if agents != 1 else ''} "
+            f"against the billed count: {counts['late']} late{by}, "
             f"{counts['on time']} on time, {counts['early']} early"
-            + (f", {counts['unknown']} without recorded usage." if counts["unknown"] else ".")
+            + (f", {counts['unknown']} without recorded usage" if counts["unknown"] else "")
+            + " (every agent's row in the table)."
         )
     return AuditResult(
         name="calibration",
@@ -157,6 +178,13 @@ def calibration_audit(source: Any) -> AuditResult:
             "median_drift": "median drift",
             "p90_drift": "90th percentile",
             "undercount_share": "undercounted",
+            "compactions": "compactions",
+            "late": "late",
+            "on_time": "on time",
+            "early": "early",
+            "unknown": "no usage",
+            "fewest_calls_late": "late by (fewest calls)",
+            "most_calls_late": "late by (most calls)",
         },
         formats={
             "drift": _signed,
@@ -249,19 +277,20 @@ def cost_audit(source: Any, *, model: str | None = None) -> AuditResult:
 
 # --------------------------------------------------------------------------- facts
 
-REPORTED_SUMMARIES = (1, 2, 3, 5, 10)
-"""The summaries since a fact entered whose survival the facts' summary gives a column."""
+_NAMED_FACTS = 5
+"""Up to this many facts followed, the notes name them (a reader sees what 100 % rests on)."""
 
 
-def fact_audit(
-    source: Any, facts: Any = None, *, max_summaries: int | None = None
-) -> AuditResult:
+def fact_audit(source: Any, facts: Any = None, *, max_summaries: int | None = None) -> AuditResult:
     """Which facts survive each summary (docs/analysis.md, "Lineage"). ``source``, ``facts``
     and ``max_summaries`` as :func:`~memorylab.analysis.fact_survival_df` takes them;
-    ``frame``: its rows; ``summary``: per category (and ``all``), the facts followed and the
-    share every summary since still holds after 1, 2, 3, 5 and 10 summaries
-    (:func:`~memorylab.analysis.survival_by_generation`, a column per count reached); the plot:
-    :func:`~memorylab.analysis.plot_fact_survival`."""
+    ``frame``: its rows; ``summary``: per category (and ``all``), the facts followed and, for
+    every count of summaries the plot draws (1, 2, … as far as any fact was followed), the
+    share every summary since still holds (``after_N``) and the facts followed that far
+    (``facts_after_N``: a later column counts only the facts that entered early enough;
+    :func:`~memorylab.analysis.survival_by_generation`); the plot:
+    :func:`~memorylab.analysis.plot_fact_survival` of the same table. The notes say how much of
+    ``all`` is numbers, and name the facts when there are only a few."""
     import pandas as pd
 
     from memorylab.analysis._lineage import fact_survival_df, survival_by_generation
@@ -270,16 +299,19 @@ def fact_audit(
     frame = fact_survival_df(source, facts, max_summaries=max_summaries)
     followed = frame[frame["generation"].notna()]
     survival = survival_by_generation(followed)
-    steps = [n for n in REPORTED_SUMMARIES if n in set(survival["summaries"].tolist())]
+    steps = sorted({int(n) for n in survival["summaries"].dropna()})
     summary = pd.DataFrame({"category": pd.Series(dtype="str"), "facts": pd.Series(dtype="Int64")})
     if steps:
-        shares = survival[survival["summaries"].isin(steps)].pivot_table(
-            index="category", columns="summaries", values="survival", sort=False, observed=True
-        )
-        shares.columns = [f"after_{n}" for n in shares.columns]
-        first = survival[survival["summaries"] == steps[0]].set_index("category")["facts"]
-        shares.insert(0, "facts", [int(first.get(c, 0)) for c in shares.index])
-        summary = shares.reset_index().astype({"facts": "Int64"})
+        table = survival.pivot_table(
+            index="category", columns="summaries", values=["survival", "facts"], sort=False,
+            observed=True,
+        )  # fmt: skip
+        summary = pd.DataFrame({"category": list(table.index)})
+        summary["facts"] = [int(n) for n in table[("facts", steps[0])].fillna(0)]
+        for n in steps:
+            summary[f"after_{n}"] = table[("survival", n)].to_numpy(dtype=float)
+            summary[f"facts_after_{n}"] = table[("facts", n)].astype("Int64").to_numpy()
+        summary = summary.astype({"facts": "Int64"})
     after = {f"after_{n}": f"after {n} {'summary' if n == 1 else 'summaries'}" for n in steps}
     lines = []
     if bool(followed["biased"].any()):
@@ -288,16 +320,43 @@ def fact_audit(
             "same rules as the extraction, so these shares are biased upwards."
         )
     if not len(followed):
-        lines.append("No compaction that wrote a summary archived a fact: nothing to follow.")
+        lines.append(_why_no_fact(frame))
+    else:
+        # Facts, not rows: a fact has a row per summary it is followed through.
+        first = followed[followed["since"] == 0]
+        counted = first["category"].astype(str).value_counts()
+        numbers, total = int(counted.get("number", 0)), len(first)
+        if numbers == total:
+            lines.append(
+                f"All {total:,} facts followed are numbers (tool outputs' figures too: "
+                "latencies, counts, ids); no name, path, command or decision was found."
+            )
+        elif numbers * 2 > total:
+            lines.append(
+                f"{numbers:,} of the {total:,} facts followed ({numbers / total:.0%}) are "
+                "numbers, tool outputs' figures too (latencies, counts, ids): the all row is "
+                "mostly the number row; read the rows by kind."
+            )
+        if len(steps) > 1:
+            lines.append(
+                "Each cell is the share of the facts followed that far (its count after "
+                "'of'): a later column counts only the facts that entered early enough, so a "
+                "row can rise from one column to the next."
+            )
+        if total <= _NAMED_FACTS:
+            named = ", ".join(
+                f"{fact} ({category})"
+                for fact, category in zip(first["fact"], first["category"], strict=True)
+            )
+            lines.append(f"The only facts followed: {named}.")
     return AuditResult(
         name="facts",
         title="Which facts survive each summary",
         about="Facts (paths, commands, names, decisions, numbers) "
         + ("extracted from the archived messages" if facts is None else "given")
         + ", each followed from the compaction that archived it through every later summary: "
-        "the share that every summary since still holds (a later column counts only the facts "
-        "followed that far: those that entered early). A summary re-states what survives; the "
-        "rest is only in the archives (recall finds it).",
+        "the share that every summary since still holds. A summary re-states what survives; "
+        "the rest is only in the archives (recall finds it).",
         frame=frame,
         summary=summary,
         draw=lambda ax: plot_fact_survival(survival, ax=ax),
@@ -314,6 +373,21 @@ def fact_audit(
             **after,
         },
         formats=dict.fromkeys(after, _share),
+        counts={f"after_{n}": f"facts_after_{n}" for n in steps},
+    )
+
+
+def _why_no_fact(frame: Any) -> str:
+    """Why no fact was followed: no compaction wrote a summary after one archived a fact, or
+    the archived messages held none the extraction finds."""
+    if len(frame):
+        return (
+            f"{len(frame):,} facts were found in the archived messages, but no summary was "
+            "written after the compaction that archived them: nothing to follow yet."
+        )
+    return (
+        "No compaction that wrote a summary archived a fact (a path, command, name, decision "
+        "or number the extraction finds): nothing to follow."
     )
 
 
@@ -335,4 +409,3 @@ def audit(source: Any, name: str, **options: Any) -> AuditResult:
     if name not in AUDITS:
         raise InvalidSetting(f"no audit {name!r}; the audits: {', '.join(AUDITS)}")
     return AUDITS[name](source, **options)
-

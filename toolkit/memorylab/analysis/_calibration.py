@@ -76,6 +76,13 @@ _NEW_DTYPES: Mapping[str, str] = {
     "first_billed_call": "Int64",
     "calls_late": "Int64",
     "timing": "category",
+    "compactions": "Int64",
+    "late": "Int64",
+    "on_time": "Int64",
+    "early": "Int64",
+    "unknown": "Int64",
+    "fewest_calls_late": "Int64",
+    "most_calls_late": "Int64",
 }
 """The dtypes of this module's own column names; a name :data:`~memorylab.analysis._frames.DTYPES`
 declares keeps its dtype there (:func:`~memorylab.analysis._frames.columns`)."""
@@ -129,6 +136,24 @@ COMPACTION_TIMING_COLUMNS = _columns(
     "timing",
 )
 """The columns of :func:`compaction_timing_df`, ``(name, dtype)`` in order."""
+
+CALIBRATION_BY_AGENT_COLUMNS = _columns(
+    "agent",
+    "model",
+    "calls",
+    "reported_calls",
+    "median_drift",
+    "p90_drift",
+    "undercount_share",
+    "compactions",
+    "late",
+    "on_time",
+    "early",
+    "unknown",
+    "fewest_calls_late",
+    "most_calls_late",
+)
+"""The columns of :func:`calibration_by_agent`, ``(name, dtype)`` in order."""
 
 
 # --------------------------------------------------------------------------- reading the records
@@ -275,6 +300,85 @@ def calibration_summary(frame: pd.DataFrame) -> pd.DataFrame:
     return build_frame(CALIBRATION_SUMMARY_COLUMNS, data)
 
 
+def calibration_by_agent(calls: pd.DataFrame, timing: pd.DataFrame) -> pd.DataFrame:
+    """Per agent of a :func:`calibration_df` frame (``calls``) and a
+    :func:`compaction_timing_df` frame (``timing``): its ``model`` (several joined by ``, ``),
+    the drift columns of :func:`calibration_summary` over its calls, its ``compactions`` and
+    how many fired ``late``, ``on_time``, ``early`` or with ``unknown`` timing (no usage
+    recorded), and the ``fewest_calls_late`` and ``most_calls_late`` of the late ones. One row
+    per agent of either frame, in order of appearance (columns:
+    :data:`CALIBRATION_BY_AGENT_COLUMNS`): the calibration audit's table, whose rows add up to
+    what its notes say."""
+    check_columns("calls", calls, ("agent", "model", "drift"), made_by="calibration_df")
+    check_columns(
+        "timing", timing, ("agent", "timing", "calls_late"), made_by="compaction_timing_df"
+    )
+    agents = list(dict.fromkeys([*map(str, calls["agent"]), *map(str, timing["agent"])]))
+    rows = []
+    for agent in agents:
+        mine = calls[calls["agent"].astype(str) == agent]
+        models = [str(m) for m in dict.fromkeys(mine["model"].dropna().astype(str))]
+        drift = calibration_summary(mine.assign(model="all")) if len(mine) else None
+        fired = timing[timing["agent"].astype(str) == agent]
+        kinds = fired["timing"].astype(str)
+        late = fired.loc[kinds == "late", "calls_late"].dropna()
+        stats = drift.iloc[0].to_dict() if drift is not None and len(drift) else {}
+        rows.append(
+            {
+                "agent": agent,
+                "model": ", ".join(models) if models else None,
+                "calls": len(mine),
+                "reported_calls": stats.get("reported_calls", 0),
+                "median_drift": stats.get("median_drift", math.nan),
+                "p90_drift": stats.get("p90_drift", math.nan),
+                "undercount_share": stats.get("undercount_share", math.nan),
+                "compactions": len(fired),
+                "late": int((kinds == "late").sum()),
+                "on_time": int((kinds == "on time").sum()),
+                "early": int((kinds == "early").sum()),
+                "unknown": int((kinds == "unknown").sum()),
+                "fewest_calls_late": int(late.min()) if len(late) else None,
+                "most_calls_late": int(late.max()) if len(late) else None,
+            }
+        )
+    data = {name: [row[name] for row in rows] for name, _ in CALIBRATION_BY_AGENT_COLUMNS}
+    return build_frame(CALIBRATION_BY_AGENT_COLUMNS, data)
+
+
+def calibration_records(source: Any) -> list[AgentRecord]:
+    """The agents' records ``source`` names, read once, as :func:`calibration_df` and
+    :func:`compaction_timing_df` read them (records given are returned as they are): the
+    calibration audit reads its source once and hands both the records."""
+    return _agents(source)
+
+
+def why_nothing_to_calibrate(records: Sequence[AgentRecord]) -> str:
+    """Why the agents of ``records`` give :func:`calibration_df` no row: which ones have no
+    ``usage.jsonl`` and who wrote their files (the reference framework and the other
+    frameworks' formats record no model call memorylab can compare), in a sentence."""
+    if not records:
+        return "No agent was read: nothing to compare."
+    names = ", ".join(record.agent for record in records[:5]) + (
+        f" and {len(records) - 5:,} more" if len(records) > 5 else ""
+    )
+    formats = sorted({record.format for record in records})
+    if formats == ["memorylab"] and not any(record.records for record in records):
+        writer = (
+            "no compactions.jsonl either: files the reference framework (swarms) wrote, or "
+            "memorylab's Conversation without an Agent"
+        )
+    elif formats == ["memorylab"]:
+        writer = "memorylab's Conversation used without its Agent records no model call"
+    else:
+        writer = f"the {', '.join(formats)} format keeps no estimate beside the provider's count"
+    return (
+        f"No model call was recorded for {names}: no usage.jsonl ({writer}). memorylab's Agent "
+        "writes one beside compactions.jsonl (each call's estimate and what the provider "
+        "billed), so the estimate cannot be compared and no compaction can be timed against "
+        "the billed count."
+    )
+
+
 def compaction_timing_df(source: Any) -> pd.DataFrame:
     """For each compaction the agents in ``source`` recorded, when it fired against the
     provider's count (docs/analysis.md, "Calibration").
@@ -405,9 +509,7 @@ def _timing(
         row["billed_tokens"] = billed
     if trigger is None or billed is None:
         return row
-    crossed = next(
-        (c for c in segment if (c.input_tokens or 0) >= trigger), None
-    )
+    crossed = next((c for c in segment if (c.input_tokens or 0) >= trigger), None)
     if crossed is not None:
         first = crossed.call
         row["first_billed_call"] = first
