@@ -67,6 +67,7 @@ from memorylab.analysis._plots import (
 )
 from memorylab.analysis._record import AgentRecord
 from memorylab.analysis._replay import ReplayResult, replay
+from memorylab.analysis._replay_validation import replay_validation
 from memorylab.analysis._runs import RunOverrides, RunSettings, SummarySize, run_settings
 from memorylab.analysis._sweep import (
     DEFAULT_THRESHOLDS,
@@ -126,6 +127,7 @@ __all__ = [
     "problems_df",
     "register_loader",
     "replay",
+    "replay_validation",
     "run_record",
     "run_settings",
     "save_plot",

@@ -29,6 +29,7 @@ What deepagents keeps, and how it is read (docs/formats/deepagents.md):
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -71,6 +72,38 @@ class DeepagentsThread:
         thread = path / THREAD_FILE if path.is_dir() else path
         return [_thread_record(thread, _read_thread(thread))]
 
+
+
+_OPENAI_ROLES = {"user": "user", "assistant": "assistant", "tool": "tool", "system": "system"}
+
+
+def approximate_tokens(path: Path) -> list[int]:
+    """Each message of the thread ``path`` (a ``thread.json`` or its folder) as langchain's
+    ``count_tokens_approximately`` counts it, the count deepagents' ``SummarizationMiddleware``
+    compares with its trigger: ``ceil((content + role + name + tool calls' repr + tool call id)
+    / 4) + 3`` (its defaults: 4 characters a token, 3 tokens a message; the tool calls as the
+    Python ``repr`` of the stored list, the role OpenAI's name for it). In the thread's order, as
+    the loader reads its messages."""
+    thread = path / THREAD_FILE if path.is_dir() else path
+    counts: list[int] = []
+    for message in _read_thread(thread).get("messages", []):
+        if not isinstance(message, Mapping):
+            continue
+        body = _mapping(message.get("data"))
+        role = _ROLES.get(str(message.get("type") or body.get("type")), "user")
+        content = body.get("content")
+        chars = len(content) if isinstance(content, str) else len(_text(content))
+        calls = body.get("tool_calls")
+        if role == "assistant" and isinstance(content, str) and calls:
+            chars += len(repr(calls))
+        call_id = body.get("tool_call_id")
+        if role == "tool" and isinstance(call_id, str):
+            chars += len(call_id)
+        name = body.get("name")
+        if isinstance(name, str) and name:
+            chars += len(name)
+        counts.append(math.ceil((chars + len(_OPENAI_ROLES[role])) / 4) + 3)
+    return counts
 
 
 def _fail(path: Path, what: str) -> MemoryFormatError:
@@ -152,6 +185,12 @@ def _message_times(checkpoints: Sequence[Mapping[str, Any]], count: int) -> list
     return times
 
 
+def _message_chars(message: object) -> int | None:
+    """How many characters a stored message's content has (what deepagents' counter reads)."""
+    data = message.get("data") if isinstance(message, Mapping) else None
+    return len(_text(data.get("content"))) if isinstance(data, Mapping) else None
+
+
 def _summary(message: object) -> str | None:
     data = message.get("data") if isinstance(message, Mapping) else None
     if not isinstance(data, Mapping):
@@ -220,8 +259,8 @@ def _thread_record(path: Path, data: Mapping[str, Any]) -> AgentRecord:
     notes.append("the summarizer's model calls are not in the thread: their usage is not "
                  "recorded")  # fmt: skip
     notes.append("the trigger counts the system prompt and the tool schemas, which the thread "
-                 "does not keep: the growth counts the messages alone, and a replay at the "
-                 "recorded settings fires later than deepagents did")  # fmt: skip
+                 "does not keep: the growth counts the messages alone (replay_validation "
+                 "measures them at the first summary)")  # fmt: skip
     return run_record(path, messages, format=FORMAT, agent=agent, compactions=compactions,
                       calls=calls, settings=_settings(data, notes), notes=notes)  # fmt: skip
 
@@ -307,6 +346,7 @@ def _compactions(
             time=when or file_time,
             summary=_summary(event.get("summary_message")),
             kept=max(at - cutoff, 0),
+            summary_message_chars=_message_chars(event.get("summary_message")),
         ))  # fmt: skip
         previous_cutoff = cutoff
     return compactions

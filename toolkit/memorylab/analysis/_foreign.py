@@ -85,6 +85,11 @@ class RunCompaction:
     tokens_after: int | None = None
     kept: int = 0
     trigger: str | None = None
+    summary_message_chars: int | None = None
+    """How many characters the message that carried the summary into the framework's context
+    had, its wrapper included (deepagents' "You are in the middle of a conversation ..."), where
+    the format keeps that message: a replay at the recorded settings counts it as the framework
+    did (:func:`memorylab.analysis.replay_validation`)."""
 
 
 def tool_call_text(name: object, arguments: object) -> str:
@@ -254,6 +259,8 @@ def _compaction_record(
     extra: dict[str, Any] = {"format": format, "recorded": recorded, "kept": compaction.kept}
     if compaction.trigger is not None:  # not "trigger": that field is memorylab's Trigger
         extra["fired_by"] = compaction.trigger
+    if compaction.summary_message_chars is not None:
+        extra["summary_message_chars"] = compaction.summary_message_chars
     if settings.get("model") is not None:  # the run's model: its tokenizer and prices
         extra["token_model"] = settings["model"]
     record["extra"] = extra

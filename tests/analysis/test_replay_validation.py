@@ -1,0 +1,163 @@
+"""A replay at the recorded settings against the compactions another framework recorded
+(issue 40's validation row per format): each bundled run gets its row; deepagents' 7 and
+inspect_ai's 3 and 8 compactions are reproduced at the message each fired; the OpenAI Agents SDK
+and Claude Code rows say what their files do not record; and a run whose record is changed (a
+compaction taken out, a lower threshold) is not reproduced, so the rows cannot say
+"reproduced" of anything."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from memorylab.analysis import load_records, replay_validation
+from memorylab.transcripts import bundled_foreign_runs
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "foreign"
+DEEPAGENTS_PYTHON = os.environ.get("MEMORYLAB_DEEPAGENTS_PYTHON")  # .ci/run sets it
+
+
+def _row(source: object) -> dict[str, object]:
+    [row] = replay_validation(source).to_dict("records")  # type: ignore[arg-type]
+    return row
+
+
+def test_each_bundled_format_gets_its_row() -> None:
+    runs = bundled_foreign_runs()
+    frame = pd.concat([replay_validation(path) for path in runs.values()], ignore_index=True)
+    assert set(frame["format"]) == set(runs) == {
+        "claude-code", "deepagents", "inspect-ai", "openai-agents"
+    }  # fmt: skip
+    verdicts = frame.groupby("format")["verdict"].agg(set).to_dict()
+    assert verdicts == {
+        "claude-code": {"cannot check"},
+        "deepagents": {"reproduced"},
+        "inspect-ai": {"reproduced"},
+        "openai-agents": {"cannot check"},
+    }
+    for row in frame[frame["verdict"] == "cannot check"].to_dict("records"):
+        assert "threshold" in row["missing"], row  # what the file lacks, in words
+        assert row["replayed"] is None or pd.isna(row["replayed"])
+    for row in frame[frame["verdict"] == "reproduced"].to_dict("records"):
+        assert row["missing"] == ""
+        assert row["replayed_at"] == row["recorded_at"]
+        assert row["replayed"] == row["recorded"] == len(row["recorded_at"])
+
+
+def test_deepagents_seven_summaries_fire_where_the_middleware_fired() -> None:
+    [record] = load_records(DATA / "deepagents" / "sample")
+    row = _row(DATA / "deepagents" / "sample")
+    assert row["recorded"] == row["replayed"] == len(record.compactions) == 7
+    assert row["recorded_at"] == row["replayed_at"]
+    assert row["trigger_tokens"] == 5_100  # int(6,000 * 0.85), the middleware's rounding
+    low, high = row["static_tokens"]  # type: ignore[misc]
+    first, last = row["reproduced_with"]  # type: ignore[misc]
+    assert low <= first <= last <= high  # the check narrows what the first compaction allowed
+    assert (first, last) != (low, high)
+    # deepagents records no count: each replayed one reaches the trigger, as the middleware's did
+    assert row["recorded_tokens_before"] == [None] * 7
+    assert all(count >= 5_100 for count in row["replayed_tokens_before"])  # type: ignore[attr-defined]
+    assert "count_tokens_approximately" in str(row["counter"])
+
+
+@pytest.mark.parametrize(("name", "count"), [("checkout-bug-hunt.json", 3),
+                                             ("checkout-bug-hunt.eval", 8)])  # fmt: skip
+def test_inspect_compactions_fire_where_inspect_counted_past_its_threshold(
+    name: str, count: int
+) -> None:
+    row = _row(DATA / "inspect-ai" / name)
+    assert row["verdict"] == "reproduced"
+    assert row["recorded"] == row["replayed"] == count
+    assert row["trigger_tokens"] == 1_500
+    recorded, replayed = row["recorded_tokens_before"], row["replayed_tokens_before"]
+    assert recorded[0] == replayed[0]  # type: ignore[index]  # measured there
+    # the replay's count at each later one is inspect_ai's within the tool calls' rendering
+    for mine, theirs in zip(replayed[1:], recorded[1:], strict=True):  # type: ignore[index]
+        assert theirs > 1_500 and mine > 1_500
+        assert abs(mine - theirs) <= 0.02 * theirs
+
+
+def test_a_deepagents_thread_with_a_summary_taken_out_is_not_reproduced(tmp_path: Path) -> None:
+    copy = tmp_path / "sample"
+    shutil.copytree(DATA / "deepagents" / "sample", copy)
+    thread = json.loads((copy / "thread.json").read_text(encoding="utf-8"))
+    removed = thread["summarization_events"].pop(3)  # the fourth: the replay fires there anyway
+    for checkpoint in thread["checkpoints"]:
+        number = checkpoint["summarization_event"]
+        if number is not None and number >= 3:
+            checkpoint["summarization_event"] = None if number == 3 else number - 1
+    (copy / "thread.json").write_text(json.dumps(thread), encoding="utf-8")
+    row = _row(copy)
+    assert row["recorded"] == 6
+    assert row["verdict"] == "not reproduced"
+    assert row["reproduced_with"] is None
+    assert removed["created_at_index"] in row["replayed_at"]  # type: ignore[operator]
+    assert "none of those values" in str(row["how"])
+
+
+def test_an_inspect_log_read_at_another_threshold_is_not_reproduced() -> None:
+    [record] = load_records(DATA / "inspect-ai" / "checkout-bug-hunt.json")
+    lowered = dataclasses.replace(
+        record, records=tuple({**entry, "threshold": 1_200} for entry in record.records)
+    )
+    assert _row(record)["verdict"] == "reproduced"
+    row = _row(lowered)
+    assert row["verdict"] == "not reproduced"
+    assert row["replayed"] > row["recorded"]  # type: ignore[operator]
+
+
+def test_records_and_several_runs_give_one_row_each() -> None:
+    records = load_records(DATA / "openai-agents" / "sessions.sqlite")
+    frame = replay_validation(records)
+    assert list(frame["agent"]) == [record.agent for record in records]
+    assert list(frame["recorded"]) == [len(record.compactions) for record in records]
+    assert set(frame["verdict"]) == {"cannot check"}
+
+
+@pytest.mark.skipif(not DEEPAGENTS_PYTHON, reason="MEMORYLAB_DEEPAGENTS_PYTHON is not set")
+def test_the_static_context_deepagents_counted_is_among_those_that_reproduce(
+    tmp_path: Path,
+) -> None:
+    """The replay measures the system prompt and tool schemas the thread does not keep; here the
+    middleware's own count of them (deepagents installed) is taken in a run of the same agent."""
+    script = tmp_path / "static.py"
+    script.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(DATA / 'deepagents')!r})\n"
+        "import generate as g\n"
+        "import deepagents.middleware.summarization as s\n"
+        "from deepagents import create_deep_agent\n"
+        "from deepagents.backends import FilesystemBackend\n"
+        "from langgraph.checkpoint.memory import InMemorySaver\n"
+        "seen = []\n"
+        "count = s.SummarizationMiddleware._count_tokens\n"
+        "def spy(self, messages, system, tools):\n"
+        "    seen.append(count(self, [], system, tools))\n"
+        "    return count(self, messages, system, tools)\n"
+        "s.SummarizationMiddleware._count_tokens = spy\n"
+        "users, replies, outputs = g.scripted_turns(g.TRANSCRIPT, 1)\n"
+        "g._TOOL_OUTPUTS[:] = outputs\n"
+        "model = g.TranscriptModel(messages=iter(replies),\n"
+        "                          profile={'max_input_tokens': g.MAX_INPUT_TOKENS})\n"
+        f"backend = FilesystemBackend(root_dir={str(tmp_path / 'b')!r}, virtual_mode=True)\n"
+        "agent = create_deep_agent(model=model, tools=[g.shell], backend=backend,\n"
+        "                          checkpointer=InMemorySaver())\n"
+        "agent.invoke({'messages': [g.HumanMessage(content=users[0])]},\n"
+        "             {'configurable': {'thread_id': 't'}})\n"
+        "print(seen[0])\n",
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [str(DEEPAGENTS_PYTHON), str(script)], capture_output=True, text=True, timeout=600,
+        check=True,
+    )  # fmt: skip
+    static = int(done.stdout.split()[-1])
+    first, last = _row(DATA / "deepagents" / "sample")["reproduced_with"]  # type: ignore[misc]
+    assert first <= static <= last

@@ -1,0 +1,388 @@
+"""Does a replay at a run's recorded settings fire where the run's own compactions fired?
+
+:func:`replay_validation` answers it for another framework's run (:mod:`._foreign`), one row per
+run: the compactions the file recorded, those a replay of its messages at the recorded settings
+makes, where each fired, and a verdict (``reproduced``, ``not reproduced``, ``cannot check``) with
+what the file does not record that the replay would need, in words.
+
+The replay is the framework's trigger, not memorylab's: a framework fires on its own count of its
+own context, so the replay counts the recorded messages with the counter the framework used
+(:data:`_RULES`: deepagents' ``count_tokens_approximately``, 4 characters a token and 3 a
+message; inspect_ai's estimate, 4 characters a token of the context's text) and checks where the
+framework checks (before each model call, each assistant message). What the files never keep,
+the system prompt and the tool schemas every request carries, is MEASURED at the first recorded
+compaction, never guessed:
+
+* where the format records the count that fired it (inspect_ai's ``tokens_before``), as that
+  count less the recorded messages' count at that check;
+* where it records only the trigger (deepagents' fraction of the window), as the least static
+  context that makes the trigger fire at that check and not at the one before (the interval is in
+  the row's ``static_tokens``).
+
+The replay then runs with that static context from the start, so the first compaction is
+reproduced by construction (its row says so) and every later one is a check. After each
+compaction the context is what the run recorded of that compaction: its ``tokens_after`` where
+recorded (inspect_ai), else the static context, the message that carried the summary and the
+messages it kept (deepagents). Where the replay fires elsewhere than the run did, the rest of the
+replay is still measured, with the sizes of the run's compaction of the same number.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memorylab.analysis._foreign import source_file
+from memorylab.analysis._record import AgentRecord
+from memorylab.memory._records import SUMMARY_PREFIX
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from memorylab.analysis._record import Records
+    from memorylab.analysis._sources import Source
+
+REPRODUCED = "reproduced"
+NOT_REPRODUCED = "not reproduced"
+CANNOT_CHECK = "cannot check"
+
+COLUMNS = (
+    "format",
+    "agent",
+    "recorded",
+    "replayed",
+    "verdict",
+    "recorded_at",
+    "replayed_at",
+    "recorded_tokens_before",
+    "replayed_tokens_before",
+    "trigger_tokens",
+    "static_tokens",
+    "reproduced_with",
+    "counter",
+    "missing",
+    "how",
+)
+"""The columns of :func:`replay_validation`'s frame, in order."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    """How a framework decides to compact: its counter (``counts``: the tokens of one message,
+    role and content, as a float the comparison rounds up) and its comparison (``above``: the
+    count must exceed the trigger, else reach it)."""
+
+    counter: str
+    counts: Callable[[str, str], float]
+    above: bool
+    exact: Callable[[AgentRecord], Sequence[float]] | None = None
+    """Each message's count read again from the file, where the loader's text of a message
+    (tool calls rendered memorylab's way) is not what the framework counted."""
+
+    def fires(self, count: float, trigger: int) -> bool:
+        total = math.ceil(count)
+        return total > trigger if self.above else total >= trigger
+
+
+def _langchain_approximate(role: str, content: str) -> float:
+    # langchain_core's count_tokens_approximately: ceil((content + role) / 4) + 3 a message
+    return math.ceil((len(content) + len(role)) / 4) + 3
+
+
+def _deepagents_counts(record: AgentRecord) -> Sequence[float]:
+    from memorylab.analysis._deepagents_loader import approximate_tokens
+
+    return approximate_tokens(Path(source_file(str(record.segments[-1].path))))
+
+
+def _inspect_estimate(role: str, content: str) -> float:
+    # inspect_ai's count_tokens: the messages' texts joined by newlines, 4 characters a token
+    return (len(content) + 1) / 4
+
+
+_RULES: dict[str, _Rule] = {
+    "deepagents": _Rule(
+        "langchain count_tokens_approximately (4 characters a token, 3 a message), as "
+        "deepagents' SummarizationMiddleware counts",
+        _langchain_approximate,
+        above=False,
+        exact=_deepagents_counts,
+    ),
+    "inspect-ai": _Rule(
+        "inspect_ai's estimate of the context's text (4 characters a token, the count its "
+        "offline run used)",
+        _inspect_estimate,
+        above=True,
+    ),
+}
+"""The frameworks whose trigger the replay can follow, by loader name."""
+
+_CANNOT = {
+    "openai-agents": "the context window and the threshold: an OpenAI Agents SDK session "
+    "records neither (its compaction is the session's or the caller's decision, not a "
+    "recorded setting)",
+    "claude-code": "the context window and the auto-compact threshold: a Claude Code session "
+    "records neither (only each compaction's preTokens, and whether it was auto or manual)",
+    "memorylab": "nothing: memorylab's own files are replayed by replay() at their recorded "
+    "settings (docs/analysis.md); this check is for other frameworks' runs",
+}
+"""What each other format lacks for the check, in words."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Recorded:
+    """One recorded compaction: before message ``at`` of the run's messages, keeping ``kept``."""
+
+    at: int
+    kept: int
+    tokens_before: int | None
+    tokens_after: int | None
+    summary_tokens: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """A foreign run laid flat again: its messages (summaries out) and its compactions."""
+
+    roles: list[str]
+    contents: list[str]
+    compactions: list[_Recorded]
+
+
+def _flat_run(record: AgentRecord, rule: _Rule | None) -> _Run:
+    """The record's messages in order, each once, the summaries left out, and where each
+    compaction fired among them (the segments :func:`~._foreign.run_record` laid out)."""
+    roles: list[str] = []
+    contents: list[str] = []
+    ats: list[int] = []
+    for number, segment in enumerate(record.segments):
+        blocks = segment.parsed.blocks
+        for position in segment.positions():
+            role, content = blocks.roles[position], blocks.contents[position]
+            if number and position == 0 and role == "system" and content.startswith(SUMMARY_PREFIX):
+                continue  # the summary that opens the segment after a compaction
+            roles.append(role)
+            contents.append(content)
+        if segment.kind == "archive":
+            ats.append(len(roles))
+    compactions: list[_Recorded] = []
+    for at, entry in zip(ats, record.compactions, strict=False):
+        given = entry.get("extra")
+        extra: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
+        chars = extra.get("summary_message_chars")
+        # the message that carried the summary counts as a user message of that many characters
+        summary_tokens = (
+            rule.counts("user", "x" * chars)
+            if rule is not None and isinstance(chars, int)
+            else None
+        )
+        compactions.append(
+            _Recorded(
+                at=at,
+                kept=int(extra.get("kept", 0) or 0),
+                tokens_before=_count(entry.get("tokens_before")),
+                tokens_after=_count(entry.get("tokens_after")),
+                summary_tokens=summary_tokens,
+            )
+        )
+    return _Run(roles, contents, compactions)
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _trigger_tokens(record: AgentRecord) -> int | None:
+    """The trigger in tokens as the record's compactions recorded it: a count, or a fraction
+    of the context window (the framework's rounding down, ``int(window * fraction)``)."""
+    for entry in record.compactions:
+        threshold = entry.get("threshold")
+        window = _count(entry.get("context_length"))
+        if isinstance(threshold, int) and not isinstance(threshold, bool):
+            return threshold
+        if isinstance(threshold, float) and window is not None:
+            return int(window * threshold)
+    return None
+
+
+def _row(record: AgentRecord, **values: Any) -> dict[str, Any]:
+    row: dict[str, Any] = dict.fromkeys(COLUMNS)
+    row.update(format=record.format, agent=record.agent, recorded=len(record.compactions))
+    row.update(recorded_at=[], replayed_at=[], recorded_tokens_before=[], replayed_tokens_before=[])
+    row.update(values)
+    return row
+
+
+def _check_record(record: AgentRecord) -> dict[str, Any]:
+    rule = _RULES.get(record.format)
+    if rule is None:
+        missing = _CANNOT.get(
+            record.format, f"the {record.format} format's trigger rule (no rule is known for it)"
+        )
+        return _row(record, verdict=CANNOT_CHECK, missing=missing)
+    run = _flat_run(record, rule)
+    recorded = run.compactions
+    trigger = _trigger_tokens(record)
+    base = _row(
+        record,
+        counter=rule.counter,
+        trigger_tokens=trigger,
+        recorded_at=[c.at for c in recorded],
+        recorded_tokens_before=[c.tokens_before for c in recorded],
+    )
+    if not recorded:
+        return {**base, "verdict": CANNOT_CHECK,
+                "missing": "a recorded compaction: the static context (system prompt and tool "
+                "schemas, which the file does not keep) is measured at the first one"}  # fmt: skip
+    if trigger is None:
+        return {**base, "verdict": CANNOT_CHECK,
+                "missing": "the trigger: the file records no threshold (or no context window "
+                "for a fraction)"}  # fmt: skip
+    tokens = [rule.counts(role, text) for role, text in zip(run.roles, run.contents, strict=True)]
+    if rule.exact is not None:
+        exact = list(rule.exact(record))
+        if len(exact) != len(tokens):
+            return {**base, "verdict": CANNOT_CHECK,
+                    "missing": f"the file as it was read: it now holds {len(exact)} messages, "
+                    f"the record {len(tokens)} (read it again)"}  # fmt: skip
+        tokens = exact
+    checks = [i for i, role in enumerate(run.roles) if role == "assistant"]
+    measured = _static_range(recorded[0], tokens, checks, trigger, rule)
+    if measured is None:
+        return {**base, "verdict": CANNOT_CHECK,
+                "missing": "a static context consistent with the first compaction: no count of "
+                "its messages fires the trigger there and not at the check before (the counter "
+                "differs from the framework's)"}  # fmt: skip
+    low, high = measured
+    after_missing = [
+        n + 1 for n, c in enumerate(recorded) if c.tokens_after is None and c.summary_tokens is None
+    ]
+    if after_missing:
+        return {**base, "verdict": CANNOT_CHECK, "static_tokens": measured,
+                "missing": "the context after compaction(s) "
+                f"{', '.join(map(str, after_missing))}: neither its tokens_after nor the message "
+                "that carried its summary is recorded"}  # fmt: skip
+    sums = [0.0, *itertools.accumulate(tokens)]
+    wanted = [c.at for c in recorded]
+    fits = [
+        static
+        for static in range(low, high + 1)
+        if [at for at, _ in _replay(sums, checks, recorded, static, trigger, rule)] == wanted
+    ]
+    shown = fits[len(fits) // 2] if fits else low
+    fired = _replay(sums, checks, recorded, shown, trigger, rule)
+    return {
+        **base,
+        "replayed": len(fired),
+        "verdict": REPRODUCED if fits else NOT_REPRODUCED,
+        "replayed_at": [at for at, _ in fired],
+        "replayed_tokens_before": [math.ceil(count) for _, count in fired],
+        "static_tokens": measured,
+        "reproduced_with": (fits[0], fits[-1]) if fits else None,
+        "missing": "",
+        "how": _how(recorded, measured, fits, shown, exact=recorded[0].tokens_before is not None),
+    }
+
+
+def _how(
+    recorded: Sequence[_Recorded],
+    measured: tuple[int, int],
+    fits: Sequence[int],
+    shown: int,
+    *,
+    exact: bool,
+) -> str:
+    """What the replay measured and what it checked, in words."""
+    low, high = measured
+    if exact:
+        source = (f"the static context (system prompt, tool schemas) measured at the first "
+                  f"compaction: its recorded tokens_before less its messages, {low:,} tokens"
+                  + (" (below zero: the loader's text of the tool calls counts more than the "
+                     "framework's did)" if low < 0 else ""))  # fmt: skip
+    else:
+        source = (f"the static context (system prompt, tool schemas) measured at the first "
+                  f"compaction: {low:,}-{high:,} tokens fire the trigger there and not at the "
+                  "check before")  # fmt: skip
+    if len(recorded) == 1:
+        return f"{source}; one compaction checks nothing more"
+    checked = f"compactions 2-{len(recorded)} are the check"
+    if not fits:
+        return (f"{source}; {checked}: with none of those values does the replay fire where "
+                f"the run did (shown: {shown:,})")  # fmt: skip
+    if fits[0] == fits[-1] == low == high:
+        return f"{source}; {checked}"
+    return (f"{source}; {checked}: {fits[0]:,}-{fits[-1]:,} reproduce them all "
+            f"({len(fits)} values; shown: {shown:,})")  # fmt: skip
+
+
+def _static_range(
+    first: _Recorded, tokens: Sequence[float], checks: Sequence[int], trigger: int, rule: _Rule
+) -> tuple[int, int] | None:
+    """The static contexts consistent with the first compaction: the one value its recorded
+    ``tokens_before`` gives, else those that fire the trigger at its check and not at the check
+    before (``None``: none does)."""
+    counted = math.ceil(sum(tokens[: first.at]))
+    if first.tokens_before is not None:
+        return first.tokens_before - counted, first.tokens_before - counted
+    low = max(0, trigger - counted + (1 if rule.above else 0))
+    earlier = [i for i in checks if i < first.at]
+    high = trigger  # fired at the first check: any static up to the trigger itself
+    if earlier:
+        high = trigger - math.ceil(sum(tokens[: earlier[-1]])) - (0 if rule.above else 1)
+    return (low, high) if low <= high else None
+
+
+def _replay(
+    sums: Sequence[float],
+    checks: Sequence[int],
+    recorded: Sequence[_Recorded],
+    static: int,
+    trigger: int,
+    rule: _Rule,
+) -> list[tuple[int, float]]:
+    """Where the framework's trigger fires over the run's messages (``sums``: their counts'
+    prefix sums), at its checks, each compaction leaving the context the run's compaction of
+    that number left."""
+    fired: list[tuple[int, float]] = []
+    base = float(static)
+    start = 0
+    for at in checks:
+        count = base + sums[at] - sums[start]
+        if not rule.fires(count, trigger):
+            continue
+        fired.append((at, count))
+        made = recorded[min(len(fired), len(recorded)) - 1]
+        if made.tokens_after is not None:
+            base = float(made.tokens_after)
+        else:
+            kept = min(made.kept, at)
+            base = static + (made.summary_tokens or 0.0) + sums[at] - sums[at - kept]
+        start = at
+    return fired
+
+
+def replay_validation(source: Source | Records) -> pd.DataFrame:
+    """One row per run of ``source`` (a file or folder another framework wrote, or records):
+    does a replay at its recorded settings fire where its recorded compactions fired?
+
+    Columns (:data:`COLUMNS`): ``format``, ``agent``; ``recorded`` and ``replayed``, the
+    compactions; ``verdict``: ``reproduced`` (every compaction at the message the run's fired
+    at), ``not reproduced``, or ``cannot check``; ``recorded_at``/``replayed_at``: before which
+    of the run's messages (summaries left out, from 0) each fired; ``recorded_tokens_before``
+    (``None`` where not recorded) and ``replayed_tokens_before`` (the replay's count that fired
+    it); ``trigger_tokens``; ``static_tokens``, the system prompt and tool schemas measured at
+    the first compaction (an interval where only the trigger is recorded); ``counter``, the
+    framework's count the replay used; ``missing``, what the file does not record that the check
+    needs (empty where nothing is); ``how``, what the replay measured and what it checked.
+    See the module docstring for the rules. Nothing is written.
+    """
+    import pandas as pd
+
+    from memorylab.analysis._loaders import load_records
+
+    rows = [_check_record(record) for record in load_records(source)]
+    return pd.DataFrame(rows, columns=list(COLUMNS))
