@@ -27,6 +27,8 @@ from memorylab.analysis._calibration import (
     calibration_summary,
     compaction_timing_df,
 )
+from memorylab.analysis._convert import ConvertedAgent, WorkspaceConversion, to_workspace
+from memorylab.analysis._export_runs import EXPORT_FORMATS, export_transcripts
 from memorylab.analysis._foreign import RunCompaction, RunMessage, run_record
 from memorylab.analysis._frames import (
     MEMORY_COLUMNS,
@@ -83,7 +85,9 @@ __all__ = [
     "AUDITS",
     "AgentRecord",
     "AuditResult",
+    "ConvertedAgent",
     "DEFAULT_THRESHOLDS",
+    "EXPORT_FORMATS",
     "Loader",
     "MEMORY_COLUMNS",
     "ReadResult",
@@ -95,6 +99,7 @@ __all__ = [
     "SummarySize",
     "SweepEstimate",
     "SweepResult",
+    "WorkspaceConversion",
     "audit",
     "calibration_audit",
     "calibration_df",
@@ -106,6 +111,7 @@ __all__ = [
     "documents_df",
     "dropped_by",
     "estimate_sweep",
+    "export_transcripts",
     "fact_audit",
     "fact_survival_df",
     "get_loader",
@@ -136,5 +142,6 @@ __all__ = [
     "sweep",
     "sweep_note",
     "sweep_table",
+    "to_workspace",
     "token_growth",
 ]
