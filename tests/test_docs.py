@@ -35,15 +35,23 @@ SETUP_WORKSPACE = re.compile(r'^os\.environ\["WORKSPACE_DIR"\] = tempfile\.mkdte
 
 
 def reading_order() -> list[Path]:
-    """README.md, docs/index.md, the pages index.md links (in its order), then the rest, sorted."""
-    linked = re.findall(r"\]\(([\w.-]+\.md)\)", (DOCS / "index.md").read_text(encoding="utf-8"))
+    """README.md, docs/index.md, the pages index.md links (in its order, the format pages of
+    docs/formats/ among them), then the rest, sorted."""
+    linked = re.findall(
+        r"\]\(((?:formats/)?[\w.-]+\.md)\)", (DOCS / "index.md").read_text(encoding="utf-8")
+    )
     pages = [ROOT / "README.md", DOCS / "index.md"]
     for name in linked:
         page = DOCS / name
         if page.is_file() and page not in pages:
             pages.append(page)
-    pages += sorted(page for page in DOCS.glob("*.md") if page not in pages)
+    pages += sorted(page for page in _doc_pages() if page not in pages)
     return pages
+
+
+def _doc_pages() -> list[Path]:
+    """Every page under docs/: its own and those of docs/formats/ (one per foreign format)."""
+    return [*DOCS.glob("*.md"), *DOCS.glob("formats/*.md")]
 
 
 PAGES = reading_order()
@@ -144,7 +152,8 @@ def run_pages_as_pasted(pages: list[Path], folder: Path, tmp: Path) -> list[Fail
 
 def test_reading_order_holds_every_page_once() -> None:
     assert PAGES[:2] == [ROOT / "README.md", DOCS / "index.md"]
-    assert sorted(PAGES) == sorted([*DOCS.glob("*.md"), ROOT / "README.md"])
+    assert sorted(PAGES) == sorted([*_doc_pages(), ROOT / "README.md"])
+    assert DOCS / "formats" / "deepagents.md" in PAGES  # the format pages' examples run too
     assert len(set(PAGES)) == len(PAGES)
     assert sum(len(examples(page)) for page in PAGES) > 300  # the docs are mostly examples
 

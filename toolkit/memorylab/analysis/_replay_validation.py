@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,9 +100,17 @@ def _deepagents_counts(record: AgentRecord) -> Sequence[float]:
     return approximate_tokens(Path(source_file(str(record.segments[-1].path))))
 
 
+_TOOL_CALL_LINE = re.compile(r"^\[tool call \S+ .*\]$", re.M)
+_TOOL_CALL_FRAME = len("[tool call ") + len(" ") + len("]") - len("\n")
+"""What the loaders' rendering of a tool call (:func:`~._foreign.tool_call_text`) adds to the
+text inspect_ai counts of it: its function and its arguments' JSON, joined by a newline."""
+
+
 def _inspect_estimate(role: str, content: str) -> float:
-    # inspect_ai's count_tokens: the messages' texts joined by newlines, 4 characters a token
-    return (len(content) + 1) / 4
+    # inspect_ai's count_tokens: the messages' texts (a tool call: its function and arguments)
+    # joined by newlines, 4 characters a token
+    calls = len(_TOOL_CALL_LINE.findall(content)) if role == "assistant" else 0
+    return (len(content) + 1 - calls * _TOOL_CALL_FRAME) / 4
 
 
 _RULES: dict[str, _Rule] = {
@@ -223,7 +232,12 @@ def _check_record(record: AgentRecord) -> dict[str, Any]:
         missing = _CANNOT.get(
             record.format, f"the {record.format} format's trigger rule (no rule is known for it)"
         )
-        return _row(record, verdict=CANNOT_CHECK, missing=missing)
+        if record.format == "memorylab":
+            return _row(record, verdict=CANNOT_CHECK, missing=missing)
+        found = _flat_run(record, None).compactions  # what was recorded, shown all the same
+        return _row(record, verdict=CANNOT_CHECK, missing=missing,
+                    recorded_at=[c.at for c in found],
+                    recorded_tokens_before=[c.tokens_before for c in found])  # fmt: skip
     run = _flat_run(record, rule)
     recorded = run.compactions
     trigger = _trigger_tokens(record)
