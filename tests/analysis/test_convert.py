@@ -110,7 +110,7 @@ def test_an_existing_agent_is_never_written_over(tmp_path: Path) -> None:
     first = to_workspace(source, tmp_path / "ws")
     memory = first.agents[0].memory_md
     before = memory.read_bytes()
-    with pytest.raises(InvalidSetting, match=r"exists already.*never writes over"):
+    with pytest.raises(InvalidSetting, match=r"exists already.*never writes over one"):
         to_workspace(source, tmp_path / "ws")
     assert memory.read_bytes() == before
     renamed = to_workspace(source, tmp_path / "ws", agent="second-look")

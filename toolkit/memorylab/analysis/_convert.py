@@ -107,9 +107,9 @@ def to_workspace(
     for name, paths in zip(names, targets, strict=True):
         if os.path.lexists(paths.folder):
             raise InvalidSetting(
-                f"the agent {name!r} exists already in {root} ({paths.folder}): memorylab never "
-                "writes over an agent; convert into another workspace, give another name "
-                "(agent=, --agent), or remove it first (memorylab forget)"
+                f"{paths.folder} exists already (an agent, or a folder of agents): "
+                f"memorylab never writes over one; convert into another workspace, give "
+                f"{name!r} another name (agent=, --agent), or remove it first (memorylab forget)"
             )
     if len(set(targets)) != len(targets):
         raise InvalidSetting(f"{path} holds two runs named alike; convert them one at a time")
