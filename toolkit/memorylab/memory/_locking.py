@@ -9,6 +9,15 @@ an editor or the reference framework may have replaced the file), the blocks thi
 appended to it (so that blocks a lock-less replacer dropped can be found and carried over), and
 where ``compactions.jsonl`` ended when it began appending there (a memorylab rewrite records the
 file it replaced, and the records after that mark are the ones that can name it).
+
+The cache of locks holds them weakly: a lock lives as long as a store holds it, and when the
+last one goes its descriptors close (the lock file's, the append descriptor, a replaced file's),
+so a process that opens thousands of agents keeps open only the ones it still uses. What the
+cache shares is shared by the stores alive together (one flock, one re-entrant thread lock, the
+append and late-write state); with none left, this process is to that memory what a process
+that exited is: whatever a lock-less writer writes late to a replaced file is carried over by
+the next holder of the lock (the file is kept by name beside MEMORY.md), this process's next
+store included, as recovery on opening does.
 Private to :mod:`memorylab.memory._store`.
 """
 
@@ -18,6 +27,7 @@ import contextlib
 import os
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,29 +52,76 @@ class Mark:
     since_ns: int
 
 
+class Descriptors:
+    """The descriptors an ``AgentLock`` owns, kept apart from it so that they can be closed once
+    it is gone: the finalizer that closes them must not hold the lock itself."""
+
+    __slots__ = ("append_fd", "fd", "late")
+
+    def __init__(self) -> None:
+        self.fd: int | None = None  # the lock file's
+        self.append_fd: int | None = None
+        self.late: tuple[float, int | None, int] | None = None
+
+    def close(self) -> None:
+        for fd in (self.fd, self.append_fd, self.late[1] if self.late else None):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.fd = self.append_fd = self.late = None
+
+
 class AgentLock:
     __slots__ = (
-        "append_fd", "append_id", "append_mark", "appended", "depth", "fallback", "fd", "late",
-        "path", "thread_lock",
+        "__weakref__", "append_id", "append_mark", "appended", "depth", "descriptors",
+        "fallback", "path", "thread_lock",
     )  # fmt: skip
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.thread_lock = threading.RLock()
         self.depth = 0
-        self.fd: int | None = None
+        self.descriptors = Descriptors()
+        # The cache holds locks weakly: once no store holds this one, it is dropped and its
+        # descriptors close (the flock with them). A finalizer, not __del__: it runs after the
+        # cache's reference is cleared, so no other thread can find this lock half closed.
+        weakref.finalize(self, self.descriptors.close)
         self.fallback: Any = None
-        self.append_fd: int | None = None
         self.append_id: tuple[int, int] | None = None  # (st_dev, st_ino) of append_fd's file
         self.appended: list[bytes] = []  # the blocks this process appended there
         # Where append_fd's file began for this process: compactions.jsonl's identity and size
         # (the records written later are the ones that can name its replacement) and the time
         # (archives written later are the ones that can hold its blocks).
         self.append_mark: Mark | None = None
-        # After a compaction: until when (time.monotonic()) appends look for late writes to
-        # the file it replaced (kept by name beside MEMORY.md, so recovery finds it too), and,
-        # where it could not be named (no hard links), a descriptor of it and the bytes carried.
-        self.late: tuple[float, int | None, int] | None = None
+
+    @property
+    def fd(self) -> int | None:
+        """The lock file's descriptor (None: not opened yet)."""
+        return self.descriptors.fd
+
+    @fd.setter
+    def fd(self, fd: int | None) -> None:
+        self.descriptors.fd = fd
+
+    @property
+    def append_fd(self) -> int | None:
+        """The descriptor this process appends to MEMORY.md through (None: not opened yet)."""
+        return self.descriptors.append_fd
+
+    @append_fd.setter
+    def append_fd(self, fd: int | None) -> None:
+        self.descriptors.append_fd = fd
+
+    @property
+    def late(self) -> tuple[float, int | None, int] | None:
+        """After a compaction: until when (``time.monotonic()``) appends look for late writes
+        to the file it replaced (kept by name beside MEMORY.md, so recovery finds it too), and,
+        where it could not be named (no hard links), a descriptor of it and the bytes carried."""
+        return self.descriptors.late
+
+    @late.setter
+    def late(self, late: tuple[float, int | None, int] | None) -> None:
+        self.descriptors.late = late
 
     def _open(self) -> int:
         if self.fd is None:
@@ -171,22 +228,17 @@ class AgentLock:
                 os.close(self.late[1])
         self.late = None
 
-    def close(self) -> None:
-        self.close_append()
-        self.close_late()
-        if self.fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(self.fd)
-            self.fd = None
 
-
-_LOCKS: dict[str, AgentLock] = {}
+# Weak: the stores hold their lock (a store keeps it from its first use to its end), the cache
+# only finds the one they share; a lock no store holds is dropped and its descriptors closed.
+_LOCKS: weakref.WeakValueDictionary[str, AgentLock] = weakref.WeakValueDictionary()
 _LOCKS_GUARD = threading.Lock()
 
 
 def lock_for(path: Path) -> AgentLock:
-    """This process's lock for ``path``; a new one if the cached one's file was deleted (the
-    stores that still hold the old object stay stale and get ``StoreError``)."""
+    """This process's lock for ``path``, shared by every store that holds it now; a new one
+    when none does, or when the cached one's file was deleted (the stores that still hold the
+    old object stay stale and get ``StoreError``). The caller keeps it alive by holding it."""
     key = os.path.abspath(path)
     with _LOCKS_GUARD:
         lock = _LOCKS.get(key)
@@ -207,7 +259,7 @@ def _forget_inherited_locks() -> None:
     # it must open its own lock files, or parent and child would not exclude each other.
     global _LOCKS_GUARD
     _LOCKS_GUARD = threading.Lock()
-    for lock in _LOCKS.values():
+    for lock in list(_LOCKS.values()):  # the locks the stores inherited from the parent hold
         lock.fd = None  # not closed: the parent may be inside the lock right now
         lock.append_fd, lock.append_id, lock.appended, lock.late = None, None, [], None
         lock.append_mark = None
