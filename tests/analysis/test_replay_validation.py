@@ -119,6 +119,23 @@ def test_an_inspect_log_read_at_another_threshold_is_not_reproduced() -> None:
     assert row["replayed"] > row["recorded"]  # type: ignore[operator]
 
 
+def test_an_inspect_log_counted_by_an_unknown_counter_cannot_be_checked() -> None:
+    """The counter is the one that gives each compaction's recorded tokens_after from the
+    messages it left (4 characters a token in the sample, exactly); a log whose counts no known
+    counter gives is not replayed with a wrong one."""
+    [record] = load_records(DATA / "inspect-ai" / "checkout-bug-hunt.json")
+    assert "gives the 3 recorded tokens_after exactly" in str(_row(record)["counter"])
+    recounted = dataclasses.replace(
+        record,
+        records=tuple({**entry, "tokens_after": entry["tokens_after"] * 13 // 10}
+                      for entry in record.records),
+    )  # fmt: skip
+    row = _row(recounted)
+    assert row["verdict"] == "cannot check"
+    assert "the counter inspect_ai used" in str(row["missing"])
+    assert row["recorded_at"] == _row(record)["recorded_at"]
+
+
 def test_records_and_several_runs_give_one_row_each() -> None:
     records = load_records(DATA / "openai-agents" / "sessions.sqlite")
     frame = replay_validation(records)

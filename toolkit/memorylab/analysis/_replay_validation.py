@@ -8,8 +8,10 @@ what the file does not record that the replay would need, in words.
 The replay is the framework's trigger, not memorylab's: a framework fires on its own count of its
 own context, so the replay counts the recorded messages with the counter the framework used
 (:data:`_RULES`: deepagents' ``count_tokens_approximately``, 4 characters a token and 3 a
-message; inspect_ai's estimate, 4 characters a token of the context's text) and checks where the
-framework checks (before each model call, each assistant message). What the files never keep,
+message, each message read again from the thread; inspect_ai's count of the context's text, the
+one of its known counters that gives every compaction's recorded ``tokens_after`` from the
+messages that compaction left) and checks where the framework checks (before each model call,
+each assistant message). What the files never keep,
 the system prompt and the tool schemas every request carries, is MEASURED at the first recorded
 compaction, never guessed:
 
@@ -29,6 +31,7 @@ replay is still measured, with the sizes of the run's compaction of the same num
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
@@ -80,9 +83,10 @@ class _Rule:
     counter: str
     counts: Callable[[str, str], float]
     above: bool
-    exact: Callable[[AgentRecord], Sequence[float]] | None = None
-    """Each message's count read again from the file, where the loader's text of a message
-    (tool calls rendered memorylab's way) is not what the framework counted."""
+    exact: Callable[[AgentRecord, _Run], tuple[Sequence[float], str] | str] | None = None
+    """Each message's count as the framework made it and the counter's words (read again from
+    the file, or chosen by what the record says the framework counted), where ``counts`` of the
+    loader's text is not that count; a text says what is missing to make it."""
 
     def fires(self, count: float, trigger: int) -> bool:
         total = math.ceil(count)
@@ -94,23 +98,79 @@ def _langchain_approximate(role: str, content: str) -> float:
     return math.ceil((len(content) + len(role)) / 4) + 3
 
 
-def _deepagents_counts(record: AgentRecord) -> Sequence[float]:
+def _deepagents_counts(record: AgentRecord, run: _Run) -> tuple[Sequence[float], str] | str:
     from memorylab.analysis._deepagents_loader import approximate_tokens
 
-    return approximate_tokens(Path(source_file(str(record.segments[-1].path))))
+    counts = approximate_tokens(Path(source_file(str(record.segments[-1].path))))
+    if len(counts) != len(run.roles):
+        return (f"the file as it was read: it now holds {len(counts)} messages, the record "
+                f"{len(run.roles)} (read it again)")  # fmt: skip
+    return counts, _RULES["deepagents"].counter
 
 
-_TOOL_CALL_LINE = re.compile(r"^\[tool call \S+ .*\]$", re.M)
-_TOOL_CALL_FRAME = len("[tool call ") + len(" ") + len("]") - len("\n")
-"""What the loaders' rendering of a tool call (:func:`~._foreign.tool_call_text`) adds to the
-text inspect_ai counts of it: its function and its arguments' JSON, joined by a newline."""
+_TOOL_CALL_LINE = re.compile(r"^\[tool call (\S+) (.*)\]$", re.M)
+
+
+def _inspect_text(role: str, content: str) -> str:
+    """The text inspect_ai counts of a message: its content, each tool call as its function
+    and its arguments' JSON on lines of their own (the loaders render it
+    :func:`~._foreign.tool_call_text`'s way)."""
+    return _TOOL_CALL_LINE.sub(r"\1\n\2", content) if role == "assistant" else content
+
+
+@functools.cache
+def _o200k() -> Callable[[str], int]:
+    from memorylab.compress._tokens import get_token_counter
+
+    return get_token_counter("gpt-4o").count  # o200k_base, exact
+
+
+_INSPECT_COUNTERS: tuple[tuple[str, Callable[[str], float], Callable[[str], int]], ...] = (
+    ("4 characters a token (a model's count_text_tokens set so, as the sample's generator did)",
+     lambda text: (len(text) + 1) / 4, lambda text: math.ceil(len(text) / 4)),
+    ("o200k_base tokens plus 10 % (inspect_ai's default count_text_tokens)",
+     lambda text: _o200k()(text) * 1.1, lambda text: max(1, int(_o200k()(text) * 1.1))),
+)  # fmt: skip
+"""inspect_ai's counts, each as (words, one message's share, a joined text's count)."""
+
+
+def _inspect_counts(record: AgentRecord, run: _Run) -> tuple[Sequence[float], str] | str:
+    """The count inspect_ai made, chosen by the context each compaction left: its recorded
+    ``tokens_after`` is the count of the messages it kept at the head (the system messages and
+    the sample's input, to the first user message) and its summary message, all in the file."""
+    head = next((i + 1 for i, role in enumerate(run.roles) if role == "user"), 0)
+    texts = [_inspect_text(r, c) for r, c in zip(run.roles, run.contents, strict=True)]
+    left = [
+        (c.tokens_after, "\n".join([*texts[:head], summary]))
+        for c, summary in zip(run.compactions, run.summaries, strict=True)
+        if c.tokens_after is not None and summary is not None
+    ]
+    if not left:
+        return ("the counter inspect_ai used: it is told by a compaction's tokens_after and "
+                "summary, which no compaction records")  # fmt: skip
+    misses = []
+    for words, share, joined in _INSPECT_COUNTERS:
+        off = max(abs(joined(text) - after) / after for after, text in left)
+        if off == 0:
+            return ([share(text) for text in texts],
+                    f"{words}: it gives the {len(left)} recorded tokens_after exactly")  # fmt: skip
+        misses.append((off, words, share))
+    off, words, share = min(misses, key=lambda miss: miss[0])
+    if off <= _COUNTER_TOLERANCE:
+        near = f"{words}: it gives the {len(left)} recorded tokens_after within {off:.1%}"
+        return [share(text) for text in texts], near
+    return (f"the counter inspect_ai used (its model's own count_text_tokens): none of "
+            f"{len(_INSPECT_COUNTERS)} known counts gives the recorded tokens_after (closest: "
+            f"{off:.0%} off)")  # fmt: skip
+
+
+_COUNTER_TOLERANCE = 0.02
+"""How far from every recorded tokens_after a counter may be and still be taken for the one the
+framework used (a provider's own count differs by more)."""
 
 
 def _inspect_estimate(role: str, content: str) -> float:
-    # inspect_ai's count_tokens: the messages' texts (a tool call: its function and arguments)
-    # joined by newlines, 4 characters a token
-    calls = len(_TOOL_CALL_LINE.findall(content)) if role == "assistant" else 0
-    return (len(content) + 1 - calls * _TOOL_CALL_FRAME) / 4
+    return (len(_inspect_text(role, content)) + 1) / 4
 
 
 _RULES: dict[str, _Rule] = {
@@ -122,10 +182,10 @@ _RULES: dict[str, _Rule] = {
         exact=_deepagents_counts,
     ),
     "inspect-ai": _Rule(
-        "inspect_ai's estimate of the context's text (4 characters a token, the count its "
-        "offline run used)",
+        "inspect_ai's count of the context's text",
         _inspect_estimate,
         above=True,
+        exact=_inspect_counts,
     ),
 }
 """The frameworks whose trigger the replay can follow, by loader name."""
@@ -160,6 +220,8 @@ class _Run:
     roles: list[str]
     contents: list[str]
     compactions: list[_Recorded]
+    summaries: list[str | None]
+    """Each compaction's summary message as the next segment opens with it (``None``: none)."""
 
 
 def _flat_run(record: AgentRecord, rule: _Rule | None) -> _Run:
@@ -168,11 +230,13 @@ def _flat_run(record: AgentRecord, rule: _Rule | None) -> _Run:
     roles: list[str] = []
     contents: list[str] = []
     ats: list[int] = []
+    opened: dict[int, str] = {}
     for number, segment in enumerate(record.segments):
         blocks = segment.parsed.blocks
         for position in segment.positions():
             role, content = blocks.roles[position], blocks.contents[position]
             if number and position == 0 and role == "system" and content.startswith(SUMMARY_PREFIX):
+                opened[number] = content.removeprefix(SUMMARY_PREFIX).removeprefix(" ")
                 continue  # the summary that opens the segment after a compaction
             roles.append(role)
             contents.append(content)
@@ -198,7 +262,8 @@ def _flat_run(record: AgentRecord, rule: _Rule | None) -> _Run:
                 summary_tokens=summary_tokens,
             )
         )
-    return _Run(roles, contents, compactions)
+    summaries = [opened.get(number) for number in range(1, len(compactions) + 1)]
+    return _Run(roles, contents, compactions, summaries)
 
 
 def _count(value: object) -> int | None:
@@ -256,14 +321,14 @@ def _check_record(record: AgentRecord) -> dict[str, Any]:
         return {**base, "verdict": CANNOT_CHECK,
                 "missing": "the trigger: the file records no threshold (or no context window "
                 "for a fraction)"}  # fmt: skip
-    tokens = [rule.counts(role, text) for role, text in zip(run.roles, run.contents, strict=True)]
+    tokens: Sequence[float] = [
+        rule.counts(role, text) for role, text in zip(run.roles, run.contents, strict=True)
+    ]
     if rule.exact is not None:
-        exact = list(rule.exact(record))
-        if len(exact) != len(tokens):
-            return {**base, "verdict": CANNOT_CHECK,
-                    "missing": f"the file as it was read: it now holds {len(exact)} messages, "
-                    f"the record {len(tokens)} (read it again)"}  # fmt: skip
-        tokens = exact
+        made = rule.exact(record, run)
+        if isinstance(made, str):
+            return {**base, "verdict": CANNOT_CHECK, "missing": made}
+        tokens, base["counter"] = made
     checks = [i for i, role in enumerate(run.roles) if role == "assistant"]
     measured = _static_range(recorded[0], tokens, checks, trigger, rule)
     if measured is None:
