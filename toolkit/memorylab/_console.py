@@ -21,7 +21,7 @@ import re
 import sys
 import unicodedata
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,11 +44,32 @@ def column(text: str, width: int) -> str:
     """``text`` left-aligned in ``width`` terminal cells: a wide character (CJK, most emoji)
     takes two, a combining mark none, so the columns after it stay in line (``str.ljust``
     counts characters). A longer text is kept whole."""
-    cells = sum(
+    return text + " " * max(0, width - cells(text))
+
+
+def cells(text: str) -> int:
+    """How many terminal cells ``text`` takes (:func:`column`'s count)."""
+    return sum(
         0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1
         for ch in text
     )
-    return text + " " * max(0, width - cells)
+
+
+def aligned_table(rows: Sequence[Sequence[str]], headings: Sequence[str],
+                  right: Collection[str] = ()) -> list[str]:  # fmt: skip
+    """``rows`` under ``headings`` as lines of text, each column as wide as its widest cell
+    (terminal cells: :func:`cells`), two spaces apart; the columns ``right`` names (numbers)
+    right-aligned, the others left-aligned."""
+    widths = [max([cells(h), *(cells(row[i]) for row in rows)]) for i, h in enumerate(headings)]
+
+    def line(values: Sequence[str]) -> str:
+        fields = [
+            " " * (width - cells(value)) + value if heading in right else column(value, width)
+            for value, width, heading in zip(values, widths, headings, strict=True)
+        ]
+        return "  ".join(fields).rstrip()
+
+    return [line(headings), *(line(row) for row in rows)]
 
 
 def exit_code(error: MemorylabError) -> int:

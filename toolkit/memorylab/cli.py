@@ -8,10 +8,13 @@ rules of :mod:`memorylab._console`, shared with ``memorylab compare``.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,6 +24,7 @@ from memorylab._console import (
     HelpFormatter,
     NothingThere,
     OneLineParser,
+    aligned_table,
     bounded_int,
     check_model_name,
     check_output,
@@ -36,6 +40,7 @@ from memorylab.evaluate._cli import add_compare_arguments, run_compare
 if TYPE_CHECKING:
     import pandas as pd
 
+    from memorylab.analysis import AgentRecord, ReadResult
     from memorylab.analysis._sources import AgentFiles
 
 
@@ -187,53 +192,108 @@ def _agents(workspace: Path) -> list[AgentFiles]:
     return resolve(workspace)[0]
 
 
-def _last_message_time(memory_md: Path) -> str:
-    """When the last message of MEMORY.md was written (its timestamp), ``-`` if none."""
+def _last_message(memory_md: Path) -> tuple[str, str | None]:
+    """When the last message of MEMORY.md was written (its timestamp; ``-`` if none), and what
+    is wrong with the file where it does not read whole (``None``: nothing)."""
     from memorylab.errors import StoreError
     from memorylab.memory._store import read_memory
 
     if not memory_md.is_file():
-        return "-"
+        return "-", None
     try:
-        messages = read_memory(memory_md, strict=False).document.messages
-    except (MemoryFormatError, StoreError):
-        return "unreadable"
-    return f"{messages[-1].timestamp:%Y-%m-%d %H:%M}" if messages else "-"
+        read = read_memory(memory_md, strict=False)
+    except (MemoryFormatError, StoreError) as error:
+        return "unreadable", " ".join(str(error).split())
+    messages = read.document.messages
+    last = f"{messages[-1].timestamp:%Y-%m-%d %H:%M}" if messages else "-"
+    if not read.problems:
+        return last, None
+    first = read.problems[0]
+    more = f" (and {len(read.problems) - 1} more)" if len(read.problems) > 1 else ""
+    return (f"{last} (damaged)" if messages else "unreadable"), (
+        f"{memory_md.name}, line {first.line}: {first.message}{more}"
+    )
 
 
 def _ls(args: argparse.Namespace) -> int:
+    from memorylab.analysis._sources import resolve
+
     workspace = _existing_workspace(args.workspace)
     print(f"workspace: {workspace}")
     print(f"{'agent':<28} {'MEMORY.md':>10} {'archives':>8}  last message")
-    for files in _agents(workspace):
+    found, notes = resolve(workspace)
+    hints = []
+    for files in found:
         memory_md = files.memory_md
         size = memory_md.stat().st_size if memory_md.is_file() else 0
-        last = _last_message_time(memory_md)
+        last, wrong = _last_message(memory_md)
         print(f"{column(files.agent, 28)} {size:>10,} {len(files.archives):>8}  {last}")
+        if wrong:
+            hints.append(
+                f"{files.agent}: {wrong}; `memorylab show {files.agent} --lenient` prints what "
+                "can be read"
+            )
+    # A folder of agents/ the loaders could not take (a MEMORY.md that is a folder, a dangling
+    # link ...) is no row: said here, so it is not missed.
+    hints += [f"{Path(note.file).parent.name}: {note.file}: {note.message}; move it aside or "
+              "restore it" for note in notes]  # fmt: skip
+    for hint in hints:
+        print(f"  {hint}")
     return 0
 
 
-def _read_frame(source: Path, args: argparse.Namespace, model: str | None = None) -> pd.DataFrame:
-    """``memory_df`` of ``source`` (a damaged file is an error); with ``--lenient`` what can be
-    read, and a one-line note on stderr of what could not."""
-    from memorylab.analysis import memory_df, memory_df_with_problems
+def _read(source: Path | list[AgentRecord], args: argparse.Namespace,
+          model: str | None = None) -> ReadResult:  # fmt: skip
+    """The one reading of every command that reads memory (show, stats, plot, report, export,
+    audit): strictly, a damaged part is :class:`MemoryFormatError` (exit code 3) naming its file
+    and line and saying to use ``--lenient`` (the library's strict read, ``memory_df(...,
+    on_bad="error")``'s); with ``--lenient``, what can be read, and one line on stderr naming
+    what was skipped. The records read come with the result, so nothing is read twice."""
+    from memorylab.analysis import load_records, memory_df_with_problems
 
     if not getattr(args, "lenient", False):
-        return memory_df(source, model=model, on_bad="error")
+        return memory_df_with_problems(load_records(source, strict=True), model=model)
     from memorylab.analysis._sources import REMARK_KINDS
 
     result = memory_df_with_problems(source, model=model)
     problems = result.problems[~result.problems["kind"].isin(REMARK_KINDS)]
     if len(problems):
-        named = "; ".join(f"{file}, line {line}: {kind}" for file, line, kind in
-                          problems[["file", "line", "kind"]].head(3).itertuples(index=False))
-        more = f" (and {len(problems) - 3:,} more)" if len(problems) > 3 else ""
-        print(
-            f"memorylab: warning: skipped {len(problems)} unreadable part(s) of {source} "
-            f"(--lenient): {named}{more}",
-            file=sys.stderr,
-        )  # fmt: skip
-    return result.frame
+        print(f"memorylab: warning: {_skipped(problems)} (--lenient read around them)",
+              file=sys.stderr)  # fmt: skip
+    return result
+
+
+_NAMED_FILES = 3
+"""The damaged files a ``--lenient`` warning names (the rest counted)."""
+
+
+def _skipped(problems: pd.DataFrame) -> str:
+    """What ``--lenient`` skipped, in one line: each damaged file (the first few) with its
+    problems' lines and kinds (``a.md, line 1: encoding, header; line 9: torn``)."""
+    files = list(dict.fromkeys(problems["file"].astype(str)))
+    named = []
+    for file in files[:_NAMED_FILES]:
+        rows = problems[problems["file"].astype(str) == file]
+        kinds: dict[int, list[str]] = {}
+        for line, kind in rows[["line", "kind"]].itertuples(index=False):
+            kinds.setdefault(int(line), []).append(str(kind))
+        named.append(f"{file}, " + "; ".join(f"line {line}: {', '.join(dict.fromkeys(k))}"
+                                             for line, k in kinds.items()))  # fmt: skip
+    more = f" and {len(files) - _NAMED_FILES:,} more file(s)" if len(files) > _NAMED_FILES else ""
+    return (f"skipped {len(problems):,} unreadable part(s) of {len(files):,} file(s): "
+            f"{' | '.join(named)}{more}")  # fmt: skip
+
+
+@contextlib.contextmanager
+def _said_once(args: argparse.Namespace) -> Iterator[None]:
+    """With ``--lenient`` the skipped parts were named once (:func:`_read`): the library's own
+    warning about them, read again by a function the command calls, would say it twice."""
+    from memorylab.errors import MemoryReadWarning
+
+    with warnings.catch_warnings():
+        if getattr(args, "lenient", False):
+            warnings.simplefilter("ignore", MemoryReadWarning)
+        yield
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -241,7 +301,7 @@ def _show(args: argparse.Namespace) -> int:
     live = folder / "MEMORY.md"
     # Without --all only MEMORY.md is shown, so only it is read: a damaged archive it does not
     # print cannot fail it.
-    frame = _read_frame(folder if args.all or not live.exists() else live, args)
+    frame = _read(folder if args.all or not live.exists() else live, args).frame
     if not args.all:
         frame = frame[frame["kind"] == "memory"]
     if args.tail is not None:
@@ -257,8 +317,8 @@ def _stats(args: argparse.Namespace) -> int:
 
     workspace = _existing_workspace(args.workspace, agent_folder_ok=True)
     check_model_name(args.model, "--model")
-    frame = _read_frame(workspace, args, model=args.model)
-    compactions = compactions_df(workspace)
+    read = _read(workspace, args, model=args.model)
+    frame, compactions = read.frame, compactions_df(list(read.records))
     print(f"workspace: {workspace} (tokens counted as {args.model})")
     print(f"{'agent':<28} {'messages':>9} {'segments':>8} {'compactions':>11} {'tokens':>10}")
     for agent, rows in frame.groupby("agent", observed=True):
@@ -283,7 +343,7 @@ def _plot(args: argparse.Namespace) -> int:
     from memorylab.analysis import plot_token_growth, run_settings, save_plot, token_growth
 
     folder = _agent_folder(_existing_workspace(args.workspace), args.agent)
-    frame = _read_frame(folder, args)
+    frame = _read(folder, args).frame
     growth = token_growth(
         frame, context_length=args.context_length, threshold=threshold, model=args.model
     )
@@ -298,6 +358,27 @@ def _plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def _one_agent(source: Path, agent: str | None) -> Path | list[AgentRecord]:
+    """What to read for ``--agent``: ``source`` itself without one; an agent of a workspace is
+    its folder (no other agent is read); of another source (another framework's run, an agent
+    folder, a file) its records. An agent not there is :class:`AgentNotFound` (exit code 5, as
+    every command's unknown agent), naming the agents there."""
+    if agent is None:
+        return source
+    if source.is_dir() and (source / "agents").is_dir():
+        return _agent_folder(source, agent)
+    from memorylab.analysis import load_records
+
+    records = load_records(source)
+    chosen = [record for record in records if record.agent == agent]
+    if not chosen:
+        known = sorted({record.agent for record in records})
+        raise AgentNotFound(
+            f"no agent {agent!r} in {source}; agents there: {', '.join(known) or 'none'}"
+        )
+    return chosen
+
+
 def _report(args: argparse.Namespace) -> int:
     from memorylab.report import write_report
 
@@ -306,14 +387,80 @@ def _report(args: argparse.Namespace) -> int:
     if args.model is not None:
         check_model_name(args.model, "--model")
     workspace = _existing_workspace(args.workspace, agent_folder_ok=True)
+    # The report reads leniently and lists what it could not read; the command's rule comes
+    # first: without --lenient a damaged part stops it, with it the parts left out are named.
+    _read(_one_agent(workspace, args.agent), args)
     path = write_report(
         workspace,
         output,
+        agent=args.agent,
         context_length=args.context_length,
         threshold=threshold,
         model=args.model,
     )
     print(f"wrote {path} ({path.stat().st_size:,} bytes) for {workspace}")
+    return 0
+
+
+_AUDITED = {
+    "calibration": "compactions against the billed count",
+    "costs": "compactions priced",
+    "facts": "facts followed through later summaries",
+}
+"""What the rows of each audit's frame are, for the header line."""
+_SUMMARISED = {
+    "calibration": "agents and models",
+    "costs": "agents with priced compactions",
+    "facts": "categories of facts",
+}
+"""What the rows of each audit's summary are."""
+
+
+def _audit(args: argparse.Namespace) -> int:
+    from pandas.api.types import is_numeric_dtype
+
+    from memorylab.analysis import audit
+
+    if args.model is not None:
+        if args.audit != "costs":
+            raise InvalidSetting(
+                f"--model prices the costs audit only; leave it out of audit {args.audit}"
+            )
+        check_model_name(args.model, "--model")
+    workspace = _existing_workspace(args.workspace, agent_folder_ok=True)
+    read = _read(_one_agent(workspace, args.agent), args)
+    options = {"model": args.model} if args.audit == "costs" else {}
+    result = audit(list(read.records), args.audit, **options)
+    table = result.frame if args.table == "frame" else result.summary
+    if args.format == "csv":
+        table.to_csv(sys.stdout, index=False)
+        return 0
+    if args.format == "json":
+        rows = json.loads(table.to_json(orient="records", date_format="iso") or "[]")
+        document = {"audit": result.name, "title": result.title, "source": str(workspace),
+                    "agent": args.agent, "table": args.table, "notes": result.notes(),
+                    "rows": rows}  # fmt: skip
+        print(json.dumps(document, ensure_ascii=False, indent=1))
+        return 0
+    shown = result.text(args.table)
+    where = f"{workspace}" + (f", agent {args.agent}" if args.agent else "")
+    what = _AUDITED[args.audit] if args.table == "frame" else _SUMMARISED[args.audit]
+    header = f"{result.title} ({where}): {len(shown):,} {what}"
+    notes = result.notes()
+    if not len(shown):
+        why = notes[0] if notes else "the files hold nothing for this audit"
+        print(f"{result.title} ({where}): nothing to show; {why[0].lower()}{why[1:]}")
+        return 0
+    print(header)
+    for note in notes:
+        print(f"  {note}")
+    print()
+    headings = result.headings
+    numeric = {headings[c] for c in table.columns
+               if c in headings and is_numeric_dtype(table[c])}  # fmt: skip
+    rows = shown.astype(str).values.tolist()
+    for line in aligned_table(rows, [str(c) for c in shown.columns], right=numeric):
+        print(line)
     return 0
 
 
@@ -370,6 +517,10 @@ def _export(args: argparse.Namespace) -> int:
         output = check_output(Path(args.output), "-o", overwrite=args.overwrite,
                                formats=(args.format,))  # fmt: skip
     workspace = _existing_or_default_workspace(args.workspace)
+    from memorylab.config import resolve_workspace
+
+    # The export keeps each file's problems beside its messages; the command's rule first.
+    _read(_agent_folder(resolve_workspace(workspace), args.agent), args)
     path = export_agent(
         args.agent, workspace, format=args.format, path=output, overwrite=args.overwrite
     )
@@ -508,6 +659,32 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument(
         "--model", default=None, help="count tokens as this model does (default: the records')"
     )
+    report.add_argument("--agent", default=None, metavar="NAME",
+                        help="report this agent only (as `ls` names it)")  # fmt: skip
+    report.add_argument("--lenient", action="store_true", help=lenient)
+
+    audit = command(
+        "audit",
+        "print an audit's table: calibration (did compaction fire when it should have?), "
+        "costs (what each compaction cost, with prompt caching), facts (which facts survive "
+        "each summary)",
+        _audit,
+    )
+    audit.add_argument("audit", choices=("calibration", "costs", "facts"))
+    _add_workspace(audit, where)
+    audit.add_argument("--agent", default=None, metavar="NAME",
+                       help="audit this agent only (as `ls` names it)")  # fmt: skip
+    audit.add_argument("--format", choices=("text", "csv", "json"), default="text",
+                       help="text: an aligned table; csv, json: for a program")  # fmt: skip
+    audit.add_argument(
+        "--table", choices=("summary", "frame"), default="summary",
+        help="summary: per model, agent or category (the report's table); frame: one row per "
+        "compaction (calibration, costs) or per fact in a summary (facts)",
+    )  # fmt: skip
+    audit.add_argument(
+        "--model", default=None, help="costs: price the calls as this model (default: the records')"
+    )
+    audit.add_argument("--lenient", action="store_true", help=lenient)
 
     forget = command(
         "forget", "delete everything stored for an agent", _forget, where_private, agent=True
@@ -520,6 +697,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("-o", "--output", default=None,
                         help="file to write (default: ./AGENT.export.FORMAT)")  # fmt: skip
     export.add_argument("--overwrite", action="store_true", help="replace an existing file")
+    export.add_argument("--lenient", action="store_true", help=lenient)
 
     purge = command("purge", "remove memory older than a duration", _purge, where_private)
     purge.add_argument("--older-than", default="30d", help="e.g. 30d, 12h, 2w, 1d12h")
@@ -546,7 +724,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def handler(args: argparse.Namespace) -> int:
         _one_workspace(args)
-        return int(args.handler(args))
+        with _said_once(args):
+            return int(args.handler(args))
 
     return run_handler(handler, args)
 

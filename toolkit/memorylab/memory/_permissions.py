@@ -54,6 +54,14 @@ def _shared(mode: int) -> bool:
     return not stat.S_ISLNK(mode) and bool(mode & 0o077)
 
 
+def _content_readable(mode: int) -> bool:
+    """Whether group or others can read what a file holds: a regular file with a read bit
+    for them. A folder's mode alone never is: others who can list or enter a folder see file
+    names, not conversations (a folder made with a normal umask, 0o755, holding memorylab's
+    0o600 files, exposes nothing of them)."""
+    return stat.S_ISREG(mode) and bool(mode & 0o044)
+
+
 def _describe(shared: list[tuple[Path, int]]) -> list[str]:
     warnings = []
     for entry, mode in shared:
@@ -91,8 +99,13 @@ def _workspace_of(path: str | os.PathLike[str]) -> str:
 
 def warn_permissions(path: str | os.PathLike[str], *, own: bool = False) -> list[str]:
     """Log one warning (logger ``memorylab.privacy``) when memory under ``path`` (a file, an
-    agent folder or a workspace) can be accessed by group or others, and return
+    agent folder or a workspace) can be read by group or others, and return
     :func:`check_permissions`'s list (``[]``: all private, or ``path`` does not exist).
+
+    Only a file whose content group or others can read is worth a warning: a folder with the
+    mode a normal umask gives (0o755) around private files shows others names, not memory, and
+    is listed by :func:`check_permissions` but not warned about (every command warned about
+    such folders, issue 41).
 
     Loaders (``own=False``) read files someone else may own (a copied workspace, the reference
     framework's 0o644 files): they say it once per workspace and process, whichever part of it
@@ -104,8 +117,8 @@ def warn_permissions(path: str | os.PathLike[str], *, own: bool = False) -> list
         shared = _not_private(path)
     except StoreError:
         return []
-    if not shared:
-        return []
+    if not any(_content_readable(mode) for _, mode in shared):
+        return _describe(shared)  # nothing others can read: nothing to say
     key: object = (os.path.abspath(path), tuple(shared)) if own else _workspace_of(path)
     if key not in _WARNED:
         _WARNED.add(key)
