@@ -29,7 +29,7 @@ def _stored(notebook: Path) -> dict[str, Any]:
 
 
 def test_there_are_notebooks() -> None:
-    assert len(NOTEBOOKS) >= 7
+    assert len(NOTEBOOKS) >= 8
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
