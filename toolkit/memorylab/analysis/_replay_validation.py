@@ -191,9 +191,10 @@ _RULES: dict[str, _Rule] = {
 """The frameworks whose trigger the replay can follow, by loader name."""
 
 _CANNOT = {
-    "openai-agents": "the context window and the threshold: an OpenAI Agents SDK session "
-    "records neither (its compaction is the session's or the caller's decision, not a "
-    "recorded setting)",
+    "openai-agents": "the trigger and the compactions before the last: an OpenAI Agents SDK "
+    "session records no window or threshold (the compaction session decides in code, "
+    "should_trigger_compaction), and each compaction replaces the items, and the compaction "
+    "item, before it, so the file keeps only what the last ones left",
     "claude-code": "the context window and the auto-compact threshold: a Claude Code session "
     "records neither (only each compaction's preTokens, and whether it was auto or manual)",
     "memorylab": "nothing: memorylab's own files are replayed by replay() at their recorded "
