@@ -402,18 +402,15 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
-_AUDITED = {
-    "calibration": "compactions against the billed count",
-    "costs": "compactions priced",
-    "facts": "facts followed through later summaries",
+_ROW_IS = {
+    ("calibration", "frame"): "compaction against the billed count",
+    ("costs", "frame"): "compaction",
+    ("facts", "frame"): "fact in a summary",
+    ("calibration", "summary"): "agent and model",
+    ("costs", "summary"): "agent with priced compactions",
+    ("facts", "summary"): "category of facts, and all",
 }
-"""What the rows of each audit's frame are, for the header line."""
-_SUMMARISED = {
-    "calibration": "agents and models",
-    "costs": "agents with priced compactions",
-    "facts": "categories of facts",
-}
-"""What the rows of each audit's summary are."""
+"""What one row of each audit's table is, for the header line."""
 
 
 def _audit(args: argparse.Namespace) -> int:
@@ -444,8 +441,8 @@ def _audit(args: argparse.Namespace) -> int:
         return 0
     shown = result.text(args.table)
     where = f"{workspace}" + (f", agent {args.agent}" if args.agent else "")
-    what = _AUDITED[args.audit] if args.table == "frame" else _SUMMARISED[args.audit]
-    header = f"{result.title} ({where}): {len(shown):,} {what}"
+    row_is = _ROW_IS[args.audit, args.table]
+    header = f"{result.title} ({where}): {len(shown):,} row(s), one per {row_is}"
     notes = result.notes()
     if not len(shown):
         why = notes[0] if notes else "the files hold nothing for this audit"
