@@ -16,11 +16,7 @@ from memorylab.analysis import memory_df
 from memorylab.cli import main
 from memorylab.transcripts import bundled_data_dir
 
-_ROOT = Path(__file__).resolve().parents[1]
-FOREIGN = next(
-    (p for p in (_ROOT / "data" / "foreign", _ROOT / "tests" / "data" / "foreign") if p.is_dir()),
-    _ROOT / "data" / "foreign",
-)
+FOREIGN = bundled_data_dir() / "foreign"  # the runs other frameworks wrote (data/foreign/)
 SESSION = FOREIGN / "claude-code" / "compacted-session.jsonl"
 TRANSCRIPTS = bundled_data_dir() / "transcripts"
 
@@ -47,7 +43,7 @@ def test_a_session_becomes_a_workspace_the_report_reads(
     assert convert(SESSION, "-o", tmp_path / "ws") == 0
     out = capsys.readouterr().out
     assert "36 messages, 2 compaction(s), 17 model call(s) from claude-code" in out
-    assert "not recorded:" in out and f"memorylab report {tmp_path / 'ws'}" in out
+    assert "  note: " in out and f"memorylab report {tmp_path / 'ws'}" in out
     assert len(memory_df(tmp_path / "ws")) == len(memory_df(SESSION))
     assert main(["report", str(tmp_path / "ws"), "-o", str(tmp_path / "r.html")]) == 0
     assert main(["stats", str(tmp_path / "ws")]) == 0

@@ -23,13 +23,9 @@ from memorylab.analysis import (
     to_workspace,
 )
 from memorylab.errors import InvalidSetting
-from memorylab.transcripts import bundled_transcripts, load_transcript
+from memorylab.transcripts import bundled_data_dir, bundled_transcripts, load_transcript
 
-_ROOT = Path(__file__).resolve().parents[2]
-FOREIGN = next(
-    (p for p in (_ROOT / "data" / "foreign", _ROOT / "tests" / "data" / "foreign") if p.is_dir()),
-    _ROOT / "data" / "foreign",
-)
+FOREIGN = bundled_data_dir() / "foreign"  # the runs other frameworks wrote (data/foreign/)
 SAMPLES = {
     "claude-code": FOREIGN / "claude-code" / "compacted-session.jsonl",
     "claude-code-public": FOREIGN / "claude-code" / "simonw-sample_session.jsonl",

@@ -66,13 +66,13 @@ def run_convert(args: argparse.Namespace) -> int:
             _check_readable(source)
             result = to_workspace(source, output, agent=args.agent)
             for agent in result.agents:
+                shown = output / agent.memory_md.relative_to(result.workspace)  # as OUT was given
                 print(
                     f"{agent.agent}: {agent.messages} messages, {len(agent.archives)} "
-                    f"compaction(s), {agent.calls} model call(s) from {result.format} -> "
-                    f"{agent.memory_md}"
+                    f"compaction(s), {agent.calls} model call(s) from {result.format} -> {shown}"
                 )
             for note in result.notes:
-                print(f"  not recorded: {note}")
+                print(f"  note: {note}")
         print(f"read it with: memorylab report {output}")
         return 0
     transcripts = [p for source in sources for p in _transcripts(source)]
