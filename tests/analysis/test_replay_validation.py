@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from memorylab.analysis import load_records, replay_validation
-from memorylab.transcripts import bundled_foreign_runs
+from memorylab.transcripts import bundled_foreign_runs, bundled_workspace
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "foreign"
 DEEPAGENTS_PYTHON = os.environ.get("MEMORYLAB_DEEPAGENTS_PYTHON")  # .ci/run sets it
@@ -142,6 +142,13 @@ def test_records_and_several_runs_give_one_row_each() -> None:
     assert list(frame["agent"]) == [record.agent for record in records]
     assert list(frame["recorded"]) == [len(record.compactions) for record in records]
     assert set(frame["verdict"]) == {"cannot check"}
+
+
+def test_memorylabs_own_files_are_sent_to_replay() -> None:
+    frame = replay_validation(bundled_workspace())
+    assert set(frame["format"]) == {"memorylab"} and len(frame) >= 2
+    assert set(frame["verdict"]) == {"cannot check"}
+    assert all("replay()" in text for text in frame["missing"])
 
 
 @pytest.mark.skipif(not DEEPAGENTS_PYTHON, reason="MEMORYLAB_DEEPAGENTS_PYTHON is not set")

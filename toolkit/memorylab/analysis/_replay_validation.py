@@ -197,8 +197,9 @@ _CANNOT = {
     "item, before it, so the file keeps only what the last ones left",
     "claude-code": "the context window and the auto-compact threshold: a Claude Code session "
     "records neither (only each compaction's preTokens, and whether it was auto or manual)",
-    "memorylab": "nothing: memorylab's own files are replayed by replay() at their recorded "
-    "settings (docs/analysis.md); this check is for other frameworks' runs",
+    "memorylab": "another framework's run: this check follows another framework's trigger; "
+    "memorylab's own files are replayed by replay() at their recorded settings "
+    "(docs/analysis.md)",
 }
 """What each other format lacks for the check, in words."""
 
