@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from memorylab.analysis._foreign import RunCompaction, RunMessage, run_record, tool_call_text
 from memorylab.analysis._record import AgentRecord
@@ -32,12 +34,11 @@ _HEAD_BYTES = 8192
 _TYPES = ("user", "assistant", "system", "summary", "file-history-snapshot", "queue-operation")
 _TYPE = re.compile(rb'"type"\s*:\s*"(?:' + b"|".join(t.encode() for t in _TYPES) + rb')"')
 _SESSION = re.compile(rb'"sessionId"\s*:\s*"')
-_NOT_MESSAGES = (b'{"type":"file-history-snapshot"', b'{"type":"queue-operation"')
-"""Lines that are no message, skipped before they are parsed (the snapshots are most of a
-file's bytes)."""
+_NOT_MESSAGES = frozenset({"file-history-snapshot", "queue-operation"})
+"""The types of the lines that are no message (msgspec skips their fields unread: the snapshots
+are a large part of a file's bytes)."""
 _FOLDER_LOOK = 3
 """How many of a folder's ``.jsonl`` files ``handles`` looks at."""
-
 
 
 def _is_session(path: Path) -> bool:
@@ -68,11 +69,127 @@ class ClaudeCodeSessions:
 
 
 # ------------------------------------------------------------------------------ one session
+# The lines are decoded by msgspec into the fields below and nothing else: the rest of a line
+# (``toolUseResult``'s copy of each tool's output, thinking text and signatures, the working
+# directory, ...) is skipped without building a Python object, which is what lets a 100 MB
+# session load at a small multiple of reading its bytes (tests/benchmarks/bench_foreign_read.py).
+# Every field is ``Any`` but the structure (a message an object, its content a text or a list of
+# blocks), so what the loader makes of a field's value stays its own decision, as with dicts. A
+# line whose structure is other (a number for a message) is read by the standard library and
+# converted by :func:`_entry_of`, so an odd line reads as it did before, never fails the file.
 
 
-def _entries(path: Path, notes: list[Note]) -> list[dict[str, Any]]:
-    """The file's lines that are entries (objects), in file order; a line that is not JSON is a
-    note (a session being written ends with a cut line)."""
+class _Block(msgspec.Struct, gc=False):
+    """A content block: text, a tool call (``name``, ``input``), a tool result (``tool_use_id``,
+    ``content``), or another kind, named only."""
+
+    type: Any = msgspec.UNSET
+    text: Any = msgspec.UNSET
+    name: Any = None
+    input: Any = None
+    tool_use_id: Any = None
+    content: str | list[_Block] | None = None
+
+
+class _Usage(msgspec.Struct, gc=False):
+    """A reply's usage: the API's four counts (``service_tier`` and the rest skipped)."""
+
+    input_tokens: Any = None
+    cache_read_input_tokens: Any = None
+    cache_creation_input_tokens: Any = None
+    output_tokens: Any = None
+
+
+class _Message(msgspec.Struct, gc=False):
+    id: Any = None
+    model: Any = None
+    content: str | list[_Block] | None = None
+    usage: _Usage | None = None
+
+
+class _Entry(msgspec.Struct, gc=False):
+    """A line of the session, with only the fields the loader reads (named as the file names
+    them). ``parentUuid`` missing (``UNSET``) is no DAG at all: the file is read in order."""
+
+    type: Any = None
+    uuid: Any = None
+    parentUuid: Any = msgspec.UNSET
+    logicalParentUuid: Any = None
+    isSidechain: Any = None
+    isCompactSummary: Any = None
+    timestamp: Any = None
+    sessionId: Any = None
+    subtype: Any = None
+    compactMetadata: Any = None
+    message: _Message | None = None
+
+
+_DECODER = msgspec.json.Decoder(_Entry)
+
+
+def _blocks_of(content: Any) -> Any:
+    """A content value of the standard library's reading as :data:`_DECODER` gives it: a
+    list's objects as blocks, anything else as it is."""
+    if not isinstance(content, list):
+        return content
+    return [_block_of(item) if isinstance(item, dict) else item for item in content]
+
+
+def _block_of(block: dict[str, Any]) -> _Block:
+    return _Block(
+        type=block.get("type", msgspec.UNSET),
+        text=block.get("text", msgspec.UNSET),
+        name=block.get("name"),
+        input=block.get("input"),
+        tool_use_id=block.get("tool_use_id"),
+        content=_blocks_of(block.get("content")),
+    )
+
+
+def _usage_of(usage: Any) -> _Usage | None:
+    if not isinstance(usage, dict):
+        return None  # no counts to read
+    return _Usage(
+        input_tokens=usage.get("input_tokens"),
+        cache_read_input_tokens=usage.get("cache_read_input_tokens"),
+        cache_creation_input_tokens=usage.get("cache_creation_input_tokens"),
+        output_tokens=usage.get("output_tokens"),
+    )
+
+
+def _entry_of(line: dict[str, Any]) -> _Entry:
+    """A line read by the standard library (one whose structure msgspec's types refuse) as an
+    :class:`_Entry`; a message that is no object is none (it holds nothing to read)."""
+    message = line.get("message")
+    return _Entry(
+        type=line.get("type"),
+        uuid=line.get("uuid"),
+        parentUuid=line.get("parentUuid", msgspec.UNSET),
+        logicalParentUuid=line.get("logicalParentUuid"),
+        isSidechain=line.get("isSidechain"),
+        isCompactSummary=line.get("isCompactSummary"),
+        timestamp=line.get("timestamp"),
+        sessionId=line.get("sessionId"),
+        subtype=line.get("subtype"),
+        compactMetadata=line.get("compactMetadata"),
+        message=None
+        if not isinstance(message, dict)
+        else _Message(
+            id=message.get("id"),
+            model=message.get("model"),
+            content=_blocks_of(message.get("content")),
+            usage=_usage_of(message.get("usage")),
+        ),
+    )
+
+
+def _entries(path: Path, notes: list[Note]) -> list[_Entry]:
+    """The file's lines that are entries (objects), in file order, but those that are no
+    message; a line that is not JSON is a note (a session being written ends with a cut line).
+
+    The complete lines are decoded in one call (msgspec reads JSON Lines as values separated by
+    whitespace: a blank line is none, a line of two values two); a file that call refuses is
+    read line by line, each line that msgspec's types refuse by the standard library."""
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -80,48 +197,63 @@ def _entries(path: Path, notes: list[Note]) -> list[dict[str, Any]]:
             f"cannot read the Claude Code session {path}: {exc.strerror or exc}; check that it "
             "exists and is readable"
         ) from exc
+    whole = data.rfind(b"\n") + 1  # the bytes after the last newline: a line still written
+    try:
+        entries = _DECODER.decode_lines(memoryview(data)[:whole])
+    except msgspec.DecodeError:
+        entries = _line_by_line(path, data, 1, notes)
+    else:
+        if data[whole:].strip():
+            entries += _line_by_line(path, data[whole:], data.count(b"\n", 0, whole) + 1, notes)
+    return [e for e in entries if not (isinstance(e.type, str) and e.type in _NOT_MESSAGES)]
+
+
+def _line_by_line(path: Path, data: bytes, first: int, notes: list[Note]) -> list[_Entry]:
+    """The lines of ``data`` (the first numbered ``first``) decoded one by one: what msgspec's
+    types refuse read by the standard library (another structure, ``NaN``), what is not JSON a
+    note, what is no object skipped."""
     entries = []
-    for number, line in enumerate(data.split(b"\n"), 1):
-        if not line.strip() or line.startswith(_NOT_MESSAGES):
+    for number, line in enumerate(data.split(b"\n"), first):
+        if not line or line.isspace():
             continue
+        try:
+            entries.append(_DECODER.decode(line))
+            continue
+        except msgspec.DecodeError:
+            pass
         try:
             entry = json.loads(line)
         except ValueError:
             notes.append(Note(str(path), number, "json", "not JSON (cut off?); skipped", True))
             continue
         if isinstance(entry, dict):
-            entry["_line"] = number
-            entries.append(entry)
+            entries.append(_entry_of(entry))
     return entries
 
 
-def _chain(
-    entries: Sequence[dict[str, Any]], path: Path, notes: list[Note]
-) -> list[dict[str, Any]]:
+def _chain(entries: Sequence[_Entry], path: Path, notes: list[Note]) -> list[_Entry]:
     """The entries of the conversation, oldest first: the chain of ``parentUuid`` (through each
     compaction's ``logicalParentUuid``) that leads to the file's last message; without uuids, the
     file's messages in order."""
     messages = [
-        e
-        for e in entries
-        if e.get("type") in ("user", "assistant", "system") and not e.get("isSidechain")
+        e for e in entries if e.type in ("user", "assistant", "system") and not e.isSidechain
     ]
     if not messages:
         return []
-    if not any("parentUuid" in e for e in messages):
+    if all(e.parentUuid is msgspec.UNSET for e in messages):
         notes.append(
             Note(str(path), 0, "order", "no parentUuid: the messages are read in file order")
         )
         return messages
-    by_uuid = {e["uuid"]: e for e in messages if isinstance(e.get("uuid"), str)}
-    last = next(e for e in reversed(messages) if e.get("type") in ("user", "assistant"))
-    chain: list[dict[str, Any]] = []
+    by_uuid = {e.uuid: e for e in messages if isinstance(e.uuid, str)}
+    last = next(e for e in reversed(messages) if e.type in ("user", "assistant"))
+    chain: list[_Entry] = []
     seen: set[str] = set()
-    entry: dict[str, Any] | None = last
+    entry: _Entry | None = last
     while entry is not None:
         chain.append(entry)
-        seen.add(str(entry.get("uuid")))
-        parent = entry.get("parentUuid") or entry.get("logicalParentUuid")
+        seen.add(str(entry.uuid))
+        parent = entry.parentUuid or entry.logicalParentUuid
         if parent is None or parent in seen:
             break
         entry = by_uuid.get(parent)
@@ -132,8 +264,8 @@ def _chain(
             )
             notes.append(Note(str(path), 0, "chain", message))
     chain.reverse()
-    left = sum(1 for e in messages if e.get("type") in ("user", "assistant")) - sum(
-        1 for e in chain if e.get("type") in ("user", "assistant")
+    left = sum(1 for e in messages if e.type in ("user", "assistant")) - sum(
+        1 for e in chain if e.type in ("user", "assistant")
     )
     if left:
         notes.append(Note(str(path), 0, "branches", f"{left} messages off the conversation's chain "
@@ -141,8 +273,8 @@ def _chain(
     return chain
 
 
-def _time(entry: Mapping[str, Any]) -> datetime | None:
-    value = entry.get("timestamp")
+def _time(entry: _Entry) -> datetime | None:
+    value = entry.timestamp
     if not isinstance(value, str):
         return None
     try:
@@ -159,14 +291,14 @@ def _text(content: Any) -> str:
         return "" if content is None else json.dumps(content, ensure_ascii=False)
     parts = []
     for block in content:
-        if not isinstance(block, dict):
+        if not isinstance(block, _Block):
             parts.append(str(block))
-        elif block.get("type") == "text":
-            parts.append(str(block.get("text", "")))
-        elif block.get("type") == "tool_result":
-            parts.append(_text(block.get("content")))
-        else:
-            parts.append(f"[{block.get('type', 'block')}]")  # an image, a document: named only
+        elif block.type == "text":
+            parts.append("" if block.text is msgspec.UNSET else str(block.text))
+        elif block.type == "tool_result":
+            parts.append(_text(block.content))
+        else:  # an image, a document: named only
+            parts.append(f"[{'block' if block.type is msgspec.UNSET else block.type}]")
     return "\n".join(parts)
 
 
@@ -182,24 +314,25 @@ class _Reader:
         self.notes = notes
         self.messages: list[RunMessage] = []
         self.compactions: list[RunCompaction] = []
-        self.calls: dict[str, dict[str, Any]] = {}  # by message.id: the last line's usage
-        self.models: list[str] = []
+        # by message.id: the last line's time, model and usage (a reply's lines repeat them)
+        self.calls: dict[str, tuple[datetime, str, _Usage]] = {}
+        self.model: str | None = None  # the last reply's
         self.thinking = 0
         self.untimed = 0
-        self.boundary: dict[str, Any] | None = None  # a compaction waiting for its summary
+        self.boundary: _Entry | None = None  # a compaction waiting for its summary
         self.reply: tuple[str, list[str], datetime] | None = None  # an assistant reply's lines
 
-    def read(self, chain: Iterable[dict[str, Any]]) -> None:
+    def read(self, chain: Iterable[_Entry]) -> None:
         for entry in chain:
             when = _time(entry)
             if when is None:
                 self.untimed += 1
                 continue
-            kind = entry.get("type")
-            if kind != "assistant":
+            kind = entry.type
+            if kind != "assistant" and self.reply is not None:
                 self._end_reply()
             if kind == "system":
-                if entry.get("subtype") == "compact_boundary":
+                if entry.subtype == "compact_boundary":
                     self._end_boundary(None)
                     self.boundary = entry
             elif kind == "user":
@@ -213,7 +346,7 @@ class _Reader:
         entry, self.boundary = self.boundary, None
         if entry is None:
             return
-        meta = entry.get("compactMetadata")
+        meta = entry.compactMetadata
         meta = meta if isinstance(meta, dict) else {}
         trigger = meta.get("trigger")
         self.compactions.append(
@@ -227,22 +360,21 @@ class _Reader:
             )
         )
 
-    def _user(self, entry: dict[str, Any], when: datetime) -> None:
-        message = entry.get("message")
-        content = message.get("content") if isinstance(message, dict) else None
-        if entry.get("isCompactSummary"):
+    def _user(self, entry: _Entry, when: datetime) -> None:
+        content = None if entry.message is None else entry.message.content
+        if entry.isCompactSummary:
             if self.boundary is None:  # a summary without its boundary (older versions)
-                self.boundary = {"timestamp": entry.get("timestamp")}
+                self.boundary = _Entry(timestamp=entry.timestamp)
             self._end_boundary(_text(content))
             return
         self._end_boundary(None)
         if isinstance(content, list):
             texts = []
             for block in content:
-                if isinstance(block, dict) and block.get("type") == "tool_result":
-                    call = block.get("tool_use_id")
+                if isinstance(block, _Block) and block.type == "tool_result":
+                    call = block.tool_use_id
                     answered = call if isinstance(call, str) else None
-                    text = _text(block.get("content"))
+                    text = _text(block.content)
                     self.messages.append(RunMessage("tool", text, when, tool_call_id=answered))
                 else:
                     texts.append(block)
@@ -251,45 +383,55 @@ class _Reader:
         else:
             self.messages.append(RunMessage("user", _text(content), when))
 
-    def _assistant(self, entry: dict[str, Any], when: datetime) -> None:
+    def _assistant(self, entry: _Entry, when: datetime) -> None:
         self._end_boundary(None)
-        message = entry.get("message")
-        message = message if isinstance(message, dict) else {}
-        ident = str(message.get("id") or entry.get("uuid") or len(self.messages))
+        message = _Message() if entry.message is None else entry.message
+        ident = str(message.id or entry.uuid or len(self.messages))
         if self.reply is not None and self.reply[0] != ident:
             self._end_reply()
         parts = [] if self.reply is None else self.reply[1]
-        content = message.get("content")
+        content = message.content
         blocks: list[Any] = content if isinstance(content, list) else [content]
         for block in blocks:
             if isinstance(block, str):
                 parts.append(block)
-            elif not isinstance(block, dict):
+            elif not isinstance(block, _Block):
                 continue
-            elif block.get("type") == "text":
-                parts.append(str(block.get("text", "")))
-            elif block.get("type") == "tool_use":
-                parts.append(tool_call_text(block.get("name"), block.get("input")))
-            elif block.get("type") in ("thinking", "redacted_thinking"):
+            elif block.type == "text":
+                parts.append("" if block.text is msgspec.UNSET else str(block.text))
+            elif block.type == "tool_use":
+                parts.append(tool_call_text(block.name, block.input))
+            elif block.type in ("thinking", "redacted_thinking"):
                 self.thinking += 1  # not in the next request's context: left out
         self.reply = (ident, parts, when if self.reply is None else self.reply[2])
-        model = message.get("model")
+        model = message.model
         if isinstance(model, str) and model != "<synthetic>":
-            self.models.append(model)
-        usage = message.get("usage")
-        if isinstance(usage, dict) and isinstance(model, str) and model != "<synthetic>":
-            fresh = _count(usage.get("input_tokens"))
-            read = _count(usage.get("cache_read_input_tokens"))
-            written = _count(usage.get("cache_creation_input_tokens"))
-            total = None if fresh is None else fresh + (read or 0) + (written or 0)
-            self.calls[ident] = {  # a UsageRecord once the session's start is known
-                "time": when,
-                "model": model,
-                "input_tokens": total,
-                "output_tokens": _count(usage.get("output_tokens")),
-                "cached_tokens": read,
-                "cache_write_tokens": written,
-            }
+            self.model = model
+            if message.usage is not None:
+                self.calls[ident] = (when, model, message.usage)
+
+    def usage_records(self, agent: str) -> list[UsageRecord]:
+        """The calls as one process: numbered from the session's first message."""
+        first = self.messages[0].timestamp.isoformat() if self.messages else None
+        records = []
+        for number, (when, model, usage) in enumerate(self.calls.values(), 1):
+            fresh = _count(usage.input_tokens)
+            read = _count(usage.cache_read_input_tokens)
+            written = _count(usage.cache_creation_input_tokens)
+            records.append(
+                UsageRecord(
+                    time=when,
+                    model=model,
+                    input_tokens=None if fresh is None else fresh + (read or 0) + (written or 0),
+                    output_tokens=_count(usage.output_tokens),
+                    cached_tokens=read,
+                    cache_write_tokens=written,
+                    agent=agent,
+                    session_start=first,
+                    call=number,
+                )
+            )
+        return records
 
     def _end_reply(self) -> None:
         if self.reply is None:
@@ -303,8 +445,8 @@ def read_session(path: Path) -> AgentRecord:
     """The record of one Claude Code session file (the module docstring)."""
     notes: list[Note] = []
     entries = _entries(path, notes)
-    if not any(e.get("type") in ("user", "assistant") for e in entries) and not any(
-        isinstance(e.get("sessionId"), str) for e in entries
+    if not any(e.type in ("user", "assistant") for e in entries) and not any(
+        isinstance(e.sessionId, str) for e in entries
     ):
         raise MemoryFormatError(
             f"{path} holds no Claude Code message (no user or assistant line with a sessionId); "
@@ -312,12 +454,8 @@ def read_session(path: Path) -> AgentRecord:
         )
     reader = _Reader(path, notes)
     reader.read(_chain(entries, path, notes))
-    session = next((e["sessionId"] for e in entries if isinstance(e.get("sessionId"), str)), None)
-    first = reader.messages[0].timestamp.isoformat() if reader.messages else None
-    calls = [  # one process: the session's calls numbered from its first message
-        UsageRecord(**call, agent=session or path.stem, session_start=first, call=number)
-        for number, call in enumerate(reader.calls.values(), 1)
-    ]
+    session = next((e.sessionId for e in entries if isinstance(e.sessionId, str)), None)
+    calls = reader.usage_records(session or path.stem)
     said = [
         "context_length and threshold: not recorded by Claude Code (its window depends on the "
         "model and plan; give context_length= to growth and replays)",
@@ -330,7 +468,7 @@ def read_session(path: Path) -> AgentRecord:
         said.append(f"{reader.thinking} thinking blocks left out (not sent back in later requests)")
     if reader.untimed:
         said.append(f"{reader.untimed} entries without a timestamp left out")
-    model = reader.models[-1] if reader.models else None
+    model = reader.model
     return run_record(
         path,
         reader.messages,
