@@ -21,7 +21,8 @@ from memorylab.analysis import load_records, replay_validation
 from memorylab.transcripts import bundled_foreign_runs, bundled_workspace
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "foreign"
-DEEPAGENTS_PYTHON = os.environ.get("MEMORYLAB_DEEPAGENTS_PYTHON")  # .ci/run sets it
+DEEPAGENTS_PYTHON = os.environ.get("MEMORYLAB_DEEPAGENTS_PYTHON")  # .ci/run sets them
+INSPECT_AI_PYTHON = os.environ.get("MEMORYLAB_INSPECT_AI_PYTHON")
 
 
 def _row(source: object) -> dict[str, object]:
@@ -191,3 +192,30 @@ def test_the_static_context_deepagents_counted_is_among_those_that_reproduce(
     static = int(done.stdout.split()[-1])
     first, last = _row(DATA / "deepagents" / "sample")["reproduced_with"]  # type: ignore[misc]
     assert first <= static <= last
+
+
+@pytest.mark.parametrize(
+    ("python", "folder", "arguments"),
+    [
+        pytest.param(DEEPAGENTS_PYTHON, "deepagents", ["--turns", "30"], id="deepagents",
+                     marks=pytest.mark.skipif(not DEEPAGENTS_PYTHON,
+                                              reason="MEMORYLAB_DEEPAGENTS_PYTHON is not set")),
+        pytest.param(INSPECT_AI_PYTHON, "inspect-ai", ["--format", "json", "--turns", "10"],
+                     id="inspect-ai",
+                     marks=pytest.mark.skipif(not INSPECT_AI_PYTHON,
+                                              reason="MEMORYLAB_INSPECT_AI_PYTHON is not set")),
+    ],
+)  # fmt: skip
+def test_a_run_the_real_package_writes_now_is_reproduced(
+    python: str | None, folder: str, arguments: list[str], tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    subprocess.run(
+        [str(python), str(DATA / folder / "generate.py"), str(out), *arguments],
+        cwd=DATA / folder, capture_output=True, text=True, timeout=600, check=True,
+    )  # fmt: skip
+    source = out if folder == "deepagents" else next(out.glob("*.json"))
+    row = _row(source)
+    assert row["recorded"] >= 3
+    assert row["verdict"] == "reproduced", row
+    assert row["replayed_at"] == row["recorded_at"]
