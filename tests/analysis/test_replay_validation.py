@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -25,8 +26,9 @@ DEEPAGENTS_PYTHON = os.environ.get("MEMORYLAB_DEEPAGENTS_PYTHON")  # .ci/run set
 INSPECT_AI_PYTHON = os.environ.get("MEMORYLAB_INSPECT_AI_PYTHON")
 
 
-def _row(source: object) -> dict[str, object]:
-    [row] = replay_validation(source).to_dict("records")  # type: ignore[arg-type]
+def _row(source: Any) -> dict[str, Any]:
+    rows: list[dict[str, Any]] = replay_validation(source).to_dict("records")
+    [row] = rows
     return row
 
 
@@ -61,13 +63,13 @@ def test_deepagents_seven_summaries_fire_where_the_middleware_fired() -> None:
     assert row["recorded"] == row["replayed"] == len(record.compactions) == 7
     assert row["recorded_at"] == row["replayed_at"]
     assert row["trigger_tokens"] == 5_100  # int(6,000 * 0.85), the middleware's rounding
-    low, high = row["static_tokens"]  # type: ignore[misc]
-    first, last = row["reproduced_with"]  # type: ignore[misc]
+    low, high = row["static_tokens"]
+    first, last = row["reproduced_with"]
     assert low <= first <= last <= high  # the check narrows what the first compaction allowed
     assert (first, last) != (low, high)
     # deepagents records no count: each replayed one reaches the trigger, as the middleware's did
     assert row["recorded_tokens_before"] == [None] * 7
-    assert all(count >= 5_100 for count in row["replayed_tokens_before"])  # type: ignore[attr-defined]
+    assert all(count >= 5_100 for count in row["replayed_tokens_before"])
     assert "count_tokens_approximately" in str(row["counter"])
 
 
@@ -81,12 +83,12 @@ def test_inspect_compactions_fire_where_inspect_counted_past_its_threshold(
     assert row["recorded"] == row["replayed"] == count
     assert row["trigger_tokens"] == 1_500
     recorded, replayed = row["recorded_tokens_before"], row["replayed_tokens_before"]
-    assert recorded[0] == replayed[0]  # type: ignore[index]  # measured there
+    assert recorded[0] == replayed[0]  # measured there
     # the static context: none, since the mock's reported usage, which inspect_ai's count
     # starts from after the first call, holds no tool schemas (the system prompt is a message)
     assert row["static_tokens"] == (0, 0)
     # the replay's count at each later one is inspect_ai's, but for its rounding of each group
-    for mine, theirs in zip(replayed[1:], recorded[1:], strict=True):  # type: ignore[index]
+    for mine, theirs in zip(replayed[1:], recorded[1:], strict=True):
         assert theirs > 1_500 and mine > 1_500
         assert abs(mine - theirs) <= 2
 
@@ -105,7 +107,7 @@ def test_a_deepagents_thread_with_a_summary_taken_out_is_not_reproduced(tmp_path
     assert row["recorded"] == 6
     assert row["verdict"] == "not reproduced"
     assert row["reproduced_with"] is None
-    assert removed["created_at_index"] in row["replayed_at"]  # type: ignore[operator]
+    assert removed["created_at_index"] in row["replayed_at"]
     assert "none of those values" in str(row["how"])
 
 
@@ -117,7 +119,7 @@ def test_an_inspect_log_read_at_another_threshold_is_not_reproduced() -> None:
     assert _row(record)["verdict"] == "reproduced"
     row = _row(lowered)
     assert row["verdict"] == "not reproduced"
-    assert row["replayed"] > row["recorded"]  # type: ignore[operator]
+    assert row["replayed"] > row["recorded"]
 
 
 def test_an_inspect_log_counted_by_an_unknown_counter_cannot_be_checked() -> None:
@@ -190,7 +192,7 @@ def test_the_static_context_deepagents_counted_is_among_those_that_reproduce(
         check=True,
     )  # fmt: skip
     static = int(done.stdout.split()[-1])
-    first, last = _row(DATA / "deepagents" / "sample")["reproduced_with"]  # type: ignore[misc]
+    first, last = _row(DATA / "deepagents" / "sample")["reproduced_with"]
     assert first <= static <= last
 
 
