@@ -23,7 +23,12 @@ from memorylab.analysis import (
     to_workspace,
 )
 from memorylab.errors import InvalidSetting
-from memorylab.transcripts import bundled_data_dir, bundled_transcripts, load_transcript
+from memorylab.transcripts import (
+    bundled_data_dir,
+    bundled_foreign_runs,
+    bundled_transcripts,
+    load_transcript,
+)
 
 FOREIGN = bundled_data_dir() / "foreign"  # the runs other frameworks wrote (data/foreign/)
 SAMPLES = {
@@ -255,3 +260,16 @@ def test_the_real_package_reads_the_export(format: str, tmp_path: Path) -> None:
 
 def test_every_export_format_is_tested() -> None:
     assert set(EXPORT_FORMATS) == {"claude-code", *_CHECKS}
+
+
+@pytest.mark.parametrize("name", sorted(bundled_foreign_runs()))
+def test_the_report_and_the_widgets_read_a_converted_workspace(name: str, tmp_path: Path) -> None:
+    from memorylab.cli import main
+    from memorylab.widgets import MemoryExplorer
+
+    result = to_workspace(bundled_foreign_runs()[name], tmp_path / "ws")
+    assert main(["report", str(tmp_path / "ws"), "-o", str(tmp_path / "r.html")]) == 0
+    page = (tmp_path / "r.html").read_text()
+    assert all(agent.agent in page for agent in result.agents)
+    explorer = MemoryExplorer(tmp_path / "ws")
+    assert explorer.source == tmp_path / "ws"
