@@ -249,7 +249,7 @@ def write_session(
         while writer.written.bytes < size:
             turn += 1
             writer.turn(turn, context)
-            context += 3_500
+            context += writer.rng.randint(3_000, 4_000)
             if turn == 1 and blank_line:
                 out.write("\n")
                 writer.written.lines += 1
