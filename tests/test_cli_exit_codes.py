@@ -52,7 +52,13 @@ def _binary_memory(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> list[str
 def _nothing_readable(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     (Path("ws") / "agents" / "A").mkdir(parents=True)
     (Path("ws") / "agents" / "A" / "MEMORY.md").write_text("hello\nnot a memory\n")
-    return ["report", "ws", "-o", "g.html"]
+    return ["report", "ws", "-o", "g.html", "--lenient"]
+
+
+def _damaged_archive(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    archive = workspace / "agents" / "Alpha" / "archive" / "history_2026-01-01_00-00-00Z.md"
+    archive.write_bytes(b"\xff\xfe torn \x00")
+    return ["stats"]
 
 
 def _taken(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -96,15 +102,21 @@ FAILURES: dict[str, Setup] = {
     "a value that is not one": _argv("plot", "Alpha", "--threshold", "lots"),
     "an unsafe agent name": _argv("show", "../etc"),
     "an unknown model name": _argv("stats", "--model", "not-a-model"),
+    "`--model` given to an audit other than `costs`": _argv("audit", "facts", "--model", "gpt-4o"),
     "an output in a format memorylab cannot write there": _argv("plot", "Alpha", "-o", "out.txt"),
     "an output that exists, without `--overwrite`": _taken,
     "`forget` or `purge` without `--yes` and no terminal to ask": _no_terminal,
     "a memory file that does not parse (not UTF-8, not MEMORY.md)": _binary_memory,
-    "`report` of a workspace where no agent could be read at all (no page is written)":
+    "a damaged part of what a command reads, without `--lenient` (the file and line named)":
+        _damaged_archive,
+    "`report --lenient` of a workspace where no agent could be read at all (no page is written)":
         _nothing_readable,
     "the filesystem refused (permissions, disk full, lock timeout, a symlink where memory belongs)": _proc,
     "a memory file that is not a regular file (a FIFO, a device), refused at once": _fifo_memory,
     "no such agent": _argv("show", "Nobody"),
+    "no such agent for `--agent` (the agents there named)": _argv(
+        "audit", "costs", "--agent", "Nobody"
+    ),
     "no such workspace": _argv("stats", "/nonexistent/workspace"),
     "no folder to write an output into": _argv("plot", "Alpha", "-o", "/nonexistent/dir/x.png"),
     "no such source to compare": _argv("compare", "missing.jsonl", "--no-progress"),

@@ -257,6 +257,14 @@ def _read(source: Path | list[AgentRecord], args: argparse.Namespace,
 
     result = memory_df_with_problems(source, model=model)
     problems = result.problems[~result.problems["kind"].isin(REMARK_KINDS)]
+    where = source if isinstance(source, Path) else "the records"
+    if len(problems) and not len(result.frame):  # never an output of nothing: said, exit 3
+        first = problems.iloc[0]
+        more = f" (and {len(problems) - 1:,} more)" if len(problems) > 1 else ""
+        raise MemoryFormatError(
+            f"nothing under {where} could be read, even with --lenient: {first['file']}, line "
+            f"{first['line']}: {first['message']}{more}; fix or remove the file"
+        )
     if len(problems):
         print(f"memorylab: warning: {_skipped(problems)} (--lenient read around them)",
               file=sys.stderr)  # fmt: skip
