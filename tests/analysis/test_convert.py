@@ -22,7 +22,8 @@ from memorylab.analysis import (
     memory_df,
     to_workspace,
 )
-from memorylab.errors import InvalidSetting
+from memorylab.errors import InvalidSetting, StoreError
+from memorylab.memory import MemoryStore
 from memorylab.transcripts import (
     bundled_data_dir,
     bundled_foreign_runs,
@@ -273,3 +274,23 @@ def test_the_report_and_the_widgets_read_a_converted_workspace(name: str, tmp_pa
     assert all(agent.agent in page for agent in result.agents)
     explorer = MemoryExplorer(tmp_path / "ws")
     assert explorer.source == tmp_path / "ws"
+
+
+def test_a_failed_conversion_leaves_no_half_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failure while the third run of a source is written (a disk that fills) removes the
+    agents that conversion wrote, so that running it again once the cause is fixed works."""
+    original = MemoryStore.append
+
+    def append(store: MemoryStore, text: str) -> None:
+        if "checkout-bug-hunt" in str(store.path):
+            raise StoreError(f"cannot append to {store.path}: No space left on device")
+        original(store, text)
+
+    monkeypatch.setattr(MemoryStore, "append", append)
+    with pytest.raises(StoreError, match="No space left"):
+        to_workspace(SAMPLES["openai-agents"], tmp_path / "ws")
+    assert not list((tmp_path / "ws" / "agents").iterdir())
+    monkeypatch.setattr(MemoryStore, "append", original)
+    assert len(to_workspace(SAMPLES["openai-agents"], tmp_path / "ws").agents) == 4

@@ -22,6 +22,7 @@ on the workspace as on any other.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from collections.abc import Mapping, Sequence
@@ -113,10 +114,16 @@ def to_workspace(
             )
     if len(set(targets)) != len(targets):
         raise InvalidSetting(f"{path} holds two runs named alike; convert them one at a time")
-    written = tuple(
-        _write_agent(record, name, paths.memory_md, path)
-        for record, name, paths in zip(records, names, targets, strict=True)
-    )
+    done: list[ConvertedAgent] = []
+    try:
+        for record, name, paths in zip(records, names, targets, strict=True):
+            done.append(_write_agent(record, name, paths.memory_md, path))
+    except BaseException:
+        for converted in done:  # all of the source's runs, or none (as _write_agent)
+            memory_md = converted.memory_md
+            _remove_quietly(MemoryStore(memory_md, agent_root=memory_md.parent.parent))
+        raise
+    written = tuple(done)
     notes = tuple(
         dict.fromkeys(
             f"{record.agent}: {note.message}"
@@ -139,28 +146,49 @@ def _write_agent(record: AgentRecord, name: str, memory_md: Path, source: Path) 
     store = MemoryStore(memory_md, agent_root=memory_md.parent.parent)
     first = _first_time(record)
     try:
-        store.ensure(name, first)
-        archives: list[str] = []
-        messages = 0
-        for number, segment in enumerate(record.segments):
-            blocks = _blocks(segment)
-            head = 0 if number == 0 else _head_length(segment)
-            if number:
-                compaction = record.records[number - 1]
-                archive = _compact(store, name, compaction, blocks[:head], source)
-                if archive is not None:
-                    archives.append(archive)
-            if len(blocks) > head:
-                store.append("".join(blocks[head:]))
-            messages += len(segment.positions())
-        calls = 0
-        for call in record.calls:
-            store.append_usage(dataclasses.replace(call, agent=name).to_dict())
-            calls += 1
+        written = _write_segments(store, record, name, first, source)
+    except BaseException:
+        _remove_quietly(store)
+        raise
     finally:
         store.close()
-    return ConvertedAgent(name, memory_md, tuple(archives), messages, calls,
+    archives, messages, calls = written
+    return ConvertedAgent(name, memory_md, archives, messages, calls,
                           str(record.segments[-1].path))  # fmt: skip
+
+
+def _remove_quietly(store: MemoryStore) -> None:
+    """Remove an agent a failed conversion wrote (its folder was new: checked before): half a
+    run is no run, and the same conversion can be run again once the cause is fixed. A failure
+    to remove it leaves it for the error being raised to explain."""
+    with contextlib.suppress(Exception):
+        store.remove(whole_folder=True)
+
+
+def _write_segments(
+    store: MemoryStore, record: AgentRecord, name: str, first: datetime, source: Path
+) -> tuple[tuple[str, ...], int, int]:
+    """The run's segments, compactions and calls written (the module docstring); returns the
+    archives written, how many messages and calls."""
+    store.ensure(name, first)
+    archives: list[str] = []
+    messages = 0
+    for number, segment in enumerate(record.segments):
+        blocks = _blocks(segment)
+        head = 0 if number == 0 else _head_length(segment)
+        if number:
+            compaction = record.records[number - 1]
+            archive = _compact(store, name, compaction, blocks[:head], source)
+            if archive is not None:
+                archives.append(archive)
+        if len(blocks) > head:
+            store.append("".join(blocks[head:]))
+        messages += len(segment.positions())
+    calls = 0
+    for call in record.calls:
+        store.append_usage(dataclasses.replace(call, agent=name).to_dict())
+        calls += 1
+    return tuple(archives), messages, calls
 
 
 def _first_time(record: AgentRecord) -> datetime:
