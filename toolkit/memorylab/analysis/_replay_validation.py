@@ -338,7 +338,7 @@ def _check_record(record: AgentRecord) -> dict[str, Any]:
                 "missing": "a static context consistent with the first compaction: no count of "
                 "its messages fires the trigger there and not at the check before (the counter "
                 "differs from the framework's)"}  # fmt: skip
-    low, high = measured
+    low = measured[0]
     after_missing = [
         n + 1 for n, c in enumerate(recorded) if c.tokens_after is None and c.summary_tokens is None
     ]
@@ -348,12 +348,8 @@ def _check_record(record: AgentRecord) -> dict[str, Any]:
                 f"{', '.join(map(str, after_missing))}: neither its tokens_after nor the message "
                 "that carried its summary is recorded"}  # fmt: skip
     sums = [0.0, *itertools.accumulate(tokens)]
-    wanted = [c.at for c in recorded]
-    fits = [
-        static
-        for static in range(low, high + 1)
-        if [at for at, _ in _replay(sums, checks, recorded, static, trigger, rule)] == wanted
-    ]
+    span = _reproducing(sums, checks, recorded, trigger, rule, measured)
+    fits = range(span[0], span[1] + 1) if span is not None else range(0)
     shown = fits[len(fits) // 2] if fits else low
     fired = _replay(sums, checks, recorded, shown, trigger, rule)
     return {
@@ -415,6 +411,49 @@ def _static_range(
     if earlier:
         high = trigger - math.ceil(sum(tokens[: earlier[-1]])) - (0 if rule.above else 1)
     return (low, high) if low <= high else None
+
+
+def _reproducing(
+    sums: Sequence[float],
+    checks: Sequence[int],
+    recorded: Sequence[_Recorded],
+    trigger: int,
+    rule: _Rule,
+    measured: tuple[int, int],
+) -> tuple[int, int] | None:
+    """The static contexts with which :func:`_replay` fires exactly where the run did (an
+    interval, ``None``: none). Along the recorded course each check's count is the static
+    context (where the context after a compaction holds it) plus what the record gives, so each
+    check bounds it from one side: below where the run fired, above where it did not."""
+    low, high = measured
+    fired_at = {c.at: n for n, c in enumerate(recorded)}
+    if any(c.at not in set(checks) for c in recorded):
+        return None  # a compaction where the framework does not check: no replay fires there
+    static_part, rest, start = 1, 0.0, 0  # the count is static_part * static + rest + messages
+    for at in checks:
+        dynamic = math.ceil(rest + sums[at] - sums[start])
+        fires = at in fired_at
+        # ceil(static + x) = static + ceil(x) for a whole static: the bound is on static alone
+        least = trigger - dynamic + (1 if rule.above else 0)  # the least static that fires here
+        if static_part:
+            if fires:
+                low = max(low, least)
+            else:
+                high = min(high, least - 1)
+        elif rule.fires(dynamic, trigger) != fires:
+            return None
+        if low > high:
+            return None
+        if fires:
+            made = recorded[fired_at[at]]
+            if made.tokens_after is not None:
+                static_part, rest = 0, float(made.tokens_after)
+            else:
+                kept = min(made.kept, at)
+                static_part = 1
+                rest = (made.summary_tokens or 0.0) + sums[at] - sums[at - kept]
+            start = at
+    return low, high
 
 
 def _replay(
