@@ -71,6 +71,12 @@ def test_deepagents_seven_summaries_fire_where_the_middleware_fired() -> None:
     assert row["recorded_tokens_before"] == [None] * 7
     assert all(count >= 5_100 for count in row["replayed_tokens_before"])
     assert "count_tokens_approximately" in str(row["counter"])
+    # after each summary the middleware counts the message that carried it, wrapper and all
+    thread = json.loads((DATA / "deepagents" / "sample" / "thread.json").read_text("utf-8"))
+    assert [c["extra"]["summary_message_chars"] for c in record.compactions] == [
+        len(event["summary_message"]["data"]["content"])
+        for event in thread["summarization_events"]
+    ]
 
 
 @pytest.mark.parametrize(("name", "count"), [("checkout-bug-hunt.json", 3),
