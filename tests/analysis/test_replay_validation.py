@@ -74,8 +74,7 @@ def test_deepagents_seven_summaries_fire_where_the_middleware_fired() -> None:
     # after each summary the middleware counts the message that carried it, wrapper and all
     thread = json.loads((DATA / "deepagents" / "sample" / "thread.json").read_text("utf-8"))
     assert [c["extra"]["summary_message_chars"] for c in record.compactions] == [
-        len(event["summary_message"]["data"]["content"])
-        for event in thread["summarization_events"]
+        len(event["summary_message"]["data"]["content"]) for event in thread["summarization_events"]
     ]
 
 
