@@ -389,7 +389,9 @@ class _Reader:
         ident = str(message.id or entry.uuid or len(self.messages))
         if self.reply is not None and self.reply[0] != ident:
             self._end_reply()
-        parts = [] if self.reply is None else self.reply[1]
+        if self.reply is None:  # the reply's first line: its id, its parts so far, its time
+            self.reply = (ident, [], when)
+        parts = self.reply[1]
         content = message.content
         blocks: list[Any] = content if isinstance(content, list) else [content]
         for block in blocks:
@@ -403,7 +405,6 @@ class _Reader:
                 parts.append(tool_call_text(block.name, block.input))
             elif block.type in ("thinking", "redacted_thinking"):
                 self.thinking += 1  # not in the next request's context: left out
-        self.reply = (ident, parts, when if self.reply is None else self.reply[2])
         model = message.model
         if isinstance(model, str) and model != "<synthetic>":
             self.model = model
