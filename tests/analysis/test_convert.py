@@ -16,6 +16,8 @@ import pytest
 
 from memorylab.analysis import (
     EXPORT_FORMATS,
+    calibration_df,
+    compaction_costs_df,
     compactions_df,
     export_transcripts,
     load_records,
@@ -294,3 +296,18 @@ def test_a_failed_conversion_leaves_no_half_run(
     assert not list((tmp_path / "ws" / "agents").iterdir())
     monkeypatch.setattr(MemoryStore, "append", original)
     assert len(to_workspace(SAMPLES["openai-agents"], tmp_path / "ws").agents) == 4
+
+
+@pytest.mark.parametrize("name", ["claude-code", "deepagents", "inspect-ai"])
+def test_the_audits_read_the_workspace_as_the_run(name: str, tmp_path: Path) -> None:
+    """The model calls' usage (usage.jsonl) and the compactions carry over: the calibration and
+    cost audits' figures are the run's."""
+    source = bundled_foreign_runs()[name]
+    to_workspace(source, tmp_path / "ws")
+    for frame_of in (calibration_df, compaction_costs_df):
+        run, written = frame_of(source), frame_of(tmp_path / "ws")
+        assert len(run) == len(written) > 0
+        numbers = [c for c in run.columns if pd.api.types.is_numeric_dtype(run[c])]
+        pd.testing.assert_frame_equal(
+            written[numbers].reset_index(drop=True), run[numbers].reset_index(drop=True)
+        )
