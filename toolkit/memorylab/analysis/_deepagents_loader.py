@@ -73,10 +73,6 @@ class DeepagentsThread:
         return [_thread_record(thread, _read_thread(thread))]
 
 
-
-_OPENAI_ROLES = {"user": "user", "assistant": "assistant", "tool": "tool", "system": "system"}
-
-
 def approximate_tokens(path: Path) -> list[int]:
     """Each message of the thread ``path`` (a ``thread.json`` or its folder) as langchain's
     ``count_tokens_approximately`` counts it, the count deepagents' ``SummarizationMiddleware``
@@ -102,7 +98,7 @@ def approximate_tokens(path: Path) -> list[int]:
         name = body.get("name")
         if isinstance(name, str) and name:
             chars += len(name)
-        counts.append(math.ceil((chars + len(_OPENAI_ROLES[role])) / 4) + 3)
+        counts.append(math.ceil((chars + len(role)) / 4) + 3)  # the role as OpenAI names it
     return counts
 
 
