@@ -34,7 +34,7 @@ from memorylab._console import (
     threshold_value,
 )
 from memorylab._version import __version__
-from memorylab.errors import AgentNotFound, InvalidSetting, MemoryFormatError
+from memorylab.errors import AgentNotFound, InvalidSetting, MemoryFormatError, StoreError
 from memorylab.evaluate._cli import add_compare_arguments, run_compare
 
 if TYPE_CHECKING:
@@ -195,7 +195,6 @@ def _agents(workspace: Path) -> list[AgentFiles]:
 def _last_message(memory_md: Path) -> tuple[str, str | None]:
     """When the last message of MEMORY.md was written (its timestamp; ``-`` if none), and what
     is wrong with the file where it does not read whole (``None``: nothing)."""
-    from memorylab.errors import StoreError
     from memorylab.memory._store import read_memory
 
     if not memory_md.is_file():
@@ -524,8 +523,10 @@ def _export(args: argparse.Namespace) -> int:
     workspace = _existing_or_default_workspace(args.workspace)
     from memorylab.config import resolve_workspace
 
-    # The export keeps each file's problems beside its messages; the command's rule first.
-    _read(_agent_folder(resolve_workspace(workspace), args.agent), args)
+    # The export keeps each file's problems beside its messages; the command's rule first. A
+    # memory file that is no regular file (a FIFO) is export_agent's to refuse, in its words.
+    with contextlib.suppress(StoreError):
+        _read(_agent_folder(resolve_workspace(workspace), args.agent), args)
     path = export_agent(
         args.agent, workspace, format=args.format, path=output, overwrite=args.overwrite
     )
