@@ -86,12 +86,13 @@ def test_the_what_if_table_has_human_headings_and_one_format_per_column(
         "peak context (tokens)",
         "input tokens read",
         "est. cost (USD)",
+        "uncached cost (USD)",
     ]
     assert not any("_" in heading for heading in headings)
     rows = [re.findall(r"<td[^>]*>([^<]*)</td>", row) for row in table.split("<tr>")[2:]]
     thresholds = [row[1] for row in rows]
     assert all(re.fullmatch(r"0\.\d\d", value) for value in thresholds), thresholds
-    costs = [row[-1] for row in rows]
+    costs = [row[-1] for row in rows] + [row[-2] for row in rows]
     assert all(re.fullmatch(r"\$\d+\.\d{4}", value) for value in costs), costs
     assert all(re.fullmatch(r"\d{1,3}(,\d{3})*", row[6]) for row in rows)
 
@@ -179,7 +180,7 @@ def test_guessed_settings_are_named_and_the_recorded_count_shown(reference_repor
 def test_what_the_records_do_not_hold_is_left_out(reference_report: str) -> None:
     text = _text(reference_report)
     assert "0 of them" not in text and "tokens before" not in text  # no record holds tokens
-    assert "est. cost" not in text  # every row unpriced: no column of dashes
+    assert "est. cost (USD)" not in text  # every row unpriced: no column of dashes
     heading = re.search(r"<tr><th class=\"\">time</th>(.*?)</tr>", reference_report)
     assert heading is not None and "latency" not in heading.group(1)
     assert "threshold 0.90 (default); window 8,192 tokens (default)" in text
@@ -291,7 +292,7 @@ def test_the_report_prices_each_compaction_with_prompt_caching(reference_report:
         assert f"{agent}: {paid} of {len(rows)} paid for themselves" in section
     assert "recorded" in section
     reference = _text(reference_report.split("with prompt caching</h2>", 1)[1].split("<h2>", 1)[0])
-    assert "No prices" in reference and "--model" in reference
+    assert "No net cost" in reference and "--model" in reference
 
 
 def test_the_report_says_whether_compaction_fired_on_time(reference_report: str) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import itertools
 import numbers
 import os
 import warnings
@@ -33,7 +34,8 @@ if TYPE_CHECKING:
 _STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;
 max-width:1100px;color:#1f2328;line-height:1.45;padding:0 1rem}
-h1{margin-bottom:.2rem}h2{margin-top:2.2rem;border-bottom:1px solid #d0d7de;padding-bottom:.3rem}
+h1{margin-bottom:.2rem}h3{margin:1.2rem 0 .2rem}
+h2{margin-top:2.2rem;border-bottom:1px solid #d0d7de;padding-bottom:.3rem}
 .meta{color:#57606a}table{border-collapse:collapse;margin:.8rem 0;font-size:.86rem}
 th,td{border:1px solid #d0d7de;padding:.3rem .5rem;text-align:right}
 th{background:#f6f8fa}td.text,th.text{text-align:left}td{white-space:nowrap}
@@ -65,6 +67,7 @@ _SWEEP_COLUMNS = (
     "peak_context_tokens",
     "total_input_tokens",
     "estimated_cost_usd",
+    "uncached_cost_usd",
 )
 # The columns of the per-agent compaction table and their headings (short ones keep the table
 # within the page's width).
@@ -176,11 +179,11 @@ def build_report(
         token_growth,
     )
     from memorylab.analysis._sources import REMARK_KINDS
+    from memorylab.analysis._sweep import sweep_cost_note
 
     root = Path(workspace)
-    counted_as = model or "gpt-4o"
     source = root if agent is None else _one_agent(root, agent)
-    read = memory_df_with_problems(source, model=counted_as)  # each agent read once: its record
+    read = memory_df_with_problems(source)  # each agent read once: its record
     records, messages, notes = list(read.records), read.frame, read.problems
     is_remark = notes["kind"].isin(REMARK_KINDS)
     problems, remarks = notes[~is_remark], notes[is_remark]
@@ -197,6 +200,20 @@ def build_report(
             f"{first['message']}{more}; read what can be salvaged with memory_df(..., "
             "on_bad='warn'), or fix or remove the file"
         )
+    by_agent = dict(tuple(messages.groupby("agent", sort=True, observed=True))) if agents else {}
+    # What each agent's curves and what-if run at: its records' settings, with those given.
+    settings_of = {
+        name: run_settings(by_agent[name], model=model).given(
+            context_length=context_length, threshold=threshold, token_model=model
+        )
+        for name in agents
+    }
+    # Every count of the report, the Agents table's and the cards' too, is in each agent's
+    # tokens: the tokenizer its curves and what-if use (the model given, else the one its
+    # records name, else cl100k_base), so the header names one rule, not a second model.
+    messages = _with_tokens(messages, by_agent, settings_of)
+    by_agent = dict(tuple(messages.groupby("agent", sort=True, observed=True))) if agents else {}
+    counted_as = _tokenizers(settings_of, model)
     overrides: dict[str, Any] = {
         "context_length": context_length,
         "threshold": threshold,
@@ -213,7 +230,7 @@ def build_report(
         f"{html.escape(agent_count)} · "
         "generated "
         f"{datetime.now(UTC):%Y-%m-%d %H:%M UTC} · memorylab {__version__} · "
-        f"files' tokens counted as {html.escape(counted_as)} · "
+        f"{html.escape(counted_as)} · "
         + (
             f"settings given: {html.escape(given)}"
             if given
@@ -238,20 +255,27 @@ def build_report(
         parts.append(_problems_section(problems, root, unreadable))
     agent_table = _agent_table(messages, compactions).rename(columns=lambda c: c.replace("_", " "))
     parts.append("<h2>Agents</h2>" + _table(agent_table, text_columns=("agent",)))
-    if len(remarks):
+    kept, kept_files = _kept_turn_copies(records)
+    remarks = remarks[~remarks["file"].astype(str).isin(kept_files)]
+    if len(remarks) or kept:
         parts.append(
             "<h2>How the files were read</h2><p class=note>Not problems: archives of edits and "
-            "copies of messages in more than one file (the turn in progress a compaction keeps "
-            "is in the archive and in the new file), each message read once; what another "
+            "copies of messages in more than one file, each message read once; what another "
             "framework's format does not record (left out, never guessed) and the branches of its "
-            "run left out.</p>" + _notes_table(remarks, root, "remark")
+            f"run left out.{html.escape(kept)}</p>"
+            + (_notes_table(remarks, root, "remark") if len(remarks) else "")
         )
     if len(compactions):
         figure, ax = plt.subplots(figsize=(9, 3.2), layout="constrained")
         plot_compactions(compactions, ax=ax)
         parts.append("<h2>Compactions</h2>" + _png(figure))
         plt.close(figure)
-    by_agent = dict(tuple(messages.groupby("agent", sort=True, observed=True))) if agents else {}
+    else:
+        parts.append(
+            "<h2>Compactions</h2><p class=note>None: no agent's files hold an archive "
+            "(archive/history_*.md) nor compactions.jsonl a record; the context never reached "
+            "the trigger, or the archives were removed.</p>"
+        )
     growths = {agent: token_growth(by_agent[agent], **overrides) for agent in agents}
     small_multiples = len(agents) > _FIGURE_PER_AGENT_UP_TO
     if small_multiples:
@@ -265,7 +289,7 @@ def build_report(
         plt.close(figure)
     for agent in agents:
         rows = by_agent[agent]
-        settings = run_settings(rows, model=model)
+        settings = settings_of[agent]
         growth = growths[agent]
         parts.append(
             f"<h2>{html.escape(str(agent))}</h2><p class=note>{html.escape(settings.describe())}"
@@ -299,6 +323,8 @@ def build_report(
                     "" if v != v else f"{v:,.3f}" for v in mine["latency_s"].astype(float)
                 ]
             parts.append(_table(shown, text_columns=("archive", "strategy", "summarizer")))
+        else:
+            parts.append("<p class=note>No compaction of this agent: no archive, no record.</p>")
         parts.append(_summaries_section(rows))
     parts += _audit_sections(records, messages, model)
     if agents:
@@ -321,11 +347,14 @@ def build_report(
             "<h2>What-if thresholds</h2><p class=note>The full timeline of "
             f"{html.escape(str(biggest))} (the largest agent) replayed at other thresholds, "
             "with the same check points, static context, restarts and summaries as the run. "
-            f"{html.escape(sweep_note(result))}</p>{agreement}{_over_window(result)}"
+            f"{html.escape(sweep_note(result))} {html.escape(sweep_cost_note(result))}</p>"
+            f"{agreement}{_over_window(result)}"
             + _png(figure)
             + _table(shown, text_columns=("", "mode"))
         )
         plt.close(figure)
+    if agents:
+        parts.append(_strategies_section(by_agent, settings_of, model))
     parts.append(
         "<h2>Privacy</h2><p class=note>This report contains excerpts of stored conversations. "
         "The memory files live under the workspace shown above; see docs/privacy.md for "
@@ -374,6 +403,118 @@ def _audit_sections(records: list[AgentRecord], messages: Any, model: str | None
     return sections
 
 
+_STRATEGY_AGENTS = 4
+"""Up to this many agents the strategies section replays each; more: the largest only."""
+_STRATEGY_COLUMNS = (
+    "strategy",
+    "compactions",
+    "peak_context_tokens",
+    "total_input_tokens",
+    "summarizer_calls",
+    "estimated_cost_usd",
+)
+
+
+def _strategies_section(
+    by_agent: dict[str, Any], settings_of: dict[str, Any], model: str | None
+) -> str:
+    """What each registered strategy would have done on each agent's own timeline at the
+    setting its curves use (a :func:`~memorylab.analysis.sweep` of the strategies at that one
+    setting, exact replays): its compactions, peak context, the input read, summarizer calls,
+    the cost; a sentence per agent names the fewest input tokens and the run's own row."""
+    import logging
+
+    from memorylab.compress import strategy_names
+
+    names = sorted(by_agent, key=lambda name: -len(by_agent[name]))
+    chosen = names if len(names) <= _STRATEGY_AGENTS else names[:1]
+    parts = [
+        "<h2>Strategies</h2><p class=note>What each compaction strategy would have done on "
+        "the agent's own timeline, replayed at the setting its curves use (same window, "
+        "threshold, check points, restarts and summarizer): "
+        f"{html.escape(', '.join(strategy_names()))}. Which facts each keeps is the strategies "
+        "lab's question (memorylab.evaluate.compare_strategies on transcripts with questions, "
+        "notebooks/06_strategies.ipynb); here, what each one costs on this run."
+        + (
+            f" {len(names) - 1:,} agents more: only the largest, {html.escape(chosen[0])}, is "
+            "replayed (memorylab.analysis.sweep(..., strategies=...) replays another)."
+            if len(chosen) < len(names)
+            else ""
+        )
+        + "</p>"
+    ]
+    quiet = logging.getLogger("memorylab")
+    level = quiet.level
+    # A strategy that finds nothing to take out at a check (clear_tool_results with no old tool
+    # result) skips that compaction, as it would live: its table row counts what it did, so the
+    # replays' log lines of each skipped attempt are not printed beside the report.
+    quiet.setLevel(logging.ERROR + 1)
+    try:
+        for name in chosen:
+            parts.append(_strategies_of(name, by_agent[name], settings_of[name], model))
+    finally:
+        quiet.setLevel(level)
+    return "".join(parts)
+
+
+def _strategies_of(name: str, timeline: Any, settings: Any, model: str | None) -> str:
+    """One agent's strategies table (each strategy swept on its own: one that cannot run on
+    this timeline, failing at every check, is named with why, not a failed report)."""
+    import pandas as pd
+
+    from memorylab.analysis import sweep, sweep_table
+    from memorylab.compress import strategy_names
+    from memorylab.errors import MemorylabError
+
+    frames, failed = [], []
+    for strategy in strategy_names():
+        try:
+            result = sweep(
+                timeline,
+                thresholds=(settings.threshold,),
+                context_lengths=(settings.context_length,),
+                model=model,
+                strategies=(strategy,),
+            )
+        except MemorylabError as error:
+            failed.append(f"{strategy} ({str(error).split('. ')[0]})")
+            continue
+        frames.append(result.frame)
+    frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    cannot = f" Could not run here: {'; '.join(failed)}." if failed else ""
+    if not len(frame):
+        return f"<h3>{html.escape(name)}</h3><p class=note>{html.escape(cannot.strip())}</p>"
+    shown = sweep_table(frame, _STRATEGY_COLUMNS)
+    shown = shown[[c for c in shown.columns if (~shown[c].isin(("–", ""))).any()]]
+    return (
+        f"<h3>{html.escape(name)}</h3><p class=note>{_strategies_sentence(frame)}"
+        f"{html.escape(cannot)}</p>" + _table(shown, text_columns=("", "strategy"))
+    )
+
+
+def _strategies_sentence(frame: Any) -> str:
+    """The strategies' table in a sentence: the run's own strategy, the fewest input tokens
+    read, and when none compacts (a guessed window too large for the run)."""
+    if not int(frame["compactions"].max()):
+        return (
+            "No strategy compacts at this setting: the run never reaches the trigger (a guessed "
+            "window; give the one it ran at with --context-length and --threshold)."
+        )
+    least = frame.loc[frame["total_input_tokens"].idxmin()]
+    own = frame[frame["recorded"]]
+    said = (
+        f"The agent ran {html.escape(str(own['strategy'].iloc[0]))}: "
+        f"{int(own['total_input_tokens'].iloc[0]):,} input tokens read. "
+        if len(own)
+        else ""
+    )
+    return (
+        f"{said}Fewest input tokens read: {html.escape(str(least['strategy']))}, "
+        f"{int(least['total_input_tokens']):,} over {int(least['compactions']):,} "
+        "compaction(s)."
+    )
+
+
 _LINEAGE_MESSAGES = 5_000
 """The most messages the report's facts section follows facts in, over all agents."""
 _LINEAGE_FILES = 12
@@ -403,6 +544,65 @@ def _recent_segments(messages: Any) -> tuple[Any, bool]:
 
     chosen = pd.concat(kept) if kept else messages
     return chosen, len(chosen) < len(messages)
+
+
+def _kept_turn_copies(records: Sequence[AgentRecord]) -> tuple[str, set[str]]:
+    """The copies each compaction made on purpose: the turn in progress it kept
+    (``compactions.jsonl``'s ``kept_turn``) is in the archive and in the file written after it.
+    A file whose copies are exactly those needs no row of its own: one sentence says how many
+    there are, and the files (as the notes name them) that it stands for."""
+    files: set[str] = set()
+    copies = 0
+    for record in records:
+        kept_by_archive = {
+            str(done.get("archive")): done.get("extra", {}).get("kept_turn")
+            for done in record.compactions
+            if isinstance(done.get("extra"), dict)
+        }
+        for before, segment in itertools.pairwise(record.segments):
+            count = len(segment.repeated)
+            if count and kept_by_archive.get(before.path.name) == count:
+                files.add(str(segment.path))
+                copies += count
+    if not files:
+        return "", files
+    return (
+        f" The turn in progress each compaction kept (compactions.jsonl's kept_turn) is in the "
+        f"archive and in the file written after it: {_counted(copies, 'message')} in "
+        f"{_counted(len(files), 'file')}, each read once from the archive (no row of their own)."
+    ), files
+
+
+def _with_tokens(messages: Any, by_agent: dict[str, Any], settings_of: dict[str, Any]) -> Any:
+    """``messages`` with a ``tokens`` column: each message's content counted by its agent's
+    tokenizer (:attr:`~memorylab.analysis.RunSettings.token_model`)."""
+    import pandas as pd
+
+    from memorylab.compress import get_token_counter
+
+    tokens = pd.Series(0, index=messages.index, dtype="int64")
+    for name, rows in by_agent.items():
+        counter = get_token_counter(settings_of[name].token_model)
+        tokens[rows.index] = counter.count_batch([str(text) for text in rows["content"]])
+    return messages.assign(tokens=tokens)
+
+
+def _tokenizers(settings_of: dict[str, Any], model: str | None) -> str:
+    """The header's one line of how tokens are counted: the model given, else each agent's
+    recorded model (which agents count as which, when they differ), cl100k_base where none
+    is recorded."""
+    if model is not None:
+        return f"tokens counted as {model} (given)"
+    kinds: dict[str, list[str]] = {}
+    for name, settings in settings_of.items():
+        used = settings.token_model or "cl100k_base (no model recorded)"
+        kinds.setdefault(used, []).append(name)
+    if len(kinds) == 1:
+        (used,) = kinds
+        return f"tokens counted as {used}" + ("" if "recorded" in used else " (recorded)")
+    return "tokens counted as each agent's records say: " + "; ".join(
+        f"{used}: {', '.join(names)}" for used, names in kinds.items()
+    )
 
 
 def _one_agent(root: Path, agent: str) -> Any:
@@ -544,23 +744,37 @@ def _over_window(result: Any) -> str:
 
 def _summaries_section(rows: Any) -> str:
     """Every summary of the agent's files in order, folded: a researcher reads what each
-    compaction kept, not only the latest one."""
+    compaction kept, not only the latest one. Each is labelled by the archive it replaced (the
+    file before the one it opens: the messages it summarizes), when it was written, and the
+    file it is in now."""
     summaries = rows[rows["is_summary"]]
     if not len(summaries):
-        return ""
-    items = "".join(
-        f"<details><summary>{html.escape(str(stamp)[:19])} · {html.escape(str(file_name))} · "
-        f"{len(str(text)):,} characters</summary>"
-        f'<div class="summary">{html.escape(str(text))}</div></details>'
-        for stamp, file_name, text in zip(
-            summaries["timestamp"],
-            [Path(str(f)).name for f in summaries["file"]],
-            summaries["content"],
-            strict=True,
+        return (
+            "<p class=note>No summary in the files: no compaction of this agent wrote one "
+            "(or its archives are gone), so there is nothing to read here.</p>"
         )
-    )
+    files = rows.drop_duplicates("segment").set_index("segment")["file"]
+    names = {int(k): Path(str(v)).name for k, v in files.items()}
+    items = []
+    for stamp, segment, text in zip(
+        summaries["timestamp"], summaries["segment"], summaries["content"], strict=True
+    ):
+        replaced = names.get(int(segment) - 1)
+        of = (
+            f"summary of {html.escape(replaced)}"
+            if replaced
+            else "summary of an archive no longer there"
+        )
+        items.append(
+            f"<details><summary>{of} · written {html.escape(str(stamp)[:19])} · in "
+            f"{html.escape(names.get(int(segment), '?'))} · {len(str(text)):,} characters"
+            f'</summary><div class="summary">{html.escape(str(text))}</div></details>'
+        )
     count = f"{len(summaries):,} summar{'y' if len(summaries) == 1 else 'ies'}"
-    return f"<p class=note>{count} in the files (click one to read it):</p>{items}"
+    return (
+        f"<p class=note>{count} in the files, each named by the archive whose messages it "
+        f"replaced (click one to read it):</p>{''.join(items)}"
+    )
 
 
 def _growth_note(growth: Any) -> str:

@@ -147,7 +147,7 @@ def calibration_audit(source: Any) -> AuditResult:
             f"against the billed count: {counts['late']} late{by}, "
             f"{counts['on time']} on time, {counts['early']} early"
             + (f", {counts['unknown']} without recorded usage" if counts["unknown"] else "")
-            + " (every agent's row in the table)."
+            + " (a row per agent in the table)."
         )
     return AuditResult(
         name="calibration",
@@ -231,11 +231,8 @@ def cost_audit(source: Any, *, model: str | None = None) -> AuditResult:
         f"{'-' if row.net_cost_usd < 0 else ''}${abs(row.net_cost_usd):,.4f}; {row.usage})."
         for row in summary.itertuples()
     ]
-    if len(costs) and not len(priced):
-        lines.append(
-            "No prices: no model is recorded for these agents, or the model has no cache prices "
-            "in litellm's map; name one (model=, or --model on the command line)."
-        )
+    if len(priced) < len(costs):
+        lines.append(_why_unpriced(costs[costs["net_cost_usd"].isna()], everything=not len(priced)))
     elif not len(costs):
         lines.append("No compaction was recorded: nothing to price.")
     largest = priced["agent"].value_counts().idxmax() if len(priced) else None
@@ -273,6 +270,35 @@ def cost_audit(source: Any, *, model: str | None = None) -> AuditResult:
             ("summary_cost_usd", "rebuild_cost_usd", "saved_cost_usd", "net_cost_usd"), _dollars
         ),
     )
+
+
+def _why_unpriced(unpriced: Any, *, everything: bool) -> str:
+    """Why these compactions have no net cost, from what their rows lack: a model (no
+    prices), the tokens before and after (no saving), the summary call (no cost of it)."""
+    agents = ", ".join(dict.fromkeys(map(str, unpriced["agent"])))
+    reasons = []
+    if unpriced["model"].isna().all():
+        reasons.append(
+            "no model is recorded, so nothing has a price (name one: model=, or --model on the "
+            "command line)"
+        )
+    elif unpriced["rebuild_cost_usd"].isna().all():
+        models = ", ".join(dict.fromkeys(map(str, unpriced["model"].dropna())))
+        reasons.append(f"litellm's map lists no cache prices for {models}")
+    if unpriced["tokens_removed"].isna().all():
+        reasons.append(
+            "the records hold no token counts around each compaction (no compactions.jsonl: "
+            "the reference framework writes none), so the input it saved is unknown"
+        )
+    if unpriced["summary_cost_usd"].isna().all():
+        reasons.append("the summary call's cost and tokens were not recorded")
+    known = (
+        " The cache rebuild alone is priced (the frame's rebuild_cost_usd)."
+        if unpriced["rebuild_cost_usd"].notna().any()
+        else ""
+    )
+    what = "No net cost" if everything else f"{len(unpriced):,} compaction(s) have no net cost"
+    return f"{what} for {agents}: {'; '.join(reasons) or 'a part of the cost is unknown'}.{known}"
 
 
 # --------------------------------------------------------------------------- facts

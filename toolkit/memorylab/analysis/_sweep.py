@@ -396,6 +396,27 @@ def sweep_note(result: SweepResult) -> str:
     return " ".join(result.notes())
 
 
+def sweep_cost_note(result: SweepResult) -> str:
+    """Whether a :func:`sweep`'s ``estimated_cost_usd`` counts prompt caching, in a sentence:
+    with it where litellm's map lists cache prices for the model it prices with (the run's token
+    model), else every input token at the input price; or why there is no cost at all."""
+    model = result.settings.token_model
+    if model is None:
+        return "No est. cost: no model is recorded to price with (give one: model=, --model)."
+    read, write, least = cache_model.cache_terms(model)
+    if math.isnan(read):
+        return (
+            f"est. cost: every input token at {model}'s input price, without prompt caching "
+            "(litellm's map lists no cache prices for it), plus the summarizer's calls."
+        )
+    return (
+        "est. cost counts prompt caching: the input a warm cache serves (prefixes of "
+        f"{least:,} tokens or more) at {model}'s cached price (${read * 1e6:,.3g} per million "
+        f"tokens), cache writes at ${write * 1e6:,.3g}, the rest at the input price, plus the "
+        "summarizer's calls; uncached cost: every input token at the input price."
+    )
+
+
 def _text(form: str, missing: str = "") -> Callable[[Any], str]:
     """A column's one format (``missing`` for a missing value)."""
 
