@@ -578,3 +578,45 @@ def test_one_lenient_rule_for_every_command_that_reads(
                                                    "part(s) of 1 file(s): "), (argv, err)  # fmt: skip
         assert f"{archive.name}, line 1: encoding, header, structure" in err[0]
     assert (tmp_path / "r.html").is_file() and (tmp_path / "a.json").is_file()  # with --lenient
+
+
+def test_ls_says_what_is_wrong_with_an_unreadable_agent_and_what_to_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 41: `ls` listed an unreadable agent with no hint."""
+    from memorylab import Conversation
+
+    for name in ("A", "B", "C", "D"):
+        Conversation(agent_name=name, workspace_dir=tmp_path).add("User", "hello")
+    agents = tmp_path / "agents"
+    (agents / "B" / "MEMORY.md").write_bytes(b"\xff\xfe binary \x00")
+    with (agents / "C" / "MEMORY.md").open("ab") as file:
+        file.write(b"\n## stray heading\n\xff\xfe\n")  # damaged after a message that reads
+    (agents / "D" / "MEMORY.md").unlink()
+    (agents / "D" / "MEMORY.md").symlink_to(tmp_path / "nowhere")
+    assert main(["ls", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    rows = {line.split()[0]: line for line in out[2:] if not line.startswith(" ")}
+    hints = [line.strip() for line in out if line.startswith("  ")]
+    assert rows["B"].endswith("unreadable") and rows["C"].endswith("(damaged)"), rows
+    assert not rows["A"].endswith(("unreadable", "(damaged)"))
+    assert len(hints) == 3, hints
+    assert hints[0].startswith("B: MEMORY.md, line 1: not UTF-8") and "restore it" in hints[0]
+    assert "`memorylab show B --all --lenient`" in hints[0]
+    assert hints[1].startswith("C: MEMORY.md, line ") and "`memorylab show C --lenient`" in hints[1]
+    assert hints[2].startswith(f"{agents / 'D' / 'MEMORY.md'}: not a regular file")
+
+
+def test_report_agent_reports_that_agent_only(
+    workspace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 41: no `report --agent NAME`; an agent not there is exit 5, naming those there,
+    and no page is written."""
+    html = tmp_path / "alpha.html"
+    assert main(["report", "--agent", "alpha", "-o", str(html)]) == 0
+    text = html.read_text(encoding="utf-8")
+    assert "<h2>alpha</h2>" in text and "<h2>beta</h2>" not in text
+    assert main(["report", "--agent", "gamma", "-o", str(tmp_path / "g.html")]) == 5
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line == f"memorylab: no agent 'gamma' in {workspace}; agents there: alpha, beta"
+    assert not (tmp_path / "g.html").exists()

@@ -227,15 +227,19 @@ def _ls(args: argparse.Namespace) -> int:
         size = memory_md.stat().st_size if memory_md.is_file() else 0
         last, wrong = _last_message(memory_md)
         print(f"{column(files.agent, 28)} {size:>10,} {len(files.archives):>8}  {last}")
-        if wrong:
+        if wrong and last == "unreadable":
             hints.append(
-                f"{files.agent}: {wrong}; `memorylab show {files.agent} --lenient` prints what "
-                "can be read"
+                f"{files.agent}: {wrong}; no message in it reads: restore it or move it aside "
+                f"(`memorylab show {files.agent} --all --lenient` prints what its archives hold)"
             )
-    # A folder of agents/ the loaders could not take (a MEMORY.md that is a folder, a dangling
-    # link ...) is no row: said here, so it is not missed.
-    hints += [f"{Path(note.file).parent.name}: {note.file}: {note.message}; move it aside or "
-              "restore it" for note in notes]  # fmt: skip
+        elif wrong:
+            hints.append(
+                f"{files.agent}: {wrong}; `memorylab show {files.agent} --lenient` prints the "
+                "messages that read"
+            )
+    # An agent folder the loaders could not take (a MEMORY.md that is a folder, a dangling
+    # link ...) is no row: said here, so it is not missed (the note says what to do).
+    hints += [f"{note.file}: {note.message}" for note in notes]
     for hint in hints:
         print(f"  {hint}")
     return 0
