@@ -3,6 +3,11 @@
 Each script must exit 0 in quick mode and print a markdown table (a ``| ... |`` header row
 followed by a ``|---|`` separator row). Timings are not checked: CI machines vary too much.
 New ``bench_*.py`` scripts are picked up automatically.
+
+The quick runs are marked ``bench``, which the default run deselects (pyproject.toml): they
+measure ratios, not correctness, and take most of a minute each on a loaded machine. ``.ci/run``
+runs them in a step of their own, ``pytest -m bench tests/test_benchmarks_quick.py``, and
+fails when it fails or collects nothing.
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ import pytest
 
 BENCH_DIR = Path(__file__).parent / "benchmarks"
 SCRIPTS = sorted(BENCH_DIR.glob("bench_*.py"))
-QUICK_TIMEOUT_S = 120  # quick runs are meant to finish in well under 20 s
+# A guard against a hang, not a speed check: 26-28 s alone were 120 s and more at load 10-19.
+QUICK_TIMEOUT_S = 900
 _TABLE_RE = re.compile(r"^\|.*\|[ \t]*\n\|[ \t]*:?-{3,}:?[ \t]*\|", re.MULTILINE)
 
 
@@ -25,7 +31,8 @@ def test_benchmarks_are_found() -> None:
     assert SCRIPTS, f"no bench_*.py in {BENCH_DIR}"
 
 
-@pytest.mark.slow
+@pytest.mark.bench
+@pytest.mark.timeout(QUICK_TIMEOUT_S + 60)  # past the subprocess's own, which says more
 @pytest.mark.parametrize("script", SCRIPTS, ids=[s.stem for s in SCRIPTS])
 def test_benchmark_quick_run(script: Path, tmp_path: Path) -> None:
     env = {**os.environ, "TMPDIR": str(tmp_path)}  # keep whatever a benchmark writes in here
