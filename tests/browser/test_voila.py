@@ -422,11 +422,13 @@ REPORT_HEADINGS = {
                 "BugHunter", "DataEngineer",
                 "Researcher", "Which facts survive each summary",
                 "What each compaction cost, with prompt caching",
-                "Did compaction fire when it should have?", "What-if thresholds", "Privacy"],
+                "Did compaction fire when it should have?", "What-if thresholds", "Strategies",
+                "Privacy"],
     "reference": ["memorylab report", "Problems found", "Agents", "Compactions", "Researcher",
                   "Which facts survive each summary",
                   "What each compaction cost, with prompt caching",
-                  "Did compaction fire when it should have?", "What-if thresholds", "Privacy"],
+                  "Did compaction fire when it should have?", "What-if thresholds", "Strategies",
+                  "Privacy"],
 }  # fmt: skip
 
 
