@@ -620,3 +620,20 @@ def test_report_agent_reports_that_agent_only(
     (line,) = capsys.readouterr().err.splitlines()
     assert line == f"memorylab: no agent 'gamma' in {workspace}; agents there: alpha, beta"
     assert not (tmp_path / "g.html").exists()
+
+
+def test_convert_writes_a_workspace_every_command_then_reads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`memorylab convert` (docs/converting.md) is a command of `memorylab`: the converted
+    Claude Code session is listed, counted and audited like any workspace."""
+    session = Path(__file__).resolve().parents[1] / "data" / "foreign" / "claude-code"
+    out = tmp_path / "ws"
+    assert main(["convert", str(session / "compacted-session.jsonl"), "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "2 compaction(s)" in printed and f"read it with: memorylab report {out}" in printed
+    assert main(["stats", str(out)]) == 0
+    [row] = [line for line in capsys.readouterr().out.splitlines()[2:]]
+    assert row.split()[1:4] == ["36", "3", "2"]  # messages, segments, compactions
+    assert main(["audit", "facts", str(out), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"]

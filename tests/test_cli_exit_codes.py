@@ -55,6 +55,11 @@ def _nothing_readable(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> list[
     return ["report", "ws", "-o", "g.html", "--lenient"]
 
 
+def _not_a_run(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    Path("notes.txt").write_text("hello\n", encoding="utf-8")
+    return ["convert", "notes.txt", "-o", "ws"]
+
+
 def _damaged_archive(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     archive = workspace / "agents" / "Alpha" / "archive" / "history_2026-01-01_00-00-00Z.md"
     archive.write_bytes(b"\xff\xfe torn \x00")
@@ -106,6 +111,7 @@ FAILURES: dict[str, Setup] = {
     "an output in a format memorylab cannot write there": _argv("plot", "Alpha", "-o", "out.txt"),
     "an output that exists, without `--overwrite`": _taken,
     "`forget` or `purge` without `--yes` and no terminal to ask": _no_terminal,
+    "a source `convert` reads in none of its formats": _not_a_run,
     "a memory file that does not parse (not UTF-8, not MEMORY.md)": _binary_memory,
     "a damaged part of what a command reads, without `--lenient` (the file and line named)":
         _damaged_archive,

@@ -33,6 +33,7 @@ from memorylab._console import (
     run_handler,
     threshold_value,
 )
+from memorylab._convert_cli import add_convert_arguments, run_convert
 from memorylab._version import __version__
 from memorylab.errors import AgentNotFound, InvalidSetting, MemoryFormatError, StoreError
 from memorylab.evaluate._cli import add_compare_arguments, run_compare
@@ -714,6 +715,14 @@ def build_parser() -> argparse.ArgumentParser:
     purge.add_argument("--dry-run", action="store_true", help="only list what would go")
     purge.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
+    add_convert_arguments(
+        command(
+            "convert",
+            "write another framework's run as a memorylab workspace, or memorylab's "
+            "transcripts in another framework's input format (docs/converting.md)",
+            run_convert,
+        )
+    )
     add_compare_arguments(
         command(
             "compare",
