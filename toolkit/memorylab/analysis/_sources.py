@@ -33,7 +33,10 @@ deleted meanwhile), without taking the writers' lock. The order:
    content) is read once, from the earlier file. Such copies are made by a writer without
    memorylab's lock: the reference framework's ``compact()`` archiving the file that memorylab
    archived at the same moment, or its archive of a file into which memorylab had carried
-   blocks. A file keeps its own order; only the repeated messages are left out.
+   blocks. Messages are counted, not only compared: a file holding a message twice where the
+   earlier files hold it once (a user who sent the same words twice in one second) has one copy
+   and one message of its own. A file keeps its own order; only the repeated messages are left
+   out.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ import itertools
 import logging
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -664,7 +668,7 @@ def _without_repeats(segments: list[Segment], notes: list[Note]) -> list[Segment
     earlier: list[tuple[str, fmt.Blocks]] = []
     span: _Span = None  # the earliest and latest timestamps of the earlier files: a quick first
     stamps: set[datetime] | None = None  # test; their timestamps where the span does not tell
-    seen: set[tuple[str, str, datetime]] | None = None  # made when a file may share a message
+    seen: Counter[tuple[str, str, datetime]] | None = None  # made when a file may share a message
     holders: dict[tuple[str, datetime], set[str]] = {}  # (role, time) -> the files holding it
     result = []
     for index, segment in enumerate(segments):
@@ -677,9 +681,9 @@ def _without_repeats(segments: list[Segment], notes: list[Note]) -> list[Segment
                     stamps = {time for _, b in earlier for time in b.timestamps}
                 shared = not stamps.isdisjoint(times)
             if shared:
-                seen = set()
+                seen = Counter()
                 for name, held in earlier:
-                    _hold(seen, holders, name, held)
+                    _hold(seen, holders, name, held, frozenset())
         if seen is None:
             if index < len(segments) - 1:  # the last file's are compared with nothing
                 earlier.append((segment.path.name, blocks))
@@ -689,13 +693,20 @@ def _without_repeats(segments: list[Segment], notes: list[Note]) -> list[Segment
             result.append(segment)
             continue
         messages = list(zip(blocks.roles, blocks.contents, times, strict=True))
-        copied = {p for p, m in enumerate(messages) if m in seen}
+        # The first occurrences are the copies (a compaction's kept messages open its file), as
+        # many as the earlier files hold; any more are this file's own.
+        occurrences: Counter[tuple[str, str, datetime]] = Counter()
+        copied = set()
+        for p, message in enumerate(messages):
+            occurrences[message] += 1
+            if occurrences[message] <= seen[message]:
+                copied.add(p)
         cleared = {
             p
             for p, (role, content, time) in enumerate(messages)
             if p not in copied and any(name in content for name in holders.get((role, time), ()))
         }
-        _hold(seen, holders, segment.path.name, blocks)
+        _hold(seen, holders, segment.path.name, blocks, frozenset(copied))
         if copied or cleared:
             # Which writer made a copy is not recorded with it: both are said.
             placeholders = (
@@ -720,14 +731,17 @@ def _without_repeats(segments: list[Segment], notes: list[Note]) -> list[Segment
 
 
 def _hold(
-    seen: set[tuple[str, str, datetime]],
+    seen: Counter[tuple[str, str, datetime]],
     holders: dict[tuple[str, datetime], set[str]],
     name: str,
     blocks: fmt.Blocks,
+    copied: frozenset[int],
 ) -> None:
-    """Remember the messages of the file ``name`` (rule 6)."""
-    for role, content, when in zip(blocks.roles, blocks.contents, blocks.timestamps, strict=True):
-        seen.add((role, content, when))
+    """Count the messages of the file ``name`` that are its own, not ``copied`` (rule 6)."""
+    messages = zip(blocks.roles, blocks.contents, blocks.timestamps, strict=True)
+    for position, (role, content, when) in enumerate(messages):
+        if position not in copied:
+            seen[(role, content, when)] += 1
         holders.setdefault((role, when), set()).add(name)
 
 
