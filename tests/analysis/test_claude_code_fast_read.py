@@ -6,6 +6,7 @@ peak memory a small multiple of the file (it was 5x: every line's dict kept whol
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import json
 import sys
@@ -16,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from memorylab.analysis import AgentRecord, compactions_df, load_records, memory_df
+from memorylab.analysis import AgentRecord, compactions_df, get_loader, load_records, memory_df
+from memorylab.errors import MemoryFormatError
 
 
 def _bench() -> ModuleType:
@@ -136,3 +138,23 @@ def test_peak_memory_is_a_small_multiple_of_the_file(session: tuple[Path, Any]) 
     finally:
         tracemalloc.stop()
     assert peak < 3 * path.stat().st_size
+
+
+def test_the_garbage_collector_is_left_as_it_was(session: tuple[Path, Any], tmp_path: Path) -> None:
+    """The collector is paused while a session is read (no cycle is made), then as it was:
+    running after a read and after a refused file, still off for a caller who turned it off."""
+    path, _ = session
+    assert gc.isenabled()
+    load_records(path)
+    assert gc.isenabled()
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text('{"type":"summary","summary":"no messages","leafUuid":"x"}\n')
+    with pytest.raises(MemoryFormatError):
+        get_loader("claude-code").load(empty)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        load_records(path)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
