@@ -60,17 +60,31 @@ def test_a_workspace_made_with_a_normal_umask_is_not_warned_about(
     assert len(listed) == (1 if mask == 0o022 else 0)
 
 
-def test_memory_others_can_read_is_still_warned_about(
-    umask: None, tmp_path: Path, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize("mask", [0o022, 0o077])
+def test_files_another_framework_wrote_are_warned_about_where_more_open_than_the_umask(
+    umask: None, tmp_path: Path, caplog: pytest.LogCaptureFixture, mask: int
 ) -> None:
-    """Files written under umask 022 by another framework (0o644): others can read them."""
+    """0o644 files (the reference framework writes them under umask 022) that memorylab only
+    reads: the user's normal under umask 022, not warned about; more open than umask 077
+    makes files, warned about once. The same file loaded as an agent's own memory (which
+    memorylab writes 0o600 whatever the umask) is warned about either way, with the chmod."""
     workspace = _workspace(tmp_path / "ws")
     memory_md = workspace / "agents" / "Alpha" / "MEMORY.md"
     os.chmod(memory_md, 0o644)
+    os.umask(mask)
     with caplog.at_level(logging.WARNING, logger="memorylab"):
         assert main(["stats", str(workspace)]) == 0
-    (message,) = _warned(caplog)
-    assert str(memory_md) in message
+        assert main(["audit", "costs", str(workspace)]) == 0
+    if mask == 0o022:
+        assert _warned(caplog) == []
+    else:
+        (message,) = _warned(caplog)
+        assert str(memory_md) in message and "1 file(s) more open than umask 077 makes" in message
+        assert "chmod" not in message  # files the user only reads: nothing to change
+    caplog.clear()
     os.chmod(memory_md, 0o640)  # group only: said too (a group may hold other users)
-    assert any("group can read it" in line for line in warn_permissions(memory_md, own=True))
-    assert len(_warned(caplog)) == 2
+    with caplog.at_level(logging.WARNING, logger="memorylab"):
+        found = warn_permissions(memory_md, own=True)
+    assert any("group can read it" in line for line in found)
+    (message,) = _warned(caplog)
+    assert f"chmod -R go-rwx '{memory_md}'" in message

@@ -362,6 +362,16 @@ def test_load_export_errors(isolated_workspace: Path, monkeypatch: pytest.Monkey
 # -- loaders warn about memory others can read ---------------------------------------------------
 
 
+@pytest.fixture
+def private_umask() -> Any:
+    """A user who keeps files private (umask 077): a loader warns about memory more open than
+    that (under umask 022, 0o644 files are the user's normal and not warned about, issue 41:
+    tests/memory/test_permissions.py)."""
+    before = os.umask(0o077)
+    yield
+    os.umask(before)
+
+
 def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [
         r.getMessage()
@@ -371,7 +381,7 @@ def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 
 def test_load_export_warns_once_about_an_export_others_can_read(
-    isolated_workspace: Path, caplog: pytest.LogCaptureFixture
+    isolated_workspace: Path, caplog: pytest.LogCaptureFixture, private_umask: None
 ) -> None:
     _history("Exporter", compactions=1)
     target = export_agent("Exporter")
@@ -387,7 +397,7 @@ def test_load_export_warns_once_about_an_export_others_can_read(
 
 
 def test_warn_permissions_sums_up_a_workspace(
-    isolated_workspace: Path, caplog: pytest.LogCaptureFixture
+    isolated_workspace: Path, caplog: pytest.LogCaptureFixture, private_umask: None
 ) -> None:
     shutil.copytree(REFERENCE, isolated_workspace)
     for path in [isolated_workspace, *isolated_workspace.rglob("*")]:
@@ -405,7 +415,7 @@ def test_warn_permissions_sums_up_a_workspace(
 
 
 def test_a_workspace_read_part_by_part_is_warned_about_once(
-    isolated_workspace: Path, caplog: pytest.LogCaptureFixture
+    isolated_workspace: Path, caplog: pytest.LogCaptureFixture, private_umask: None
 ) -> None:
     """Issue 28: a script reading the reference's 0644 files logged the warning three times."""
     shutil.copytree(REFERENCE, isolated_workspace)
@@ -425,7 +435,7 @@ def test_a_workspace_read_part_by_part_is_warned_about_once(
 
 
 def test_memory_df_warns_about_memory_others_can_read(
-    isolated_workspace: Path, caplog: pytest.LogCaptureFixture
+    isolated_workspace: Path, caplog: pytest.LogCaptureFixture, private_umask: None
 ) -> None:
     shutil.copytree(REFERENCE, isolated_workspace)
     for path in [isolated_workspace, *isolated_workspace.rglob("*")]:
@@ -478,7 +488,7 @@ def test_private_memory_gives_no_warning(
 
 
 def test_the_preload_checks_only_the_file_it_loads(
-    isolated_workspace: Path, caplog: pytest.LogCaptureFixture
+    isolated_workspace: Path, caplog: pytest.LogCaptureFixture, private_umask: None
 ) -> None:
     _history("Shared", compactions=2)
     folder = isolated_workspace / "agents" / "Shared"
@@ -493,7 +503,7 @@ def test_the_preload_checks_only_the_file_it_loads(
 
 
 def test_memory_df_warns_once_per_process_for_the_same_files(
-    isolated_workspace: Path, caplog: pytest.LogCaptureFixture
+    isolated_workspace: Path, caplog: pytest.LogCaptureFixture, private_umask: None
 ) -> None:
     conv = _history("Shared", compactions=1)
     assert conv.memory_md_path is not None

@@ -97,33 +97,59 @@ def _workspace_of(path: str | os.PathLike[str]) -> str:
     return str(absolute)
 
 
+def _process_umask() -> int:
+    """This process's umask: read from ``/proc/self/status`` where Linux gives it (it never
+    changes it), else set to 0o077 for an instant and put back (a file another thread creates in
+    that instant is made more private, never less)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
+
+
 def warn_permissions(path: str | os.PathLike[str], *, own: bool = False) -> list[str]:
     """Log one warning (logger ``memorylab.privacy``) when memory under ``path`` (a file, an
-    agent folder or a workspace) can be read by group or others, and return
-    :func:`check_permissions`'s list (``[]``: all private, or ``path`` does not exist).
+    agent folder or a workspace) can be read by group or others in a way that matters, and
+    return :func:`check_permissions`'s list (``[]``: all private, or ``path`` does not exist),
+    warned about or not.
 
-    Only a file whose content group or others can read is worth a warning: a folder with the
-    mode a normal umask gives (0o755) around private files shows others names, not memory, and
-    is listed by :func:`check_permissions` but not warned about (every command warned about
-    such folders, issue 41).
+    What matters is decided from the mode bits (issue 41: every command warned about folders
+    made with a normal umask, for files the user only reads):
 
-    Loaders (``own=False``) read files someone else may own (a copied workspace, the reference
-    framework's 0o644 files): they say it once per workspace and process, whichever part of it
-    they read, and suggest no change to files the user only analyses. A memory the user's own
-    agent loads (``own=True``: the ``Conversation`` preload) is said once per process for the
-    same files and modes, with the ``chmod`` that makes it private.
+    - only a file whose content group or others can read: a folder's mode alone never (0o755
+      around private files shows others names, not memory);
+    - memory the user's own agent loads and memorylab writes (``own=True``: the
+      ``Conversation`` preload; memorylab creates it 0o600 whatever the umask, so a read bit
+      was added since): said once per process for the same files and modes, with the ``chmod``
+      that makes it private;
+    - memory a loader only reads (``own=False``: a copied workspace, the reference framework's
+      files): only where it is more open than this process's umask makes files
+      (:func:`_process_umask`: 0o644 files are the user's normal under umask 022, not under
+      077), once per workspace and process, whichever part of it is read, suggesting no change
+      to files the user only analyses.
     """
     try:
         shared = _not_private(path)
     except StoreError:
         return []
-    if not any(_content_readable(mode) for _, mode in shared):
-        return _describe(shared)  # nothing others can read: nothing to say
+    readable = [(entry, mode) for entry, mode in shared if _content_readable(mode)]
+    umask = 0 if own else _process_umask()
+    if not own:
+        readable = [(entry, mode) for entry, mode in readable if mode & umask & 0o044]
+    if not readable:
+        return _describe(shared)  # nothing others can read that the user did not choose
     key: object = (os.path.abspath(path), tuple(shared)) if own else _workspace_of(path)
     if key not in _WARNED:
         _WARNED.add(key)
         names = ", ".join(str(entry) for entry, _ in shared[:_SHOWN])
         more = f" and {len(shared) - _SHOWN} more" if len(shared) > _SHOWN else ""
+        why = "" if own else f" ({len(readable)} file(s) more open than umask {umask:03o} makes)"
         advice = (
             f"Make them private with: chmod -R go-rwx '{path}'"
             if own
@@ -131,11 +157,12 @@ def warn_permissions(path: str | os.PathLike[str], *, own: bool = False) -> list
         )
         logger.warning(
             "memorylab: %d memory file(s) or folder(s) under %s can be read by other users "
-            "(%s%s); memory may hold private conversations. %s",
+            "(%s%s)%s; memory may hold private conversations. %s",
             len(shared),
             path,
             names,
             more,
+            why,
             advice,
         )
     return _describe(shared)
