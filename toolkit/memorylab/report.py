@@ -404,7 +404,18 @@ def _audit_sections(records: list[AgentRecord], messages: Any, model: str | None
 
 
 _STRATEGY_AGENTS = 4
-"""Up to this many agents the strategies section replays each; more: the largest only."""
+"""The most agents the strategies section replays (the largest within the next bound)."""
+_STRATEGY_MESSAGES = 2_000
+"""The most messages it replays over all agents: every strategy is an exact replay, whose time
+grows with the messages, so a report of a long run stays a report, not a sweep."""
+
+
+def _listed(names: Sequence[str], shown: int = 5) -> str:
+    """``a, b, c and 7 more``: names a reader can take in."""
+    more = f" and {len(names) - shown:,} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
+
+
 _STRATEGY_COLUMNS = (
     "strategy",
     "compactions",
@@ -427,7 +438,13 @@ def _strategies_section(
     from memorylab.compress import strategy_names
 
     names = sorted(by_agent, key=lambda name: -len(by_agent[name]))
-    chosen = names if len(names) <= _STRATEGY_AGENTS else names[:1]
+    chosen: list[str] = []
+    total = 0
+    for name in names:  # the largest that fit the bound, each strategy an exact replay
+        if len(chosen) < _STRATEGY_AGENTS and total + len(by_agent[name]) <= _STRATEGY_MESSAGES:
+            chosen.append(name)
+            total += len(by_agent[name])
+    left = [name for name in names if name not in chosen]
     parts = [
         "<h2>Strategies</h2><p class=note>What each compaction strategy would have done on "
         "the agent's own timeline, replayed at the setting its curves use (same window, "
@@ -436,9 +453,11 @@ def _strategies_section(
         "lab's question (memorylab.evaluate.compare_strategies on transcripts with questions, "
         "notebooks/06_strategies.ipynb); here, what each one costs on this run."
         + (
-            f" {len(names) - 1:,} agents more: only the largest, {html.escape(chosen[0])}, is "
-            "replayed (memorylab.analysis.sweep(..., strategies=...) replays another)."
-            if len(chosen) < len(names)
+            f" Not replayed here: {html.escape(_listed(left))} (the report replays up to "
+            f"{_STRATEGY_AGENTS} agents and {_STRATEGY_MESSAGES:,} messages, every strategy "
+            "an exact replay); memorylab.analysis.sweep(timeline, strategies=strategy_names()) "
+            "replays any of them."
+            if left
             else ""
         )
         + "</p>"
@@ -481,24 +500,26 @@ def _strategies_of(name: str, timeline: Any, settings: Any, model: str | None) -
             continue
         frames.append(result.frame)
     frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    guessed = "default" in (settings.source_of("context_length"), settings.source_of("threshold"))
     cannot = f" Could not run here: {'; '.join(failed)}." if failed else ""
     if not len(frame):
         return f"<h3>{html.escape(name)}</h3><p class=note>{html.escape(cannot.strip())}</p>"
     shown = sweep_table(frame, _STRATEGY_COLUMNS)
     shown = shown[[c for c in shown.columns if (~shown[c].isin(("–", ""))).any()]]
     return (
-        f"<h3>{html.escape(name)}</h3><p class=note>{_strategies_sentence(frame)}"
+        f"<h3>{html.escape(name)}</h3><p class=note>{_strategies_sentence(frame, guessed)}"
         f"{html.escape(cannot)}</p>" + _table(shown, text_columns=("", "strategy"))
     )
 
 
-def _strategies_sentence(frame: Any) -> str:
+def _strategies_sentence(frame: Any, guessed: bool) -> str:
     """The strategies' table in a sentence: the run's own strategy, the fewest input tokens
     read, and when none compacts (a guessed window too large for the run)."""
     if not int(frame["compactions"].max()):
-        return (
-            "No strategy compacts at this setting: the run never reaches the trigger (a guessed "
-            "window; give the one it ran at with --context-length and --threshold)."
+        return "No strategy compacts at this setting: the replay never reaches the trigger" + (
+            " (a guessed window; give the one it ran at with --context-length and --threshold)."
+            if guessed
+            else "."
         )
     least = frame.loc[frame["total_input_tokens"].idxmin()]
     own = frame[frame["recorded"]]

@@ -406,11 +406,11 @@ def sweep_cost_note(result: SweepResult) -> str:
     read, write, least = cache_model.cache_terms(model)
     if math.isnan(read):
         return (
-            f"est. cost: every input token at {model}'s input price, without prompt caching "
+            f"The est. cost: every input token at {model}'s input price, without prompt caching "
             "(litellm's map lists no cache prices for it), plus the summarizer's calls."
         )
     return (
-        "est. cost counts prompt caching: the input a warm cache serves (prefixes of "
+        "The est. cost counts prompt caching: the input a warm cache serves (prefixes of "
         f"{least:,} tokens or more) at {model}'s cached price (${read * 1e6:,.3g} per million "
         f"tokens), cache writes at ${write * 1e6:,.3g}, the rest at the input price, plus the "
         "summarizer's calls; uncached cost: every input token at the input price."
