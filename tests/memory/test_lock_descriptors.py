@@ -190,3 +190,39 @@ def test_a_forked_child_opens_its_own_lock_and_closes_it(tmp_path: Path) -> None
     }.get(os.waitstatus_to_exitcode(status))
     inherited[0].append(_LATE)  # the parent's lock is still its own
     assert _messages(inherited[0].path)[-1] == "written late"
+
+
+def test_threads_opening_and_dropping_one_agent_lose_nothing_and_leak_nothing(
+    tmp_path: Path,
+) -> None:
+    """Threads each opening a Conversation of one agent, adding a message and dropping it, over
+    and over: the lock is made, shared, dropped and made again under them (a lock found by one
+    thread while another's last reference goes must never be half closed), every message is
+    there once, and no descriptor is left."""
+    _use_and_drop(tmp_path, ["warm-up"])
+    Conversation(agent_name="busy", workspace_dir=tmp_path, preload=False).add("User", "first")
+    gc.collect()
+    before = _open_fds()
+    errors: list[BaseException] = []
+
+    def writer(thread: int) -> None:
+        try:
+            for i in range(25):
+                conv = Conversation(agent_name="busy", workspace_dir=tmp_path, preload=False)
+                conv.add("User", f"t{thread}-{i}")
+                del conv
+        except BaseException as exc:  # reported below, with the thread's traceback lost
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    gc.collect()
+    assert errors == []
+    path = tmp_path / "agents" / "busy" / "MEMORY.md"
+    written = _messages(path)
+    expected = {f"t{n}-{i}" for n in range(4) for i in range(25)}
+    assert sorted(written[1:]) == sorted(expected) and written[0] == "first"
+    assert _open_fds() - before <= 0

@@ -84,8 +84,9 @@ class AgentLock:
         self.descriptors = Descriptors()
         # The cache holds locks weakly: once no store holds this one, it is dropped and its
         # descriptors close (the flock with them). A finalizer, not __del__: it runs after the
-        # cache's reference is cleared, so no other thread can find this lock half closed.
-        weakref.finalize(self, self.descriptors.close)
+        # cache's reference is cleared, so no other thread can find this lock half closed. Not
+        # at exit: a daemon thread may still be appending, and the system closes them anyway.
+        weakref.finalize(self, self.descriptors.close).atexit = False
         self.fallback: Any = None
         self.append_id: tuple[int, int] | None = None  # (st_dev, st_ino) of append_fd's file
         self.appended: list[bytes] = []  # the blocks this process appended there
