@@ -637,3 +637,24 @@ def test_convert_writes_a_workspace_every_command_then_reads(
     assert row.split()[1:4] == ["36", "3", "2"]  # messages, segments, compactions
     assert main(["audit", "facts", str(out), "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["rows"]
+
+
+def test_lenient_names_only_the_parts_it_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An archive deleted before the oldest one left (a gap: what the reference framework's
+    colliding archive names do) is no damaged part: the strict read goes ahead, and --lenient
+    does not call it an unreadable part it skipped (it named swarms' gap so)."""
+    from memorylab import Conversation
+
+    conv = Conversation(agent_name="A", workspace_dir=tmp_path)
+    for text in ("deploy to eu-west", "estimate the cost"):
+        conv.add("User", text)
+        conv.compact(text)
+    conv.add("User", "write the config")
+    oldest = sorted((tmp_path / "agents" / "A" / "archive").glob("history_*.md"))[0]
+    oldest.unlink()
+    for lenient in ([], ["--lenient"]):
+        assert main(["stats", str(tmp_path), *lenient]) == 0
+        err = capsys.readouterr().err
+        assert "skipped" not in err, err

@@ -269,8 +269,14 @@ def _read(source: Path | list[AgentRecord], args: argparse.Namespace,
             f"nothing under {where} could be read, even with --lenient: {first['file']}, line "
             f"{first['line']}: {first['message']}{more}; fix or remove the file"
         )
-    if len(problems):
-        print(f"memorylab: warning: {_skipped(problems)} (--lenient read around them)",
+    # What was skipped is what a strict read stops at (a note that says a file did not read
+    # whole, or could not be read); a gap or a missing archive is no part skipped.
+    damaged = {(note.file, note.line, note.kind) for record in result.records
+               for note in record.notes if note.damaged}  # fmt: skip
+    skipped = problems[[(str(file), int(line), kind) in damaged or kind == "io" for file, line, kind
+                        in problems[["file", "line", "kind"]].itertuples(index=False)]]  # fmt: skip
+    if len(skipped):
+        print(f"memorylab: warning: {_skipped(skipped)} (--lenient read around them)",
               file=sys.stderr)  # fmt: skip
     return result
 
