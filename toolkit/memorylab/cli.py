@@ -634,7 +634,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     where = "workspace folder (default: $WORKSPACE_DIR, else the bundled sample workspace)"
     where_private = "workspace folder (default: $WORKSPACE_DIR, else ./agent_workspace)"
-    lenient = "read what can be read of damaged files (say on stderr what was skipped)"
+    lenient = ("go on past a damaged file with what can be read, naming on stderr what was "
+               "skipped (without it, a damaged part stops the command: exit code 3)")  # fmt: skip
 
     demo_where = "workspace folder (default: a new temporary folder)"
     command("demo", "write, compact and show a small agent memory", _demo, demo_where)
@@ -687,7 +688,8 @@ def build_parser() -> argparse.ArgumentParser:
         "each summary)",
         _audit,
     )
-    audit.add_argument("audit", choices=("calibration", "costs", "facts"))
+    audit.add_argument("audit", choices=("calibration", "costs", "facts"),
+                       help="the audit whose table to print")  # fmt: skip
     _add_workspace(audit, where)
     audit.add_argument("--agent", default=None, metavar="NAME",
                        help="audit this agent only (as `ls` names it)")  # fmt: skip
