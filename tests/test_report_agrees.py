@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -267,3 +269,46 @@ def test_no_section_is_dropped_without_a_word(tmp_path: Path) -> None:
     assert "None: no agent's files hold an archive" in _notes(_section(page, "Compactions"))
     agent = _notes(_section(page, "Quiet"))
     assert "No compaction of this agent" in agent and "No summary in the files" in agent
+
+
+SWARMS_PYTHON = os.environ.get("MEMORYLAB_SWARMS_PYTHON")  # .ci/run sets it
+REFERENCE_LOOP = Path(__file__).parent / "compat" / "reference_agent_loop.py"
+
+
+@pytest.mark.skipif(
+    not SWARMS_PYTHON, reason="set MEMORYLAB_SWARMS_PYTHON to a Python with swarms==16.0.3"
+)
+def test_a_workspace_the_real_swarms_wrote_says_why_each_audit_is_empty(tmp_path: Path) -> None:
+    """Issue 41, on files swarms 16.0.3 wrote (tests/compat's agent loop, its summarizer a local
+    fake server): calibration and costs say what is missing, the facts section names the few
+    facts it followed, and the summaries are named by the archives they replaced."""
+    from fakes import FakeOpenAIServer
+
+    folder = tmp_path / "workspace" / "agents" / "Researcher"
+    folder.mkdir(parents=True)
+    environment = {
+        **os.environ,
+        "OPENAI_API_KEY": "sk-test-not-a-key",
+        "SWARMS_TELEMETRY_ON": "false",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "LITELLM_OFFLINE_MODE": "true",
+        "HF_HUB_OFFLINE": "1",
+    }
+    environment.pop("WORKSPACE_DIR", None)
+    with FakeOpenAIServer("Experiments 1 to 12 measured latencies from 7 to 84 ms.") as server:
+        done = subprocess.run(
+            [str(SWARMS_PYTHON), str(REFERENCE_LOOP), str(folder)],
+            capture_output=True, text=True, cwd=tmp_path, timeout=300,
+            env={**environment, "OPENAI_API_BASE": server.base_url},
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    page = build_report(tmp_path / "workspace", sweep_thresholds=(0.9,))
+    calibration = _notes(_section(page, "Did compaction fire when it should have?"))
+    assert "No model call was recorded for Researcher: no usage.jsonl" in calibration
+    costs = _notes(_section(page, "What each compaction cost, with prompt caching"))
+    assert "No net cost for Researcher: no model is recorded" in costs
+    facts = _section(page, "Which facts survive each summary")
+    followed = sum(_count(row["facts"]) for row in _tables(facts)[0] if row["category"] != "all")
+    assert followed <= 5 and "The only facts followed: " in _notes(facts)
+    for label in map(_words, re.findall(r"<details><summary>(.*?)</summary>", page, re.S)):
+        assert label.startswith("summary of "), label
