@@ -658,3 +658,26 @@ def test_lenient_names_only_the_parts_it_skipped(
         assert main(["stats", str(tmp_path), *lenient]) == 0
         err = capsys.readouterr().err
         assert "skipped" not in err, err
+
+
+def test_a_damaged_line_of_another_frameworks_run_stops_a_command_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The one --lenient rule holds for every loader: a Claude Code session cut off mid-line is
+    noted by its loader, not raised, and went through `stats` and `audit` unsaid."""
+    import shutil
+
+    sample = Path(__file__).resolve().parents[1] / "data" / "foreign" / "claude-code"
+    session = tmp_path / "session.jsonl"
+    shutil.copyfile(sample / "compacted-session.jsonl", session)
+    lines = session.read_bytes().count(b"\n")
+    with session.open("ab") as file:
+        file.write(b'{"type": "user", "mess')  # a write cut off
+    for argv in (["stats", str(session)], ["audit", "facts", str(session)]):
+        assert main(argv) == 3, argv
+        (line,) = capsys.readouterr().err.splitlines()
+        assert line.startswith(f"memorylab: {session}, line {lines + 1}: not JSON")
+        assert line.endswith("use --lenient to salvage the readable parts")
+        assert main([*argv, "--lenient"]) == 0
+        (line,) = capsys.readouterr().err.splitlines()
+        assert f"of 1 file(s): {session}, line {lines + 1}: json" in line

@@ -256,7 +256,18 @@ def _read(source: Path | list[AgentRecord], args: argparse.Namespace,
     from memorylab.analysis import load_records, memory_df_with_problems
 
     if not getattr(args, "lenient", False):
-        return memory_df_with_problems(load_records(source, strict=True), model=model)
+        result = memory_df_with_problems(load_records(source, strict=True), model=model)
+        # memorylab's files raise at their first damaged part; another framework's loader
+        # notes a damaged line (a torn JSON line) instead: the same stop for it.
+        damaged = [note for record in result.records for note in record.notes if note.damaged]
+        if damaged:
+            first = damaged[0]
+            more = f" (and {len(damaged) - 1:,} more)" if len(damaged) > 1 else ""
+            raise MemoryFormatError(
+                f"{first.file}, line {first.line}: {first.message}{more}; use --lenient to "
+                "salvage the readable parts"
+            )
+        return result
     from memorylab.analysis._sources import REMARK_KINDS
 
     result = memory_df_with_problems(source, model=model)
