@@ -282,10 +282,11 @@ def _read(source: Path | list[AgentRecord], args: argparse.Namespace,
         )
     # What was skipped is what a strict read stops at (a note that says a file did not read
     # whole, or could not be read); a gap or a missing archive is no part skipped.
-    damaged = {(note.file, note.line, note.kind) for record in result.records
-               for note in record.notes if note.damaged}  # fmt: skip
-    skipped = problems[[(str(file), int(line), kind) in damaged or kind == "io" for file, line, kind
-                        in problems[["file", "line", "kind"]].itertuples(index=False)]]  # fmt: skip
+    stopped_at = {(note.file, note.line, note.kind) for record in result.records
+                  for note in record.notes if note.damaged}  # fmt: skip
+    where_kind = problems[["file", "line", "kind"]].itertuples(index=False)
+    skipped = problems[[(str(file), int(line), kind) in stopped_at or kind == "io"
+                        for file, line, kind in where_kind]]  # fmt: skip
     if len(skipped):
         print(f"memorylab: warning: {_skipped(skipped)} (--lenient read around them)",
               file=sys.stderr)  # fmt: skip
