@@ -2,7 +2,10 @@
 
 Every failure is one ``memorylab:`` line on stderr and an exit code (the table in
 ``docs/cli.md``), and outputs, numbers and model names are checked before any work starts: the
-rules of :mod:`memorylab._console`, shared with ``memorylab compare``.
+rules of :mod:`memorylab._console`, shared with ``memorylab compare``. Every command that reads
+memory (show, stats, plot, report, export, audit) reads it by one rule, :func:`_read`: a damaged
+part stops it (exit code 3, the file and line named) unless ``--lenient``, which goes on with
+what can be read and names what it skipped, once, on stderr.
 """
 
 from __future__ import annotations
