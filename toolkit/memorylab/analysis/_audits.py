@@ -287,8 +287,9 @@ def _why_unpriced(unpriced: Any, *, everything: bool) -> str:
         reasons.append(f"litellm's map lists no cache prices for {models}")
     if unpriced["tokens_removed"].isna().all():
         reasons.append(
-            "the records hold no token counts around each compaction (no compactions.jsonl: "
-            "the reference framework writes none), so the input it saved is unknown"
+            "the records hold no token counts around each compaction (compactions.jsonl's "
+            "tokens_before and tokens_after; the reference framework writes no compactions.jsonl), "
+            "so the input it saved is unknown"
         )
     if unpriced["summary_cost_usd"].isna().all():
         reasons.append("the summary call's cost and tokens were not recorded")
