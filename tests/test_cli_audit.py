@@ -136,3 +136,17 @@ def test_bad_audit_arguments_are_one_line_and_code_2(capsys: pytest.CaptureFixtu
         assert code == 2 and out == "", argv
         (line,) = err.splitlines()
         assert line.startswith("memorylab: "), argv
+
+
+def test_the_text_table_aligns_numbers_right_and_cuts_a_long_cell() -> None:
+    """A fact can be a long sentence: one cell must not push every row of the table off the
+    screen (the whole value is in the CSV and JSON)."""
+    from memorylab._console import WIDEST_CELL, aligned_table, cells
+
+    rows = [["研究助手", "x" * 200, "5"], ["a", "short", "1,234"]]
+    lines = aligned_table(rows, ["agent", "fact", "n"], right={"n"})
+    assert len({cells(line) for line in lines}) == 1  # every line as wide on screen
+    assert lines[1].split("  ")[1].rstrip().endswith("…")
+    assert cells(lines[1]) <= 8 + 2 + WIDEST_CELL + 2 + 5
+    assert lines[2].endswith("1,234") and lines[1].endswith("    5")
+    assert lines[2].startswith("a         short")

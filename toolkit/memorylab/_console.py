@@ -55,11 +55,29 @@ def cells(text: str) -> int:
     )
 
 
+WIDEST_CELL = 60
+"""The most terminal cells a text cell of :func:`aligned_table` takes; a longer one is cut
+with ``…`` (the whole value is in the command's CSV or JSON)."""
+
+
+def _cut(text: str, width: int) -> str:
+    """``text`` within ``width`` terminal cells, ending ``…`` where it was cut."""
+    if cells(text) <= width:
+        return text
+    kept = ""
+    for ch in text:
+        if cells(kept + ch) > width - 1:
+            break
+        kept += ch
+    return kept + "…"
+
+
 def aligned_table(rows: Sequence[Sequence[str]], headings: Sequence[str],
                   right: Collection[str] = ()) -> list[str]:  # fmt: skip
     """``rows`` under ``headings`` as lines of text, each column as wide as its widest cell
-    (terminal cells: :func:`cells`), two spaces apart; the columns ``right`` names (numbers)
-    right-aligned, the others left-aligned."""
+    (terminal cells: :func:`cells`; a cell past :data:`WIDEST_CELL` cut), two spaces apart; the
+    columns ``right`` names (numbers) right-aligned, the others left-aligned."""
+    rows = [[_cut(value, WIDEST_CELL) for value in row] for row in rows]
     widths = [max([cells(h), *(cells(row[i]) for row in rows)]) for i, h in enumerate(headings)]
 
     def line(values: Sequence[str]) -> str:
