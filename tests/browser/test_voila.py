@@ -457,9 +457,18 @@ def test_the_report_reads_right_in_a_browser(
     problems = page.evaluate(REPORT_PROBLEMS)
     headings = page.locator("h1, h2").all_inner_texts()
     summaries = page.locator("details .summary").count()
+    labels = page.locator("details > summary").all_inner_texts()
+    notes = " ".join(page.locator("p.note").all_inner_texts())
     page.close()
 
     assert not problems, "\n".join(problems)
     assert headings == REPORT_HEADINGS[workspace]
     assert summaries >= (4 if workspace == "bundled" else 1)  # every agent's summaries, readable
+    # Each summary named by the archive it replaced (issue 41), and on the files swarms wrote,
+    # why calibration and costs have no table (tests/test_report_agrees.py reads every sentence
+    # against its table).
+    assert labels and all(label.startswith("summary of ") for label in labels), labels
+    if workspace == "reference":
+        assert "No model call was recorded for Researcher: no usage.jsonl" in notes
+        assert "No net cost for Researcher" in notes
     assert not errors, errors
