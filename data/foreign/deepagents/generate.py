@@ -12,12 +12,15 @@ memorylab transcript, and answers the middleware's summary prompt with a summary
 it is given). The model's profile gives a small context window, so the summarization fires several
 times over the first ``--turns`` user turns. It writes to OUT:
 
-- ``thread.json``: what the checkpointer stored for the thread. langgraph-checkpoint-sqlite is not
-  installed in that venv (only langgraph-checkpoint, whose ``InMemorySaver`` keeps checkpoints in
-  memory), so the run's checkpoints are taken from ``InMemorySaver`` through the public
-  ``get_state_history`` and written as JSON: the thread's messages (``messages_to_dict``), each
-  checkpoint's time, step and message count, and each ``_summarization_event`` the state held
-  (cutoff index, created-at index, the summary message, the offload path).
+- ``checkpoints.sqlite``: the checkpointer's own database, where langgraph-checkpoint-sqlite is
+  installed in that venv (``pip install langgraph-checkpoint-sqlite==3.1.2``): the run goes
+  through its ``SqliteSaver`` (tables ``checkpoints`` and ``writes``, each blob serialized by
+  langgraph's ``JsonPlusSerializer``), as a user's persistent checkpointer keeps it. Without it,
+  the run goes through langgraph's ``InMemorySaver`` and no database is written.
+- ``thread.json``: the same run's checkpoints, read back from the saver (either one) through the
+  public ``get_state_history`` and written as JSON: the thread's messages (``messages_to_dict``),
+  each checkpoint's time, step and message count, and each ``_summarization_event`` the state
+  held (cutoff index, created-at index, the summary message, the offload path).
 - ``backend/conversation_history/session_<hex>.md``: the history the middleware offloaded at each
   summary, written by deepagents' ``FilesystemBackend`` (rooted at ``OUT/backend``).
 """
@@ -27,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sqlite3
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -47,6 +51,11 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+
+try:  # the persistent checkpointer a user runs with; optional (the docstring)
+    from langgraph.checkpoint.sqlite import SqliteSaver
+except ImportError:
+    SqliteSaver = None
 
 HERE = Path(__file__).resolve().parent
 TRANSCRIPT = HERE.parents[1] / "transcripts" / "checkout-bug-hunt.jsonl"
@@ -186,8 +195,22 @@ def main() -> int:
     _TOOL_OUTPUTS[:] = outputs
     model = TranscriptModel(messages=iter(replies), profile={"max_input_tokens": MAX_INPUT_TOKENS})
     backend = FilesystemBackend(root_dir=args.out / "backend", virtual_mode=True)
-    agent = create_deep_agent(model=model, tools=[shell], backend=backend,
-                              checkpointer=InMemorySaver())
+    args.out.mkdir(parents=True, exist_ok=True)
+    database = args.out / "checkpoints.sqlite"
+    database.unlink(missing_ok=True)
+    if SqliteSaver is not None:
+        # check_same_thread=False: langgraph runs the graph's steps on a thread pool.
+        connection = sqlite3.connect(database, check_same_thread=False)
+        saver: Any = SqliteSaver(connection)
+        version = metadata.version("langgraph-checkpoint-sqlite")
+        saver_name = (f"langgraph-checkpoint-sqlite {version} SqliteSaver (checkpoints.sqlite); "
+                      "its state history written as JSON")
+    else:
+        connection = None
+        saver = InMemorySaver()
+        saver_name = ("langgraph InMemorySaver, its state history written as JSON "
+                      "(langgraph-checkpoint-sqlite is not installed)")
+    agent = create_deep_agent(model=model, tools=[shell], backend=backend, checkpointer=saver)
     thread = "memorylab-deepagents-sample"
     config: dict[str, Any] = {"configurable": {"thread_id": thread}, "recursion_limit": 200}
     for text in users:
@@ -195,15 +218,15 @@ def main() -> int:
     state = agent.get_state(config)
     rows, events = checkpoints(agent, config)
     defaults = compute_summarization_defaults(model)
+    packages = ["deepagents", "langchain", "langchain-core", "langgraph", "langgraph-checkpoint"]
+    if SqliteSaver is not None:
+        packages.append("langgraph-checkpoint-sqlite")
     thread_file: dict[str, Any] = {
         "deepagents_thread": 1,
         "written_by": {
             "generator": "data/foreign/deepagents/generate.py",
-            "packages": {name: metadata.version(name) for name in
-                         ("deepagents", "langchain", "langchain-core", "langgraph",
-                          "langgraph-checkpoint")},
-            "checkpointer": "langgraph InMemorySaver, its state history written as JSON "
-                            "(langgraph-checkpoint-sqlite is not installed)",
+            "packages": {name: metadata.version(name) for name in packages},
+            "checkpointer": saver_name,
             "transcript": args.transcript.name,
             "turns": len(users),
         },
@@ -216,9 +239,10 @@ def main() -> int:
         "summarization_events": events,
         "messages": messages_to_dict(state.values["messages"]),
     }
-    args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "thread.json").write_text(json.dumps(thread_file, indent=1) + "\n",
                                           encoding="utf-8")
+    if connection is not None:
+        connection.close()
     print(f"{len(users)} turns, {len(state.values['messages'])} messages, "
           f"{model.summaries} summaries, {len(events)} events -> {args.out}")
     return 0

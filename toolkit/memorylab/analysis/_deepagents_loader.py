@@ -24,6 +24,20 @@ What deepagents keeps, and how it is read (docs/formats/deepagents.md):
   creation, reasoning tokens). The summarizer's own calls are not in the thread (a note).
 * Settings: the model's name and ``profile["max_input_tokens"]`` (the context length) and the
   trigger where it is a ``("fraction", f)`` (the threshold), as the export recorded them.
+
+A checkpointer's own database is read too: langgraph-checkpoint-sqlite's ``SqliteSaver`` file
+(tables ``checkpoints`` and ``writes``), one record per thread. Its blobs are what langgraph's
+``JsonPlusSerializer`` wrote: msgpack whose extension types name a constructor (codes 0-5: module,
+class, its arguments; a LangChain message is a pydantic model, its ``model_dump()``), a numpy array
+(6) or a delta-channel snapshot (7); or JSON in LangChain's ``{"lc": 1, "type": "constructor"}``
+form. They are decoded with msgpack, never by importing or calling what they name (no langgraph
+here, nothing unpickled). The thread's ``messages`` channel is a langgraph ``DeltaChannel``: a
+checkpoint stores it only as a snapshot now and then, and every step's new messages as writes, so
+the thread is walked from its first checkpoint to its latest (``parent_checkpoint_id``), the
+writes of each step folded in as langgraph's ``add_messages`` does (append, replace by id,
+remove), which gives each checkpoint's messages as ``get_state_history`` would. What that walk
+finds is the shape ``thread.json`` holds, read by the same code (one rule): the database keeps no
+model profile and no trigger, so no context length or threshold is given (a note says so).
 """
 
 from __future__ import annotations
@@ -31,7 +45,11 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+import sqlite3
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -56,6 +74,27 @@ _SECTION = re.compile(r"^## Summarized at (\S+)\s*$", re.M)
 _OFFLOADED = re.compile(r'^<message type="')
 _SUMMARY = re.compile(r"<summary>\n?(.*?)\n?</summary>", re.S)
 _PLAIN_SUMMARY = "Here is a summary of the conversation to date:\n\n"
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_SAVER_TABLES = {
+    "checkpoints": frozenset({"thread_id", "checkpoint_ns", "checkpoint_id",
+                              "parent_checkpoint_id", "type", "checkpoint"}),
+    "writes": frozenset({"thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx",
+                         "channel", "type", "value"}),
+}  # fmt: skip
+"""langgraph-checkpoint-sqlite's tables and the columns read of each."""
+_MESSAGES = "messages"
+_EVENT = "_summarization_event"
+_REMOVE_ALL = "__remove_all__"
+"""langgraph's ``REMOVE_ALL_MESSAGES``: a ``RemoveMessage`` with this id empties the list."""
+_CLASS_TYPES = {"HumanMessage": "human", "AIMessage": "ai", "ToolMessage": "tool",
+                "SystemMessage": "system", "RemoveMessage": "remove"}  # fmt: skip
+"""A LangChain message class's ``type`` (JSON constructors name the class, not the type)."""
+_EXT_SNAPSHOT = 7
+_EXT_NUMPY = 6
+_EXT_CONSTRUCTORS = frozenset(range(6))
+"""JsonPlusSerializer's msgpack extension codes (langgraph-checkpoint 4.x, ``jsonplus.py``):
+0-3 a constructor or method with its argument(s), 4-5 a pydantic model, 6 a numpy array, 7 a
+``DeltaChannel`` snapshot."""
 
 
 class DeepagentsThread:
@@ -66,23 +105,30 @@ class DeepagentsThread:
 
     def handles(self, path: Path) -> bool:
         thread = path / THREAD_FILE if path.is_dir() else path
-        return _OPENING.match(file_head(thread, _HEAD_BYTES)) is not None
+        head = file_head(thread, _HEAD_BYTES)
+        if head.startswith(_SQLITE_MAGIC):
+            return _is_saver_database(thread)
+        return _OPENING.match(head) is not None
 
     def load(self, path: Path) -> list[AgentRecord]:
         thread = path / THREAD_FILE if path.is_dir() else path
+        if file_head(thread, len(_SQLITE_MAGIC)) == _SQLITE_MAGIC:
+            return [_thread_record(thread, data, key=name)
+                    for name, data in _read_database(thread).items()]  # fmt: skip
         return [_thread_record(thread, _read_thread(thread))]
 
 
-def approximate_tokens(path: Path) -> list[int]:
-    """Each message of the thread ``path`` (a ``thread.json`` or its folder) as langchain's
+def approximate_tokens(path: Path, thread_id: str | None = None) -> list[int]:
+    """Each message of the thread ``path`` (a ``thread.json`` or its folder; or a checkpointer's
+    database, ``thread_id`` the thread, which may instead follow its name, ``db.sqlite#thread``,
+    and may be left out where the database holds one) as langchain's
     ``count_tokens_approximately`` counts it, the count deepagents' ``SummarizationMiddleware``
     compares with its trigger: ``ceil((content + role + name + tool calls' repr + tool call id)
     / 4) + 3`` (its defaults: 4 characters a token, 3 tokens a message; the tool calls as the
     Python ``repr`` of the stored list, the role OpenAI's name for it). In the thread's order, as
     the loader reads its messages."""
-    thread = path / THREAD_FILE if path.is_dir() else path
     counts: list[int] = []
-    for message in _read_thread(thread).get("messages", []):
+    for message in _thread_data(Path(path), thread_id).get("messages", []):
         if not isinstance(message, Mapping):
             continue
         body = _mapping(message.get("data"))
@@ -107,6 +153,25 @@ def _fail(path: Path, what: str) -> MemoryFormatError:
         f"{path} is not a deepagents thread memorylab reads: {what}. Export the thread with "
         "data/foreign/deepagents/generate.py's checkpoints() (docs/formats/deepagents.md)"
     )
+
+
+def _thread_data(path: Path, thread_id: str | None) -> Mapping[str, Any]:
+    """The thread ``path`` names, in ``thread.json``'s shape, whichever file it is."""
+    if not path.exists() and "#" in path.name and thread_id is None:
+        file, _, thread_id = str(path).rpartition("#")
+        path = Path(file)
+    thread = path / THREAD_FILE if path.is_dir() else path
+    if file_head(thread, len(_SQLITE_MAGIC)) != _SQLITE_MAGIC:
+        return _read_thread(thread)
+    threads = _read_database(thread)
+    if thread_id is None and len(threads) == 1:
+        return next(iter(threads.values()))
+    if thread_id not in threads:
+        raise MemoryFormatError(
+            f"{thread} holds the threads {', '.join(threads) or '(none)'}: name one, "
+            f"{thread}#THREAD_ID"
+        )
+    return threads[thread_id]
 
 
 def _read_thread(path: Path) -> dict[str, Any]:
@@ -216,8 +281,10 @@ def _offloaded(base: Path, virtual: str) -> list[tuple[datetime | None, int]] | 
     return sections
 
 
-def _thread_record(path: Path, data: Mapping[str, Any]) -> AgentRecord:
-    notes: list[str] = []
+def _thread_record(path: Path, data: Mapping[str, Any], key: str | None = None) -> AgentRecord:
+    """One thread's record, from ``thread.json``'s shape (what a database's thread reads to too);
+    ``key``: the thread's name among the file's others."""
+    notes: list[str] = list(data.get("read_notes", []))
     stored = [m for m in data.get("messages", []) if isinstance(m, Mapping)]
     checkpoints = [c for c in data.get("checkpoints", []) if isinstance(c, Mapping)]
     times = _message_times(checkpoints, len(stored))
@@ -258,7 +325,8 @@ def _thread_record(path: Path, data: Mapping[str, Any]) -> AgentRecord:
                  "does not keep: the growth counts the messages alone (replay_validation "
                  "measures them at the first summary)")  # fmt: skip
     return run_record(path, messages, format=FORMAT, agent=agent, compactions=compactions,
-                      calls=calls, settings=_settings(data, notes), notes=notes)  # fmt: skip
+                      calls=calls, settings=_settings(data, notes), notes=notes,
+                      key=key)  # fmt: skip
 
 
 def _call(usage: Mapping[str, Any], body: Mapping[str, Any], when: datetime, agent: str,
@@ -365,6 +433,309 @@ def _settings(data: Mapping[str, Any], notes: list[str]) -> dict[str, Any]:
     elif trigger is not None:
         notes.append(f"the trigger {trigger!r} is not a fraction of the window: no threshold "
                      "is given")  # fmt: skip
-    else:
+    elif not data.get("from_database"):  # a database's note says it (read_notes)
         notes.append("the export records no summarization trigger: no threshold is given")
     return settings
+
+
+# --- a checkpointer's SQLite database -----------------------------------------------------------
+
+
+def _fail_database(path: Path, what: str) -> MemoryFormatError:
+    return MemoryFormatError(
+        f"{path} is not a langgraph SqliteSaver database memorylab reads: {what}. Read the "
+        "thread through langgraph and export it as thread.json with "
+        "data/foreign/deepagents/generate.py's checkpoints() (docs/formats/deepagents.md)"
+    )
+
+
+@contextmanager
+def _connect(path: Path) -> Iterator[sqlite3.Connection]:
+    """The database opened read-only, writing nothing beside it: in SQLite's read-only mode while
+    a ``-wal`` file beside it holds recent checkpoints, else as immutable (which creates no
+    ``-shm`` or ``-wal`` file next to the user's)."""
+    live = path.with_name(path.name + "-wal").exists()
+    uri = f"{path.resolve().as_uri()}?{'mode=ro' if live else 'immutable=1'}"
+    with closing(sqlite3.connect(uri, uri=True)) as connection:
+        yield connection
+
+
+def _saver_columns(connection: sqlite3.Connection) -> dict[str, set[str]]:
+    listed = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+    tables = {str(row[0]) for row in listed}
+    return {table: {str(row[1]) for row in connection.execute(f'PRAGMA table_info("{table}")')}
+            for table in _SAVER_TABLES if table in tables}  # fmt: skip
+
+
+def _is_saver_database(path: Path) -> bool:
+    """A SQLite file with SqliteSaver's two tables (their names and columns: no row is read)."""
+    try:
+        with _connect(path) as connection:
+            columns = _saver_columns(connection)
+    except sqlite3.Error:
+        return False
+    return all(needed <= columns.get(table, set()) for table, needed in _SAVER_TABLES.items())
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    """A ``DeltaChannel``'s full value, stored now and then in a checkpoint (ext code 7)."""
+
+    value: Any
+
+
+@dataclass(frozen=True)
+class _Overwrite:
+    """langgraph's ``Overwrite``: a write that replaces the channel's value, bypassing the
+    reducer."""
+
+    value: Any
+
+
+class _UnknownExtension(ValueError):
+    def __init__(self, code: int) -> None:
+        super().__init__(f"msgpack extension type {code}")
+        self.code = code
+
+
+def _message(class_name: str, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """A LangChain message as ``messages_to_dict`` writes it: its type and its fields."""
+    kind = fields.get("type")
+    return {"type": kind if isinstance(kind, str) else _CLASS_TYPES.get(class_name, class_name),
+            "data": dict(fields)}  # fmt: skip
+
+
+def _revived(module: object, name: object, argument: Any) -> Any:
+    """What a serialized constructor call stands for, without calling it: a message as
+    ``messages_to_dict`` writes it, an ``Overwrite``, a UUID as its text, else its argument(s)."""
+    is_message = isinstance(module, str) and module.startswith("langchain_core.messages")
+    if is_message and isinstance(argument, Mapping):
+        return _message(str(name), argument)
+    if (module, name) == ("langgraph.types", "Overwrite"):  # a dataclass: its fields by name
+        return _Overwrite(argument.get("value") if isinstance(argument, Mapping) else argument)
+    if (module, name) == ("uuid", "UUID") and isinstance(argument, str):
+        try:
+            return str(uuid.UUID(hex=argument))
+        except ValueError:
+            return argument
+    return argument
+
+
+def _unpacker() -> Callable[[bytes], Any]:
+    """JsonPlusSerializer's msgpack read with msgpack, each extension type decoded as data."""
+    try:
+        import msgpack  # type: ignore[import-untyped]
+    except ImportError as error:
+        raise MemoryFormatError(
+            "reading a langgraph checkpointer's database needs msgpack: pip install msgpack"
+        ) from error
+
+    def unpack(blob: bytes) -> Any:
+        return msgpack.unpackb(blob, ext_hook=extension, strict_map_key=False, raw=False)
+
+    def extension(code: int, data: bytes) -> Any:
+        if code == _EXT_SNAPSHOT:
+            return _Snapshot(unpack(data))
+        if code == _EXT_NUMPY:
+            return unpack(data)  # (dtype, shape, order, bytes): no array is read here
+        if code not in _EXT_CONSTRUCTORS:
+            raise _UnknownExtension(code)
+        parts = unpack(data)
+        if not isinstance(parts, list) or len(parts) < 3:
+            raise ValueError(f"msgpack extension type {code} holds no (module, name, argument)")
+        return _revived(parts[0], parts[1], parts[2])
+
+    return unpack
+
+
+def _json_object(value: dict[str, Any]) -> Any:
+    """LangChain's JSON serialization of an object (``{"lc": 1, "type": "constructor"}``) as
+    data, as the msgpack constructors are read."""
+    if value.get("lc") == 1 and value.get("type") == "constructor":
+        ident = value.get("id")
+        if isinstance(ident, list) and ident:
+            module = ".".join(str(part) for part in ident[:-1])
+            return _revived(module, ident[-1], value.get("kwargs", {}))
+    return value
+
+
+def _decoder(path: Path) -> Callable[[str | None, bytes | None, str], Any]:
+    """A blob's value, as ``JsonPlusSerializer.loads_typed`` reads it; a blob memorylab cannot
+    read is an error naming ``path``, where the blob is (``where``) and what to do."""
+    unpack = _unpacker()
+
+    def decode(kind: str | None, blob: bytes | None, where: str) -> Any:
+        if kind == "null" or blob is None:
+            return None
+        if kind in ("bytes", "bytearray"):
+            return bytes(blob)
+        try:
+            if kind == "msgpack":
+                return unpack(bytes(blob))
+            if kind == "json":
+                return json.loads(bytes(blob), object_hook=_json_object)
+        except _UnknownExtension as error:
+            raise _fail_database(path, f"{where} holds msgpack extension type {error.code}, "
+                                 "which langgraph-checkpoint 4.x does not write (codes 0-7): "
+                                 "a newer serializer wrote it") from error  # fmt: skip
+        except (ValueError, TypeError, IndexError) as error:  # msgpack's errors are ValueErrors
+            raise _fail_database(path, f"{where} is damaged ({kind} that does not decode: "
+                                 f"{error})") from error  # fmt: skip
+        if kind == "pickle":
+            raise _fail_database(path, f"{where} was pickled (pickle_fallback), which memorylab "
+                                 "never unpickles")  # fmt: skip
+        raise _fail_database(path, f"{where} has the serialization type {kind!r}")
+
+    return decode
+
+
+def _read_database(path: Path) -> dict[str, dict[str, Any]]:
+    """Each thread of a SqliteSaver database, oldest first, in ``thread.json``'s shape."""
+    try:
+        with _connect(path) as connection:
+            columns = _saver_columns(connection)
+            for table, needed in _SAVER_TABLES.items():
+                if not needed <= columns.get(table, set()):
+                    raise _fail_database(path, f"no table {table} with the columns "
+                                         f"{', '.join(sorted(needed))}")  # fmt: skip
+            ordered = "task_path, " if "task_path" in columns["writes"] else ""
+            checkpoints = connection.execute(
+                "SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
+                "checkpoint FROM checkpoints ORDER BY thread_id, checkpoint_id"
+            ).fetchall()
+            writes = connection.execute(
+                "SELECT thread_id, checkpoint_id, channel, type, value FROM writes "
+                "WHERE checkpoint_ns = '' AND channel IN (?, ?) "
+                f"ORDER BY thread_id, checkpoint_id, {ordered}task_id, idx",  # writes_sort_key
+                (_MESSAGES, _EVENT),
+            ).fetchall()
+    except sqlite3.Error as error:
+        raise MemoryFormatError(
+            f"cannot read the SQLite database {path} ({error}); check that it is a complete "
+            "SqliteSaver file (copy its -wal file beside it, or stop the agent first)"
+        ) from error
+    decode = _decoder(path)
+    step_writes: dict[tuple[str, str], list[tuple[str, str | None, bytes | None]]] = {}
+    for thread, checkpoint, channel, kind, value in writes:
+        step_writes.setdefault((str(thread), str(checkpoint)), []).append((channel, kind, value))
+    by_thread: dict[str, list[tuple[str, str | None, str | None, bytes | None]]] = {}
+    nested: dict[str, int] = {}
+    for thread, namespace, checkpoint, parent, kind, blob in checkpoints:
+        if namespace:  # a subgraph's own checkpoints
+            nested[str(thread)] = nested.get(str(thread), 0) + 1
+            continue
+        by_thread.setdefault(str(thread), []).append((str(checkpoint), parent, kind, blob))
+    threads = {
+        thread: _walk(path, thread, rows, step_writes, decode, nested.get(thread, 0))
+        for thread, rows in by_thread.items()
+    }
+    # Oldest first: by each thread's first checkpoint (uuid6 ids sort by time).
+    return dict(sorted(threads.items(), key=lambda item: min(r[0] for r in by_thread[item[0]])))
+
+
+def _walk(
+    path: Path,
+    thread: str,
+    rows: Sequence[tuple[str, str | None, str | None, bytes | None]],
+    step_writes: Mapping[tuple[str, str], Sequence[tuple[str, str | None, bytes | None]]],
+    decode: Callable[[str | None, bytes | None, str], Any],
+    nested: int,
+) -> dict[str, Any]:
+    """One thread walked from its first checkpoint to its latest, along ``parent_checkpoint_id``:
+    each checkpoint's messages (its snapshot, else its parent's with the parent's writes folded
+    in, as ``DeltaChannel`` rebuilds them) and summarization event."""
+    parents = {checkpoint: parent for checkpoint, parent, _, _ in rows}
+    blobs = {checkpoint: (kind, blob) for checkpoint, _, kind, blob in rows}
+    line: list[str] = []
+    at: str | None = max(parents)  # the latest (uuid6 ids sort by time)
+    while at is not None and at in parents and at not in line:
+        line.append(at)
+        at = parents[at]
+    line.reverse()
+    notes: list[str] = []
+    if len(line) < len(rows):
+        notes.append(f"thread {thread}: {len(rows) - len(line)} checkpoint(s) on other branches "
+                     "(a fork or a replay from an earlier checkpoint) are not read: the latest "
+                     "checkpoint's line is")  # fmt: skip
+    if at is not None:
+        notes.append(f"thread {thread}: the checkpoint {at} before the first one read is not in "
+                     "the database: its messages start where the database does")  # fmt: skip
+    if nested:
+        notes.append(f"thread {thread}: {nested} checkpoint(s) of subgraphs are not read")
+    notes.append("a checkpointer's database keeps neither the model's profile nor the "
+                 "summarization trigger: no context length or threshold is given (give them: "
+                 "--context-length, --threshold)")  # fmt: skip
+    messages: list[Any] = []
+    event: Any = None
+    events: list[Mapping[str, Any]] = []
+    checkpoints: list[dict[str, Any]] = []
+    model: str | None = None
+    for checkpoint in line:
+        kind, blob = blobs[checkpoint]
+        state = decode(kind, blob, f"checkpoint {checkpoint} of thread {thread}")
+        if not isinstance(state, Mapping):
+            raise _fail_database(path, f"checkpoint {checkpoint} of thread {thread} is no map")
+        values = _mapping(state.get("channel_values"))
+        if _MESSAGES in values:  # a snapshot (or, before DeltaChannel, the whole list)
+            stored = values[_MESSAGES]
+            messages = _add_messages([], stored.value if isinstance(stored, _Snapshot) else stored)
+        if _EVENT in values:
+            event = values[_EVENT]
+        number = None
+        if isinstance(event, Mapping):
+            if not events or events[-1] != event:
+                events.append(event)
+            number = len(events) - 1
+        checkpoints.append({"checkpoint_id": checkpoint, "created_at": state.get("ts"),
+                            "messages": len(messages), "summarization_event": number})  # fmt: skip
+        for channel, write_kind, value in step_writes.get((thread, checkpoint), []):
+            where = f"a write to {channel} after checkpoint {checkpoint} of thread {thread}"
+            written = decode(write_kind, value, where)
+            if channel == _MESSAGES:
+                messages = _add_messages(messages, written)
+            else:
+                event = written
+    for message in messages:
+        meta = _mapping(_mapping(_mapping(message).get("data")).get("response_metadata"))
+        if model is None and isinstance(meta.get("model_name"), str):
+            model = meta["model_name"]
+    return {
+        "deepagents_thread": 1,
+        "from_database": True,
+        "thread_id": thread,
+        "model": {"name": model} if model else {},
+        "checkpoints": checkpoints,
+        "summarization_events": [dict(e) for e in events],
+        "messages": messages,
+        "read_notes": notes,
+    }
+
+
+def _add_messages(current: list[Any], update: Any) -> list[Any]:
+    """langgraph's ``add_messages`` on messages as data: each new message appended, one whose id
+    is already there replacing it, a ``remove`` message deleting its id (all, with
+    ``__remove_all__``); an ``Overwrite`` replacing the list."""
+    if isinstance(update, _Overwrite):
+        return _add_messages([], update.value)
+    if isinstance(update, Mapping) and "__overwrite__" in update:
+        return _add_messages([], update["__overwrite__"])
+    merged = list(current)
+    for message in update if isinstance(update, list) else [update]:
+        if isinstance(message, str):  # langchain's coercion of a bare string
+            message = {"type": "human", "data": {"type": "human", "content": message}}
+        body = _mapping(_mapping(message).get("data"))
+        ident = body.get("id")
+        if _mapping(message).get("type") == "remove":
+            merged = (
+                []
+                if ident == _REMOVE_ALL
+                else [m for m in merged if _mapping(_mapping(m).get("data")).get("id") != ident]
+            )
+            continue
+        for index, held in enumerate(merged):
+            if ident is not None and _mapping(_mapping(held).get("data")).get("id") == ident:
+                merged[index] = message
+                break
+        else:
+            merged.append(message)
+    return merged
