@@ -164,6 +164,56 @@ def test_a_message_the_json_serializer_wrote_is_read(tmp_path: Path) -> None:
     assert (last["role"], last["content"]) == ("user", "hello from the json serializer")
 
 
+def _message_blob(name: str, fields: dict[str, object]) -> bytes:
+    """A write of one LangChain message as JsonPlusSerializer packs it: ext type 5 (a pydantic
+    model) holding its module, class, ``model_dump()`` and the method that rebuilds it."""
+    import msgpack  # type: ignore[import-untyped]
+
+    module = "langchain_core.messages." + ("modifier" if name == "RemoveMessage" else "human")
+    packed = msgpack.packb([module, name, fields, "model_validate_json"])
+    return msgpack.packb([msgpack.ExtType(5, packed)])  # type: ignore[no-any-return]
+
+
+def test_writes_replace_and_remove_messages_by_id_as_add_messages_does(tmp_path: Path) -> None:
+    database = _copy(tmp_path)
+    frame = memory_df(str(database))
+    [record] = load_records(database)
+    with closing(sqlite3.connect(database)) as connection, connection:
+        # the last step's checkpoint whose writes are folded in, and the ids of the messages
+        [(checkpoint, task)] = connection.execute(
+            "SELECT checkpoint_id, task_id FROM writes WHERE channel = 'messages' "
+            "ORDER BY checkpoint_id DESC LIMIT 1"
+        ).fetchall()
+        [(index,)] = connection.execute(
+            "SELECT MAX(idx) FROM writes WHERE checkpoint_id = ? AND task_id = ?",
+            (checkpoint, task),
+        ).fetchall()
+        columns = "thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type"
+        for offset, blob in enumerate([
+            _message_blob("HumanMessage", {"type": "human", "content": "asked again",
+                                           "id": "replaced-later"}),
+            _message_blob("HumanMessage", {"type": "human", "content": "the final question",
+                                           "id": "replaced-later"}),
+            _message_blob("RemoveMessage", {"type": "remove", "content": "",
+                                            "id": "replaced-later"}),
+        ]):  # fmt: skip
+            connection.execute(
+                f"INSERT INTO writes ({columns}, value) VALUES (?, '', ?, ?, '', ?, 'messages', "
+                "'msgpack', ?)",
+                ("memorylab-deepagents-sample", checkpoint, task, index + 1 + offset, blob),
+            )
+    # appended, replaced in place, then removed: the thread is as it was
+    assert memory_df(str(database))["content"].tolist() == frame["content"].tolist()
+    with closing(sqlite3.connect(database)) as connection, connection:
+        connection.execute("DELETE FROM writes WHERE idx = ? AND checkpoint_id = ?",
+                           (index + 3, checkpoint))  # fmt: skip
+    again = memory_df(str(database))
+    assert len(again) == len(frame) + 1
+    assert "the final question" in again["content"].tolist()
+    assert "asked again" not in again["content"].tolist()
+    assert len(load_records(database)[0].compactions) == len(record.compactions)
+
+
 def _has_sqlite_saver(python: str) -> bool:
     done = subprocess.run([python, "-c", "import langgraph.checkpoint.sqlite"],
                           capture_output=True, timeout=120, check=False)  # fmt: skip

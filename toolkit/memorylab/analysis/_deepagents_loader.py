@@ -688,7 +688,14 @@ def _walk(
             number = len(events) - 1
         checkpoints.append({"checkpoint_id": checkpoint, "created_at": state.get("ts"),
                             "messages": len(messages), "summarization_event": number})  # fmt: skip
-        for channel, write_kind, value in step_writes.get((thread, checkpoint), []):
+        written_after = step_writes.get((thread, checkpoint), [])
+        if checkpoint == line[-1]:  # a step that never finished: not in the thread's state
+            if written_after:
+                notes.append(f"thread {thread}: {len(written_after)} write(s) after its latest "
+                             "checkpoint (a step that did not finish) are not read, as langgraph "
+                             "leaves them out of the thread's state")  # fmt: skip
+            break
+        for channel, write_kind, value in written_after:
             where = f"a write to {channel} after checkpoint {checkpoint} of thread {thread}"
             written = decode(write_kind, value, where)
             if channel == _MESSAGES:
