@@ -15,7 +15,6 @@ from memorylab.evaluate import (
     markdown_table,
     probe_table,
 )
-from memorylab.evaluate._engine import ANSWER_COLUMNS
 
 PROBES = 40
 
@@ -30,7 +29,7 @@ def _answers(right: dict[str, int]) -> pd.DataFrame:
                          "probe": f"p{index}", "category": ("name", "number")[index % 2],
                          "question": "?", "expected": "x", "answer": "x",
                          "exact": float(index < count)})  # fmt: skip
-    return pd.DataFrame(rows, columns=[*ANSWER_COLUMNS, "exact"])
+    return pd.DataFrame(rows)  # ComparisonResult.answers: one row per probe answered
 
 
 def _result(right: dict[str, int], bounds: dict[str, str]) -> ComparisonResult:
