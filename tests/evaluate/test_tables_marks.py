@@ -49,9 +49,8 @@ def test_a_probe_table_marks_ties_and_a_ceiling_not_above_its_floor() -> None:
     overall = f"overall (n={PROBES})"
     assert table.tied[overall] == ["best", "close"]  # "far" is clearly below; bounds aside
     assert set(table.not_measuring) == set(table.frame.columns[::3])  # every category column
-    assert "not clearly above the floor (memorylab/none): 0.50 vs 0.50" in (
-        table.not_measuring[overall]
-    )
+    why = table.not_measuring[overall]
+    assert "not clearly above the floor (memorylab/none): 0.50 vs 0.50" in why
     text = markdown_table(table, percent=list(table.frame.columns))
     assert f"| {overall} † |" in text
     assert "| close | " in text and "98% [" in text and " ≈ |" in text
@@ -93,18 +92,19 @@ def test_rows_are_shown_by_the_names_given() -> None:
     assert "| overall (n=40) | memorylab/full − no memory |" in text
     assert "memorylab/none" not in text
 
-def _plan(speeds: dict[str, object]) -> Plan:
+
+def _plan() -> Plan:
     frame = pd.DataFrame([{"model": "gpt-4o-mini", "calls": 3, "cached_calls": 0,
                            "input_tokens": 300, "processed_tokens": 300, "output_tokens": 30,
                            "expected_output_tokens": 20, "usd": 0.5, "priced": True}])  # fmt: skip
-    return Plan(frame, speeds)  # type: ignore[arg-type]
+    return Plan(frame, {})  # no measured speed
 
 
 def test_a_plan_without_speeds_says_how_to_give_them_with_single_braces() -> None:
     """Before: "speeds={model: memorylab.llm.measure_speed(model, ...)}} or leave ...": the
     brace doubled in the message's plain-string part printed doubled."""
     with pytest.raises(BudgetExceeded) as raised:
-        _plan({}).check(max_seconds=10)
+        _plan().check(max_seconds=10)
     message = str(raised.value)
     assert "speeds={model: memorylab.llm.measure_speed(model, ...)} or leave max_seconds out" in (
         message
@@ -114,5 +114,5 @@ def test_a_plan_without_speeds_says_how_to_give_them_with_single_braces() -> Non
 
 def test_a_plan_over_its_cost_says_what_it_would_spend() -> None:
     with pytest.raises(BudgetExceeded, match=r"above max_cost_usd=0.1 \(gpt-4o-mini: 3 calls"):
-        _plan({}).check(max_cost_usd=0.1)
-    _plan({}).check(max_cost_usd=1.0)  # within: nothing raised
+        _plan().check(max_cost_usd=0.1)
+    _plan().check(max_cost_usd=1.0)  # within: nothing raised
