@@ -367,6 +367,29 @@ def test_another_frameworks_run_is_no_unreadable_agent(run: Path) -> None:
     assert "<h2>How the files were read</h2>" in page and ">not-recorded<" in page
 
 
+@pytest.mark.parametrize(("run", "verdict"), [
+    (FOREIGN / "deepagents" / "sample", "reproduced"),
+    (FOREIGN / "inspect-ai" / "checkout-bug-hunt.json", "reproduced"),
+    (FOREIGN / "claude-code" / "compacted-session.jsonl", "cannot check"),
+], ids=lambda v: v.parent.name if isinstance(v, Path) else v)  # fmt: skip
+def test_another_frameworks_run_gets_its_replay_at_the_recorded_settings(
+    run: Path, verdict: str
+) -> None:
+    """Issue 40: the report's validation row per run: whether a replay at the settings the file
+    records fires where the run's compactions fired, or what the file lacks to tell; a
+    memorylab workspace has no such section (its own records are replayed by the what-if)."""
+    page = build_report(run, sweep_thresholds=(0.9,))
+    section = page.split("<h2>Replay at the recorded settings</h2>", 1)[1].split("<h2>", 1)[0]
+    reproduced = 1 if verdict == "reproduced" else 0
+    assert f"Reproduced: {reproduced} of 1 run " in _text(section)
+    assert f">{verdict}</td>" in section
+    if verdict == "cannot check":
+        assert "records neither" in section  # what the file lacks, said
+    assert "Replay at the recorded settings" not in build_report(
+        bundled_workspace(), sweep_thresholds=(0.9,)
+    )
+
+
 def test_one_agent_only_is_read_and_reported(tmp_path: Path) -> None:
     """``agent=`` reports that agent alone (its section, its row, no other agent's); an agent
     folder given as the source takes it too (issue 41)."""

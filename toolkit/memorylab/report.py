@@ -353,6 +353,9 @@ def build_report(
             + _table(shown, text_columns=("", "mode"))
         )
         plt.close(figure)
+    foreign = [record for record in records if record.format != "memorylab"]
+    if foreign:
+        parts.append(_recorded_settings_section(foreign))
     if agents:
         parts.append(_strategies_section(by_agent, settings_of, model))
     parts.append(
@@ -401,6 +404,32 @@ def _audit_sections(records: list[AgentRecord], messages: Any, model: str | None
             plt.close(figure)
         sections.append(section)
     return sections
+
+
+_VALIDATION_COLUMNS = ("format", "agent", "recorded", "replayed", "verdict", "missing", "how")
+
+
+def _recorded_settings_section(records: list[AgentRecord]) -> str:
+    """Another framework's runs replayed at the settings their files record, with the
+    framework's own count and trigger (:func:`~memorylab.analysis.replay_validation`): whether
+    each compaction fires where the run's did, or what the file does not record to tell."""
+    from memorylab.analysis import replay_validation
+
+    rows = replay_validation(records)
+    reproduced = int((rows["verdict"] == "reproduced").sum())
+    words = (
+        f"Reproduced: {reproduced:,} of {_counted(len(rows), 'run')} (replayed at the settings "
+        "the file records, with the framework's own count and trigger, every compaction fired "
+        "at the message the run's fired at). A run that cannot be checked says what its file "
+        "does not record. memorylab.analysis.replay_validation(path) gives every column (at "
+        "which message each fired, the tokens, the static context measured at the first "
+        "compaction)."
+    )
+    shown = rows[list(_VALIDATION_COLUMNS)].fillna("–")
+    return (
+        f"<h2>Replay at the recorded settings</h2><p class=note>{html.escape(words)}</p>"
+        + _table(shown, text_columns=("format", "agent", "verdict", "missing", "how"), wrap=True)
+    )
 
 
 _STRATEGY_AGENTS = 4
