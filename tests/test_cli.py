@@ -681,3 +681,20 @@ def test_a_damaged_line_of_another_frameworks_run_stops_a_command_too(
         assert main([*argv, "--lenient"]) == 0
         (line,) = capsys.readouterr().err.splitlines()
         assert f"of 1 file(s): {session}, line {lines + 1}: json" in line
+
+
+def test_the_workspace_may_follow_the_options(capsys: pytest.CaptureFixture[str]) -> None:
+    """`memorylab show AGENT --tail 1 WS` and `audit costs --format csv WS` were refused
+    ("unrecognized arguments: WS"): argparse leaves an optional positional empty when options
+    come between it and the arguments before it. A second word left over is still refused."""
+    sample = str(Path(__file__).resolve().parents[1] / "data" / "workspace")
+    assert main(["show", "BugHunter", "--tail", "1", sample]) == 0
+    assert capsys.readouterr().out.startswith("[")
+    assert main(["audit", "costs", "--format", "csv", sample]) == 0
+    assert capsys.readouterr().out.startswith("agent,")
+    assert main(["stats", "--model", "gpt-4o", sample]) == 0
+    assert main(["show", "BugHunter", "--tail", "1", sample, "more"]) == 2
+    assert main(["ls", "--bogus"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"memorylab: unrecognized arguments: {sample} more (see: memorylab --help)",
+                   "memorylab: unrecognized arguments: --bogus (see: memorylab --help)"]  # fmt: skip

@@ -759,8 +759,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``memorylab ARGV``; return the exit code (docs/cli.md's table)."""
+    parser = build_parser()
     try:
-        args = build_parser().parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        # argparse gives an optional positional (WORKSPACE) nothing when options come between it
+        # and the arguments before it (`audit costs --agent A ws`): the one word left is it.
+        if (len(extra) == 1 and not extra[0].startswith("-")
+                and getattr(args, "workspace_arg", "") is None):  # fmt: skip
+            args.workspace_arg = extra.pop()
+        if extra:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as stop:  # --help (0) or a usage error (2), already printed
         return stop.code if isinstance(stop.code, int) else 2
 
