@@ -6,10 +6,11 @@ Files, generated in a temporary folder (``--quick``: ~4 MB each; the full run: 1
   reply over three lines (thinking, text, a ``Read`` tool call: one ``message.id``), the tool's
   result with Claude Code's ``toolUseResult`` copy of it, a closing reply, usage with cache
   tokens on every reply, a ``file-history-snapshot`` every 10 turns, a compaction every 40
-  (``compact_boundary`` + summary, at ~160k tokens of context). One has some non-ASCII text (``é``, ``→``, ``✅``, now and
-  then an emoji), the other none: one character past U+FFFF makes the baseline's text four
-  bytes a character, so the two show what the baseline itself costs;
-* an OpenAI Agents SDK sessions database (``SQLiteSession``'s two tables, 60 MB): the committed
+  turns (``compact_boundary`` + summary, at ~160k tokens of context). One has some non-ASCII
+  text (``é``, ``→``, ``✅``, now and then an emoji), the other none: one character past U+FFFF
+  makes the baseline's decoded text four bytes a character, so the two show what the baseline
+  itself costs;
+* an OpenAI Agents SDK sessions database (``SQLiteSession``'s two tables, ~60 MB): the committed
   sample's sessions copied under new ids;
 * an inspect_ai ``.json`` eval log (50 MB): the committed sample's sample copied under new ids.
 
@@ -22,14 +23,14 @@ them alike; CPU time, system time included, every subject on one thread):
 * ``read + split bytes``: the bytes read and split at ``\\n``, nothing decoded (the floor);
 * ``load_records``: the file into its records (what every reader calls); ``memory_df``: then the
   frame (no tokens counted: ``model=`` counts them, which ``bench_analysis.py`` measures);
-* candidates: decoding the lines alone (read included) with the standard library, orjson (where
-  installed), msgspec into dicts, and msgspec into the few fields the loader reads, line by line
+* candidates: decoding the lines alone (read included) with the standard library, orjson and
+  pysimdjson (where installed), msgspec into dicts, and msgspec into a few fields, line by line
   and in one call: how the loader's decoder was chosen;
 * the database: ``load_records`` against selecting the rows and parsing each ``message_data``
   (``json.loads``); the eval log: against reading it and ``json.loads``.
 
-Peak memory: each subject in a child process, its ``ru_maxrss`` growth over the process
-before it (imports done) against the file's bytes.
+Peak memory: each subject in a child process, its peak RSS (``VmHWM``, reset once the imports
+are done) over the RSS before it, against the file's bytes (Linux; elsewhere left out).
 
 ``--quick`` (the CI smoke run) always exits 0; the full run exits 1 when a target fails.
 
@@ -328,7 +329,8 @@ def _per_line(decode: Callable[[bytes], Any]) -> Callable[[Path], int]:
 
 
 def _candidates() -> dict[str, Callable[[Path], int]]:
-    """Decoders of the session's lines, read included (orjson only where installed)."""
+    """Decoders of the session's lines, read included (orjson and pysimdjson where installed:
+    neither is a dependency)."""
     found: dict[str, Callable[[Path], int]] = {"json.loads, line by line": _per_line(json.loads)}
     try:
         import orjson
@@ -336,6 +338,13 @@ def _candidates() -> dict[str, Callable[[Path], int]]:
         pass
     else:
         found["orjson.loads, line by line"] = _per_line(orjson.loads)
+    try:
+        import simdjson
+    except ImportError:
+        pass
+    else:
+        parser = simdjson.Parser()
+        found["pysimdjson, line by line"] = _per_line(lambda line: parser.parse(line, True))
     found["msgspec into dicts, line by line"] = _per_line(msgspec.json.Decoder().decode)
     fields = msgspec.json.Decoder(_Fields)
     found["msgspec into fields, line by line"] = _per_line(fields.decode)
