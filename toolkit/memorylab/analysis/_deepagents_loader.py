@@ -98,8 +98,9 @@ _EXT_CONSTRUCTORS = frozenset(range(6))
 
 
 class DeepagentsThread:
-    """A deepagents thread exported from its checkpointer (``thread.json``), with the folder
-    of its backend's offloaded history beside it: one record."""
+    """A deepagents thread exported from its checkpointer (``thread.json``): one record; or the
+    checkpointer's own SQLite database (``SqliteSaver``): one record per thread. Either with the
+    folder of its backend's offloaded history beside it."""
 
     name = FORMAT
 
