@@ -124,9 +124,14 @@ def test_several_threads_are_several_records(tmp_path: Path) -> None:
     assert frame.groupby("agent").size().tolist() == [len(frame) // 2] * 2
 
 
-def test_a_damaged_blob_is_refused_naming_the_file(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "damaged",
+    ["x'c1'", "substr(checkpoint, 1, length(checkpoint) / 2)", "CAST(checkpoint || x'00' AS BLOB)"],
+    ids=["a byte msgpack never writes", "cut in half", "a byte too many"],
+)
+def test_a_damaged_blob_is_refused_naming_the_file(tmp_path: Path, damaged: str) -> None:
     database = _copy(tmp_path)
-    _execute(database, "UPDATE checkpoints SET checkpoint = x'c1' WHERE checkpoint_id = "
+    _execute(database, f"UPDATE checkpoints SET checkpoint = {damaged} WHERE checkpoint_id = "
              "(SELECT MAX(checkpoint_id) FROM checkpoints)")  # fmt: skip
     with pytest.raises(MemoryFormatError, match=r"is damaged") as raised:
         load_records(database)
