@@ -27,6 +27,7 @@ from memorylab.analysis import (
     memory_df,
     replay_validation,
 )
+from memorylab.cli import main
 from memorylab.errors import InvalidSetting, MemoryFormatError
 
 HERE = Path(__file__).resolve().parents[2] / "data" / "foreign" / "deepagents"
@@ -92,6 +93,18 @@ def test_what_the_database_does_not_keep_is_said_not_guessed() -> None:
     assert row["verdict"] == "cannot check" and "trigger" in row["missing"]
     assert exported["verdict"] == "reproduced"  # thread.json keeps the profile and the trigger
     assert row["recorded_at"] == exported["recorded_at"]
+
+
+def test_memorylab_report_and_stats_read_the_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "report.html"
+    assert main(["report", str(DATABASE), "-o", str(out)]) == 0
+    assert "memorylab-deepagents-sample" in out.read_text(encoding="utf-8")
+    capsys.readouterr()
+    assert main(["stats", str(DATABASE)]) == 0
+    [row] = [x for x in capsys.readouterr().out.splitlines() if x.startswith("memorylab-deep")]
+    assert row.split()[1:4] == [str(len(memory_df(str(DATABASE)))), "4", "3"]  # messages, ...
 
 
 def test_reading_writes_nothing_beside_the_database(tmp_path: Path) -> None:
