@@ -441,8 +441,8 @@ def test_the_report_reads_right_in_a_browser(
     command = [sys.executable, "-m", "memorylab", "report", "-o", str(output)]
     if workspace == "bundled":  # as README.md runs it: no workspace, no $WORKSPACE_DIR
         env.pop("WORKSPACE_DIR", None)
-    else:
-        command.insert(4, str(_reference_workspace(tmp_path)))
+    else:  # a run of the real swarms may tear an archive in its race: read around it
+        command[4:4] = [str(_reference_workspace(tmp_path)), "--lenient"]
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
 
