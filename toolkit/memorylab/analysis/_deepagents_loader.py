@@ -47,14 +47,13 @@ import math
 import re
 import sqlite3
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import closing, contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memorylab.analysis._foreign import RunCompaction, RunMessage, run_record
+from memorylab.analysis._foreign import RunCompaction, RunMessage, read_only_database, run_record
 from memorylab.analysis._record import AgentRecord
 from memorylab.analysis._sources import file_head
 from memorylab.errors import MemoryFormatError
@@ -450,17 +449,6 @@ def _fail_database(path: Path, what: str) -> MemoryFormatError:
     )
 
 
-@contextmanager
-def _connect(path: Path) -> Iterator[sqlite3.Connection]:
-    """The database opened read-only, writing nothing beside it: in SQLite's read-only mode while
-    a ``-wal`` file beside it holds recent checkpoints, else as immutable (which creates no
-    ``-shm`` or ``-wal`` file next to the user's)."""
-    live = path.with_name(path.name + "-wal").exists()
-    uri = f"{path.resolve().as_uri()}?{'mode=ro' if live else 'immutable=1'}"
-    with closing(sqlite3.connect(uri, uri=True)) as connection:
-        yield connection
-
-
 def _saver_columns(connection: sqlite3.Connection) -> dict[str, set[str]]:
     listed = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
     tables = {str(row[0]) for row in listed}
@@ -471,7 +459,7 @@ def _saver_columns(connection: sqlite3.Connection) -> dict[str, set[str]]:
 def _is_saver_database(path: Path) -> bool:
     """A SQLite file with SqliteSaver's two tables (their names and columns: no row is read)."""
     try:
-        with _connect(path) as connection:
+        with read_only_database(path) as connection:
             columns = _saver_columns(connection)
     except sqlite3.Error:
         return False
@@ -593,7 +581,7 @@ def _decoder(path: Path) -> Callable[[str | None, bytes | None, str], Any]:
 def _read_database(path: Path) -> dict[str, dict[str, Any]]:
     """Each thread of a SqliteSaver database, oldest first, in ``thread.json``'s shape."""
     try:
-        with _connect(path) as connection:
+        with read_only_database(path) as connection:
             columns = _saver_columns(connection)
             for table, needed in _SAVER_TABLES.items():
                 if not needed <= columns.get(table, set()):

@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -90,6 +92,19 @@ class RunCompaction:
     had, its wrapper included (deepagents' "You are in the middle of a conversation ..."), where
     the format keeps that message: a replay at the recorded settings counts it as the framework
     did (:func:`memorylab.analysis.replay_validation`)."""
+
+
+@contextmanager
+def read_only_database(path: Path) -> Iterator[sqlite3.Connection]:
+    """A framework's SQLite database opened read-only, writing nothing beside it. Frameworks write
+    in WAL mode: while a ``-wal`` file beside the database holds recent rows (the framework has it
+    open), it is read through SQLite's read-only mode, which sees them; otherwise the file is
+    opened as immutable, which creates no ``-shm`` or ``-wal`` file next to the user's (a
+    read-only open would, and a bundled sample's folder may not be writable)."""
+    live = path.with_name(path.name + "-wal").exists()
+    uri = f"{path.resolve().as_uri()}?{'mode=ro' if live else 'immutable=1'}"
+    with closing(sqlite3.connect(uri, uri=True)) as connection:
+        yield connection
 
 
 def tool_call_text(name: object, arguments: object) -> str:

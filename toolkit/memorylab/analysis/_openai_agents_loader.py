@@ -37,13 +37,12 @@ import json
 import re
 import sqlite3
 from collections import Counter
-from collections.abc import Iterator, Mapping
-from contextlib import closing, contextmanager
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memorylab.analysis._foreign import RunCompaction, RunMessage, run_record
+from memorylab.analysis._foreign import RunCompaction, RunMessage, read_only_database, run_record
 from memorylab.analysis._record import AgentRecord
 from memorylab.errors import MemoryFormatError
 
@@ -57,18 +56,6 @@ _Row = tuple[int, str, object]
 _MAIN = "main"
 """AdvancedSQLiteSession's first branch: its runs are named by the session alone."""
 _ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
-
-
-@contextmanager
-def _connect(path: Path) -> Iterator[sqlite3.Connection]:
-    """The database opened read-only, writing nothing beside it. The SDK writes in WAL mode:
-    while a session is open (a ``-wal`` file beside the database) the recent items are in that
-    file, read through SQLite's read-only mode; otherwise the file is opened as immutable, which
-    creates no ``-shm`` or ``-wal`` file next to the user's (a read-only open would)."""
-    uri = path.resolve().as_uri()
-    live = path.with_name(path.name + "-wal").exists()
-    with closing(sqlite3.connect(f"{uri}?{'mode=ro' if live else 'immutable=1'}", uri=True)) as c:
-        yield c
 
 
 def _tables(connection: sqlite3.Connection) -> tuple[str, str] | None:
@@ -224,14 +211,14 @@ class OpenAIAgentsSessions:
             with path.open("rb") as file:
                 if file.read(len(_SQLITE_MAGIC)) != _SQLITE_MAGIC:
                     return False
-            with _connect(path) as connection:  # the schema only: a page or two
+            with read_only_database(path) as connection:  # the schema only: a page or two
                 return _tables(connection) is not None
         except (OSError, sqlite3.Error):
             return False
 
     def load(self, path: Path) -> list[AgentRecord]:
         try:
-            with _connect(path) as connection:
+            with read_only_database(path) as connection:
                 tables = _tables(connection)
                 if tables is None:
                     raise MemoryFormatError(
