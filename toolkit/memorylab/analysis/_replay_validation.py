@@ -101,7 +101,9 @@ def _langchain_approximate(role: str, content: str) -> float:
 def _deepagents_counts(record: AgentRecord, run: _Run) -> tuple[Sequence[float], str] | str:
     from memorylab.analysis._deepagents_loader import approximate_tokens
 
-    counts = approximate_tokens(Path(source_file(str(record.segments[-1].path))))
+    counts = approximate_tokens(
+        Path(source_file(str(record.segments[-1].path))), thread_id=record.agent
+    )
     if len(counts) != len(run.roles):
         return (f"the file as it was read: it now holds {len(counts)} messages, the record "
                 f"{len(run.roles)} (read it again)")  # fmt: skip
