@@ -25,7 +25,9 @@ from fakes import (
 )
 
 
-def post(url: str, body: dict[str, Any], timeout: float = 5.0) -> tuple[int, dict[str, str], bytes]:
+def post(
+    url: str, body: dict[str, Any], timeout: float = 60.0
+) -> tuple[int, dict[str, str], bytes]:
     data = json.dumps(body).encode()
     request = urllib.request.Request(
         url, data=data, headers={"Content-Type": "application/json", "Authorization": "Bearer x"}
@@ -140,26 +142,30 @@ def test_delay_and_prompt_stop() -> None:
         started = time.perf_counter()
         assert chat(server)[0] == 200
         assert time.perf_counter() - started >= 0.3
-    # A reply far slower than the test: stopping the server does not wait for it.
-    server = FakeOpenAIServer(Reply("never", delay=30)).start()
+    # A reply an hour away: stopping the server does not wait for it. No clock: a stop that
+    # waited for the reply, or a client that kept waiting for its own 600 s timeout, would still
+    # be running at the 120 s joins (hang guards far past a loaded machine's slowness).
+    server = FakeOpenAIServer(Reply("never", delay=3600)).start()
     url = server.base_url + "/chat/completions"
     errors: list[BaseException] = []
 
     def client() -> None:
         try:
-            post(url, {"messages": []}, timeout=10)
+            post(url, {"messages": []}, timeout=600)
         except OSError as error:  # the connection closes without an answer
             errors.append(error)
 
-    thread = threading.Thread(target=client)
+    thread = threading.Thread(target=client, daemon=True)
     thread.start()
     while server.request_count == 0:
         time.sleep(0.01)
-    started = time.perf_counter()
-    server.stop()
-    thread.join(timeout=10)
-    assert time.perf_counter() - started < 5
-    assert not thread.is_alive()
+    stopper = threading.Thread(target=server.stop, daemon=True)
+    stopper.start()
+    stopper.join(timeout=120)
+    assert not stopper.is_alive(), "stop() waits for a delayed reply"
+    thread.join(timeout=120)
+    assert not thread.is_alive(), "the client still waits for an answer after stop()"
+    assert len(errors) == 1
 
 
 def test_streaming_events() -> None:
@@ -180,7 +186,7 @@ def test_counts_concurrent_requests() -> None:
         for thread in threads:
             thread.start()
         for thread in threads:
-            thread.join(timeout=10)
+            thread.join(timeout=120)  # a hang guard
         assert server.request_count == 12
         contents = sorted(r["messages"][0]["content"] for r in server.requests)
     assert contents == sorted(f"q{i}" for i in range(12))
@@ -194,11 +200,11 @@ def test_other_routes_and_bad_json() -> None:
             server.base_url + "/chat/completions", data=b"{not json", method="POST"
         )
         with pytest.raises(urllib.error.HTTPError) as caught:
-            urllib.request.urlopen(request, timeout=5)
+            urllib.request.urlopen(request, timeout=60)
         assert caught.value.code == 400
         caught.value.close()
         assert server.request_count == 0
-        with urllib.request.urlopen(server.base_url + "/models", timeout=5) as response:
+        with urllib.request.urlopen(server.base_url + "/models", timeout=60) as response:
             assert json.loads(response.read())["data"][0]["id"] == "fake-model"
 
 
@@ -239,7 +245,7 @@ def test_litellm_roundtrip_with_tool_calls() -> None:
                 }
             ],
             max_retries=0,
-            timeout=5,
+            timeout=60,  # a hang guard
         )
         call = first.choices[0].message.tool_calls[0]
         assert first.choices[0].finish_reason == "tool_calls"
@@ -252,7 +258,7 @@ def test_litellm_roundtrip_with_tool_calls() -> None:
             api_key="x",
             messages=[{"role": "user", "content": "and now?"}],
             max_retries=0,
-            timeout=5,
+            timeout=60,  # a hang guard
         )
         assert second.choices[0].message.content == "It is sunny."
         assert second.usage.total_tokens > 0
