@@ -270,7 +270,8 @@ def write_session(
 def write_database(path: Path, size: int) -> None:
     """An OpenAI Agents SDK sessions database of about ``size`` bytes: the committed sample's
     ``SQLiteSession`` tables, its sessions' rows copied under new session ids."""
-    sample = sqlite3.connect(f"file:{DATA / 'openai-agents' / 'sessions.sqlite'}?mode=ro",
+    # immutable: a read-only open of a WAL database writes -shm and -wal beside the sample
+    sample = sqlite3.connect(f"file:{DATA / 'openai-agents' / 'sessions.sqlite'}?immutable=1",
                              uri=True)  # fmt: skip
     schema = [sql for (name, sql) in sample.execute("SELECT name, sql FROM sqlite_master")
               if name in ("agent_sessions", "agent_messages", "idx_agent_messages_session_id")]  # fmt: skip
