@@ -28,7 +28,7 @@ def _agent(server: FakeOpenAIServer, **kwargs: object) -> Agent:
         "context_length": 100_000,
         "llm_args": {"api_base": server.base_url, "api_key": "x"},
         "retries": 0,
-        "timeout": 10,
+        "timeout": 60,  # a hang guard: a loaded machine's local replies stay far below it
     }
     options.update(kwargs)
     return Agent(**options)  # type: ignore[arg-type]
@@ -223,9 +223,9 @@ _CHILD = textwrap.dedent(
     from memorylab.compress._compressor import ContextCompressor
     agent = Agent(agent_name="Shared", model_name="openai/fake-model", context_length=1500,
                   compression_threshold=0.5, llm_args={{"api_base": {base!r}, "api_key": "x"}},
-                  retries=0, timeout=10)
+                  retries=0, timeout=60)
     agent.context_compressor = ContextCompressor(threshold=0.5, summarizer_args={{
-        "llm_args": {{"api_base": {base!r}, "api_key": "x"}}, "retries": 0, "timeout": 10}},
+        "llm_args": {{"api_base": {base!r}, "api_key": "x"}}, "retries": 0, "timeout": 60}},
         summarizer_model="openai/fake-model")
     for i in range(6):
         agent.run("{name} task " + str(i) + ": " + "words " * 80)

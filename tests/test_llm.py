@@ -248,7 +248,9 @@ def test_timeout_bounds_the_whole_attempt_of_a_trickling_server(asynchronous: bo
                 asyncio.run(summarizer.asummarize(HISTORY))
             else:
                 summarizer.summarize(HISTORY)
-        assert time.perf_counter() - started < 10  # bounded by the timeout, not the body
+        # Bounded by the timeout, not the body: half the body's ~250 s, a margin no loaded
+        # machine eats (this also times litellm's first import: seconds of CPU).
+        assert time.perf_counter() - started < 120
 
 
 def test_llm_args_mean_the_same_everywhere() -> None:

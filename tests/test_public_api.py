@@ -85,7 +85,7 @@ def test_the_old_module_paths_of_0_1_import_and_warn() -> None:
 def test_an_old_command_path_still_runs() -> None:
     """``python -m memorylab.evaluate.cli`` (0.1's command) runs the command, with a note."""
     done = subprocess.run([sys.executable, "-m", "memorylab.evaluate.cli", "--help"],
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0 and "usage:" in done.stdout
     assert "is now python -m memorylab.evaluate._cli" in done.stderr
 

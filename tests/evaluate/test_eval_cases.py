@@ -284,6 +284,6 @@ def test_a_fifo_in_place_of_the_records_is_not_waited_on(tmp_path: Path) -> None
     reader = threading.Thread(target=lambda: found.append(cases_from_workspace(tmp_path)),
                               daemon=True)  # fmt: skip
     reader.start()
-    reader.join(timeout=60)
+    reader.join(timeout=300)  # a hang guard: the FIFO blocks forever
     assert not reader.is_alive(), "cases_from_workspace is blocked on the FIFO"
     assert [case.metadata["summarizer_model"] for case in found[0]] == [None]

@@ -26,7 +26,8 @@ def test_local_dask_cluster_executor(tmp_path: object) -> None:
         distributed.Client(cluster) as client,
         FakeOpenAIServer(Reply("config /srv/api/config.yaml")) as server,
     ):
-        model = LiteLLMSummarizer("openai/fake", retries=0, timeout=5,
+        # 60 s: a hang guard a loaded machine's local replies never reach (5 s was reached).
+        model = LiteLLMSummarizer("openai/fake", retries=0, timeout=60,
                                   llm_args={"api_base": server.base_url, "api_key": "x"})  # fmt: skip
         specs = {**{name: name for name in BASELINES}, "model": model}
         local = compare_summarizers(CASES, specs, ["compression", "fact_recall"],

@@ -59,7 +59,7 @@ def test_a_process_that_never_imported_the_evaluation_cleans_its_cache(
     env = {**os.environ, "WORKSPACE_DIR": str(isolated_workspace)}
     done = subprocess.run(
         [sys.executable, "-c", FRESH_PROCESS, how],
-        env=env, capture_output=True, text=True, timeout=120, check=False,
+        env=env, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     said = json.loads(done.stdout.splitlines()[-1])
