@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,7 @@ def cases(n: int = 4) -> list[Case]:
     ]
 
 
-def summarizer(model: str, server: FakeOpenAIServer, *, retries: int = 2, timeout: float = 5,
+def summarizer(model: str, server: FakeOpenAIServer, *, retries: int = 2, timeout: float = 60,
                **options: Any) -> LiteLLMSummarizer:  # fmt: skip
     fast = RetryPolicy(timeout=timeout, retries=retries, backoff_base=0.01, backoff_max=0.05)
     return LiteLLMSummarizer(model, llm_args={"api_base": server.base_url, "api_key": "x"},
@@ -155,11 +156,21 @@ def test_without_a_cache_every_run_sends(servers: dict[str, FakeOpenAIServer]) -
 def test_concurrency_overlaps_slow_calls(servers: dict[str, FakeOpenAIServer]) -> None:
     """Calls overlap up to ``concurrency`` and never beyond, counted at the server (a wall-time
     ratio failed under a parallel suite: the other worker's CPU load, not the overlap, set it)."""
-    slow = summarizer("openai/slow", servers["slow"])  # each call waits 0.2 s at the server
-    compare_summarizers(cases(8), [slow], ["latency"], concurrency=4, cache_dir=None,
-                        progress=False)  # fmt: skip
-    assert servers["slow"].request_count == 8
-    assert 2 <= servers["slow"].most_waiting <= 4  # 4 at a time: within the listen backlog of 5
+    # No clock: each request waits at the server until 4 are in at once (a client that sent
+    # fewer at a time would leave them waiting until the 120 s hang guard broke the barrier).
+    four_in = threading.Barrier(4, timeout=120)
+
+    def when_four_are_in(request: FakeRequest) -> Reply:
+        four_in.wait()
+        return Reply("Config /srv/api/config.yaml; staging port 8443.", delay=0.2)
+
+    with FakeOpenAIServer(when_four_are_in) as server:
+        slow = summarizer("openai/slow", server, retries=0)
+        result = compare_summarizers(cases(8), [slow], ["latency"], concurrency=4,
+                                     cache_dir=None, progress=False)  # fmt: skip
+    assert result.frame.error.isna().all(), result.frame.error.dropna().tolist()
+    assert server.request_count == 8
+    assert server.most_waiting <= 4  # never beyond: within the listen backlog of 5
     with FakeOpenAIServer(Reply("Staging listens on 8443.", delay=0.05)) as one_at_a_time:
         compare_summarizers(cases(4), [summarizer("openai/serial", one_at_a_time)], ["latency"],
                             concurrency=1, cache_dir=None, progress=False)  # fmt: skip
@@ -249,7 +260,8 @@ def test_a_judge_reply_without_ratings_is_an_error_row(tmp_path: Path) -> None:
 
 
 def test_timeouts_retry_then_become_rows(tmp_path: Path) -> None:
-    with FakeOpenAIServer(Reply("late", delay=2.0)) as server:
+    # 60 s: no loaded machine gets the reply to a 0.2 s timeout in time (stopping ends the wait).
+    with FakeOpenAIServer(Reply("late", delay=60.0)) as server:
         slow = summarizer("openai/slow", server, timeout=0.2, retries=1)
         result = compare_summarizers(cases(2), [slow], ["compression"], cache_dir=tmp_path,
                                      progress=False)  # fmt: skip
