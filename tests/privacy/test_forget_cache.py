@@ -73,7 +73,7 @@ def cached_workspace(
     _keeper()
     with FakeOpenAIServer(_reply) as server:
         args = {"api_base": server.base_url, "api_key": "x"}
-        fast = RetryPolicy(timeout=5, retries=0, backoff_base=0.01, backoff_max=0.05)
+        fast = RetryPolicy(timeout=60, retries=0, backoff_base=0.01, backoff_max=0.05)  # hang guard
         summarizer = LiteLLMSummarizer("openai/fake", llm_args=args, retry=fast)
         scorers = [
             "fact_recall",
