@@ -4,6 +4,7 @@ reference framework's files: no usage.jsonl, no compactions.jsonl)."""
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import os
@@ -312,3 +313,95 @@ def test_a_workspace_the_real_swarms_wrote_says_why_each_audit_is_empty(tmp_path
     assert followed <= 5 and "The only facts followed: " in _notes(facts)
     for label in map(_words, re.findall(r"<details><summary>(.*?)</summary>", page, re.S)):
         assert label.startswith("summary of "), label
+
+
+def _foreign_samples() -> dict[str, Path]:
+    from memorylab.transcripts import bundled_foreign_runs
+
+    runs = bundled_foreign_runs()
+    return {**runs, "inspect-ai json": runs["inspect-ai"].with_suffix(".json")}
+
+
+FOREIGN = tuple(_foreign_samples())
+
+
+@functools.cache
+def _foreign_page(sample: str) -> str:
+    return build_report(_foreign_samples()[sample])
+
+
+def _what_if(page: str) -> tuple[str, str, int, int]:
+    """The what-if's agent, its notes, and its sentence's replayed and recorded compactions."""
+    section = _section(page, "What-if thresholds")
+    notes = _notes(section)
+    agent = re.search(r"The full timeline of (.+?) \(the largest agent\)", notes)
+    said = re.search(
+        r"the replay makes ([\d,]+) compaction\(s\); the agent recorded ([\d,]+)", notes
+    )
+    assert agent is not None and said is not None, notes
+    return agent.group(1), notes, _count(said.group(1)), _count(said.group(2))
+
+
+@pytest.mark.parametrize("sample", FOREIGN)
+def test_the_what_if_of_another_frameworks_run_says_why_its_count_differs(sample: str) -> None:
+    """Issue 41, on each bundled run of another framework: the what-if said "the replay makes 4
+    compaction(s); the agent recorded 7" on the deepagents sample while 'Replay at the recorded
+    settings' reproduced 7 of 7. The recorded count is the Agents table's and the validation's;
+    the sentence says what the what-if counts otherwise (tokenizer, static context, summaries)
+    and what the validation found, as its table has it."""
+    page = _foreign_page(sample)
+    agent, notes, replayed, recorded = _what_if(page)
+    assert recorded == _count(_agents(page)[agent]["compactions"])
+    (validation,) = _tables(_section(page, "Replay at the recorded settings"))
+    (row,) = [row for row in validation if row["agent"] == agent]
+    assert _count(row["recorded"]) == recorded
+    assert "same check points, static context, restarts and summaries as the run" not in notes
+    assert "the token count, static context and summaries are memorylab's" in notes
+    why = re.search(r"Why this count can differ from the run's: (.*)", notes)
+    assert why is not None, notes
+    assert re.search(r"the replay counts tokens as \w+", why.group(1))
+    assert "its static context is" in why.group(1)
+    assert "'Replay at the recorded settings' below" in why.group(1)
+    if row["verdict"] == "reproduced":
+        assert (
+            f"reproduced, {row['replayed']} of {row['recorded']} compactions at the messages "
+            "the run's fired at" in why.group(1)
+        )
+        measured = re.search(r"measured ([\d,]+(?:-[\d,]+)?) of the framework's tokens", notes)
+        assert measured is not None, notes
+        assert row["how"].startswith("the static context")
+        assert measured.group(1) in row["how"]
+    else:
+        assert row["verdict"] == "cannot check"
+        assert "here it cannot check (its row says why)" in why.group(1)
+
+
+@pytest.mark.parametrize("sample", FOREIGN)
+def test_the_strategies_row_of_another_frameworks_run_agrees_with_the_what_if(
+    sample: str,
+) -> None:
+    """Issue 41: the Strategies section said "The agent ran summary()" of a deepagents run and
+    showed 4 compactions beside the 7 it recorded, unsaid. The row that stands for the run's own
+    compaction is the what-if's row at the agent's setting (the same replay), and the sentence
+    names the framework and the count the run recorded."""
+    page = _foreign_page(sample)
+    agent, _, replayed, recorded = _what_if(page)
+    section = _section(page, "Strategies")
+    agents = re.findall(r"<h3>(.*?)</h3>", section)
+    part = re.split(r"<h3>.*?</h3>", section)[1:][agents.index(html.escape(agent))]
+    (rows,) = _tables(part)
+    notes = _notes(part)
+    assert "The agent ran" not in notes
+    summary = next(row for row in rows if row["strategy"].startswith("summary("))
+    assert _count(summary["compactions"]) == replayed
+    own = [row for row in rows if row.get("") == "the agent's setting"]
+    if own:
+        (own_row,) = own
+        made_by = _tables(_section(page, "Replay at the recorded settings"))[0][0]["format"]
+        assert (
+            f"{own_row['strategy']} stands for {made_by}'s own compaction, replayed as "
+            f"memorylab's: {own_row['compactions']} compaction(s), the run recorded {recorded:,}"
+            in notes
+        ), notes
+    else:
+        assert "No strategy compacts at this setting" in notes

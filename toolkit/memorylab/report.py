@@ -20,7 +20,7 @@ import itertools
 import numbers
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -172,6 +172,7 @@ def build_report(
         plot_sweep,
         plot_token_growth,
         plot_token_growth_grid,
+        replay_validation,
         run_settings,
         sweep,
         sweep_note,
@@ -327,6 +328,16 @@ def build_report(
             parts.append("<p class=note>No compaction of this agent: no archive, no record.</p>")
         parts.append(_summaries_section(rows))
     parts += _audit_sections(records, messages, model)
+    # Another framework's runs replayed at their recorded settings with its own count, once:
+    # their section, and the what-if's word on why memorylab's replay can count otherwise.
+    format_of = {record.agent: record.format for record in records}
+    foreign = [record for record in records if record.format != "memorylab"]
+    validation = replay_validation(foreign) if foreign else None
+    validated = (
+        {}
+        if validation is None
+        else {str(row["agent"]): row for row in validation.to_dict("records")}
+    )
     if agents:
         biggest = messages.groupby("agent", observed=True).size().idxmax()
         timeline = messages[messages["agent"] == biggest]
@@ -343,21 +354,31 @@ def build_report(
         shown = shown[[c for c in shown.columns if (~shown[c].isin(("–", ""))).any()]]
         agreement = _agreement(result, int((compactions["agent"] == biggest).sum())
                                if len(compactions) else 0)  # fmt: skip
+        made_by = format_of.get(biggest, "memorylab")
+        if made_by != "memorylab":
+            agreement += _replay_differs(result.settings, made_by, validated.get(biggest))
+        kept_as = (
+            "with the same check points, static context, restarts and summaries as the run."
+            if made_by == "memorylab"
+            # another framework's run: memorylab's count, static context and summaries
+            else "with the check points and restarts read off the files; the token count, "
+            "static context and summaries are memorylab's (why that can change the count of "
+            "compactions: below)."
+        )
         parts.append(
             "<h2>What-if thresholds</h2><p class=note>The full timeline of "
             f"{html.escape(str(biggest))} (the largest agent) replayed at other thresholds, "
-            "with the same check points, static context, restarts and summaries as the run. "
+            f"{kept_as} "
             f"{html.escape(sweep_note(result))} {html.escape(sweep_cost_note(result))}</p>"
             f"{agreement}{_over_window(result)}"
             + _png(figure)
             + _table(shown, text_columns=("", "mode"))
         )
         plt.close(figure)
-    foreign = [record for record in records if record.format != "memorylab"]
-    if foreign:
-        parts.append(_recorded_settings_section(foreign))
+    if validation is not None:
+        parts.append(_recorded_settings_section(validation))
     if agents:
-        parts.append(_strategies_section(by_agent, settings_of, model))
+        parts.append(_strategies_section(by_agent, settings_of, model, format_of))
     parts.append(
         "<h2>Privacy</h2><p class=note>This report contains excerpts of stored conversations. "
         "The memory files live under the workspace shown above; see docs/privacy.md for "
@@ -409,13 +430,11 @@ def _audit_sections(records: list[AgentRecord], messages: Any, model: str | None
 _VALIDATION_COLUMNS = ("format", "agent", "recorded", "replayed", "verdict", "missing", "how")
 
 
-def _recorded_settings_section(records: list[AgentRecord]) -> str:
+def _recorded_settings_section(rows: Any) -> str:
     """Another framework's runs replayed at the settings their files record, with the
-    framework's own count and trigger (:func:`~memorylab.analysis.replay_validation`): whether
-    each compaction fires where the run's did, or what the file does not record to tell."""
-    from memorylab.analysis import replay_validation
-
-    rows = replay_validation(records)
+    framework's own count and trigger (``rows``: :func:`~memorylab.analysis.replay_validation`
+    of them): whether each compaction fires where the run's did, or what the file does not
+    record to tell."""
     reproduced = int((rows["verdict"] == "reproduced").sum())
     words = (
         f"Reproduced: {reproduced:,} of {_counted(len(rows), 'run')} (replayed at the settings "
@@ -456,7 +475,10 @@ _STRATEGY_COLUMNS = (
 
 
 def _strategies_section(
-    by_agent: dict[str, Any], settings_of: dict[str, Any], model: str | None
+    by_agent: dict[str, Any],
+    settings_of: dict[str, Any],
+    model: str | None,
+    format_of: Mapping[str, str],
 ) -> str:
     """What each registered strategy would have done on each agent's own timeline at the
     setting its curves use (a :func:`~memorylab.analysis.sweep` of the strategies at that one
@@ -499,15 +521,17 @@ def _strategies_section(
     quiet.setLevel(logging.ERROR + 1)
     try:
         for name in chosen:
-            parts.append(_strategies_of(name, by_agent[name], settings_of[name], model))
+            made_by = format_of.get(name, "memorylab")
+            parts.append(_strategies_of(name, by_agent[name], settings_of[name], model, made_by))
     finally:
         quiet.setLevel(level)
     return "".join(parts)
 
 
-def _strategies_of(name: str, timeline: Any, settings: Any, model: str | None) -> str:
+def _strategies_of(name: str, timeline: Any, settings: Any, model: str | None, made_by: str) -> str:
     """One agent's strategies table (each strategy swept on its own: one that cannot run on
-    this timeline, failing at every check, is named with why, not a failed report)."""
+    this timeline, failing at every check, is named with why, not a failed report);
+    ``made_by``: the format of the agent's files (another framework's run ran none of them)."""
     import pandas as pd
 
     from memorylab.analysis import sweep, sweep_table
@@ -536,14 +560,17 @@ def _strategies_of(name: str, timeline: Any, settings: Any, model: str | None) -
     shown = sweep_table(frame, _STRATEGY_COLUMNS)
     shown = shown[[c for c in shown.columns if (~shown[c].isin(("–", ""))).any()]]
     return (
-        f"<h3>{html.escape(name)}</h3><p class=note>{_strategies_sentence(frame, guessed)}"
+        f"<h3>{html.escape(name)}</h3><p class=note>"
+        f"{_strategies_sentence(frame, guessed, made_by, settings.compactions or 0)}"
         f"{html.escape(cannot)}</p>" + _table(shown, text_columns=("", "strategy"))
     )
 
 
-def _strategies_sentence(frame: Any, guessed: bool) -> str:
-    """The strategies' table in a sentence: the run's own strategy, the fewest input tokens
-    read, and when none compacts (a guessed window too large for the run)."""
+def _strategies_sentence(frame: Any, guessed: bool, made_by: str, made: int) -> str:
+    """The strategies' table in a sentence: the run's own strategy (for another framework's
+    run, ``made_by``, the row that stands for its compaction, beside the ``made`` compactions it
+    recorded), the fewest input tokens read, and when none compacts (a guessed window too large
+    for the run)."""
     if not int(frame["compactions"].max()):
         return "No strategy compacts at this setting: the replay never reaches the trigger" + (
             " (a guessed window; give the one it ran at with --context-length and --threshold)."
@@ -552,12 +579,20 @@ def _strategies_sentence(frame: Any, guessed: bool) -> str:
         )
     least = frame.loc[frame["total_input_tokens"].idxmin()]
     own = frame[frame["recorded"]]
-    said = (
-        f"The agent ran {html.escape(str(own['strategy'].iloc[0]))}: "
-        f"{int(own['total_input_tokens'].iloc[0]):,} input tokens read. "
-        if len(own)
-        else ""
-    )
+    said = ""
+    if len(own) and made_by == "memorylab":
+        said = (
+            f"The agent ran {html.escape(str(own['strategy'].iloc[0]))}: "
+            f"{int(own['total_input_tokens'].iloc[0]):,} input tokens read. "
+        )
+    elif len(own):
+        said = html.escape(
+            f"{own['strategy'].iloc[0]} stands for {made_by}'s own compaction, replayed as "
+            f"memorylab's: {int(own['compactions'].iloc[0]):,} compaction(s), the run recorded "
+            f"{made:,} (memorylab's token count, static context and summaries; 'Replay at the "
+            f"recorded settings' replays the run with {made_by}'s own); "
+            f"{int(own['total_input_tokens'].iloc[0]):,} input tokens read. "
+        )
     return (
         f"{said}Fewest input tokens read: {html.escape(str(least['strategy']))}, "
         f"{int(least['total_input_tokens']):,} over {int(least['compactions']):,} "
@@ -771,6 +806,53 @@ def _agreement(result: Any, made: int) -> str:
         f"<p class=note>At {where}, the replay makes <b>{replayed}</b> compaction(s); the agent "
         f"recorded <b>{made}</b>.</p>"
     )
+
+
+def _replay_differs(settings: Any, made_by: str, row: Mapping[str, Any] | None) -> str:
+    """Why memorylab's replay of another framework's run can make another count of compactions
+    than the run recorded (the token count, the static context, the summaries are memorylab's),
+    and what the replay at the recorded settings found with the framework's own (``row``: its
+    :func:`~memorylab.analysis.replay_validation` row)."""
+    from memorylab.compress import get_token_counter
+
+    counter = get_token_counter(settings.token_model)
+    counted = counter.encoding_name + ("" if counter.exact else ", an approximation")
+    words = f"Why this count can differ from the run's: the replay counts tokens as {counted}"
+    theirs = None if row is None else row.get("counter")
+    words += (
+        f", where {made_by} counted with {theirs}"
+        if isinstance(theirs, str) and theirs
+        else f", where the file does not say how {made_by} counted"
+    )
+    words += (
+        f"; its static context is {settings.static_tokens:,} tokens "
+        f"({settings.source_of('static_tokens')})"
+    )
+    measured = None if row is None else row.get("static_tokens")
+    if isinstance(measured, tuple) and len(measured) == 2:
+        low, high = measured
+        amount = f"{low:,}" if low == high else f"{low:,}-{high:,}"
+        words += (
+            f", where the replay at the recorded settings measured {amount} of the "
+            "framework's tokens at the first compaction (the system prompt and tool schemas, "
+            "which the file does not keep)"
+        )
+    words += (
+        f"; its summaries are {settings.summarizer or 'memorylab/extractive'}'s, not the run's. "
+        f"'Replay at the recorded settings' below replays the run with {made_by}'s own "
+    )
+    if row is not None and row.get("verdict") in ("reproduced", "not reproduced"):
+        replayed, recorded = int(row["replayed"]), int(row["recorded"])
+        words += (
+            f"count, static context and compactions: reproduced, {replayed:,} of {recorded:,} "
+            "compactions at the messages the run's fired at."
+            if row["verdict"] == "reproduced"
+            else f"count, static context and compactions: not reproduced, {replayed:,} "
+            f"compaction(s) where the run recorded {recorded:,}."
+        )
+    else:
+        words += "trigger where the file records enough: here it cannot check (its row says why)."
+    return f"<p class=note>{html.escape(words)}</p>"
 
 
 def _over_window(result: Any) -> str:
