@@ -141,3 +141,77 @@ def test_a_frame_of_a_changed_session_is_read_again(tmp_path: Path) -> None:
         file.write('{"type":"queue-operation","operation":"enqueue","sessionId":"x"}\n')
     growth = token_growth(frame, context_length=200_000)  # its file read again by its loader
     assert growth[growth["compaction"]]["recorded_tokens"].tolist() == [160_512, 31_800]
+
+
+PROJECT = SAMPLES / "subagents-project"
+PROJECT_SESSION = PROJECT / "7d2e9b40-1c3a-4f5e-8b6d-0a9c8e7f6d51.jsonl"
+SESSION_ID = "7d2e9b40-1c3a-4f5e-8b6d-0a9c8e7f6d51"
+
+
+def test_the_committed_project_is_what_its_writer_writes(tmp_path: Path) -> None:
+    subprocess.run([sys.executable, str(SAMPLES / "write_sample.py"), str(tmp_path)], check=True)
+    written = sorted(p.relative_to(tmp_path / PROJECT.name) for p in
+                     (tmp_path / PROJECT.name).rglob("*") if p.is_file())  # fmt: skip
+    assert written == sorted(p.relative_to(PROJECT) for p in PROJECT.rglob("*") if p.is_file())
+    for name in written:
+        assert (tmp_path / PROJECT.name / name).read_bytes() == (PROJECT / name).read_bytes()
+
+
+def test_messages_a_compaction_preserved_are_its_kept_and_the_timeline_goes_on() -> None:
+    """The session's messages after each compaction chain from the last kept message (before
+    the boundary in the file): the compactions are found, each keeps its last two messages,
+    and the messages after it follow its summary."""
+    (record, *_) = load_records(PROJECT_SESSION)
+    assert [(c["tokens_before"], c["extra"]["kept"]) for c in record.compactions] == [
+        (170_045, 2), (165_045, 2),
+    ]  # fmt: skip
+    frame = memory_df(PROJECT_SESSION)
+    own = frame[frame["agent"] == SESSION_ID]
+    assert own["content"].tolist()[8:12] == [
+        "Profile /orders, step 2.",
+        "Step 2: the N+1 query is in totals.",
+        own["content"].iloc[10],  # the summary, opening the next segment
+        "Fix /orders, step 0.",
+    ]
+    assert own["is_summary"].tolist().count(True) == 2
+    assert own["content"].iloc[10].endswith("Profiling /orders: an N+1 query in totals.")
+    assert own["content"].tolist().count("Step 2: the N+1 query is in totals.") == 1
+    assert own["timestamp"].is_monotonic_increasing
+    # both forms of the kept messages: preservedSegment, then preservedMessages.uuids
+    metas = [b["compactMetadata"] for b in _boundaries(PROJECT_SESSION)]
+    assert "preservedSegment" in metas[0] and "preservedMessages" in metas[1]
+    assert not any(n.kind == "branches" for n in record.notes)  # nothing left off the chain
+
+
+def test_subagents_are_records_of_their_own_named_after_their_session() -> None:
+    subagents = {
+        f"{SESSION_ID}/agent-a7f3e2",  # <session>/subagents/agent-a7f3e2.jsonl (newer)
+        f"{SESSION_ID}/agent-b2c4d6",  # agent-b2c4d6.jsonl beside the session (older)
+        f"{SESSION_ID}/sidechain-00000000-0000-4000-8002-000000000001",  # in the session's file
+    }
+    for source in (PROJECT, PROJECT_SESSION):
+        records = load_records(source)
+        assert [r.agent for r in records][0] == SESSION_ID
+        assert {r.agent for r in records[1:]} == subagents
+        assert len(records) == 4  # the project's agent-b2c4d6.jsonl is read once
+    main, *others = load_records(PROJECT_SESSION)
+    said = " ".join(n.message for n in main.notes)
+    assert "agent-a7f3e2 (Explore: Map endpoints) read as" in said  # its .meta.json
+    assert "agent-b2c4d6 read as" in said and "sidechain entries read as" in said
+    for record in others:
+        assert [m for m in memory_df(record)["role"]] == ["user", "assistant"]
+        assert len(record.calls) == 1
+    # the session's own conversation holds none of the subagents' messages
+    assert "Check the cart's cache headers." not in memory_df(main)["content"].tolist()
+    (alone,) = load_records(PROJECT / SESSION_ID / "subagents" / "agent-a7f3e2.jsonl")
+    assert alone.agent == f"{SESSION_ID}/agent-a7f3e2"
+
+
+def test_a_subagent_file_that_cannot_be_read_is_said_not_dropped(tmp_path: Path) -> None:
+    copy = tmp_path / "project"
+    shutil.copytree(PROJECT, copy)
+    (copy / SESSION_ID / "subagents" / "agent-a7f3e2.jsonl").write_text("\n")
+    records = load_records(copy / PROJECT_SESSION.name)
+    assert f"{SESSION_ID}/agent-a7f3e2" not in {r.agent for r in records}
+    notes = [n.message for n in records[0].notes if "agent-a7f3e2" in n.message]
+    assert len(notes) == 1 and "not read" in notes[0], notes

@@ -10,15 +10,28 @@ message before it; ``compactMetadata``: ``trigger``, ``preTokens``), followed by
 marked ``isCompactSummary`` that holds the summary. Each assistant reply records the API's usage
 (``message.usage``: input, output, cache read and cache write tokens); a reply of several content
 blocks is written as several lines sharing ``message.id``, read as one message and one call.
+
+A compaction may keep the conversation's last messages verbatim: its ``compactMetadata`` names
+them (``preservedSegment``: ``headUuid``, ``tailUuid`` and ``anchorUuid``, what the head hangs
+from after the compaction; or ``preservedMessages.uuids``). The file holds them once, before the
+boundary, and the messages after it chain from the tail; Claude Code relinks the head to the
+anchor when it loads the session, and so does :func:`_chain`: they are the compaction's ``kept``.
+
+A subagent (the Task tool's) is a conversation of its own: entries marked ``isSidechain``, in
+the session's file (older versions), in ``agent-<id>.jsonl`` beside it, or in
+``<session>/subagents/agent-<id>.jsonl`` (newer versions). Each is read as a record of its own,
+named ``<session>/<subagent>``, when the session or its project folder is given.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -41,6 +54,8 @@ _NOT_MESSAGES = frozenset({"file-history-snapshot", "queue-operation"})
 are a large part of a file's bytes)."""
 _FOLDER_LOOK = 3
 """How many of a folder's ``.jsonl`` files ``handles`` looks at."""
+_AGENT_PREFIX = "agent-"
+"""How a subagent's file is named (``agent-<id>.jsonl``), beside its session or below it."""
 
 
 def _is_session(path: Path) -> bool:
@@ -64,10 +79,47 @@ class ClaudeCodeSessions:
         return _is_session(path)
 
     def load(self, path: Path) -> list[AgentRecord]:
-        if path.is_dir():
-            sessions = [f for f in sorted(path.glob("*.jsonl")) if _is_session(f)]
-            return [read_session(f) for f in sessions]
-        return [read_session(path)]
+        if not path.is_dir():
+            return read_sessions(path)
+        files = [f for f in sorted(path.glob("*.jsonl")) if _is_session(f)]
+        sessions = [f for f in files if not f.name.startswith(_AGENT_PREFIX)]
+        records = []
+        claimed: set[Path] = set()  # the subagents' files read with their session
+        for session in sessions:
+            records += read_sessions(session, claimed=claimed)
+        # a subagent's file whose session is not in the folder: a record all the same
+        records += [r for f in files if f not in claimed and f not in sessions
+                    for r in read_sessions(f)]  # fmt: skip
+        return records
+
+
+def _subagent_files(session: Path, session_id: str | None) -> list[Path]:
+    """The subagents' files of the session ``session``: ``<session>/subagents/agent-*.jsonl``
+    (newer versions) and, beside it, the ``agent-*.jsonl`` files that name its ``sessionId``
+    (older versions)."""
+    below = sorted((session.parent / session.stem / "subagents").glob(f"{_AGENT_PREFIX}*.jsonl"))
+    if session_id is None:
+        return below
+    named = re.compile(rb'"sessionId"\s*:\s*"' + re.escape(session_id.encode()) + rb'"')
+    beside = [
+        f
+        for f in sorted(session.parent.glob(f"{_AGENT_PREFIX}*.jsonl"))
+        if f != session and named.search(file_head(f, _HEAD_BYTES)) is not None
+    ]
+    return [*below, *beside]
+
+
+def _described(agent_file: Path) -> str:
+    """What the ``agent-<id>.meta.json`` beside a subagent's file says of it (newer versions:
+    ``agentType``, ``description``), or nothing."""
+    try:
+        meta = json.loads(agent_file.with_suffix(".meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    if not isinstance(meta, dict):
+        return ""
+    said = [str(meta[k]) for k in ("agentType", "description") if isinstance(meta.get(k), str)]
+    return f" ({': '.join(said)})" if said else ""
 
 
 # ------------------------------------------------------------------------------ one session
@@ -118,6 +170,7 @@ class _Entry(msgspec.Struct, gc=False):
     parentUuid: Any = msgspec.UNSET
     logicalParentUuid: Any = None
     isSidechain: Any = None
+    agentId: Any = None
     isCompactSummary: Any = None
     timestamp: Any = None
     sessionId: Any = None
@@ -169,6 +222,7 @@ def _entry_of(line: dict[str, Any]) -> _Entry:
         parentUuid=line.get("parentUuid", msgspec.UNSET),
         logicalParentUuid=line.get("logicalParentUuid"),
         isSidechain=line.get("isSidechain"),
+        agentId=line.get("agentId"),
         isCompactSummary=line.get("isCompactSummary"),
         timestamp=line.get("timestamp"),
         sessionId=line.get("sessionId"),
@@ -233,29 +287,98 @@ def _line_by_line(path: Path, data: bytes, first: int, notes: list[Note]) -> lis
     return entries
 
 
-def _chain(entries: Sequence[_Entry], path: Path, notes: list[Note]) -> list[_Entry]:
+_BOUNDARY = "compact_boundary"
+
+
+@dataclass(frozen=True, slots=True)
+class _Preserved:
+    """What a compaction kept verbatim: ``uuids``, hung after it from ``anchor`` by ``head``."""
+
+    boundary: str
+    head: str
+    anchor: str
+    uuids: frozenset[str]
+
+
+def _preserved(
+    boundary: _Entry, by_uuid: Mapping[str, _Entry], summary: _Entry | None
+) -> _Preserved | None:
+    """The messages ``boundary``'s compaction kept (``compactMetadata.preservedSegment``: the
+    chain from ``tailUuid`` up to ``headUuid``; or ``preservedMessages.uuids``), ``None``:
+    none recorded, or not in the file."""
+    meta = boundary.compactMetadata
+    if not isinstance(meta, dict) or not isinstance(boundary.uuid, str):
+        return None
+    fallback = summary.uuid if summary is not None and isinstance(summary.uuid, str) else None
+    segment, listed = meta.get("preservedSegment"), meta.get("preservedMessages")
+    uuids: set[str] = set()
+    head = anchor = None
+    if isinstance(segment, dict):
+        head, tail, anchor = (segment.get(k) for k in ("headUuid", "tailUuid", "anchorUuid"))
+        entry = by_uuid.get(tail) if isinstance(tail, str) else None
+        while entry is not None and isinstance(entry.uuid, str) and entry.uuid not in uuids:
+            uuids.add(entry.uuid)
+            if entry.uuid == head:
+                break
+            entry = by_uuid.get(entry.parentUuid) if isinstance(entry.parentUuid, str) else None
+        if head not in uuids:
+            return None  # the segment is not all in the file
+    elif isinstance(listed, dict) and isinstance(listed.get("uuids"), list):
+        uuids = {u for u in listed["uuids"] if isinstance(u, str) and u in by_uuid}
+        heads = [u for u in uuids if by_uuid[u].parentUuid not in uuids]
+        head = heads[0] if len(heads) == 1 else None
+        anchor = listed.get("anchorUuid")
+    if not isinstance(head, str) or not uuids:
+        return None
+    if not isinstance(anchor, str) or anchor not in by_uuid or anchor in uuids:
+        anchor = fallback or boundary.uuid
+    return _Preserved(boundary.uuid, head, anchor, frozenset(uuids))
+
+
+def _chain(
+    entries: Sequence[_Entry], path: Path, notes: list[Note], *, sidechain: bool = False
+) -> tuple[list[_Entry], list[bool]]:
     """The entries of the conversation, oldest first: the chain of ``parentUuid`` (through each
-    compaction's ``logicalParentUuid``) that leads to the file's last message; without uuids, the
-    file's messages in order."""
+    compaction's ``logicalParentUuid``, and from the head of what it kept to its anchor) that
+    leads to the last message; without uuids, the messages in order. With it, whether each entry
+    is a message a compaction kept (read before it already). ``sidechain``: the chain of a
+    subagent's entries, else of the session's own."""
     messages = [
-        e for e in entries if e.type in ("user", "assistant", "system") and not e.isSidechain
+        e
+        for e in entries
+        if e.type in ("user", "assistant", "system") and bool(e.isSidechain) == sidechain
     ]
     if not messages:
-        return []
+        return [], []
     if all(e.parentUuid is msgspec.UNSET for e in messages):
         notes.append(
             Note(str(path), 0, "order", "no parentUuid: the messages are read in file order")
         )
-        return messages
+        return messages, [False] * len(messages)
     by_uuid = {e.uuid: e for e in messages if isinstance(e.uuid, str)}
+    summaries = {e.parentUuid: e for e in messages if e.isCompactSummary}
+    relinks: dict[str, _Preserved] = {}
+    for e in messages:
+        if e.subtype == _BOUNDARY and (kept := _preserved(e, by_uuid, summaries.get(e.uuid))):
+            relinks[kept.head] = kept
     last = next(e for e in reversed(messages) if e.type in ("user", "assistant"))
     chain: list[_Entry] = []
+    crossed: set[str] = set()  # the boundaries walked past: their relinks are behind
     seen: set[str] = set()
     entry: _Entry | None = last
     while entry is not None:
+        if entry.subtype == _BOUNDARY and entry.uuid in crossed:
+            break  # a loop through compactions: a damaged file
         chain.append(entry)
         seen.add(str(entry.uuid))
-        parent = entry.parentUuid or entry.logicalParentUuid
+        if entry.subtype == _BOUNDARY:
+            crossed.add(str(entry.uuid))
+            seen = {str(entry.uuid)}  # the history before it holds the kept messages again
+        kept = relinks.get(str(entry.uuid))
+        if kept is not None and kept.boundary not in crossed:
+            parent: Any = kept.anchor
+        else:
+            parent = entry.parentUuid or entry.logicalParentUuid
         if parent is None or parent in seen:
             break
         entry = by_uuid.get(parent)
@@ -265,14 +388,24 @@ def _chain(entries: Sequence[_Entry], path: Path, notes: list[Note]) -> list[_En
                 "resumed from another file?)"
             )
             notes.append(Note(str(path), 0, "chain", message))
+        elif entry.subtype == _BOUNDARY and chain[-1] is not summaries.get(parent, chain[-1]):
+            chain.append(summaries[parent])  # kept messages hung from the boundary itself
     chain.reverse()
-    left = sum(1 for e in messages if e.type in ("user", "assistant")) - sum(
-        1 for e in chain if e.type in ("user", "assistant")
-    )
+    copies = []
+    keeping: frozenset[str] = frozenset()
+    for e in chain:
+        if e.subtype == _BOUNDARY:
+            found = [p for p in relinks.values() if p.boundary == e.uuid]
+            keeping = found[0].uuids if found else frozenset()
+        elif not e.isCompactSummary and e.uuid not in keeping:
+            keeping = frozenset()  # the kept messages are the first after the summary
+        copies.append(bool(keeping) and e.uuid in keeping)
+    on_chain = {id(e) for e in chain}
+    left = sum(1 for e in messages if e.type in ("user", "assistant") and id(e) not in on_chain)
     if left:
         notes.append(Note(str(path), 0, "branches", f"{left} messages off the conversation's chain "
                           "(edited or retried branches) left out"))  # fmt: skip
-    return chain
+    return chain, copies
 
 
 def _time(entry: _Entry) -> datetime | None:
@@ -323,13 +456,18 @@ class _Reader:
         self.untimed = 0
         self.boundary: _Entry | None = None  # a compaction waiting for its summary
         self.reply: tuple[str, list[str], datetime] | None = None  # an assistant reply's lines
+        self.copies: int | None = None  # where the messages a compaction kept start
 
-    def read(self, chain: Iterable[_Entry]) -> None:
-        for entry in chain:
+    def read(self, chain: Iterable[_Entry], copies: Iterable[bool]) -> None:
+        for entry, copy in zip(chain, copies, strict=True):
             when = _time(entry)
             if when is None:
                 self.untimed += 1
                 continue
+            if copy and self.copies is None:
+                self._start_copies()
+            elif not copy:
+                self._end_copies()
             kind = entry.type
             if kind != "assistant" and self.reply is not None:
                 self._end_reply()
@@ -341,8 +479,34 @@ class _Reader:
                 self._user(entry, when)
             elif kind == "assistant":
                 self._assistant(entry, when)
+        self._end_copies()
         self._end_reply()
         self._end_boundary(None)
+
+    def _start_copies(self) -> None:
+        self._end_reply()
+        self._end_boundary(None)
+        self.copies = len(self.messages)
+
+    def _end_copies(self) -> None:
+        """The messages read since :meth:`_start_copies` are those the last compaction kept:
+        taken out again (the history holds them already) and counted as its ``kept``."""
+        if self.copies is None:
+            return
+        self._end_reply()
+        start, self.copies = self.copies, None
+        copied = self.messages[start:]
+        at = self.compactions[-1].at if self.compactions else -1
+        history = self.messages[:at][len(self.messages[:at]) - len(copied) :]
+        if not copied or at != start or [(m.role, m.content) for m in copied] != [
+            (m.role, m.content) for m in history
+        ]:
+            self.notes.append(Note(str(self.path), 0, "kept", f"{len(copied)} messages a "
+                                   "compaction names as kept are not the last before it: read "
+                                   "as new ones"))  # fmt: skip
+            return
+        del self.messages[start:]
+        self.compactions[-1] = dataclasses.replace(self.compactions[-1], kept=len(copied))
 
     def _end_boundary(self, summary: str | None) -> None:
         entry, self.boundary = self.boundary, None
@@ -410,8 +574,8 @@ class _Reader:
         model = message.model
         if isinstance(model, str) and model != "<synthetic>":
             self.model = model
-            if message.usage is not None:
-                self.calls[ident] = (when, model, message.usage)
+            if message.usage is not None:  # at the reply's time (its first line's)
+                self.calls[ident] = (self.reply[2], model, message.usage)
 
     def usage_records(self, agent: str) -> list[UsageRecord]:
         """The calls as one process: numbered from the session's first message."""
@@ -459,13 +623,77 @@ def _collector_paused() -> Iterator[None]:
 
 
 def read_session(path: Path) -> AgentRecord:
-    """The record of one Claude Code session file (the module docstring)."""
-    with _collector_paused():
-        return _read_session(path)
-
-
-def _read_session(path: Path) -> AgentRecord:
+    """The record of one Claude Code session file's own conversation (the module docstring);
+    a subagent's file (all sidechain) as the subagent's."""
     notes: list[Note] = []
+    with _collector_paused():
+        entries = _entries_of_session(path, notes)
+        own = any(e.type in ("user", "assistant") and not e.isSidechain for e in entries)
+        return _record(path, entries, notes, sidechain=not own)
+
+
+def read_sessions(path: Path, *, claimed: set[Path] | None = None) -> list[AgentRecord]:
+    """The records of a session file: its own conversation, then each subagent's (its
+    sidechains in the file, and the subagents' files of :func:`_subagent_files`, each added to
+    ``claimed``), named ``<session>/<subagent>``. A subagent's file given alone is its record."""
+    with _collector_paused():
+        notes: list[Note] = []
+        entries = _entries_of_session(path, notes)
+        own = any(e.type in ("user", "assistant") and not e.isSidechain for e in entries)
+        if not own:  # a subagent's file
+            return [_record(path, entries, notes, sidechain=True)]
+        session = _session_id(entries) or path.stem
+        subagents: list[AgentRecord] = []
+        said: list[str] = []
+        groups = _sidechains(entries)
+        for name, group in groups.items():
+            subagents.append(_record(path, group, [], sidechain=True,
+                                     agent=f"{session}/{name}", key=name))  # fmt: skip
+        for agent_file in _subagent_files(path, _session_id(entries)):
+            if claimed is not None:
+                claimed.add(agent_file)
+            try:
+                subagents.append(_record(agent_file, _entries_of_session(agent_file, []), [],
+                                         sidechain=True, agent=f"{session}/{agent_file.stem}"))
+            except (StoreError, MemoryFormatError) as exc:
+                said.append(f"subagent {agent_file.name} not read: {exc}")  # fmt: skip
+                continue
+            said.append(f"subagent {agent_file.stem}{_described(agent_file)} read as "
+                        f"{session}/{agent_file.stem} from {agent_file}")  # fmt: skip
+        if groups:
+            said.append(f"{len(groups)} subagent(s) in this file's sidechain entries read as "
+                        f"records of their own: {', '.join(f'{session}/{n}' for n in groups)}")
+        return [_record(path, entries, notes, sidechain=False, extra=said), *subagents]
+
+
+def _session_id(entries: Sequence[_Entry]) -> str | None:
+    return next((e.sessionId for e in entries if isinstance(e.sessionId, str)), None)
+
+
+def _sidechains(entries: Sequence[_Entry]) -> dict[str, list[_Entry]]:
+    """A session file's sidechain entries (a subagent's, as older versions wrote them there),
+    by subagent: its ``agentId``, else the uuid of its chain's first entry."""
+    side = [e for e in entries if e.isSidechain and e.type in ("user", "assistant", "system")]
+    if not side:
+        return {}
+    by_uuid = {e.uuid: e for e in side if isinstance(e.uuid, str)}
+    groups: dict[str, list[_Entry]] = {}
+    for entry in side:
+        if isinstance(entry.agentId, str):
+            name = f"{_AGENT_PREFIX}{entry.agentId}"
+        else:
+            root, seen = entry, set()
+            while isinstance(root.parentUuid, str) and root.parentUuid in by_uuid:
+                if root.parentUuid in seen:
+                    break
+                seen.add(root.parentUuid)
+                root = by_uuid[root.parentUuid]
+            name = f"sidechain-{root.uuid}"
+        groups.setdefault(name, []).append(entry)
+    return groups
+
+
+def _entries_of_session(path: Path, notes: list[Note]) -> list[_Entry]:
     entries = _entries(path, notes)
     if not any(e.type in ("user", "assistant") for e in entries) and not any(
         isinstance(e.sessionId, str) for e in entries
@@ -474,15 +702,33 @@ def _read_session(path: Path) -> AgentRecord:
             f"{path} holds no Claude Code message (no user or assistant line with a sessionId); "
             "give a session file from ~/.claude/projects/<project>/"
         )
+    return entries
+
+
+def _record(
+    path: Path,
+    entries: Sequence[_Entry],
+    notes: list[Note],
+    *,
+    sidechain: bool,
+    agent: str | None = None,
+    key: str | None = None,
+    extra: Sequence[str] = (),
+) -> AgentRecord:
+    """The record of one conversation of ``entries``: the session's own, or a subagent's."""
     reader = _Reader(path, notes)
-    reader.read(_chain(entries, path, notes))
-    session = next((e.sessionId for e in entries if isinstance(e.sessionId, str)), None)
-    calls = reader.usage_records(session or path.stem)
+    reader.read(*_chain(entries, path, notes, sidechain=sidechain))
+    session = _session_id(entries)
+    if agent is None:  # a subagent's file read alone is named as with its session
+        agent = f"{session or path.parent.parent.name}/{path.stem}" if sidechain else None
+    name = agent or session or path.stem
+    calls = reader.usage_records(name)
     said = [
         "context_length and threshold: not recorded by Claude Code (its window depends on the "
         "model and plan; give context_length= to growth and replays)",
         "estimated tokens per call: not recorded (the calls hold the API's counts only); the "
         "summary call's usage is not recorded",
+        *extra,
     ]
     if any(c.tokens_after is None for c in reader.compactions):
         said.append("tokens after a compaction: not recorded by this version (postTokens)")
@@ -495,9 +741,10 @@ def _read_session(path: Path) -> AgentRecord:
         path,
         reader.messages,
         format="claude-code",
-        agent=session or path.stem,
+        agent=name,
         compactions=reader.compactions,
         calls=calls,
         settings={"model": model} if model else None,
         notes=[*notes, *said],
+        key=key,
     )
