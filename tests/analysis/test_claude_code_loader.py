@@ -191,7 +191,7 @@ def test_subagents_are_records_of_their_own_named_after_their_session() -> None:
     }
     for source in (PROJECT, PROJECT_SESSION):
         records = load_records(source)
-        assert [r.agent for r in records][0] == SESSION_ID
+        assert records[0].agent == SESSION_ID
         assert {r.agent for r in records[1:]} == subagents
         assert len(records) == 4  # the project's agent-b2c4d6.jsonl is read once
     main, *others = load_records(PROJECT_SESSION)

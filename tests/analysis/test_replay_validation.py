@@ -226,3 +226,88 @@ def test_a_run_the_real_package_writes_now_is_reproduced(
     assert row["recorded"] >= 3
     assert row["verdict"] == "reproduced", row
     assert row["replayed_at"] == row["recorded_at"]
+
+
+CLAUDE = DATA / "claude-code"
+PROJECT_SESSION = CLAUDE / "subagents-project" / "7d2e9b40-1c3a-4f5e-8b6d-0a9c8e7f6d51.jsonl"
+
+
+def _session_row(source: Any, **settings: Any) -> dict[str, Any]:
+    frame = replay_validation(source, **settings)
+    rows: list[dict[str, Any]] = frame[~frame["agent"].str.contains("/")].to_dict("records")
+    [row] = rows  # the session's own, not its subagents'
+    return row
+
+
+def test_claude_code_settings_given_replay_the_recorded_usage() -> None:
+    """A session records no window and no threshold: given, the replay on each reply's
+    recorded usage fires after the reply whose context reaches the trigger, and the count
+    there is the preTokens Claude Code recorded; other settings fire elsewhere."""
+    assert _session_row(PROJECT_SESSION)["verdict"] == "cannot check"
+    row = _session_row(PROJECT_SESSION, context_length=200_000, threshold=0.8)
+    assert row["verdict"] == "reproduced", row
+    assert row["trigger_tokens"] == 160_000
+    assert row["replayed_at"] == row["recorded_at"] == [10, 20]
+    assert row["replayed_tokens_before"] == row["recorded_tokens_before"] == [170_045, 165_045]
+    assert str(row["how"]).startswith("settings given, not recorded: context_length=200,000, "
+                                      "threshold=0.8 (trigger 160,000 tokens)")  # fmt: skip
+    assert "recorded usage" in str(row["counter"])
+    early = _session_row(PROJECT_SESSION, context_length=200_000, threshold=0.7)
+    assert early["verdict"] == "not reproduced"
+    assert early["replayed_at"] == [10, 18]  # the second fires two messages early
+    late = _session_row(PROJECT_SESSION, threshold=180_000)  # tokens: no window needed
+    assert (late["verdict"], late["replayed"]) == ("not reproduced", 0)
+
+
+def test_claude_codes_manual_compaction_is_shown_not_checked() -> None:
+    session = CLAUDE / "compacted-session.jsonl"
+    row = _session_row(session, context_length=200_000, threshold=0.38)
+    assert row["verdict"] == "reproduced"
+    assert (row["recorded_at"], row["replayed_at"]) == ([24, 32], [24])
+    assert "1 manual one(s) (/compact) shown, not checked" in str(row["how"])
+    # this sample's preTokens were written apart from its usage: the row says how far
+    assert "differ from the recorded preTokens by up to 82,452 tokens" in str(row["how"])
+    for threshold in (0.3, 0.5):
+        assert _session_row(session, context_length=200_000,
+                            threshold=threshold)["verdict"] == "not reproduced"  # fmt: skip
+
+
+def test_a_deepagents_run_without_its_trigger_is_checked_at_settings_given() -> None:
+    """A checkpointer keeps no trigger (SqliteSaver): the same thread with its settings taken
+    out cannot be checked until they are given."""
+    [record] = load_records(DATA / "deepagents" / "sample")
+    bare = dataclasses.replace(record, records=tuple(
+        {k: v for k, v in entry.items() if k not in ("threshold", "context_length")}
+        for entry in record.records
+    ))  # fmt: skip
+    row = _row(bare)
+    assert row["verdict"] == "cannot check" and "threshold" in row["missing"]
+    assert "context window" in _row_of(bare, threshold=0.85)["missing"]
+    given = _row_of(bare, context_length=6_000, threshold=0.85)
+    assert given["verdict"] == "reproduced" and given["trigger_tokens"] == 5_100
+    assert str(given["how"]).startswith("settings given, not recorded")
+    # given settings stand for the recorded ones where both are: the trigger is theirs
+    assert _row_of(record, context_length=6_000, threshold=0.6)["trigger_tokens"] == 3_600
+
+
+def _row_of(source: Any, **settings: Any) -> dict[str, Any]:
+    rows: list[dict[str, Any]] = replay_validation(source, **settings).to_dict("records")
+    [row] = rows
+    return row
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"context_length": 0},
+        {"context_length": 1.5},
+        {"threshold": 1.5},
+        {"threshold": -3},
+        {"threshold": True},
+    ],
+)
+def test_settings_that_cannot_be_a_window_or_threshold_are_refused(settings: Any) -> None:
+    from memorylab.errors import InvalidSetting
+
+    with pytest.raises(InvalidSetting, match=r"replay_validation: .*give"):
+        replay_validation(PROJECT_SESSION, **settings)

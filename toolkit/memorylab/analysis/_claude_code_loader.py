@@ -498,9 +498,11 @@ class _Reader:
         copied = self.messages[start:]
         at = self.compactions[-1].at if self.compactions else -1
         history = self.messages[:at][len(self.messages[:at]) - len(copied) :]
-        if not copied or at != start or [(m.role, m.content) for m in copied] != [
-            (m.role, m.content) for m in history
-        ]:
+        if (
+            not copied
+            or at != start
+            or [(m.role, m.content) for m in copied] != [(m.role, m.content) for m in history]
+        ):
             self.notes.append(Note(str(self.path), 0, "kept", f"{len(copied)} messages a "
                                    "compaction names as kept are not the last before it: read "
                                    "as new ones"))  # fmt: skip
@@ -653,16 +655,25 @@ def read_sessions(path: Path, *, claimed: set[Path] | None = None) -> list[Agent
             if claimed is not None:
                 claimed.add(agent_file)
             try:
-                subagents.append(_record(agent_file, _entries_of_session(agent_file, []), [],
-                                         sidechain=True, agent=f"{session}/{agent_file.stem}"))
+                subagents.append(
+                    _record(
+                        agent_file,
+                        _entries_of_session(agent_file, []),
+                        [],
+                        sidechain=True,
+                        agent=f"{session}/{agent_file.stem}",
+                    )
+                )
             except (StoreError, MemoryFormatError) as exc:
                 said.append(f"subagent {agent_file.name} not read: {exc}")  # fmt: skip
                 continue
             said.append(f"subagent {agent_file.stem}{_described(agent_file)} read as "
                         f"{session}/{agent_file.stem} from {agent_file}")  # fmt: skip
         if groups:
-            said.append(f"{len(groups)} subagent(s) in this file's sidechain entries read as "
-                        f"records of their own: {', '.join(f'{session}/{n}' for n in groups)}")
+            said.append(
+                f"{len(groups)} subagent(s) in this file's sidechain entries read as "
+                f"records of their own: {', '.join(f'{session}/{n}' for n in groups)}"
+            )
         return [_record(path, entries, notes, sidechain=False, extra=said), *subagents]
 
 

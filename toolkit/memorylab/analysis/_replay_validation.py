@@ -27,6 +27,15 @@ compaction the context is what the run recorded of that compaction: its ``tokens
 recorded (inspect_ai), else the static context, the message that carried the summary and the
 messages it kept (deepagents). Where the replay fires elsewhere than the run did, the rest of the
 replay is still measured, with the sizes of the run's compaction of the same number.
+
+Settings a user gives (``context_length=``, ``threshold=``) stand for those a file does not
+record (Claude Code's window and auto-compact threshold; a deepagents checkpointer's trigger):
+with them the row is checked, and ``how`` says they were given, not recorded. A Claude Code
+session is replayed on its recorded usage, no tokenizer guessed: each reply's input, cache read,
+cache write and output tokens are the context the next request carries (what Claude Code's
+auto-compact compares, and what its ``preTokens`` record), and the trigger fires after the first
+reply of a stretch to reach ``threshold`` times the window; a manual compaction (``/compact``)
+is shown, not checked (no trigger fired it).
 """
 
 from __future__ import annotations
@@ -37,11 +46,13 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memorylab.analysis._foreign import source_file
 from memorylab.analysis._record import AgentRecord
+from memorylab.errors import InvalidSetting
 from memorylab.memory._records import SUMMARY_PREFIX
 
 if TYPE_CHECKING:
@@ -198,7 +209,8 @@ _CANNOT = {
     "should_trigger_compaction), and each compaction replaces the items, and the compaction "
     "item, before it, so the file keeps only what the last ones left",
     "claude-code": "the context window and the auto-compact threshold: a Claude Code session "
-    "records neither (only each compaction's preTokens, and whether it was auto or manual)",
+    "records neither (only each compaction's preTokens, and whether it was auto or manual); "
+    "give context_length= and threshold= (report: --context-length, --threshold) to check it",
     "memorylab": "another framework's run: this check follows another framework's trigger; "
     "memorylab's own files are replayed by replay() at their recorded settings "
     "(docs/analysis.md)",
@@ -215,6 +227,8 @@ class _Recorded:
     tokens_before: int | None
     tokens_after: int | None
     summary_tokens: float | None
+    manual: bool = False
+    """Fired by the user (Claude Code's ``/compact``), not by a trigger."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,6 +237,7 @@ class _Run:
 
     roles: list[str]
     contents: list[str]
+    times: list[datetime]
     compactions: list[_Recorded]
     summaries: list[str | None]
     """Each compaction's summary message as the next segment opens with it (``None``: none)."""
@@ -233,6 +248,7 @@ def _flat_run(record: AgentRecord, rule: _Rule | None) -> _Run:
     compaction fired among them (the segments :func:`~._foreign.run_record` laid out)."""
     roles: list[str] = []
     contents: list[str] = []
+    times: list[datetime] = []
     ats: list[int] = []
     opened: dict[int, str] = {}
     for number, segment in enumerate(record.segments):
@@ -244,6 +260,7 @@ def _flat_run(record: AgentRecord, rule: _Rule | None) -> _Run:
                 continue  # the summary that opens the segment after a compaction
             roles.append(role)
             contents.append(content)
+            times.append(blocks.timestamps[position])
         if segment.kind == "archive":
             ats.append(len(roles))
     compactions: list[_Recorded] = []
@@ -264,10 +281,11 @@ def _flat_run(record: AgentRecord, rule: _Rule | None) -> _Run:
                 tokens_before=_count(entry.get("tokens_before")),
                 tokens_after=_count(entry.get("tokens_after")),
                 summary_tokens=summary_tokens,
+                manual=extra.get("fired_by") == "manual",
             )
         )
     summaries = [opened.get(number) for number in range(1, len(compactions) + 1)]
-    return _Run(roles, contents, compactions, summaries)
+    return _Run(roles, contents, times, compactions, summaries)
 
 
 def _count(value: object) -> int | None:
@@ -295,7 +313,156 @@ def _row(record: AgentRecord, **values: Any) -> dict[str, Any]:
     return row
 
 
-def _check_record(record: AgentRecord) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class _Given:
+    """The settings a user gives for the runs (``None``: not given)."""
+
+    context_length: int | None = None
+    threshold: float | int | None = None
+
+    def __bool__(self) -> bool:
+        return self.context_length is not None or self.threshold is not None
+
+    def trigger(self, record: AgentRecord) -> tuple[int | None, str]:
+        """The trigger in tokens these settings make, with what the record recorded filling
+        in the other, and their words (``how``); ``None``: they make none (the words say what
+        is missing)."""
+        recorded = next((e for e in record.compactions if e.get("threshold") is not None), {})
+        window = self.context_length
+        if window is None:
+            window = _count(recorded.get("context_length"))
+        threshold = self.threshold if self.threshold is not None else recorded.get("threshold")
+        words = ", ".join(
+            f"{name}={value:,}" if isinstance(value, int) else f"{name}={value}"
+            for name, value in (("context_length", self.context_length),
+                                ("threshold", self.threshold))
+            if value is not None
+        )  # fmt: skip
+        given = f"settings given, not recorded: {words}"
+        if isinstance(threshold, int) and not isinstance(threshold, bool):
+            return threshold, f"{given} (trigger {threshold:,} tokens)"
+        if isinstance(threshold, float) and window is not None:
+            trigger = int(window * threshold)
+            return trigger, f"{given} (trigger {trigger:,} tokens)"
+        if isinstance(threshold, float):
+            return None, "the context window: give context_length= with a threshold fraction"
+        return None, "the threshold: give threshold= (a fraction of the window, or tokens)"
+
+
+def _checked_given(given: _Given) -> _Given:
+    """``given``, refused in one line where a value cannot be a window or a threshold."""
+    window, threshold = given.context_length, given.threshold
+    if window is not None and (isinstance(window, bool) or not isinstance(window, int)
+                               or window <= 0):  # fmt: skip
+        raise InvalidSetting(
+            f"replay_validation: context_length={window!r}; give the window in tokens, a "
+            "whole number above 0 (e.g. 200000)"
+        )
+    if threshold is not None and (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, int | float)
+        or not (0 < threshold <= 1 if isinstance(threshold, float) else threshold > 0)
+    ):
+        raise InvalidSetting(
+            f"replay_validation: threshold={threshold!r}; give a fraction of the window in "
+            "(0, 1] (e.g. 0.8) or a count of tokens above 0 (e.g. 160000)"
+        )
+    return given
+
+
+def _check_record(record: AgentRecord, given: _Given = _Given()) -> dict[str, Any]:
+    if record.format == "claude-code" and given:
+        return _check_claude_code(record, given)
+    row = _check_rule(record, given)
+    if given and record.format in _RULES and row["verdict"] != CANNOT_CHECK:
+        _, words = given.trigger(record)
+        row["how"] = f"{words}; {row['how']}"
+    return row
+
+
+def _reply_counts(record: AgentRecord, run: _Run) -> list[int | None]:
+    """Each message's recorded context, where it is a reply whose usage the file records:
+    the call's input (fresh, cache read and cache write tokens) and output tokens. A call is
+    its reply's by time (a call's time is its reply's), in order."""
+    counts: list[int | None] = [None] * len(run.roles)
+    calls = [c for c in record.calls if c.input_tokens is not None]
+    j = 0
+    for position, role in enumerate(run.roles):
+        if role != "assistant":
+            continue
+        when = run.times[position]
+        while j < len(calls) and calls[j].time < when:
+            j += 1
+        if j < len(calls) and calls[j].time == when:
+            call = calls[j]
+            counts[position] = (call.input_tokens or 0) + (call.output_tokens or 0)
+            j += 1
+    return counts
+
+
+_CLAUDE_COUNTER = (
+    "each reply's recorded usage: input + cache read + cache write + output tokens (the context "
+    "the next request carries, as Claude Code's auto-compact counts it)"
+)
+
+
+def _check_claude_code(record: AgentRecord, given: _Given) -> dict[str, Any]:
+    """A Claude Code session replayed on its recorded usage at the settings given (the module
+    docstring)."""
+    run = _flat_run(record, None)
+    recorded = run.compactions
+    trigger, words = given.trigger(record)
+    base = _row(record, counter=_CLAUDE_COUNTER, trigger_tokens=trigger,
+                recorded_at=[c.at for c in recorded],
+                recorded_tokens_before=[c.tokens_before for c in recorded])  # fmt: skip
+    if trigger is None:
+        return {**base, "verdict": CANNOT_CHECK, "missing": words}
+    counts = _reply_counts(record, run)
+    replies = [p for p, count in enumerate(counts) if count is not None]
+    if not replies:
+        return {**base, "verdict": CANNOT_CHECK,
+                "missing": "the usage of each reply: this session records none"}  # fmt: skip
+    # the reply each compaction came after: the last whose usage is recorded before it
+    after = {c.at: max((p for p in replies if p < c.at), default=None) for c in recorded}
+    fires: list[int] = []
+    before: int | None = None  # the count of the reply before, in the same stretch
+    for number, position in enumerate(replies):
+        previous = replies[number - 1] if number else -1
+        if any(previous < c.at <= position for c in recorded):
+            before = None  # compacted in between: a new stretch
+        count = counts[position]
+        assert count is not None
+        if count >= trigger and (before is None or before < trigger):
+            fires.append(position)
+        before = count
+    manual = {after[c.at] for c in recorded if c.manual}
+    auto = [c for c in recorded if not c.manual]
+    wanted = {after[c.at] for c in auto}
+    fired = [p for p in fires if p not in manual]
+    by_reply = {after[c.at]: c.at for c in recorded}
+    reproduced = None not in wanted and set(fired) == wanted and len(fired) == len(wanted)
+    how = (f"{words}; the replay fires after the first reply of a stretch whose count reaches "
+           f"the trigger, {len(auto)} automatic compaction(s) are the check")  # fmt: skip
+    off = [abs(counts[p] or 0) - c.tokens_before for p in fires for c in recorded
+           if by_reply.get(p) == c.at and c.tokens_before is not None]  # fmt: skip
+    if any(off):
+        how += (f"; the counts where it fired differ from the recorded preTokens by up to "
+                f"{max(map(abs, off)):,} tokens")  # fmt: skip
+    if len(auto) != len(recorded):
+        how += (f"; {len(recorded) - len(auto)} manual one(s) (/compact) shown, not checked: no "
+                "trigger fired them")  # fmt: skip
+    return {
+        **base,
+        "replayed": len(fires),
+        "verdict": REPRODUCED if reproduced else NOT_REPRODUCED,
+        "replayed_at": [by_reply.get(p, p + 1) for p in fires],
+        "replayed_tokens_before": [counts[p] for p in fires],
+        "missing": "",
+        "how": how,
+    }
+
+
+def _check_rule(record: AgentRecord, given: _Given) -> dict[str, Any]:
     rule = _RULES.get(record.format)
     if rule is None:
         missing = _CANNOT.get(
@@ -309,7 +476,7 @@ def _check_record(record: AgentRecord) -> dict[str, Any]:
                     recorded_tokens_before=[c.tokens_before for c in found])  # fmt: skip
     run = _flat_run(record, rule)
     recorded = run.compactions
-    trigger = _trigger_tokens(record)
+    trigger = given.trigger(record)[0] if given else _trigger_tokens(record)
     base = _row(
         record,
         counter=rule.counter,
@@ -323,8 +490,9 @@ def _check_record(record: AgentRecord) -> dict[str, Any]:
                 "schemas, which the file does not keep) is measured at the first one"}  # fmt: skip
     if trigger is None:
         return {**base, "verdict": CANNOT_CHECK,
-                "missing": "the trigger: the file records no threshold (or no context window "
-                "for a fraction)"}  # fmt: skip
+                "missing": given.trigger(record)[1] if given else "the trigger: the file "
+                "records no threshold (or no context window for a fraction); give "
+                "context_length= and threshold="}  # fmt: skip
     tokens: Sequence[float] = [
         rule.counts(role, text) for role, text in zip(run.roles, run.contents, strict=True)
     ]
@@ -487,9 +655,19 @@ def _replay(
     return fired
 
 
-def replay_validation(source: Source | Records) -> pd.DataFrame:
+def replay_validation(
+    source: Source | Records,
+    *,
+    context_length: int | None = None,
+    threshold: float | int | None = None,
+) -> pd.DataFrame:
     """One row per run of ``source`` (a file or folder another framework wrote, or records):
     does a replay at its recorded settings fire where its recorded compactions fired?
+
+    ``context_length`` (tokens) and ``threshold`` (a fraction of the window, or a count of
+    tokens): settings for runs whose file records none (a Claude Code session; a deepagents
+    checkpointer without its trigger), used in place of the recorded ones; ``how`` says they
+    were given. Without them such a run's row says it cannot check, and what is missing.
 
     Columns (:data:`COLUMNS`): ``format``, ``agent``; ``recorded`` and ``replayed``, the
     compactions; ``verdict``: ``reproduced`` (every compaction at the message the run's fired
@@ -506,5 +684,6 @@ def replay_validation(source: Source | Records) -> pd.DataFrame:
 
     from memorylab.analysis._loaders import load_records
 
-    rows = [_check_record(record) for record in load_records(source)]
+    given = _checked_given(_Given(context_length, threshold))
+    rows = [_check_record(record, given) for record in load_records(source)]
     return pd.DataFrame(rows, columns=list(COLUMNS))
