@@ -85,28 +85,41 @@ class ClaudeCodeSessions:
         sessions = [f for f in files if not f.name.startswith(_AGENT_PREFIX)]
         records = []
         claimed: set[Path] = set()  # the subagents' files read with their session
+        beside = _agents_beside(path)
         for session in sessions:
-            records += read_sessions(session, claimed=claimed)
+            records += read_sessions(session, claimed=claimed, beside=beside)
         # a subagent's file whose session is not in the folder: a record all the same
         records += [r for f in files if f not in claimed and f not in sessions
                     for r in read_sessions(f)]  # fmt: skip
         return records
 
 
-def _subagent_files(session: Path, session_id: str | None) -> list[Path]:
+_SESSION_ID = re.compile(rb'"sessionId"\s*:\s*"([^"\\]+)"')
+
+
+def _agents_beside(folder: Path) -> dict[str, list[Path]]:
+    """The ``agent-*.jsonl`` files of ``folder`` (older versions' subagents) by the
+    ``sessionId`` each names, read once for every session of the folder."""
+    found: dict[str, list[Path]] = {}
+    for agent_file in sorted(folder.glob(f"{_AGENT_PREFIX}*.jsonl")):
+        named = _SESSION_ID.search(file_head(agent_file, _HEAD_BYTES))
+        if named is not None:
+            found.setdefault(named.group(1).decode(errors="replace"), []).append(agent_file)
+    return found
+
+
+def _subagent_files(
+    session: Path, session_id: str | None, beside: Mapping[str, list[Path]] | None = None
+) -> list[Path]:
     """The subagents' files of the session ``session``: ``<session>/subagents/agent-*.jsonl``
     (newer versions) and, beside it, the ``agent-*.jsonl`` files that name its ``sessionId``
-    (older versions)."""
+    (older versions; ``beside``: those of its folder, by session, where already read)."""
     below = sorted((session.parent / session.stem / "subagents").glob(f"{_AGENT_PREFIX}*.jsonl"))
     if session_id is None:
         return below
-    named = re.compile(rb'"sessionId"\s*:\s*"' + re.escape(session_id.encode()) + rb'"')
-    beside = [
-        f
-        for f in sorted(session.parent.glob(f"{_AGENT_PREFIX}*.jsonl"))
-        if f != session and named.search(file_head(f, _HEAD_BYTES)) is not None
-    ]
-    return [*below, *beside]
+    if beside is None:
+        beside = _agents_beside(session.parent)
+    return [*below, *(f for f in beside.get(session_id, []) if f != session)]
 
 
 def _described(agent_file: Path) -> str:
@@ -634,10 +647,16 @@ def read_session(path: Path) -> AgentRecord:
         return _record(path, entries, notes, sidechain=not own)
 
 
-def read_sessions(path: Path, *, claimed: set[Path] | None = None) -> list[AgentRecord]:
+def read_sessions(
+    path: Path,
+    *,
+    claimed: set[Path] | None = None,
+    beside: Mapping[str, list[Path]] | None = None,
+) -> list[AgentRecord]:
     """The records of a session file: its own conversation, then each subagent's (its
     sidechains in the file, and the subagents' files of :func:`_subagent_files`, each added to
-    ``claimed``), named ``<session>/<subagent>``. A subagent's file given alone is its record."""
+    ``claimed``; ``beside``: :func:`_agents_beside` of its folder, where read already), named
+    ``<session>/<subagent>``. A subagent's file given alone is its record."""
     with _collector_paused():
         notes: list[Note] = []
         entries = _entries_of_session(path, notes)
@@ -651,7 +670,7 @@ def read_sessions(path: Path, *, claimed: set[Path] | None = None) -> list[Agent
         for name, group in groups.items():
             subagents.append(_record(path, group, [], sidechain=True,
                                      agent=f"{session}/{name}", key=name))  # fmt: skip
-        for agent_file in _subagent_files(path, _session_id(entries)):
+        for agent_file in _subagent_files(path, _session_id(entries), beside):
             if claimed is not None:
                 claimed.add(agent_file)
             try:
