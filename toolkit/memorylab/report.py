@@ -277,6 +277,16 @@ def build_report(
             "(archive/history_*.md) nor compactions.jsonl a record; the context never reached "
             "the trigger, or the archives were removed.</p>"
         )
+    # Another framework's runs replayed at their recorded settings with its own count, once:
+    # their section, and the curves' and the what-if's word on why memorylab counts otherwise.
+    format_of = {record.agent: record.format for record in records}
+    foreign = [record for record in records if record.format != "memorylab"]
+    validation = replay_validation(foreign) if foreign else None
+    validated = (
+        {}
+        if validation is None
+        else {str(row["agent"]): row for row in validation.to_dict("records")}
+    )
     growths = {agent: token_growth(by_agent[agent], **overrides) for agent in agents}
     small_multiples = len(agents) > _FIGURE_PER_AGENT_UP_TO
     if small_multiples:
@@ -301,7 +311,10 @@ def build_report(
             plot_token_growth(growth, ax=ax, title=f"{agent}: context tokens per message")
             parts.append(_png(figure))
             plt.close(figure)
+        made_by = format_of.get(agent, "memorylab")
         parts.append(_growth_note(growth))
+        if made_by != "memorylab":
+            parts.append(_peaks_below(growth, settings, made_by, validated.get(agent)))
         mine = compactions[compactions["agent"] == agent] if len(compactions) else compactions
         if len(mine) > _MAX_COMPACTION_ROWS:
             parts.append(
@@ -328,16 +341,6 @@ def build_report(
             parts.append("<p class=note>No compaction of this agent: no archive, no record.</p>")
         parts.append(_summaries_section(rows))
     parts += _audit_sections(records, messages, model)
-    # Another framework's runs replayed at their recorded settings with its own count, once:
-    # their section, and the what-if's word on why memorylab's replay can count otherwise.
-    format_of = {record.agent: record.format for record in records}
-    foreign = [record for record in records if record.format != "memorylab"]
-    validation = replay_validation(foreign) if foreign else None
-    validated = (
-        {}
-        if validation is None
-        else {str(row["agent"]): row for row in validation.to_dict("records")}
-    )
     if agents:
         biggest = messages.groupby("agent", observed=True).size().idxmax()
         timeline = messages[messages["agent"] == biggest]
@@ -830,10 +833,8 @@ def _replay_differs(settings: Any, made_by: str, row: Mapping[str, Any] | None) 
     )
     measured = None if row is None else row.get("static_tokens")
     if isinstance(measured, tuple) and len(measured) == 2:
-        low, high = measured
-        amount = f"{low:,}" if low == high else f"{low:,}-{high:,}"
         words += (
-            f", where the replay at the recorded settings measured {amount} of the "
+            f", where the replay at the recorded settings measured {_amount(measured)} of the "
             "framework's tokens at the first compaction (the system prompt and tool schemas, "
             "which the file does not keep)"
         )
@@ -907,6 +908,52 @@ def _summaries_section(rows: Any) -> str:
         f"<p class=note>{count} in the files, each named by the archive whose messages it "
         f"replaced (click one to read it):</p>{''.join(items)}"
     )
+
+
+def _peaks_below(growth: Any, settings: Any, made_by: str, row: Mapping[str, Any] | None) -> str:
+    """Why the curve of another framework's run peaks below its trigger where compaction fired
+    (no count recorded there): memorylab counts without the static context the file does not
+    keep, which the replay at the recorded settings measured (``row``: its
+    :func:`~memorylab.analysis.replay_validation` row)."""
+    peaks = growth[growth["compaction"] & growth["recorded_tokens"].isna()]
+    below = peaks[peaks["context_tokens"] < peaks["trigger"]]
+    if not len(below):
+        return ""
+    peak = _amount((int(below["context_tokens"].min()), int(below["context_tokens"].max())))
+    words = (
+        f"{len(below):,} of these peaks are below the trigger line ({peak} tokens, the trigger "
+        f"at {int(below['trigger'].iloc[0]):,}): "
+    )
+    guessed = [
+        word
+        for name, word in (("context_length", "window"), ("threshold", "threshold"))
+        if settings.source_of(name) == "default"
+    ]
+    if guessed:  # not the run's trigger: the what-if says so too
+        return (
+            f"<p class=note>{html.escape(words)}the trigger is memorylab's default, a guess "
+            f"({html.escape(made_by)}'s file records no {' or '.join(guessed)}).</p>"
+        )
+    words += (
+        f"the curve counts as memorylab does, with a static context of "
+        f"{settings.static_tokens:,} tokens ({settings.source_of('static_tokens')}), and "
+        f"{made_by}'s file keeps no system prompt or tool schemas"
+    )
+    measured = None if row is None else row.get("static_tokens")
+    if isinstance(measured, tuple) and len(measured) == 2:
+        amount = _amount(measured)
+        words += (
+            f"; the replay at the recorded settings measured them at {amount} of the "
+            "framework's tokens at the first compaction ('Replay at the recorded settings' "
+            "below)"
+        )
+    return f"<p class=note>{html.escape(words)}.</p>"
+
+
+def _amount(interval: tuple[int, int]) -> str:
+    """A measured interval of tokens as a reader takes it: one value, or ``low-high``."""
+    low, high = interval
+    return f"{low:,}" if low == high else f"{low:,}-{high:,}"
 
 
 def _growth_note(growth: Any) -> str:
