@@ -158,3 +158,32 @@ def test_the_garbage_collector_is_left_as_it_was(session: tuple[Path, Any], tmp_
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_kept_messages_and_subagents_read_alike_line_by_line(tmp_path: Path) -> None:
+    """The fields of what a compaction kept and of a subagent (``compactMetadata``'s
+    ``preservedSegment``, ``isSidechain``, ``agentId``) are read on both paths: a line no JSON
+    reader takes makes the session read line by line, with the same records."""
+    import shutil
+
+    project = Path(__file__).parents[2] / "data" / "foreign" / "claude-code" / "subagents-project"
+    copy = tmp_path / "project"
+    shutil.copytree(project, copy)
+    session = next(copy.glob("7d2e*.jsonl"))
+    lines = session.read_bytes().split(b"\n")
+    fast = load_records(session)
+    session.write_bytes(b"\n".join([*lines[:5], b"{not json", *lines[5:]]))
+    # and a subagent's line msgspec's types refuse (a content list of a bare text), read by
+    # the standard library: still a sidechain, its text the same
+    older = copy / "agent-b2c4d6.jsonl"
+    text = older.read_text(encoding="utf-8")
+    assert '"content":"Read the totals query."' in text
+    older.write_text(
+        text.replace('"content":"Read the totals query."', '"content":["Read the totals query."]'),
+        encoding="utf-8",
+    )
+    slow = load_records(session)
+    assert [r.agent for r in slow] == [r.agent for r in fast] and len(fast) == 4
+    assert [r.records for r in slow] == [r.records for r in fast]
+    assert [c["extra"]["kept"] for c in slow[0].records] == [2, 2]
+    assert [_columns(r) for r in slow] == [_columns(r) for r in fast]
