@@ -371,8 +371,8 @@ def _chain(
     by_uuid = {e.uuid: e for e in messages if isinstance(e.uuid, str)}
     summaries = {e.parentUuid: e for e in messages if e.isCompactSummary}
     relinks: dict[str, _Preserved] = {}
-    for e in messages:
-        if e.subtype == _BOUNDARY and (kept := _preserved(e, by_uuid, summaries.get(e.uuid))):
+    for e in [e for e in messages if e.subtype == _BOUNDARY]:
+        if kept := _preserved(e, by_uuid, summaries.get(e.uuid)):
             relinks[kept.head] = kept
     last = next(e for e in reversed(messages) if e.type in ("user", "assistant"))
     chain: list[_Entry] = []
@@ -404,17 +404,23 @@ def _chain(
         elif entry.subtype == _BOUNDARY and chain[-1] is not summaries.get(parent, chain[-1]):
             chain.append(summaries[parent])  # kept messages hung from the boundary itself
     chain.reverse()
-    copies = []
-    keeping: frozenset[str] = frozenset()
-    for e in chain:
-        if e.subtype == _BOUNDARY:
-            found = [p for p in relinks.values() if p.boundary == e.uuid]
-            keeping = found[0].uuids if found else frozenset()
-        elif not e.isCompactSummary and e.uuid not in keeping:
-            keeping = frozenset()  # the kept messages are the first after the summary
-        copies.append(bool(keeping) and e.uuid in keeping)
-    on_chain = {id(e) for e in chain}
-    left = sum(1 for e in messages if e.type in ("user", "assistant") and id(e) not in on_chain)
+    if not relinks:  # nothing kept: each message once on the chain
+        copies = [False] * len(chain)
+        left = sum(1 for e in messages if e.type in ("user", "assistant")) - sum(
+            1 for e in chain if e.type in ("user", "assistant")
+        )
+    else:
+        copies = []
+        keeping: frozenset[str] = frozenset()
+        for e in chain:
+            if e.subtype == _BOUNDARY:
+                found = [p for p in relinks.values() if p.boundary == e.uuid]
+                keeping = found[0].uuids if found else frozenset()
+            elif not e.isCompactSummary and e.uuid not in keeping:
+                keeping = frozenset()  # the kept messages are the first after the summary
+            copies.append(bool(keeping) and e.uuid in keeping)
+        on_chain = {id(e) for e in chain}
+        left = sum(1 for e in messages if e.type in ("user", "assistant") and id(e) not in on_chain)
     if left:
         notes.append(Note(str(path), 0, "branches", f"{left} messages off the conversation's chain "
                           "(edited or retried branches) left out"))  # fmt: skip
@@ -479,7 +485,7 @@ class _Reader:
                 continue
             if copy and self.copies is None:
                 self._start_copies()
-            elif not copy:
+            elif not copy and self.copies is not None:
                 self._end_copies()
             kind = entry.type
             if kind != "assistant" and self.reply is not None:
