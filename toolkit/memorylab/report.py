@@ -281,7 +281,11 @@ def build_report(
     # their section, and the curves' and the what-if's word on why memorylab counts otherwise.
     format_of = {record.agent: record.format for record in records}
     foreign = [record for record in records if record.format != "memorylab"]
-    validation = replay_validation(foreign) if foreign else None
+    validation = (  # the settings given check a run whose file records none
+        replay_validation(foreign, context_length=context_length, threshold=threshold)
+        if foreign
+        else None
+    )
     validated = (
         {}
         if validation is None
