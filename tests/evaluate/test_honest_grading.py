@@ -294,12 +294,20 @@ def test_an_interrupted_run_says_one_line_and_the_rerun_repeats_no_finished_call
         run = subprocess.Popen([*command, "--api-base", server.base_url], text=True,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                env={**os.environ, "PYTHONWARNINGS": "default"})  # fmt: skip
-        deadline = time.monotonic() + 300  # a hang guard
-        while not list(cache.rglob("*.json")) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        run.send_signal(signal.SIGINT)
-        _, err = run.communicate(timeout=300)
-        interrupted.set()
+        try:
+            deadline = time.monotonic() + 300  # a hang guard
+            while not list(cache.rglob("*.json")) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            run.send_signal(signal.SIGINT)
+            # The signal is sent: the held request may be answered now, so the run's exit
+            # never waits on it (a worker thread's call is not cut by the signal; holding it
+            # for 120 s made a loaded machine pass the 300 s guard).
+            interrupted.set()
+            _, err = run.communicate(timeout=300)
+        finally:  # never leave the run behind (its pipes would fail the next test)
+            if run.poll() is None:
+                run.kill()
+                run.communicate()
         finished = len(list(cache.rglob("*.json")))
         assert run.returncode == 130, err
         lines = err.strip().splitlines()
