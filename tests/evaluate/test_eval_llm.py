@@ -260,9 +260,10 @@ def test_a_judge_reply_without_ratings_is_an_error_row(tmp_path: Path) -> None:
 
 
 def test_timeouts_retry_then_become_rows(tmp_path: Path) -> None:
-    # 60 s: no loaded machine gets the reply to a 0.2 s timeout in time (stopping ends the wait).
+    # 5 s: time for each attempt's request to reach the server at load 20 on 2 cores (0.2 s
+    # timed out before 2 of the 4 were sent); the reply is 60 s away (stopping ends the wait).
     with FakeOpenAIServer(Reply("late", delay=60.0)) as server:
-        slow = summarizer("openai/slow", server, timeout=0.2, retries=1)
+        slow = summarizer("openai/slow", server, timeout=5.0, retries=1)
         result = compare_summarizers(cases(2), [slow], ["compression"], cache_dir=tmp_path,
                                      progress=False)  # fmt: skip
         df = result.frame
