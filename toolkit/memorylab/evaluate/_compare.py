@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 from memorylab._validation import check_int, check_number
 from memorylab.compress._base import Summarizer, as_summarizer
 from memorylab.compress._summarizers import get_summarizer, summarizer_names
-from memorylab.errors import BudgetExceeded, InvalidSetting
+from memorylab.errors import InvalidSetting
 from memorylab.evaluate._base import Scorer, run_sync
 from memorylab.evaluate._budget import estimate_units
 from memorylab.evaluate._cache import LLMCache, RunStats
@@ -65,7 +65,7 @@ from memorylab.evaluate._engine import (
     run_unit_job,
 )
 from memorylab.evaluate._llm_scorers import ProbeQAScorer
-from memorylab.evaluate._plan import Plan, duration
+from memorylab.evaluate._plan import Plan
 from memorylab.evaluate._recall_condition import recall_conditions
 from memorylab.evaluate._scorers import get_scorer
 from memorylab.llm import ModelSpeed, start_litellm_import
@@ -204,35 +204,6 @@ def plan_comparison(
     graded = any(isinstance(s, ProbeQAScorer) for s in scorer_list)
     probes = sum(len(case.probes) for case in items) if graded else 0
     return Plan(frame, dict(speeds or {}), probes)
-
-
-def _check_plan(plan: Plan, max_cost_usd: float | None, max_seconds: float | None) -> None:
-    if max_cost_usd is not None and plan.usd > max_cost_usd:
-        lines = "; ".join(
-            f"{r.model}: {int(r.calls)} calls, ~{int(r.input_tokens):,} in / "
-            f"{int(r.output_tokens):,} out tokens, ${r.usd:.4f}"
-            for r in plan.frame.itertuples()
-            if r.usd > 0
-        )
-        raise BudgetExceeded(
-            f"the estimated cost of this comparison is ${plan.usd:.4f}, above max_cost_usd="
-            f"{max_cost_usd:g} ({lines}). Compare fewer cases or summarizers, use cheaper "
-            "models, lower max_tokens, or raise max_cost_usd."
-        )
-    if max_seconds is not None and plan.requests:
-        seconds = plan.seconds
-        if seconds is None:
-            raise BudgetExceeded(
-                f"max_seconds={max_seconds:g} needs the time of every model this comparison "
-                f"calls: {plan.text()}. Give speeds={{model: memorylab.llm.measure_speed(model, "
-                "...)}} or leave max_seconds out."
-            )
-        if seconds > max_seconds:
-            raise BudgetExceeded(
-                f"this comparison is expected to take {duration(seconds)}, above max_seconds="
-                f"{max_seconds:g} ({plan.text()}). Compare fewer cases or summarizers, lower "
-                "max_tokens, or raise max_seconds."
-            )
 
 
 # --------------------------------------------------------------------------- running
@@ -375,7 +346,7 @@ def compare_summarizers(
         plan = plan_comparison(items, resolved, scorer_list,
                                cache_dir=cache if cache is not None else False,
                                max_tokens=max_tokens, speeds=speeds)  # fmt: skip
-        _check_plan(plan, max_cost_usd, max_seconds)
+        plan.check(max_cost_usd, max_seconds)
     units = [(case, label, s) for case in items for label, s in resolved.items()]
     by_request = plan is not None and plan.requests > 0 and executor is None
     bar = tqdm(total=plan.requests if by_request and plan else len(units), desc="compare",
