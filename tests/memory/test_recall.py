@@ -478,8 +478,20 @@ def test_processes_recalling_and_updating_at_once_agree(isolated_workspace: Path
         assert recall(isolated_workspace, q, agent="Many") == recall(fresh, q, agent="Many")
 
 
-_BUILDER = """
-import sys
+# The build stopped inside its transaction, deterministically: after the tenth archive it adds,
+# it says so on stdout and waits to be killed (a fault injected into the one per-archive step).
+_STOPPED_BUILDER = """
+import importlib, sys, time
+index = importlib.import_module("memorylab.memory._recall_index")
+add, added = index._add_archive, []
+def add_then_stop(*args, **kwargs):
+    result = add(*args, **kwargs)
+    added.append(1)
+    if len(added) == 10:
+        print("inside the transaction", flush=True)
+        time.sleep(3600)
+    return result
+index._add_archive = add_then_stop
 from memorylab.memory import update_recall_index
 update_recall_index(sys.argv[1], agent="Many")
 """
@@ -487,15 +499,14 @@ update_recall_index(sys.argv[1], agent="Many")
 
 def test_a_kill_during_an_update_leaves_a_usable_index(isolated_workspace: Path) -> None:
     _many(isolated_workspace, 400, per=40)
-    journal = isolated_workspace / "agents" / "Many" / "archive" / ".recall.sqlite-journal"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "toolkit")}
-    child = subprocess.Popen([sys.executable, "-c", _BUILDER, str(isolated_workspace)], env=env)
-    deadline = time.monotonic() + 60
-    while not journal.exists() and child.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.002)
-    time.sleep(0.05)  # well inside the transaction
+    child = subprocess.Popen([sys.executable, "-c", _STOPPED_BUILDER, str(isolated_workspace)],
+                             env=env, stdout=subprocess.PIPE, text=True)  # fmt: skip
+    assert child.stdout is not None
+    assert child.stdout.readline() == "inside the transaction\n"  # no race with the kill
     child.send_signal(signal.SIGKILL)
-    assert child.wait(timeout=30) == -signal.SIGKILL, "the build finished before the kill"
+    assert child.wait(timeout=300) == -signal.SIGKILL
+    child.stdout.close()
     (update,) = update_recall_index(isolated_workspace, agent="Many")  # rolled back: all again
     assert len(update.read) == 400 and update.messages == 16_000
     fresh = isolated_workspace.parent / "fresh"
