@@ -44,7 +44,7 @@ from memorylab.evaluate._cli import add_compare_arguments, run_compare
 if TYPE_CHECKING:
     import pandas as pd
 
-    from memorylab.analysis import AgentRecord, ReadResult
+    from memorylab.analysis import ReadResult
     from memorylab.analysis._sources import AgentFiles
 
 
@@ -130,15 +130,11 @@ def _with_agents(workspace: Path) -> Path:
 
 def _foreign_run(path: Path) -> bool:
     """Whether a loader other than memorylab's own files reads ``path`` (a transcript, a save
-    file, another framework's run: docs/formats/), decided as every reader decides it
-    (:func:`memorylab.analysis.loader_for`)."""
-    from memorylab.analysis import loader_for
-    from memorylab.errors import InvalidSetting
+    file, another framework's run: docs/formats/), decided as every reader decides it; no
+    loader reading it is said by the caller's own check."""
+    from memorylab.analysis._loaders import loader_name
 
-    try:
-        return loader_for(path).name != "memorylab"
-    except InvalidSetting:  # no loader reads it: said by the caller's own check
-        return False
+    return loader_name(path) not in (None, "memorylab")
 
 
 def _memory_file(path: Path) -> Path:
@@ -249,17 +245,21 @@ def _ls(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read(source: Path | list[AgentRecord], args: argparse.Namespace,
-          model: str | None = None) -> ReadResult:  # fmt: skip
+def _read(source: Path, args: argparse.Namespace, model: str | None = None,
+          agent: str | None = None) -> ReadResult:  # fmt: skip
     """The one reading of every command that reads memory (show, stats, plot, report, export,
     audit): strictly, a damaged part is :class:`MemoryFormatError` (exit code 3) naming its file
     and line and saying to use ``--lenient`` (the library's strict read, ``memory_df(...,
     on_bad="error")``'s); with ``--lenient``, what can be read, and one line on stderr naming
-    what was skipped. The records read come with the result, so nothing is read twice."""
+    what was skipped. The records read come with the result, so nothing is read twice.
+    ``agent`` (``--agent``): that agent of ``source`` alone, as the library chooses it
+    (``load_records(source, agent=...)``); one not there is :class:`AgentNotFound` (exit code
+    5), naming the agents there."""
     from memorylab.analysis import load_records, memory_df_with_problems
 
     if not getattr(args, "lenient", False):
-        result = memory_df_with_problems(load_records(source, strict=True), model=model)
+        records = load_records(source, strict=True, agent=agent)
+        result = memory_df_with_problems(records, model=model)
         # memorylab's files raise at their first damaged part; another framework's loader
         # notes a damaged line (a torn JSON line) instead: the same stop for it.
         damaged = [note for record in result.records for note in record.notes if note.damaged]
@@ -273,14 +273,15 @@ def _read(source: Path | list[AgentRecord], args: argparse.Namespace,
         return result
     from memorylab.analysis._sources import REMARK_KINDS
 
-    result = memory_df_with_problems(source, model=model)
+    # An agent chosen is read as its records: a source's own notes are not that agent's.
+    chosen = source if agent is None else load_records(source, agent=agent)
+    result = memory_df_with_problems(chosen, model=model)
     problems = result.problems[~result.problems["kind"].isin(REMARK_KINDS)]
-    where = source if isinstance(source, Path) else "the records"
     if len(problems) and not len(result.frame):  # never an output of nothing: said, exit 3
         first = problems.iloc[0]
         more = f" (and {len(problems) - 1:,} more)" if len(problems) > 1 else ""
         raise MemoryFormatError(
-            f"nothing under {where} could be read, even with --lenient: {first['file']}, line "
+            f"nothing under {source} could be read, even with --lenient: {first['file']}, line "
             f"{first['line']}: {first['message']}{more}; fix or remove the file"
         )
     # What was skipped is what a strict read stops at (a note that says a file did not read
@@ -391,27 +392,6 @@ def _plot(args: argparse.Namespace) -> int:
     return 0
 
 
-def _one_agent(source: Path, agent: str | None) -> Path | list[AgentRecord]:
-    """What to read for ``--agent``: ``source`` itself without one; an agent of a workspace is
-    its folder (no other agent is read); of another source (another framework's run, an agent
-    folder, a file) its records. An agent not there is :class:`AgentNotFound` (exit code 5, as
-    every command's unknown agent), naming the agents there."""
-    if agent is None:
-        return source
-    if source.is_dir() and (source / "agents").is_dir():
-        return _agent_folder(source, agent)
-    from memorylab.analysis import load_records
-
-    records = load_records(source)
-    chosen = [record for record in records if record.agent == agent]
-    if not chosen:
-        known = sorted({record.agent for record in records})
-        raise AgentNotFound(
-            f"no agent {agent!r} in {source}; agents there: {', '.join(known) or 'none'}"
-        )
-    return chosen
-
-
 def _report(args: argparse.Namespace) -> int:
     from memorylab.report import write_report
 
@@ -422,7 +402,7 @@ def _report(args: argparse.Namespace) -> int:
     workspace = _existing_workspace(args.workspace, agent_folder_ok=True)
     # The report reads leniently and lists what it could not read; the command's rule comes
     # first: without --lenient a damaged part stops it, with it the parts left out are named.
-    _read(_one_agent(workspace, args.agent), args)
+    _read(workspace, args, agent=args.agent)
     path = write_report(
         workspace,
         output,
@@ -458,7 +438,7 @@ def _audit(args: argparse.Namespace) -> int:
             )
         check_model_name(args.model, "--model")
     workspace = _existing_workspace(args.workspace, agent_folder_ok=True)
-    read = _read(_one_agent(workspace, args.agent), args)
+    read = _read(workspace, args, agent=args.agent)
     options = {"model": args.model} if args.audit == "costs" else {}
     result = audit(list(read.records), args.audit, **options)
     table = result.frame if args.table == "frame" else result.summary

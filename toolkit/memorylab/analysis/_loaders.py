@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from memorylab._names import plugged_in, plugin_lookup
+from memorylab._validation import check_name
 from memorylab.analysis._claude_code_loader import ClaudeCodeSessions
 from memorylab.analysis._deepagents_loader import DeepagentsThread
 from memorylab.analysis._foreign import foreign_record, record_among, source_file
@@ -61,8 +62,9 @@ from memorylab.analysis._inspect_loader import InspectLog
 from memorylab.analysis._openai_agents_loader import OpenAIAgentsSessions
 from memorylab.analysis._record import AgentRecord, Records, kept_record, read_agent_records
 from memorylab.analysis._sources import Note, Segment, Source, file_head
-from memorylab.errors import InvalidSetting, StoreError
+from memorylab.errors import AgentNotFound, InvalidSetting, StoreError
 from memorylab.memory import _format as fmt
+from memorylab.memory._paths import agent_folders
 from memorylab.memory._pins import pin_key, pin_line
 from memorylab.memory._records import MemoryDocument, Message
 from memorylab.memory._reference import read_save_file
@@ -275,20 +277,39 @@ def reads_as_transcript(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` is a memorylab transcript as the loaders decide (another framework's
     JSON Lines, a Claude Code session, is not one); a ``.jsonl`` no loader reads counts as one, so
     that the transcript reader says what a transcript must be."""
+    name = loader_name(path)
+    return name == "transcript" if name is not None else str(path).endswith(".jsonl")
+
+
+def loader_name(path: str | os.PathLike[str]) -> str | None:
+    """The name of the loader that reads ``path`` (:func:`loader_for`), or ``None`` when no
+    loader reads it: for a caller that decides what a path is and leaves the refusal to its
+    own check."""
     try:
-        return loader_for(path).name == "transcript"
+        return loader_for(path).name
     except InvalidSetting:
-        return str(path).endswith(".jsonl")
+        return None
 
 
 def load_records(
-    source: Source | Records, notes: list[Note] | None = None, *, strict: bool = False
+    source: Source | Records,
+    notes: list[Note] | None = None,
+    *,
+    strict: bool = False,
+    agent: str | None = None,
 ) -> list[AgentRecord]:
     """Each agent ``source`` names, read by its loader (:func:`loader_for`), in order of
     appearance; records given are returned as they are. memorylab's files are read together,
     so the files of one agent named apart make one record
     (:func:`~memorylab.analysis._record.read_agent_records`, whose ``notes`` and ``strict``
-    they take)."""
+    they take).
+
+    ``agent``: only that agent's record. Of a workspace only its folder is read (``team/alpha``
+    a nested one); of any other source (another framework's file of several runs, an agent
+    folder, records) the record of that name. Not there: :class:`~memorylab.errors.AgentNotFound`
+    naming the agents there."""
+    if agent is not None:
+        return _one_agent(source, agent, notes, strict)
     given = [source] if isinstance(source, str | os.PathLike) else source
     items: Sequence[object] = given if isinstance(given, Sequence) else ()
     paths = [item for item in items if isinstance(item, str | os.PathLike)]
@@ -309,6 +330,30 @@ def load_records(
         else:
             records += loader.load(Path(group[0]).expanduser())
     return records
+
+
+def _one_agent(
+    source: Source | Records, agent: str, notes: list[Note] | None, strict: bool
+) -> list[AgentRecord]:
+    """:func:`load_records`' ``agent``: the one rule of which agent of a source is read."""
+    check_name("agent", agent, what="agent name or None")
+    root = Path(source).expanduser() if isinstance(source, str | os.PathLike) else None
+    if root is not None and (root / "agents").is_dir():  # a workspace: that folder alone
+        agents_dir = root / "agents"
+        folders = {f.relative_to(agents_dir).as_posix(): f for f in agent_folders(agents_dir)}
+        if agent in folders:
+            return load_records(folders[agent], notes, strict=strict)
+        names = list(folders)
+    else:
+        records = load_records(source, notes, strict=strict)
+        chosen = [record for record in records if record.agent == agent]
+        if chosen:
+            return chosen
+        names = sorted({record.agent for record in records})
+    where = root if root is not None else "the records given"
+    raise AgentNotFound(
+        f"no agent {agent!r} in {where}; agents there: {', '.join(names) or 'none'}"
+    )
 
 
 def record_of_frame(frame: pd.DataFrame) -> AgentRecord | None:
