@@ -66,7 +66,7 @@ from memorylab._console import (
 from memorylab.errors import InvalidSetting, PrerequisiteError
 
 if TYPE_CHECKING:
-    from memorylab.compress import Strategy
+    from memorylab.compress import Strategy, Summarizer
     from memorylab.evaluate._cases import Case
     from memorylab.evaluate._engine import ComparisonResult
     from memorylab.evaluate._peers import StrategyPreset
@@ -460,12 +460,11 @@ def _check_strategy_arguments(args: argparse.Namespace) -> None:
             "--strategy runs the strategies in this process (each run's figures are read from "
             "it): leave --dask out, or compare summarizers on the cluster"
         )
-    named = args.summarizers or []
-    if len(named) > 1 or LOCAL in named:
+    if len(args.summarizers or []) > 1:
         raise InvalidSetting(
-            "with --strategy, -s names the one summarizer of the strategies' summaries, called "
-            "by its name: a memorylab summarizer (memorylab/extractive ...) or a hosted model "
-            "(--local-model and --api-base do not reach it)"
+            "with --strategy, -s names the one summarizer of the strategies' summaries: a "
+            "memorylab summarizer (memorylab/extractive ...), a model (at --api-base's server) "
+            "or 'local' (--local-model); give it once"
         )
 
 
@@ -622,6 +621,22 @@ def _summarizers(args: argparse.Namespace, cases: Sequence[Case], model: ModelOf
     return summarizers
 
 
+def _strategy_summarizer(args: argparse.Namespace, cases: Sequence[Case], model: ModelOf
+                         ) -> Summarizer | None:  # fmt: skip
+    """The summarizer of the ``--strategy`` runs' summaries: ``-s``'s one, built as the
+    summarizers compared are (``local`` the ``--local-model``, a model at ``--api-base``);
+    ``None`` without ``-s`` (the offline extractive one)."""
+    from memorylab.evaluate._compare import resolve_summarizers
+
+    if not args.summarizers:
+        return None
+    llm_args = model("")[1]
+    named = _summarizers(args, cases, model)
+    resolved = resolve_summarizers(named, {"llm_args": llm_args} if llm_args else None)
+    (summarizer,) = resolved.values()
+    return summarizer
+
+
 def _run(args: argparse.Namespace, local_base: str | None, executor: Executor | None) -> int:
     from memorylab.evaluate._compare import compare_summarizers
     from memorylab.evaluate._strategies import compare_strategies
@@ -657,7 +672,7 @@ def _run(args: argparse.Namespace, local_base: str | None, executor: Executor | 
             strategies = compare_strategies(
                 cases, args.strategies, scorers,
                 context_length=args.memory_window or STRATEGY_WINDOW,
-                summarizer=(args.summarizers or [None])[0], **threshold, **options,
+                summarizer=_strategy_summarizer(args, cases, model), **threshold, **options,
             )  # fmt: skip
         result = strategies.comparison
     else:

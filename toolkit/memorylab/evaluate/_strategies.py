@@ -89,6 +89,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from memorylab.analysis._replay import ReplayResult
+    from memorylab.compress import Summarizer
 
 GENERATIONS = (1, 3, 5)
 """The compactions after which :attr:`StrategyComparison.runs` gives the facts' survival
@@ -248,7 +249,8 @@ class _Run:
 
 class StrategyMemory(BaseSummarizer):
     """A strategy as a summarizer: :meth:`summarize` runs the history through ``strategy`` in a
-    ``context_length``-token window (compacting at ``threshold``, summaries by ``summarizer``,
+    ``context_length``-token window (compacting at ``threshold``, summaries by ``summarizer``:
+    a name or a :class:`~memorylab.Summarizer` object, such as one calling a local server,
     keeping the turn in progress or not, ``keep_turn``; a check after every message, one
     process; tokens counted and the reading priced as ``model``, ``None``: the default
     tokenizer, no price) and returns what the context holds at the end.
@@ -265,7 +267,7 @@ class StrategyMemory(BaseSummarizer):
         *,
         context_length: int,
         threshold: Threshold = DEFAULT_THRESHOLD,
-        summarizer: str | None = None,
+        summarizer: str | Summarizer | None = None,
         label: str | None = None,
         keep_turn: bool = True,
         model: str | None = None,
@@ -500,7 +502,7 @@ def compare_strategies(
     *,
     context_length: int,
     threshold: Threshold = DEFAULT_THRESHOLD,
-    summarizer: str | None = None,
+    summarizer: str | Summarizer | None = None,
     keep_turn: bool = True,
     model: str | None = None,
     bounds: bool = True,
@@ -511,7 +513,10 @@ def compare_strategies(
     ``strategies``: strategy objects, registered names or presets
     (:data:`~memorylab.evaluate.PEER_STRATEGIES`), or ``{label: strategy}``;
     ``context_length`` and ``threshold``: the window and when to compact (the same for every
-    strategy); ``summarizer``: the summaries' summarizer (default the offline extractive one);
+    strategy); ``summarizer``: the summaries' summarizer, a name or a
+    :class:`~memorylab.Summarizer` object (as :func:`~memorylab.evaluate.compare_summarizers`
+    takes them: ``LiteLLMSummarizer("openai/m", llm_args={"api_base": url})`` reaches a local
+    server; default the offline extractive one);
     ``keep_turn``: whether the compressor keeps the turn in progress (as the ``Agent`` does by
     default; a preset says its own); ``model``: the tokenizer and the prices of the cost
     columns (``"claude-sonnet-4-5"``; ``None``: the default tokenizer, no price); ``bounds``:
