@@ -410,15 +410,15 @@ def test_one_agent_only_is_read_and_reported(tmp_path: Path) -> None:
 
 
 def test_an_unknown_agent_is_one_line_naming_the_agents_there(tmp_path: Path) -> None:
-    """A name that is no agent of the workspace is InvalidSetting naming the agents there, and
+    """A name that is no agent of the workspace is AgentNotFound naming the agents there, and
     no report file is written."""
-    from memorylab.errors import InvalidSetting
+    from memorylab.errors import AgentNotFound
 
     workspace = bundled_workspace()
     names = sorted(p.name for p in (workspace / "agents").iterdir() if p.is_dir())
-    with pytest.raises(InvalidSetting, match="no agent 'Nobody'") as raised:
+    with pytest.raises(AgentNotFound, match="no agent 'Nobody'") as raised:
         write_report(workspace, tmp_path / "none.html", agent="Nobody")
     assert all(name in str(raised.value) for name in names)
     assert not (tmp_path / "none.html").exists()
-    with pytest.raises(InvalidSetting, match="the agents there: " + names[0]):
+    with pytest.raises(AgentNotFound, match="agents there: " + names[0]):
         build_report(workspace / "agents" / names[0], agent="Nobody")

@@ -152,7 +152,7 @@ def build_report(
     """The report's HTML for ``workspace``.
 
     ``agent`` names the one agent to read and report (as ``memorylab ls`` names it, nested ones
-    ``team/alpha``); an agent not there raises :class:`~memorylab.errors.InvalidSetting` naming
+    ``team/alpha``); an agent not there raises :class:`~memorylab.errors.AgentNotFound` naming
     the agents that are.
 
     Each agent's curves, table and what-if sweep use the settings its compaction records hold
@@ -167,6 +167,7 @@ def build_report(
 
     from memorylab.analysis import (
         compactions_df,
+        load_records,
         memory_df_with_problems,
         plot_compactions,
         plot_sweep,
@@ -183,7 +184,8 @@ def build_report(
     from memorylab.analysis._sweep import sweep_cost_note
 
     root = Path(workspace)
-    source = root if agent is None else _one_agent(root, agent)
+    # one agent: its folder alone, or its record of a file of several runs
+    source = root if agent is None else load_records(root, agent=agent)
     read = memory_df_with_problems(source)  # each agent read once: its record
     records, messages, notes = list(read.records), read.frame, read.problems
     is_remark = notes["kind"].isin(REMARK_KINDS)
@@ -695,32 +697,6 @@ def _tokenizers(settings_of: dict[str, Any], model: str | None) -> str:
     return "tokens counted as each agent's records say: " + "; ".join(
         f"{used}: {', '.join(names)}" for used, names in kinds.items()
     )
-
-
-def _one_agent(root: Path, agent: str) -> Any:
-    """What to read for the one agent ``agent`` of ``root``: its folder, where ``root`` is a
-    workspace (no other agent is read), else its record among those ``root`` holds (another
-    framework's run, an agent folder, a file). Not there: InvalidSetting naming the agents."""
-    from memorylab._validation import check_name
-    from memorylab.analysis._loaders import load_records
-    from memorylab.errors import InvalidSetting
-    from memorylab.memory._paths import agent_folders
-
-    check_name("agent", agent, what="agent name or None")
-    agents_dir = root / "agents" if (root / "agents").is_dir() else None
-    if agents_dir is not None:
-        folders = {f.relative_to(agents_dir).as_posix(): f for f in agent_folders(agents_dir)}
-        if agent in folders:
-            return folders[agent]
-        names = list(folders)
-    else:
-        records = load_records(root)
-        chosen = [record for record in records if record.agent == agent]
-        if chosen:
-            return chosen
-        names = sorted({record.agent for record in records})
-    there = ", ".join(names) if names else "none"
-    raise InvalidSetting(f"no agent {agent!r} in {root}; the agents there: {there}")
 
 
 def _agent_of(file: str) -> str:
