@@ -596,9 +596,11 @@ class Caller:
             async for trial in retrying:
                 with trial:
                     try:
-                        response = await asyncio.wait_for(
-                            litellm.acompletion(**kwargs), self.retry.timeout
-                        )
+                        # asyncio.timeout, not wait_for: Python 3.11's wait_for loses a
+                        # cancellation (asyncio.run's first Ctrl-C) that lands as the call
+                        # ends, and the run went on to the end; timeout() never does.
+                        async with asyncio.timeout(self.retry.timeout):
+                            response = await litellm.acompletion(**kwargs)
                     except Exception as exc:  # the provider's, as the ModelError its rule names
                         raise self.map_error(exc, what) from exc
                     return check(response)
