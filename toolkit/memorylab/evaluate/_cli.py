@@ -353,13 +353,13 @@ def _terminal_table(marks: SummaryTable) -> str:
     out = out.rename(columns=renamed)
     rates = [c for c in out.columns if _scorer_of(str(c)).split("[", 1)[0] in _RATE_SCORERS]
     shown_marks = marks.reframed(out, renamed)
-    text = markdown_table(shown_marks, percent=rates)
+    text = markdown_table(shown_marks, percent=rates, differences=True)
     hidden = [c for c in table.columns if c not in (*columns, "cases", "errors")
               and not str(c).endswith((".lo", ".hi"))]  # fmt: skip
     if hidden:
         more = f"More columns in --csv (long form): {', '.join(map(str, hidden))}."
         text += "\n\n" + "\n".join(textwrap.wrap(more, TERMINAL_WIDTH, break_on_hyphens=False))
-    return text + _differences(shown_marks)
+    return text
 
 
 LOCAL = "local"
@@ -755,7 +755,7 @@ def _print_tables(args: argparse.Namespace, result: ComparisonResult,
     if args.table == "fact-survival":
         table = fact_survival_table(result, ci=True)
         shares = [c for c in table.frame.columns if c != "facts"]
-        print(markdown_table(table, percent=shares) + _differences(table))
+        print(markdown_table(table, percent=shares, differences=True))
     elif args.table == "probes":
         from memorylab.evaluate._tables import probe_table
 
@@ -766,7 +766,7 @@ def _print_tables(args: argparse.Namespace, result: ComparisonResult,
         for number, reader in enumerate(readers):
             table = probe_table(result, f"{reader}.exact")
             print(("\n" if number else "") + f"{reader}.exact, per question category:")
-            print(markdown_table(table, percent=list(table.frame.columns)) + _differences(table))
+            print(markdown_table(table, percent=list(table.frame.columns), differences=True))
     elif strategies is not None:
         print(_strategies_table(strategies, _readers(result)))
     else:
@@ -800,16 +800,7 @@ def _strategies_table(compared: StrategyComparison, readers: Sequence[str]) -> s
     marks = SummaryTable(out, bounds, {}, {}, {},
                          differences=pd.concat(differences, ignore_index=True))  # fmt: skip
     shares = [c for c in out.columns if str(c).endswith(".exact") or str(c).startswith("facts")]
-    return markdown_table(marks, percent=shares) + _differences(marks)
-
-
-def _differences(marks: SummaryTable) -> str:
-    """The paired differences worth reading under a table (:func:`differences_table`), or
-    nothing when the table compares no pair."""
-    from memorylab.evaluate._tables import differences_table
-
-    pairs = differences_table(marks)
-    return f"\n\nPaired differences (over the units both rows have):\n{pairs}" if pairs else ""
+    return markdown_table(marks, percent=shares, differences=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
