@@ -42,8 +42,10 @@ import argparse
 import contextlib
 import json
 import math
+import signal
 import sys
 import textwrap
+import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor
@@ -515,6 +517,7 @@ def run_compare(args: argparse.Namespace) -> int:
         # Calls that an interrupt cuts short inside litellm are never awaited: not the user's
         # business (the library's own tests turn such warnings into errors).
         warnings.filterwarnings("ignore", "coroutine .* was never awaited", RuntimeWarning)
+        stack.enter_context(_interrupt_where_the_main_thread_is())
         try:
             return _run(args, local_base, executor)
         except KeyboardInterrupt:
@@ -526,6 +529,27 @@ def run_compare(args: argparse.Namespace) -> int:
             print(f"memorylab: interrupted; {where}", file=sys.stderr)
             return 130
     raise AssertionError("unreachable")
+
+
+@contextlib.contextmanager
+def _interrupt_where_the_main_thread_is() -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt in the main thread at once, for the run's duration.
+    ``asyncio.run`` would turn the first one into a cancellation of its main task, and a
+    cancellation that a library on the way swallows (measured under load: the run went on to
+    its end and exited 0) is an interrupt lost; a handler other than Python's default keeps
+    asyncio from installing its own. Nothing changes off the main thread (a notebook's worker)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _dask_executor(address: str, stack: contextlib.ExitStack) -> Executor:
