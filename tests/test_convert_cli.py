@@ -92,11 +92,16 @@ def test_the_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
         ([FOREIGN / "openai-agents" / "sessions.sqlite", "-o", tmp_path / "ws", "--agent", "x"],
          2, "holds 4 runs"),
         ([TRANSCRIPTS, "-o", tmp_path, "--to", "openai-agents"], 2, "is a folder"),
+        # a folder format given a file's name is refused, not made a folder called cc.jsonl
+        ([TRANSCRIPTS, "-o", tmp_path / "cc.jsonl", "--to", "claude-code"], 2,
+         "named like a file"),
+        ([TRANSCRIPTS, "-o", tmp_path / "t.json", "--to", "langchain"], 2, "give a folder"),
     ]  # fmt: skip
     for argv, code, said in cases:
         assert convert(*argv) == code, argv
         assert said in _one_line(capsys.readouterr().err), argv
-    assert not (tmp_path / "ws").exists()  # nothing was written by a refused command
+    # nothing was written by a refused command
+    assert not any(tmp_path.joinpath(n).exists() for n in ("ws", "cc.jsonl", "t.json"))
 
 
 def test_an_inspect_export_holds_one_sample_per_transcript(

@@ -106,6 +106,20 @@ def _refuse_taken(paths: Sequence[Path], overwrite: bool) -> None:
         )
 
 
+_FILE_SUFFIXES = (".jsonl", ".json")
+
+
+def _refuse_file_name(folder: Path, format: str, each: str) -> None:
+    """A format written as a folder of files, given a new output named like a file
+    (``-o cc.jsonl``), is refused rather than made a folder of that name: the user meant a file,
+    and the files in it must keep their own names (Claude Code finds a session by its id)."""
+    if folder.suffix.lower() in _FILE_SUFFIXES and not folder.is_dir():
+        raise InvalidSetting(
+            f"{folder} is named like a file, but {format} is written as a folder holding one "
+            f"{each} per transcript; give a folder (e.g. {folder.with_suffix('')})"
+        )
+
+
 def _tool_ids(messages: Sequence[TranscriptMessage]) -> dict[int, str]:
     """A made-up id for each tool output (the module docstring), by its position."""
     return {n: f"{TOOL_ID_PREFIX}{n}" for n, m in enumerate(messages) if m.role == "tool"}
@@ -136,6 +150,7 @@ def _claude_code(transcripts: Sequence[Transcript], folder: Path, overwrite: boo
     Each message is one entry: a user's a ``user`` entry, an assistant's an ``assistant`` entry
     of one text block (a message id of its own, so no two replies merge), a tool output a
     ``user`` entry holding one ``tool_result`` block with a made-up ``tool_use_id``."""
+    _refuse_file_name(folder, "claude-code", "<session id>.jsonl")
     files = {t.name: folder / f"{_session_id(t)}.jsonl" for t in transcripts}
     _refuse_taken(list(files.values()), overwrite)
     for transcript in transcripts:
@@ -323,6 +338,7 @@ def _langchain(transcripts: Sequence[Transcript], folder: Path, overwrite: bool)
     """One JSON file per transcript in ``folder``: a list of messages in ``messages_to_dict``'s
     form (the module docstring); a tool output a ``ToolMessage`` with a made-up
     ``tool_call_id`` (LangChain requires one)."""
+    _refuse_file_name(folder, "langchain", "<transcript>.langchain.json")
     files = {t.name: folder / f"{t.name}.langchain.json" for t in transcripts}
     _refuse_taken(list(files.values()), overwrite)
     for transcript in transcripts:
