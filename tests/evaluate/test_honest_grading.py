@@ -311,7 +311,7 @@ def test_an_interrupted_run_says_one_line_and_the_rerun_repeats_no_finished_call
         finished = len(list(cache.rglob("*.json")))
         assert run.returncode == 130, err
         lines = err.strip().splitlines()
-        assert lines[0].startswith("plan: ") and len(lines) == 2, lines
+        assert lines[0].startswith("plan: ") and len(lines) == 2, err
         assert lines[-1] == (
             f"memorylab: interrupted; every call that finished is cached in {cache}: the same "
             "command goes on from there"
@@ -323,6 +323,70 @@ def test_an_interrupted_run_says_one_line_and_the_rerun_repeats_no_finished_call
         assert done.returncode == 0, done.stderr
         assert server.request_count - before == total - finished
         assert f"({finished} more cached)" in done.stderr.splitlines()[0]
+
+
+def test_after_an_interrupt_the_abandoned_run_says_nothing_more(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What made the run above print more than its line under load, each reproduced: a task
+    started while asyncio.run's teardown cancels the rest never runs (litellm's logging tasks),
+    a task holds the interrupt and nobody asks for it, and the collector closes a coroutine
+    outside its task, whose block exit then fails (``same_server``'s reset). After Ctrl-C none
+    of it is printed; without an interrupt each is still said."""
+    import asyncio
+    import gc
+    import signal
+    import sys
+    from collections.abc import Generator
+
+    from memorylab.evaluate._cli import _interrupt_where_the_main_thread_is
+
+    class Suspend:
+        def __await__(self) -> Generator[None, None, None]:
+            yield
+
+    async def pending() -> None:
+        raise AssertionError("never runs")
+
+    async def failing() -> None:
+        raise RuntimeError("nobody asks for this")
+
+    async def fails_when_closed() -> None:
+        try:
+            await Suspend()
+        finally:
+            raise ValueError("closed outside its task")
+
+    def abandon_the_run() -> None:
+        loop = asyncio.new_event_loop()
+        loop.create_task(failing())  # noqa: RUF006 (dropped on purpose)
+        loop.run_until_complete(asyncio.sleep(0))  # "failing" ends with its error, unasked
+        loop.create_task(pending())  # noqa: RUF006 (as litellm does)
+        loop.close()  # "pending" never ran
+        closed_outside = fails_when_closed()
+        closed_outside.send(None)  # suspended; dropped here, the collector closes it
+
+    unraisable: list[object] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda event: unraisable.append(event.object))
+    notices = ("Task was destroyed but it is pending!", "Task exception was never retrieved")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # "pending" was never awaited
+        with _interrupt_where_the_main_thread_is():  # no interrupt: all is said
+            abandon_the_run()
+            gc.collect()
+        assert all(notice in caplog.text for notice in notices), caplog.text
+        assert len(unraisable) == 1
+        caplog.clear()
+        before = signal.getsignal(signal.SIGINT)
+        with pytest.raises(KeyboardInterrupt), _interrupt_where_the_main_thread_is():
+            try:
+                signal.raise_signal(signal.SIGINT)
+            finally:  # as asyncio.run's teardown does, after the interrupt
+                abandon_the_run()
+    assert not any(notice in caplog.text for notice in notices), caplog.text
+    assert len(unraisable) == 1  # nothing more reached the hook
+    assert signal.getsignal(signal.SIGINT) is before  # the run's own handler is gone
+    assert sys.unraisablehook is not None and caplog.text == ""
 
 
 def test_a_run_prints_its_plan_and_counts_requests(

@@ -168,3 +168,29 @@ def test_a_dask_cluster_of_processes_gives_the_result_of_one_server(tmp_path: Pa
         assert again.run["requests"] == 0 and again.run["cache_hits"] == sum(sent)
     pd.testing.assert_frame_equal(single, spread)
     pd.testing.assert_frame_equal(single, again.frame)
+
+
+def test_a_server_block_closed_outside_its_task_says_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A coroutine abandoned inside ``same_server`` (an interrupted run) is closed by the
+    collector in another context, where its reset token means nothing: nothing to restore, and
+    no "Exception ignored" error printed for it."""
+    import contextvars
+    import gc
+    import sys
+    from collections.abc import Generator
+
+    class Suspend:
+        def __await__(self) -> Generator[None, None, None]:
+            yield
+
+    async def inside_a_block() -> None:
+        with llm.same_server("case\nmemory"):
+            await Suspend()
+
+    unraisable: list[object] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda event: unraisable.append(event.exc_value))
+    abandoned = inside_a_block()
+    contextvars.copy_context().run(abandoned.send, None)  # entered in the task's own context
+    del abandoned
+    gc.collect()
+    assert unraisable == []

@@ -443,7 +443,10 @@ def same_server(key: str) -> Iterator[None]:
     try:
         yield
     finally:
-        _SERVER_KEY.reset(token)
+        # A coroutine abandoned mid-block (an interrupted run) is closed by the collector in
+        # another context, where the token means nothing and there is nothing to restore.
+        with contextlib.suppress(ValueError):
+            _SERVER_KEY.reset(token)
 
 
 def _served_text(said: Mapping[str, Any] | None) -> str:
