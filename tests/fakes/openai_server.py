@@ -243,9 +243,16 @@ class FakeOpenAIServer:
         return self
 
     def stop(self) -> None:
-        httpd, self._httpd = self._httpd, None
-        if httpd is None:
+        if self._httpd is None:
             return
+        # A later fake in this process may get this port again, serving another model, and
+        # memorylab asks a server what it serves once per process (memorylab.llm.served_model):
+        # forget this one's answer, as llm.local_server does when its server stops (a stale
+        # answer made test_several_api_bases_are_checked see "fake-model" where "qwen" was).
+        from memorylab import llm
+
+        llm._SAID.pop(self.base_url.rstrip("/"), None)
+        httpd, self._httpd = self._httpd, None
         self._stopping.set()  # wake up every delayed reply
         httpd.shutdown()
         httpd.server_close()
