@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -367,7 +368,11 @@ def test_after_an_interrupt_the_abandoned_run_says_nothing_more(
         closed_outside.send(None)  # suspended; dropped here, the collector closes it
 
     unraisable: list[object] = []
-    monkeypatch.setattr(sys, "unraisablehook", lambda event: unraisable.append(event.object))
+
+    def record_unraisable(event: Any) -> None:
+        unraisable.append(event.object)
+
+    monkeypatch.setattr(sys, "unraisablehook", record_unraisable)
     notices = ("Task was destroyed but it is pending!", "Task exception was never retrieved")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # "pending" was never awaited
@@ -386,7 +391,7 @@ def test_after_an_interrupt_the_abandoned_run_says_nothing_more(
     assert not any(notice in caplog.text for notice in notices), caplog.text
     assert len(unraisable) == 1  # nothing more reached the hook
     assert signal.getsignal(signal.SIGINT) is before  # the run's own handler is gone
-    assert sys.unraisablehook is not None and caplog.text == ""
+    assert sys.unraisablehook is record_unraisable and caplog.text == ""  # both restored
 
 
 def test_a_run_prints_its_plan_and_counts_requests(
